@@ -1,0 +1,77 @@
+//! The request body of `POST /support/refund-chat`, checked before anything
+//! else happens: bad input never costs a secret read, a model call or money.
+
+use serde_json::Value;
+
+/// Longest customer message, in Unicode scalar values (not bytes).
+pub const MAX_MESSAGE_CHARS: usize = 4000;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChatRequest {
+    pub user_id: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InputError {
+    /// The body is missing, not JSON, or not a JSON object: HTTP 400.
+    #[error("{0}")]
+    Malformed(&'static str),
+    /// A field is missing, of the wrong type, empty or too long: HTTP 422.
+    #[error("{0}")]
+    InvalidField(String),
+}
+
+impl ChatRequest {
+    /// Parses the raw body. Fields other than `user_id` and `message` are ignored.
+    pub fn parse(body: &[u8]) -> Result<ChatRequest, InputError> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Err(InputError::Malformed("the request body is missing"));
+        }
+        let value: Value = serde_json::from_slice(body)
+            .map_err(|_| InputError::Malformed("the request body is not valid JSON"))?;
+        let Value::Object(mut fields) = value else {
+            return Err(InputError::Malformed("the request body must be a JSON object"));
+        };
+        let user_id = text_field(&mut fields, "user_id")?;
+        let message = text_field(&mut fields, "message")?;
+        let length = message.chars().count();
+        if length > MAX_MESSAGE_CHARS {
+            return Err(InputError::InvalidField(format!(
+                "message must be at most {MAX_MESSAGE_CHARS} characters, got {length}"
+            )));
+        }
+        Ok(ChatRequest { user_id, message })
+    }
+}
+
+fn text_field(fields: &mut serde_json::Map<String, Value>, name: &str) -> Result<String, InputError> {
+    match fields.remove(name) {
+        None | Some(Value::Null) => Err(InputError::InvalidField(format!("{name} is required"))),
+        Some(Value::String(text)) if text.is_empty() => {
+            Err(InputError::InvalidField(format!("{name} must not be empty")))
+        }
+        Some(Value::String(text)) => Ok(text),
+        Some(_) => Err(InputError::InvalidField(format!("{name} must be a string"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_valid_body_ignores_other_fields() {
+        let parsed = ChatRequest::parse(br#"{"user_id":"u1","message":"hi","extra":[1]}"#).unwrap();
+        assert_eq!(parsed, ChatRequest { user_id: "u1".into(), message: "hi".into() });
+    }
+
+    #[test]
+    fn length_counts_characters_not_bytes() {
+        let at_limit = "é".repeat(MAX_MESSAGE_CHARS);
+        let body = serde_json::json!({"user_id": "u1", "message": at_limit}).to_string();
+        assert!(ChatRequest::parse(body.as_bytes()).is_ok());
+        let over = serde_json::json!({"user_id": "u1", "message": "é".repeat(MAX_MESSAGE_CHARS + 1)}).to_string();
+        assert!(matches!(ChatRequest::parse(over.as_bytes()), Err(InputError::InvalidField(d)) if d.contains("4000")));
+    }
+}

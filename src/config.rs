@@ -1,0 +1,137 @@
+//! Configuration, read from the environment once per container at start-up.
+//!
+//! A missing or malformed value stops the container with a message that names
+//! the variable: a misconfigured function should fail its first cold start
+//! loudly, not answer customers with 500s.
+
+use std::time::Duration;
+
+use crate::turn;
+
+pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+pub const DEFAULT_OPENAI_TIMEOUT: Duration = Duration::from_secs(20);
+pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_secs(2);
+pub const DEFAULT_PAYMENTS_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub openai_key_secret_id: String,
+    pub openai_base_url: String,
+    pub payments_base_url: String,
+    pub openai_timeout: Duration,
+    pub retry_backoff: Duration,
+    pub payments_timeout: Duration,
+}
+
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0} is required but not set")]
+    Missing(&'static str),
+    #[error("{name} must be {expected}, got {value:?}")]
+    Malformed { name: &'static str, expected: &'static str, value: String },
+}
+
+impl Config {
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup`, so tests need not touch the
+    /// process environment. Empty values count as unset.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let get = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+        let required = |name: &'static str| get(name).ok_or(ConfigError::Missing(name));
+        let url = |name: &'static str, value: String| parse_url(name, value);
+        let secs = |name: &'static str, default: Duration, allow_zero: bool| match get(name) {
+            None => Ok(default),
+            Some(value) => parse_secs(name, value, allow_zero),
+        };
+        Ok(Config {
+            openai_key_secret_id: required("OPENAI_API_KEY_SECRET_ID")?,
+            openai_base_url: url(
+                "OPENAI_BASE_URL",
+                get("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_OPENAI_BASE_URL.to_owned()),
+            )?,
+            payments_base_url: url("PAYMENTS_BASE_URL", required("PAYMENTS_BASE_URL")?)?,
+            openai_timeout: secs("OPENAI_TIMEOUT_SECS", DEFAULT_OPENAI_TIMEOUT, false)?,
+            retry_backoff: secs("RETRY_BACKOFF_SECS", DEFAULT_RETRY_BACKOFF, true)?,
+            payments_timeout: secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,
+        })
+    }
+
+    /// The longest one request can take with these settings.
+    pub fn worst_case(&self) -> Duration {
+        turn::worst_case_duration(self.openai_timeout, self.retry_backoff, self.payments_timeout)
+    }
+}
+
+fn parse_url(name: &'static str, value: String) -> Result<String, ConfigError> {
+    match reqwest::Url::parse(&value) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {
+            Ok(value.trim_end_matches('/').to_owned())
+        }
+        _ => Err(ConfigError::Malformed { name, expected: "an http(s) URL", value }),
+    }
+}
+
+fn parse_secs(name: &'static str, value: String, allow_zero: bool) -> Result<Duration, ConfigError> {
+    let expected = if allow_zero { "a number of seconds, 0 or more" } else { "a number of seconds above 0" };
+    match value.parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok()) {
+        Some(duration) if allow_zero || !duration.is_zero() => Ok(duration),
+        _ => Err(ConfigError::Malformed { name, expected, value }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_lookup(|name| vars.get(name).cloned())
+    }
+
+    const REQUIRED: [(&str, &str); 2] = [("OPENAI_API_KEY_SECRET_ID", "openai-key"), ("PAYMENTS_BASE_URL", "http://127.0.0.1:8081/")];
+
+    #[test]
+    fn defaults_are_the_contracts() {
+        let config = config(&REQUIRED).unwrap();
+        assert_eq!(config.openai_base_url, "https://api.openai.com/v1");
+        assert_eq!(config.payments_base_url, "http://127.0.0.1:8081");
+        assert_eq!(
+            (config.openai_timeout, config.retry_backoff, config.payments_timeout),
+            (Duration::from_secs(20), Duration::from_secs(2), Duration::from_secs(10))
+        );
+        assert_eq!(config.worst_case(), Duration::from_secs(112));
+    }
+
+    #[test]
+    fn decimals_are_allowed() {
+        let mut vars = REQUIRED.to_vec();
+        vars.extend([("OPENAI_TIMEOUT_SECS", "0.25"), ("RETRY_BACKOFF_SECS", "0"), ("PAYMENTS_TIMEOUT_SECS", "1.5")]);
+        let config = config(&vars).unwrap();
+        assert_eq!(config.openai_timeout, Duration::from_millis(250));
+        assert_eq!(config.retry_backoff, Duration::ZERO);
+        assert_eq!(config.payments_timeout, Duration::from_millis(1500));
+    }
+
+    #[test]
+    fn errors_name_the_variable() {
+        assert_eq!(config(&[REQUIRED[1]]), Err(ConfigError::Missing("OPENAI_API_KEY_SECRET_ID")));
+        assert_eq!(config(&[REQUIRED[0]]), Err(ConfigError::Missing("PAYMENTS_BASE_URL")));
+        for (name, value) in [
+            ("OPENAI_TIMEOUT_SECS", "soon"),
+            ("OPENAI_TIMEOUT_SECS", "0"),
+            ("PAYMENTS_TIMEOUT_SECS", "-1"),
+            ("RETRY_BACKOFF_SECS", "NaN"),
+            ("OPENAI_BASE_URL", "api.openai.com"),
+        ] {
+            let mut vars = REQUIRED.to_vec();
+            vars.push((name, value));
+            let error = config(&vars).unwrap_err();
+            assert!(error.to_string().starts_with(name), "{error}");
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The Lambda bootstrap: reads the configuration, wires the adapters, runs.
+
+use std::sync::Arc;
+
+use lambda_http::{Error, Request, service_fn};
+use refund_chat::api::App;
+use refund_chat::config::Config;
+use refund_chat::secrets::SecretsManagerKey;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Error> {
+    refund_chat::logging::init();
+    let config = Config::from_env().inspect_err(|error| {
+        tracing::error!(event = "configuration_error", error = %error);
+    })?;
+    let aws = aws_config::load_from_env().await;
+    let secrets = SecretsManagerKey::new(aws_sdk_secretsmanager::Client::new(&aws), config.openai_key_secret_id.clone());
+    let app = Arc::new(App::new(config, secrets)?);
+
+    lambda_http::run(service_fn(move |request: Request| {
+        let app = Arc::clone(&app);
+        async move { Ok::<_, Error>(app.handle(request).await) }
+    }))
+    .await
+}

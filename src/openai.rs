@@ -1,0 +1,223 @@
+//! The OpenAI Chat Completions adapter: turns the history into a request for
+//! the pinned model and the answer back into a [`Completion`].
+//!
+//! Three things matter here more than anything else:
+//! - exactly one HTTP attempt per call. async-openai's ordinary constructors
+//!   wrap a retry layer (429, 5xx, connect errors); installing a bare
+//!   [`ReqwestService`] removes it, and the reqwest client itself is built with
+//!   retries and redirects off ([`http_client`]);
+//! - the per-call timeout wraps the whole exchange (connect, send, body, parse)
+//!   and is reported as [`CompletionError::Timeout`], the only retried error;
+//! - the response is parsed leniently: compatible servers add or omit fields
+//!   that the official schema (and async-openai's own types) insist on.
+
+use std::time::Duration;
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_openai::error::OpenAIError;
+use async_openai::middleware::ReqwestService;
+use async_openai::types::chat::{
+    ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls, ChatCompletionRequestAssistantMessage,
+    ChatCompletionRequestAssistantMessageContent, ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
+    ChatCompletionRequestSystemMessageContent, ChatCompletionRequestToolMessage, ChatCompletionRequestToolMessageContent,
+    ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent, ChatCompletionTool, ChatCompletionTools,
+    CreateChatCompletionRequest, FunctionCall, FunctionObject,
+};
+use serde::Deserialize;
+
+use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall, Usage};
+use crate::refund_tool;
+
+/// The pinned snapshot: the agent's behaviour was tested against this one.
+pub const MODEL: &str = "gpt-4o-mini-2024-07-18";
+
+/// A reqwest client for a money path: no retries of its own (reqwest retries
+/// protocol NACKs by default), no redirects, and connections kept for reuse
+/// across warm invocations.
+pub fn http_client() -> reqwest::Result<reqwest::Client> {
+    reqwest::Client::builder()
+        .retry(reqwest::retry::never())
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_idle_timeout(Duration::from_secs(50))
+        .build()
+}
+
+pub struct OpenAiChat {
+    client: Client<OpenAIConfig>,
+    timeout: Duration,
+}
+
+impl OpenAiChat {
+    /// `api_base` includes `/v1`. Every value is passed explicitly: nothing is
+    /// read from `OPENAI_*` variables behind the contract's back.
+    pub fn new(http: reqwest::Client, api_base: &str, api_key: &str, timeout: Duration) -> Self {
+        let config = OpenAIConfig::new()
+            .with_api_base(api_base)
+            .with_api_key(api_key)
+            .with_org_id("")
+            .with_project_id("");
+        let client = Client::build(http.clone(), config).with_http_service(ReqwestService::new(http));
+        OpenAiChat { client, timeout }
+    }
+}
+
+impl ChatModel for OpenAiChat {
+    async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
+        let request = build_request(messages);
+        let chat = self.client.chat();
+        let call = chat.create_byot::<_, WireCompletion>(&request);
+        match tokio::time::timeout(self.timeout, call).await {
+            Err(_elapsed) => Err(CompletionError::Timeout),
+            Ok(Err(error)) => Err(classify(error)),
+            Ok(Ok(wire)) => wire.into_completion(),
+        }
+    }
+}
+
+/// The request for one completion call: the whole history, the one tool,
+/// `strict` and no parallel tool calls (both defence in depth only).
+pub fn build_request(messages: &[Message]) -> CreateChatCompletionRequest {
+    CreateChatCompletionRequest {
+        model: MODEL.to_owned(),
+        messages: messages.iter().map(to_wire).collect(),
+        tools: Some(vec![ChatCompletionTools::Function(ChatCompletionTool {
+            function: FunctionObject {
+                name: refund_tool::TOOL_NAME.to_owned(),
+                description: Some(refund_tool::TOOL_DESCRIPTION.to_owned()),
+                parameters: Some(refund_tool::parameters_schema().clone()),
+                strict: Some(true),
+            },
+        })]),
+        parallel_tool_calls: Some(false),
+        ..CreateChatCompletionRequest::default()
+    }
+}
+
+fn to_wire(message: &Message) -> ChatCompletionRequestMessage {
+    match message {
+        Message::System(text) => ChatCompletionRequestMessage::System(ChatCompletionRequestSystemMessage {
+            content: ChatCompletionRequestSystemMessageContent::Text(text.clone()),
+            name: None,
+        }),
+        Message::User(text) => ChatCompletionRequestMessage::User(ChatCompletionRequestUserMessage {
+            content: ChatCompletionRequestUserMessageContent::Text(text.clone()),
+            name: None,
+        }),
+        Message::Assistant { content, tool_calls } => {
+            let calls = tool_calls
+                .iter()
+                .map(|call| {
+                    ChatCompletionMessageToolCalls::Function(ChatCompletionMessageToolCall {
+                        id: call.id.clone(),
+                        function: FunctionCall { name: call.name.clone(), arguments: call.arguments.clone() },
+                    })
+                })
+                .collect();
+            #[allow(deprecated)] // `function_call` is deprecated but still a field to fill.
+            ChatCompletionRequestMessage::Assistant(ChatCompletionRequestAssistantMessage {
+                content: content.clone().map(ChatCompletionRequestAssistantMessageContent::Text),
+                tool_calls: Some(calls),
+                ..ChatCompletionRequestAssistantMessage::default()
+            })
+        }
+        Message::Tool { tool_call_id, content } => ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
+            content: ChatCompletionRequestToolMessageContent::Text(content.clone()),
+            tool_call_id: tool_call_id.clone(),
+        }),
+    }
+}
+
+/// Never carries a response body into the error: bodies can quote the
+/// conversation, and errors reach logs.
+fn classify(error: OpenAIError) -> CompletionError {
+    match error {
+        OpenAIError::ApiError(response) => CompletionError::Status { status: response.status_code.as_u16() },
+        OpenAIError::Reqwest(error) if error.is_timeout() => CompletionError::Timeout,
+        OpenAIError::Reqwest(error) => CompletionError::Transport(reqwest_class(&error).to_owned()),
+        OpenAIError::JSONDeserialize(error, _body) => CompletionError::Unusable(format!("not a chat completion: {error}")),
+        _ => CompletionError::Unusable("unexpected client error".to_owned()),
+    }
+}
+
+fn reqwest_class(error: &reqwest::Error) -> &'static str {
+    if error.is_connect() {
+        "connect"
+    } else if error.is_body() || error.is_decode() {
+        "body"
+    } else if error.is_request() {
+        "request"
+    } else {
+        "other"
+    }
+}
+
+// The lenient wire format of a chat completion: only what the turn needs,
+// everything else ignored, `null` and missing treated alike.
+
+#[derive(Deserialize)]
+struct WireCompletion {
+    #[serde(default)]
+    choices: Vec<WireChoice>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    message: WireMessage,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    content: Option<String>,
+    tool_calls: Option<Vec<WireToolCall>>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCall {
+    id: String,
+    function: WireFunction,
+}
+
+#[derive(Deserialize)]
+struct WireFunction {
+    name: String,
+    /// A JSON string by the API; some compatible servers send an object.
+    #[serde(default)]
+    arguments: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+}
+
+impl WireCompletion {
+    fn into_completion(self) -> Result<Completion, CompletionError> {
+        let usage = self.usage.map(|u| Usage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens });
+        let choice = self
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| CompletionError::Unusable("a chat completion without choices".to_owned()))?;
+        let tool_calls = choice
+            .message
+            .tool_calls
+            .unwrap_or_default()
+            .into_iter()
+            .map(|call| ToolCall {
+                id: call.id,
+                name: call.function.name,
+                arguments: match call.function.arguments {
+                    serde_json::Value::String(text) => text,
+                    other => other.to_string(),
+                },
+            })
+            .collect();
+        Ok(Completion { content: choice.message.content, tool_calls, finish_reason: choice.finish_reason, usage })
+    }
+}
