@@ -107,18 +107,7 @@ impl<K: ApiKeySource> Harness<K> {
     }
 
     pub async fn send(&self, event: Value) -> Answer {
-        let mut context = Context::default();
-        context.request_id = REQUEST_ID.to_owned();
-        let request = lambda_http::request::from_str(&event.to_string()).expect("event").with_lambda_context(context);
-        let response = self.app.handle(request).await;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let raw = match response.body() {
-            Body::Text(text) => text.clone(),
-            other => String::from_utf8_lossy(other.as_ref()).into_owned(),
-        };
-        let body = serde_json::from_str(&raw).unwrap_or(Value::Null);
-        Answer { status, headers, body, raw }
+        send_with(&self.app, event).await
     }
 
     /// The JSON bodies the model received, in order.
@@ -130,6 +119,22 @@ impl<K: ApiKeySource> Harness<K> {
     pub async fn payments_requests(&self) -> Vec<Value> {
         bodies(&self.payments).await
     }
+}
+
+/// Sends an API Gateway event through `app`'s handler, as the runtime would.
+pub async fn send_with<K: ApiKeySource>(app: &App<K>, event: Value) -> Answer {
+    let mut context = Context::default();
+    context.request_id = REQUEST_ID.to_owned();
+    let request = lambda_http::request::from_str(&event.to_string()).expect("event").with_lambda_context(context);
+    let response = app.handle(request).await;
+    let status = response.status();
+    let headers = response.headers().clone();
+    let raw = match response.body() {
+        Body::Text(text) => text.clone(),
+        other => String::from_utf8_lossy(other.as_ref()).into_owned(),
+    };
+    let body = serde_json::from_str(&raw).unwrap_or(Value::Null);
+    Answer { status, headers, body, raw }
 }
 
 pub async fn bodies(server: &MockServer) -> Vec<Value> {

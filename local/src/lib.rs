@@ -1,0 +1,27 @@
+//! Local stand-ins for everything refund-chat talks to, for `make run`, the
+//! event tests and benchmarks. None of this is in the function's binary.
+//!
+//! - [`payments_sandbox`]: the contract's payments API over seeded orders, with
+//!   a refund ledger persisted to a file;
+//! - [`local_model`]: a deterministic OpenAI-compatible Chat Completions server
+//!   that behaves like a reasonable refund agent, plus phrases that make it
+//!   misbehave on purpose.
+
+pub mod local_model;
+pub mod order_text;
+pub mod payments_sandbox;
+
+use std::net::SocketAddr;
+
+/// Serves `router` on `listener` until the process ends.
+pub async fn serve(listener: tokio::net::TcpListener, router: axum::Router) -> std::io::Result<()> {
+    axum::serve(listener, router).await
+}
+
+/// Binds `127.0.0.1:port` (0 for any free port) and serves `router` in the background.
+pub async fn spawn(port: u16, router: axum::Router) -> std::io::Result<SocketAddr> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(serve(listener, router));
+    Ok(address)
+}

@@ -1,0 +1,32 @@
+//! `refund-chat-local payments|model [--port N] [--ledger FILE]`: runs one
+//! local stand-in on 127.0.0.1 until stopped.
+
+use std::path::PathBuf;
+
+use refund_chat_local::local_model::LocalModel;
+use refund_chat_local::payments_sandbox::Sandbox;
+
+const USAGE: &str = "usage: refund-chat-local payments [--port 8081] [--ledger FILE]\n       refund-chat-local model [--port 8082]";
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let option = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
+    let port = |default: u16| option("--port").map(|p| p.parse::<u16>()).transpose().map(|p| p.unwrap_or(default));
+
+    let (name, port, router) = match args.first().map(String::as_str) {
+        Some("payments") => {
+            let ledger = option("--ledger").map(PathBuf::from);
+            ("payments sandbox", port(8081)?, Sandbox::open(ledger)?.router())
+        }
+        Some("model") => ("local model", port(8082)?, LocalModel::new(None).router()),
+        _ => return Err(USAGE.into()),
+    };
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+    println!("{name} listening on http://{}", listener.local_addr()?);
+    tokio::select! {
+        served = refund_chat_local::serve(listener, router) => served?,
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    Ok(())
+}

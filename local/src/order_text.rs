@@ -1,0 +1,58 @@
+//! Finds an order id and an amount in a customer's message, the way the local
+//! model "understands" it: order ids look like `A-1001`, amounts like `12.50`,
+//! `€5` or `12,50`.
+
+/// An order id: 1 to 4 capital letters, a dash, digits (`A-1001`, `ORD-77`).
+pub fn find_order_id(text: &str) -> Option<String> {
+    words(text).find(|word| is_order_id(word)).map(str::to_owned)
+}
+
+/// The first amount that is not part of an order id, in cents.
+pub fn find_amount_cents(text: &str) -> Option<u64> {
+    words(text).filter(|word| !is_order_id(word)).find_map(amount_cents)
+}
+
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split_whitespace().map(|word| {
+        word.trim_matches(|c: char| matches!(c, ',' | '.' | '!' | '?' | ';' | ':' | '(' | ')' | '"' | '\''))
+    })
+}
+
+fn is_order_id(word: &str) -> bool {
+    let Some((letters, digits)) = word.split_once('-') else { return false };
+    (1..=4).contains(&letters.len())
+        && letters.chars().all(|c| c.is_ascii_uppercase())
+        && !digits.is_empty()
+        && digits.chars().all(|c| c.is_ascii_digit())
+}
+
+fn amount_cents(word: &str) -> Option<u64> {
+    let number = word.trim_start_matches(['$', '€', '£']).trim_end_matches(['€', '$', '£']);
+    let number = number.replace(',', ".");
+    if number.is_empty() || !number.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return None;
+    }
+    let (units, fraction) = number.split_once('.').unwrap_or((&number, ""));
+    if units.is_empty() || fraction.len() > 2 {
+        return None;
+    }
+    let cents: u64 = format!("{fraction:0<2}").parse().ok()?;
+    let cents = units.parse::<u64>().ok()?.checked_mul(100)?.checked_add(cents)?;
+    (cents > 0).then_some(cents)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_order_ids_and_amounts() {
+        let text = "My mug from order A-1001 arrived broken, please refund 12.50.";
+        assert_eq!(find_order_id(text).as_deref(), Some("A-1001"));
+        assert_eq!(find_amount_cents(text), Some(1250));
+        assert_eq!(find_amount_cents("refund €5 please"), Some(500));
+        assert_eq!(find_amount_cents("refund 12,5 on B-2001"), Some(1250));
+        assert_eq!(find_amount_cents("order B-2001"), None);
+        assert_eq!(find_order_id("how long does a refund take?"), None);
+    }
+}

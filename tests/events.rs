@@ -1,0 +1,61 @@
+//! Every file in `events/` through the real handler, in-process, against the
+//! project's own local model and payments sandbox: the status and the number
+//! of refunds must be the ones `events/README.md` states.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use refund_chat::api::App;
+use refund_chat::secrets::FixedKey;
+use refund_chat_local::local_model::LocalModel;
+use refund_chat_local::payments_sandbox::Sandbox;
+use support::*;
+
+struct Expectation {
+    file: String,
+    status: u16,
+    refunds: usize,
+}
+
+fn expectations() -> Vec<Expectation> {
+    let table = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("events/README.md")).unwrap();
+    table
+        .lines()
+        .filter(|line| line.starts_with("| ") && line.contains(".json"))
+        .map(|line| {
+            let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
+            Expectation { file: cells[0].to_owned(), status: cells[2].parse().unwrap(), refunds: cells[3].parse().unwrap() }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn every_event_file_produces_its_stated_status() {
+    let sandbox = Sandbox::open(None).unwrap();
+    let payments = refund_chat_local::spawn(0, sandbox.router()).await.unwrap();
+    let model = refund_chat_local::spawn(0, LocalModel::new(Some(Duration::from_secs(2))).router()).await.unwrap();
+    let config = config(&format!("http://{model}/v1"), &format!("http://{payments}"));
+    let app = App::new(config, FixedKey::new(API_KEY)).unwrap();
+
+    let expectations = expectations();
+    let mut files: Vec<String> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("events"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".json"))
+        .collect();
+    files.sort();
+    let mut listed: Vec<String> = expectations.iter().map(|e| e.file.clone()).collect();
+    listed.sort();
+    assert_eq!(files, listed, "every event file has exactly one row in events/README.md");
+
+    for expected in expectations {
+        let before = sandbox.ledger().len();
+        let answer = send_with(&app, load_event(&expected.file)).await;
+        assert_eq!(answer.status.as_u16(), expected.status, "{}: {}", expected.file, answer.raw);
+        assert_eq!(sandbox.ledger().len() - before, expected.refunds, "{}: refunds made", expected.file);
+        assert_eq!(answer.headers["x-request-id"], REQUEST_ID, "{}", expected.file);
+        assert_eq!(answer.headers["content-type"], "application/json", "{}", expected.file);
+    }
+}
