@@ -108,6 +108,9 @@ impl<K: ApiKeySource> App<K> {
         if let Ok(value) = HeaderValue::from_str(&request_id) {
             response = response.header(REQUEST_ID_HEADER, value);
         }
+        if let Some(origin) = self.config.cors_allow_origin.as_deref().and_then(|o| HeaderValue::from_str(o).ok()) {
+            response = response.header(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin).header(header::VARY, "origin");
+        }
         if status == StatusCode::METHOD_NOT_ALLOWED {
             response = response.header(header::ALLOW, "POST");
         }

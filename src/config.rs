@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use crate::secrets::SECRET_READ_TIMEOUT;
 use crate::turn;
 
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -21,6 +22,10 @@ pub struct Config {
     pub openai_timeout: Duration,
     pub retry_backoff: Duration,
     pub payments_timeout: Duration,
+    /// Not in the contract's table: the chat widget's origin, sent as
+    /// `access-control-allow-origin` (a proxy integration's responses get no
+    /// CORS headers from API Gateway). Unset: no CORS header.
+    pub cors_allow_origin: Option<String>,
 }
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -56,12 +61,14 @@ impl Config {
             openai_timeout: secs("OPENAI_TIMEOUT_SECS", DEFAULT_OPENAI_TIMEOUT, false)?,
             retry_backoff: secs("RETRY_BACKOFF_SECS", DEFAULT_RETRY_BACKOFF, true)?,
             payments_timeout: secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,
+            cors_allow_origin: get("CORS_ALLOW_ORIGIN").map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin)).transpose()?,
         })
     }
 
-    /// The longest one request can take with these settings.
+    /// The longest one request can take with these settings, the first
+    /// request's secret read included.
     pub fn worst_case(&self) -> Duration {
-        turn::worst_case_duration(self.openai_timeout, self.retry_backoff, self.payments_timeout)
+        turn::worst_case_duration(self.openai_timeout, self.retry_backoff, self.payments_timeout) + SECRET_READ_TIMEOUT
     }
 }
 
@@ -104,7 +111,7 @@ mod tests {
             (config.openai_timeout, config.retry_backoff, config.payments_timeout),
             (Duration::from_secs(20), Duration::from_secs(2), Duration::from_secs(10))
         );
-        assert_eq!(config.worst_case(), Duration::from_secs(112));
+        assert_eq!(config.worst_case(), Duration::from_secs(112) + SECRET_READ_TIMEOUT);
     }
 
     #[test]

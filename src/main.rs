@@ -5,7 +5,8 @@ use std::sync::Arc;
 use lambda_http::{Error, Request, service_fn};
 use refund_chat::api::App;
 use refund_chat::config::Config;
-use refund_chat::secrets::SecretsManagerKey;
+use aws_config::timeout::TimeoutConfig;
+use refund_chat::secrets::{SECRET_READ_TIMEOUT, SecretsManagerKey};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
@@ -13,7 +14,10 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_env().inspect_err(|error| {
         tracing::error!(event = "configuration_error", error = %error);
     })?;
-    let aws = aws_config::load_from_env().await;
+    let aws = aws_config::from_env()
+        .timeout_config(TimeoutConfig::builder().operation_timeout(SECRET_READ_TIMEOUT).build())
+        .load()
+        .await;
     let secrets = SecretsManagerKey::new(aws_sdk_secretsmanager::Client::new(&aws), config.openai_key_secret_id.clone());
     let app = Arc::new(App::new(config, secrets)?);
 

@@ -6,8 +6,13 @@
 
 use std::fmt;
 use std::future::Future;
+use std::time::Duration;
 
 use aws_sdk_secretsmanager::error::DisplayErrorContext;
+
+/// The longest the secret read may take, retries included; part of a
+/// request's worst case (see `template.yaml`).
+pub const SECRET_READ_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The key itself. Its `Debug` never shows it, so it cannot leak through a
 /// `{:?}` in a log line.

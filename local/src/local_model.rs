@@ -67,15 +67,16 @@ impl LocalModel {
         if said("provider error") {
             return Behaviour::Fail;
         }
+        let rounds = messages.iter().filter(|m| m["role"] == "assistant").count();
         if said("time out once") {
+            // Only the turn's first call hangs, once; its retry (the same body) answers.
             let mut seen = self.timed_out_once.lock().unwrap_or_else(|p| p.into_inner());
-            if seen.insert(request["messages"].to_string()) {
+            if rounds == 0 && seen.insert(request["messages"].to_string()) {
                 return Behaviour::Hang;
             }
         } else if said("time out") {
             return Behaviour::Hang;
         }
-        let rounds = messages.iter().filter(|m| m["role"] == "assistant").count();
         if said("keep calling tools") {
             return Behaviour::Answer(tool_calls(rounds, &[("lookup_order", json!({"order_id": "A-1001"}))]));
         }
@@ -116,12 +117,11 @@ fn refund_args(order_id: &str, cents: u64) -> Value {
     json!({"order_id": order_id, "amount_cents": cents})
 }
 
-/// Words for the customer from the tool results of the last round.
+/// Words for the customer from every tool result of the conversation.
 fn summarise_tool_results(messages: &[Value]) -> String {
-    let results: Vec<&Value> = messages.iter().rev().take_while(|m| m["role"] == "tool").collect();
-    let sentences: Vec<String> = results
-        .into_iter()
-        .rev()
+    let sentences: Vec<String> = messages
+        .iter()
+        .filter(|m| m["role"] == "tool")
         .map(|message| {
             let content: Value = message["content"].as_str().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
             match (content["refund_id"].as_str(), content["amount_cents"].as_u64(), content["error"].as_str()) {

@@ -1,0 +1,38 @@
+# Every target installs what it needs into project-local, git-ignored places:
+# Python tools (moto, cfn-lint, cargo-lambda) into .venv, state into .local.
+
+VENV     := .venv
+TOOLS    := $(VENV)/.installed
+EVENT    ?= events/refund.json
+
+.PHONY: run test invoke bench build reset-ledger clean-local
+
+$(TOOLS): tools/requirements.txt
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tools/requirements.txt
+	touch $@
+
+## run: the function under cargo lambda watch with every dependency on 127.0.0.1
+run: $(TOOLS)
+	tools/run-local.sh
+
+## test: the whole suite (unit, mock-server, moto, events, template) and cfn-lint
+test: $(TOOLS)
+	MOTO_SERVER=$(abspath $(VENV))/bin/moto_server cargo test --workspace --locked --no-fail-fast
+	$(VENV)/bin/cfn-lint template.yaml
+
+## invoke: send EVENT (default events/refund.json) to the function started by make run
+invoke: $(TOOLS)
+	$(VENV)/bin/cargo-lambda lambda invoke refund-chat --data-file $(EVENT) \
+	  --invoke-address 127.0.0.1 --invoke-port 9000
+
+## build: the release bootstrap for Lambda (arm64, Amazon Linux 2023)
+build: $(TOOLS)
+	PATH=$(abspath $(VENV))/bin:$$PATH cargo lambda build --release --arm64 --package refund-chat
+
+## reset-ledger: forget the local refunds (make run starts from the seeded orders)
+reset-ledger:
+	rm -f .local/ledger.jsonl
+
+clean-local:
+	rm -rf .local $(VENV)

@@ -1,0 +1,86 @@
+//! `template.yaml` against the code: the timeouts form one chain from the
+//! contract's constants (5 x 20 s + 2 s + 10 s, plus the secret read) up to
+//! the front door, and the deployment is what the contract says it is.
+
+use std::path::Path;
+use std::time::Duration;
+
+use refund_chat::config::{Config, DEFAULT_OPENAI_TIMEOUT, DEFAULT_PAYMENTS_TIMEOUT, DEFAULT_RETRY_BACKOFF};
+use refund_chat::secrets::SECRET_READ_TIMEOUT;
+use refund_chat::turn::worst_case_duration;
+use serde_json::{Value, json};
+
+fn template() -> Value {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("template.yaml")).unwrap();
+    serde_yaml::from_str(&text).expect("template.yaml is plain YAML (long-form intrinsic functions)")
+}
+
+fn function(template: &Value) -> &Value {
+    &template["Resources"]["RefundChatFunction"]
+}
+
+fn secs(value: &Value) -> Duration {
+    Duration::from_secs_f64(value.as_str().and_then(|s| s.parse().ok()).or(value.as_f64()).expect("seconds"))
+}
+
+#[test]
+fn timeouts_cover_the_worst_case_from_the_code() {
+    let template = template();
+    let function = function(&template);
+    let env = &function["Properties"]["Environment"]["Variables"];
+
+    // The template deploys the code's defaults, so the code's worst case is the template's.
+    assert_eq!(secs(&env["OPENAI_TIMEOUT_SECS"]), DEFAULT_OPENAI_TIMEOUT);
+    assert_eq!(secs(&env["RETRY_BACKOFF_SECS"]), DEFAULT_RETRY_BACKOFF);
+    assert_eq!(secs(&env["PAYMENTS_TIMEOUT_SECS"]), DEFAULT_PAYMENTS_TIMEOUT);
+    let lookup = |name: &str| match name {
+        "OPENAI_API_KEY_SECRET_ID" => Some("arn:aws:secretsmanager:eu-west-1:123456789012:secret:k".to_owned()),
+        "PAYMENTS_BASE_URL" => Some("https://payments.internal".to_owned()),
+        _ => env[name].as_str().map(str::to_owned),
+    };
+    let worst_case = Config::from_lookup(lookup).unwrap().worst_case();
+    assert_eq!(
+        worst_case,
+        worst_case_duration(Duration::from_secs(20), Duration::from_secs(2), Duration::from_secs(10)) + SECRET_READ_TIMEOUT
+    );
+    assert_eq!(worst_case, Duration::from_secs(112) + SECRET_READ_TIMEOUT);
+
+    let function_timeout = secs(&function["Properties"]["Timeout"]);
+    assert!(function_timeout > worst_case, "function Timeout {function_timeout:?} must exceed {worst_case:?}");
+
+    let integration = &function["Properties"]["Events"]["RefundChat"]["Properties"]["TimeoutInMillis"];
+    assert_eq!(integration, &json!({"Ref": "IntegrationTimeoutMillis"}));
+    let front_door = Duration::from_millis(template["Parameters"]["IntegrationTimeoutMillis"]["Default"].as_u64().unwrap());
+    assert!(front_door > function_timeout, "the front door ({front_door:?}) must outlast the function ({function_timeout:?})");
+}
+
+#[test]
+fn the_deployment_is_the_contracts() {
+    let template = template();
+    let function = function(&template);
+    assert_eq!(function["Type"], "AWS::Serverless::Function");
+    assert_eq!(function["Metadata"]["BuildMethod"], "rust-cargolambda");
+    assert_eq!(function["Metadata"]["BuildProperties"]["Binary"], env!("CARGO_PKG_NAME"));
+    assert_eq!(template["Globals"]["Function"]["Runtime"], "provided.al2023");
+    assert_eq!(template["Globals"]["Function"]["Architectures"], json!(["arm64"]));
+
+    let event = &function["Properties"]["Events"]["RefundChat"];
+    assert_eq!(event["Type"], "Api", "a REST API: its timeout can be raised, an HTTP API's cannot");
+    assert_eq!(event["Properties"]["Path"], refund_chat::api::ROUTE);
+    assert_eq!(event["Properties"]["Method"], "POST");
+    let api = &template["Resources"]["RefundChatApi"]["Properties"];
+    assert_eq!(api["EndpointConfiguration"]["Type"], "REGIONAL", "only Regional/private REST APIs can exceed 29 s");
+    assert_eq!(api["StageName"], "Prod");
+
+    // Least privilege: exactly one action, on the one secret.
+    let policies = function["Properties"]["Policies"].as_array().unwrap();
+    assert_eq!(policies.len(), 1);
+    let statements = policies[0]["Statement"].as_array().unwrap();
+    assert_eq!(statements.len(), 1);
+    assert_eq!(statements[0]["Effect"], "Allow");
+    assert_eq!(statements[0]["Action"], "secretsmanager:GetSecretValue");
+    assert_eq!(statements[0]["Resource"], json!({"Ref": "OpenAiKeySecretArn"}));
+    let env = &function["Properties"]["Environment"]["Variables"];
+    assert_eq!(env["OPENAI_API_KEY_SECRET_ID"], json!({"Ref": "OpenAiKeySecretArn"}));
+    assert!(!serde_json::to_string(&template).unwrap().contains("\"*\""), "nothing is granted on *");
+}

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# `make run`: the function under `cargo lambda watch`, with every dependency
+# emulated on 127.0.0.1. Ctrl-C stops everything this script started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV=.venv
+STATE=.local
+MOTO_PORT=5005 PAYMENTS_PORT=8081 MODEL_PORT=8082 FUNCTION_PORT=9000
+SECRET_ID=refund-chat/openai-api-key
+mkdir -p "$STATE"
+
+groups=()
+stop_all() {
+  trap - EXIT INT TERM
+  for pgid in "${groups[@]}"; do kill -TERM -- "-$pgid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  echo "stopped the local stack"
+}
+trap stop_all EXIT
+trap 'exit 0' INT TERM  # Ctrl-C is the normal way to stop
+
+# Starts a command in its own process group (so stop_all ends its children too).
+start() {
+  local name=$1; shift
+  setsid "$@" >"$STATE/$name.log" 2>&1 &
+  groups+=("$!")
+}
+
+wait_for_port() {
+  local name=$1 port=$2 tries=${3:-300}
+  for ((i = 0; i < tries; i++)); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.2
+  done
+  echo "$name did not start on port $port; its log: $STATE/$name.log" >&2
+  tail -n 20 "$STATE/$name.log" >&2 || true
+  exit 1
+}
+
+for port in $MOTO_PORT $PAYMENTS_PORT $MODEL_PORT $FUNCTION_PORT; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "port $port on 127.0.0.1 is in use: stop whatever runs there (an earlier make run?) and try again" >&2
+    exit 1
+  fi
+done
+
+echo "building the function and the local stand-ins..."
+# Built one at a time: together, cargo would unify their features and
+# `cargo lambda watch` would then rebuild the function from scratch.
+cargo build --quiet -p refund-chat
+cargo build --quiet -p refund-chat-local
+
+start moto "$VENV/bin/moto_server" -H 127.0.0.1 -p "$MOTO_PORT"
+start payments target/debug/refund-chat-local payments --port "$PAYMENTS_PORT" --ledger "$STATE/ledger.jsonl"
+start model target/debug/refund-chat-local model --port "$MODEL_PORT"
+wait_for_port moto "$MOTO_PORT"
+wait_for_port payments "$PAYMENTS_PORT"
+wait_for_port model "$MODEL_PORT"
+
+# The key the function reads through the real Secrets Manager client. The local
+# model ignores it; a real OpenAI-compatible server would need a real one.
+"$VENV/bin/python" - "$MOTO_PORT" "$SECRET_ID" "${OPENAI_API_KEY:-sk-local-not-a-real-key}" <<'PY'
+import json, sys, boto3
+port, secret_id, key = sys.argv[1:]
+sm = boto3.client("secretsmanager", region_name="eu-west-1", endpoint_url=f"http://127.0.0.1:{port}",
+                  aws_access_key_id="local", aws_secret_access_key="local")
+sm.create_secret(Name=secret_id, SecretString=json.dumps({"api_key": key}))
+PY
+
+start function "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --env-file local.env \
+  --invoke-address 127.0.0.1 --invoke-port "$FUNCTION_PORT"
+wait_for_port function "$FUNCTION_PORT"
+URL="http://127.0.0.1:$FUNCTION_PORT/support/refund-chat"
+# Warm-up: the first invocation waits for watch to start the function; a GET
+# is answered 405 without touching the model, payments or the secret.
+curl -s -o /dev/null --max-time 900 -X GET "$URL"
+cat <<TXT
+
+refund-chat is running at $URL
+
+  Secrets Manager (moto)  http://127.0.0.1:$MOTO_PORT   secret $SECRET_ID
+  payments sandbox        http://127.0.0.1:$PAYMENTS_PORT   ledger: $STATE/ledger.jsonl
+  local model             http://127.0.0.1:$MODEL_PORT/v1
+  logs                    $STATE/*.log  (the function's trace: $STATE/function.log)
+
+Refund a seeded order (u-1001 paid 12.50 for order A-1001):
+
+  curl -s $URL -H 'content-type: application/json' \\
+    -d '{"user_id":"u-1001","message":"My mug from order A-1001 arrived broken, please refund 12.50"}'
+
+Run it twice: the second time the payments rejection reaches you in words.
+See the ledger:   curl -s http://127.0.0.1:$PAYMENTS_PORT/ledger
+Replay an event:  make invoke EVENT=events/refund.json
+Start afresh:     make reset-ledger (while stopped)
+
+Ctrl-C stops everything.
+TXT
+wait
