@@ -4,6 +4,7 @@
 //! Every answer is `Ok(Response)` with a JSON body and an `x-request-id`: an
 //! `Err` from a Lambda handler becomes an opaque runtime error, not an answer.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use lambda_http::http::{HeaderValue, Method, StatusCode, header};
@@ -17,6 +18,7 @@ use crate::config::Config;
 use crate::openai::{self, OpenAiChat};
 use crate::payments::HttpPayments;
 use crate::secrets::{ApiKeySource, SecretError};
+use crate::telemetry::{self, RequestEnd};
 use crate::turn::{Turn, TurnError, TurnStats};
 
 pub const ROUTE: &str = "/support/refund-chat";
@@ -76,6 +78,8 @@ pub struct App<K> {
     payments: HttpPayments,
     /// Built on first use, once the key has been read; an error is not cached.
     model: OnceCell<OpenAiChat>,
+    /// True until the container's first request has been answered.
+    cold: AtomicBool,
 }
 
 impl<K: ApiKeySource> App<K> {
@@ -83,7 +87,7 @@ impl<K: ApiKeySource> App<K> {
         let http = openai::http_client()?;
         let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
         crate::refund_tool::warm_up();
-        Ok(App { config, key_source, http, payments, model: OnceCell::new() })
+        Ok(App { config, key_source, http, payments, model: OnceCell::new(), cold: AtomicBool::new(true) })
     }
 
     pub async fn handle(&self, request: Request) -> Response<Body> {
@@ -100,7 +104,13 @@ impl<K: ApiKeySource> App<K> {
             Ok(reply) => (StatusCode::OK, json!({ "reply": reply })),
             Err(error) => (error.status(), json!({ "detail": error.detail() })),
         };
-        log_summary(status, &result, stats.as_ref(), started);
+        telemetry::finish_request(RequestEnd {
+            status,
+            error: result.as_ref().err().map(|e| e as &dyn std::fmt::Display),
+            stats: stats.as_ref(),
+            cold_start: self.cold.swap(false, Ordering::Relaxed),
+            duration: started.elapsed(),
+        });
 
         let mut response = Response::builder()
             .status(status)
@@ -151,22 +161,4 @@ impl<K: ApiKeySource> App<K> {
             })
             .await
     }
-}
-
-fn log_summary(status: StatusCode, result: &Result<String, ApiError>, stats: Option<&TurnStats>, started: Instant) {
-    let stats = stats.cloned().unwrap_or_default();
-    let error = result.as_ref().err().map(|e| e.to_string()).unwrap_or_default();
-    tracing::info!(
-        event = "summary",
-        status = status.as_u16(),
-        completion_calls = stats.completion_calls,
-        attempts = stats.attempts,
-        timeouts = stats.timeouts,
-        refund = ?stats.refund,
-        second_refunds_refused = stats.second_refunds_refused,
-        prompt_tokens = stats.prompt_tokens,
-        completion_tokens = stats.completion_tokens,
-        duration_ms = started.elapsed().as_secs_f64() * 1000.0,
-        error = %error,
-    );
 }

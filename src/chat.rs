@@ -63,6 +63,16 @@ pub enum CompletionError {
     Unusable(String),
 }
 
+impl CompletionError {
+    /// The provider's HTTP status, when it answered with one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            CompletionError::Status { status } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
 /// A chat model that takes the whole history and answers once.
 ///
 /// An implementation makes exactly one attempt per call and enforces the

@@ -14,7 +14,8 @@
 //! Adapters:
 //! - [`api`]: the HTTP edge (routing, input, error-to-status map);
 //! - [`openai`], [`payments`], [`secrets`]: the three services;
-//! - [`config`], [`logging`], [`redact`]: start-up and observability.
+//! - [`config`]: start-up configuration;
+//! - [`logging`], [`telemetry`], [`redact`]: logs, metrics, and what they may not contain.
 
 pub mod api;
 pub mod chat;
@@ -27,4 +28,5 @@ pub mod redact;
 pub mod refund;
 pub mod refund_tool;
 pub mod secrets;
+pub mod telemetry;
 pub mod turn;

@@ -1,16 +1,32 @@
-//! Log output: one JSON object per line on stdout, the shape CloudWatch Logs
-//! and Lambda's JSON log format parse, each carrying the Lambda request id
-//! from the runtime's `Lambda runtime invoke` span.
+//! Log output: one JSON object per line on stdout, with the keys CloudWatch
+//! Logs and Lambda's JSON log format use (`timestamp`, `level`, `message`,
+//! `requestId`). `requestId` (and `xrayTraceId`) are lifted from the runtime's
+//! `Lambda runtime invoke` span onto every line of an invocation, so one
+//! filter finds a whole turn.
 //!
-//! `async_openai` is silenced: on a provider error it logs response bodies,
-//! which can quote the conversation.
+//! Third-party targets that may log payloads are clamped whatever the level:
+//! async-openai logs provider response bodies on errors, and HTTP stacks log
+//! requests at debug/trace. A customer's message or the API key must never
+//! reach a log line.
 
+use json_subscriber::JsonLayer;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt::MakeWriter;
+use tracing_subscriber::fmt::time::SystemTime;
+use tracing_subscriber::layer::SubscriberExt;
 
-/// Directives always applied after the level: third-party targets that may
-/// log payloads.
-pub const REDACTING_DIRECTIVES: &[&str] = &["async_openai=off", "hyper=warn", "aws_smithy_runtime=warn"];
+/// Applied after the level, so even `RUST_LOG=trace` cannot lift them.
+pub const REDACTING_DIRECTIVES: &[&str] = &[
+    "async_openai=off",
+    "reqwest=warn",
+    "hyper=warn",
+    "hyper_util=warn",
+    "h2=warn",
+    "rustls=warn",
+    "aws_smithy_runtime=warn",
+    "aws_smithy_http_client=warn",
+    "aws_config=warn",
+];
 
 /// The level comes from `AWS_LAMBDA_LOG_LEVEL` (Lambda's logging controls),
 /// then `RUST_LOG`, then INFO.
@@ -26,15 +42,14 @@ pub fn subscriber<W>(level: &str, writer: W) -> impl tracing::Subscriber + Send 
 where
     W: for<'w> MakeWriter<'w> + Send + Sync + 'static,
 {
-    tracing_subscriber::fmt()
-        .json()
-        .flatten_event(true)
-        .with_current_span(true)
-        .with_span_list(false)
-        .with_target(true)
-        .with_env_filter(filter(level))
-        .with_writer(writer)
-        .finish()
+    let mut layer = JsonLayer::new(writer);
+    layer
+        .with_timer("timestamp", SystemTime)
+        .with_level("level")
+        .with_target("target")
+        .with_flattened_event()
+        .with_top_level_flattened_span_list();
+    tracing_subscriber::registry().with(filter(level)).with(layer)
 }
 
 fn filter(level: &str) -> EnvFilter {

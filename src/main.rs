@@ -20,10 +20,16 @@ async fn main() -> Result<(), Error> {
         .await;
     let secrets = SecretsManagerKey::new(aws_sdk_secretsmanager::Client::new(&aws), config.openai_key_secret_id.clone());
     let app = Arc::new(App::new(config, secrets)?);
+    let metrics = refund_chat::telemetry::init_metrics()?;
 
-    lambda_http::run(service_fn(move |request: Request| {
-        let app = Arc::clone(&app);
-        async move { Ok::<_, Error>(app.handle(request).await) }
-    }))
+    // The runtime with its tracing layer (request id on every log line) and
+    // the EMF layer (one metrics document per invocation).
+    metrics_cloudwatch_embedded::lambda::service::run_http(
+        metrics,
+        service_fn(move |request: Request| {
+            let app = Arc::clone(&app);
+            async move { Ok::<_, Error>(app.handle(request).await) }
+        }),
+    )
     .await
 }

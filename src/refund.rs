@@ -64,6 +64,14 @@ impl RefundError {
         }
     }
 
+    /// The payments service's own words, for a rejection.
+    pub fn rejection_detail(&self) -> Option<&str> {
+        match self {
+            RefundError::Rejected { detail, .. } => Some(detail),
+            _ => None,
+        }
+    }
+
     /// A short class name for logs and metrics.
     pub fn class(&self) -> &'static str {
         match self {

@@ -190,7 +190,15 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
                     self.stats.attempts += 1;
                 }
                 Err(error) => {
-                    tracing::warn!(event = "completion", call, attempt = self.stats.attempts, latency_ms, outcome = "provider_error", error = %error);
+                    tracing::warn!(
+                        event = "completion",
+                        call,
+                        attempt = self.stats.attempts,
+                        latency_ms,
+                        outcome = "provider_error",
+                        provider_status = error.status().unwrap_or_default(),
+                        error = %error,
+                    );
                     return Err(TurnError::Provider(error));
                 }
             }
@@ -271,6 +279,7 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
                     amount_cents = request.amount_cents,
                     payments_latency_ms,
                     payments_outcome = error.class(),
+                    rejection_detail = error.rejection_detail().unwrap_or_default(),
                     error = %error,
                 );
                 self.stats.refund = RefundOutcome::Failed { class: error.class() };

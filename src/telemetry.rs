@@ -1,0 +1,104 @@
+//! What one request leaves behind for the people who run the function: one
+//! summary log line and CloudWatch metrics (Embedded Metric Format).
+//!
+//! Everything is recorded here, at the end of the request, from the turn's
+//! [`TurnStats`]: the domain stays free of metrics calls, and every figure in
+//! the summary line matches the metrics of the same request. The `metrics`
+//! macros are no-ops until [`init_metrics`] installs the EMF recorder.
+
+use std::time::Duration;
+
+use lambda_http::http::StatusCode;
+use metrics_cloudwatch_embedded::Collector;
+
+use crate::turn::{RefundOutcome, TurnStats};
+
+pub const METRICS_NAMESPACE: &str = "RefundChat";
+
+/// OpenAI's list prices for the pinned `gpt-4o-mini-2024-07-18`, in US
+/// dollars per million tokens (as published when the snapshot was pinned;
+/// update them here if they change). The summary line's cost is an estimate.
+pub const PRICE_PER_MILLION_INPUT_TOKENS_USD: f64 = 0.15;
+pub const PRICE_PER_MILLION_OUTPUT_TOKENS_USD: f64 = 0.60;
+
+pub fn estimated_cost_usd(prompt_tokens: u64, completion_tokens: u64) -> f64 {
+    (prompt_tokens as f64 * PRICE_PER_MILLION_INPUT_TOKENS_USD
+        + completion_tokens as f64 * PRICE_PER_MILLION_OUTPUT_TOKENS_USD)
+        / 1_000_000.0
+}
+
+/// Installs the EMF recorder: one document per invocation, flushed to stdout
+/// by the runtime layer in `main`, carrying the request id as a property.
+pub fn init_metrics() -> Result<&'static Collector, metrics_cloudwatch_embedded::Error> {
+    let function = std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| env!("CARGO_PKG_NAME").to_owned());
+    let collector = metrics_cloudwatch_embedded::Builder::new()
+        .cloudwatch_namespace(METRICS_NAMESPACE)
+        .with_dimension("FunctionName", function)
+        .with_lambda_request_id("requestId")
+        .with_lambda_xray_trace_id("xrayTraceId")
+        .init()?;
+    metrics::describe_histogram!("TurnDuration", metrics::Unit::Milliseconds, "duration of one request");
+    for counter in ["Responses", "CompletionCalls", "CompletionTimeouts", "SecondRefundsRefused", "RefundsExecuted", "RefundFailures", "ColdStarts"] {
+        metrics::describe_counter!(counter, metrics::Unit::Count, "");
+    }
+    Ok(collector)
+}
+
+/// What the request's end looked like, for [`finish_request`].
+pub struct RequestEnd<'a> {
+    pub status: StatusCode,
+    pub error: Option<&'a dyn std::fmt::Display>,
+    pub stats: Option<&'a TurnStats>,
+    pub cold_start: bool,
+    pub duration: Duration,
+}
+
+/// Logs the summary line and records the request's metrics.
+pub fn finish_request(end: RequestEnd<'_>) {
+    let stats = end.stats.cloned().unwrap_or_default();
+    let (refund_outcome, refund_id, refund_amount_cents, refund_failure) = match &stats.refund {
+        RefundOutcome::NotAttempted => ("not_attempted", "", 0, ""),
+        RefundOutcome::Executed { refund_id, amount_cents } => ("executed", refund_id.as_str(), *amount_cents, ""),
+        RefundOutcome::Failed { class } => ("failed", "", 0, *class),
+    };
+    let total_tokens = stats.prompt_tokens + stats.completion_tokens;
+    tracing::info!(
+        event = "summary",
+        status = end.status.as_u16(),
+        completion_calls = stats.completion_calls,
+        attempts = stats.attempts,
+        timeouts = stats.timeouts,
+        refund_outcome,
+        refund_id,
+        refund_amount_cents,
+        refund_failure,
+        second_refunds_refused = stats.second_refunds_refused,
+        invalid_tool_calls = stats.invalid_tool_calls,
+        prompt_tokens = stats.prompt_tokens,
+        completion_tokens = stats.completion_tokens,
+        total_tokens,
+        estimated_cost_usd = estimated_cost_usd(stats.prompt_tokens, stats.completion_tokens),
+        duration_ms = end.duration.as_secs_f64() * 1000.0,
+        cold_start = end.cold_start,
+        error = %end.error.map(|e| e.to_string()).unwrap_or_default(),
+    );
+
+    let status_class = match end.status.as_u16() {
+        200..=299 => "2xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    };
+    metrics::counter!("Responses", "StatusClass" => status_class).increment(1);
+    metrics::counter!("CompletionCalls").increment(u64::from(stats.completion_calls));
+    metrics::counter!("CompletionTimeouts").increment(u64::from(stats.timeouts));
+    metrics::counter!("SecondRefundsRefused").increment(u64::from(stats.second_refunds_refused));
+    match stats.refund {
+        RefundOutcome::Executed { .. } => metrics::counter!("RefundsExecuted").increment(1),
+        RefundOutcome::Failed { .. } => metrics::counter!("RefundFailures").increment(1),
+        RefundOutcome::NotAttempted => {}
+    }
+    if end.cold_start {
+        metrics::counter!("ColdStarts").increment(1);
+    }
+    metrics::histogram!("TurnDuration").record(end.duration.as_secs_f64() * 1000.0);
+}

@@ -1,0 +1,64 @@
+//! The CloudWatch Embedded Metric Format documents real turns produce.
+//! The recorder is process-global, so this binary holds this one test only.
+
+mod support;
+
+use lambda_http::http::StatusCode;
+use serde_json::Value;
+use support::*;
+
+fn flush(collector: &metrics_cloudwatch_embedded::Collector) -> Vec<Value> {
+    let mut buffer = Vec::new();
+    collector.flush(&mut buffer).unwrap();
+    String::from_utf8(buffer).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The value of `metric` in the document whose dimensions include `dimension` (if any).
+fn value(documents: &[Value], metric: &str, dimension: Option<(&str, &str)>) -> Option<Value> {
+    documents
+        .iter()
+        .filter(|doc| dimension.is_none_or(|(key, val)| doc[key] == val))
+        .find_map(|doc| doc.get(metric).cloned())
+}
+
+#[tokio::test]
+async fn turns_emit_emf_documents() {
+    let collector = refund_chat::telemetry::init_metrics().unwrap();
+    let h = Harness::new(
+        vec![refund_call("c1", "A-1001", 1250), refund_call("c2", "A-1001", 1250), text("Refunded."), hang(), hang()],
+        receipt(),
+    )
+    .await;
+
+    let first = h.chat("refund A-1001 12.50").await;
+    assert_eq!(first.status, StatusCode::OK);
+    let documents = flush(collector);
+
+    for doc in &documents {
+        let directive = &doc["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(directive["Namespace"], "RefundChat");
+        assert!(doc["_aws"]["Timestamp"].is_u64());
+        assert!(directive["Dimensions"][0].as_array().unwrap().iter().any(|d| d == "FunctionName"));
+        for metric in directive["Metrics"].as_array().unwrap() {
+            assert!(doc.get(metric["Name"].as_str().unwrap()).is_some(), "a declared metric has a value");
+        }
+    }
+    assert_eq!(value(&documents, "RefundsExecuted", None), Some(1.into()));
+    assert_eq!(value(&documents, "CompletionCalls", None), Some(3.into()));
+    assert_eq!(value(&documents, "SecondRefundsRefused", None), Some(1.into()));
+    assert_eq!(value(&documents, "ColdStarts", None), Some(1.into()));
+    assert_eq!(value(&documents, "Responses", Some(("StatusClass", "2xx"))), Some(1.into()));
+    assert!(value(&documents, "TurnDuration", None).unwrap().as_array().is_some_and(|v| v.len() == 1));
+
+    let second = h.chat("hello").await;
+    assert_eq!(second.status, StatusCode::GATEWAY_TIMEOUT);
+    let documents = flush(collector);
+    assert_eq!(value(&documents, "CompletionTimeouts", None), Some(2.into()));
+    assert_eq!(value(&documents, "Responses", Some(("StatusClass", "5xx"))), Some(1.into()));
+    assert_eq!(value(&documents, "ColdStarts", None), None, "only the first request is a cold start");
+    assert_eq!(value(&documents, "RefundsExecuted", None), None);
+
+    let bad = h.post("{").await;
+    assert_eq!(bad.status, StatusCode::BAD_REQUEST);
+    assert_eq!(value(&flush(collector), "Responses", Some(("StatusClass", "4xx"))), Some(1.into()));
+}

@@ -1,0 +1,156 @@
+//! The logs of real turns, captured at TRACE level: every line is JSON with
+//! the Lambda request id, the trace tells the turn's story, and neither the
+//! API key, an Authorization header nor the customer's message ever appears.
+
+mod support;
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use lambda_http::http::StatusCode;
+use lambda_http::lambda_runtime::Context;
+use lambda_http::lambda_runtime::layers::trace::request_span;
+use serde_json::{Value, json};
+use support::*;
+use tracing::Instrument;
+use wiremock::ResponseTemplate;
+
+/// A message whose every word would be easy to spot in a log.
+const CUSTOMER_MESSAGE: &str = "Zanzibar-quokka says: my mug from order A-1001 arrived broken, refund 12.50 please";
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn lines(&self) -> Vec<Value> {
+        let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
+        text.lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))).collect()
+    }
+    fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+/// Runs one request through the handler inside the runtime's own request span
+/// (as `lambda_runtime` does), with every log line captured at TRACE.
+async fn logged_turn(h: &Harness, message: &str) -> (Answer, Captured) {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let _guard = tracing::subscriber::set_default(refund_chat::logging::subscriber("trace", move || writer.clone()));
+    let mut context = Context::default();
+    context.request_id = REQUEST_ID.to_owned();
+    let span = request_span(&context);
+    let answer = h.chat(message).instrument(span).await;
+    (answer, captured)
+}
+
+fn events<'a>(lines: &'a [Value], name: &str) -> Vec<&'a Value> {
+    lines.iter().filter(|line| line["event"] == name).collect()
+}
+
+fn assert_redacted(captured: &Captured) {
+    let text = captured.text();
+    assert!(!text.contains(API_KEY), "the API key reached a log line");
+    assert!(!text.to_lowercase().contains("bearer"), "an Authorization header reached a log line");
+    assert!(!text.contains("Zanzibar-quokka"), "the customer's message reached a log line");
+    for line in captured.lines() {
+        assert_eq!(line["requestId"], REQUEST_ID, "a line without the request id: {line}");
+        assert!(line["timestamp"].is_string() && line["level"].is_string(), "{line}");
+    }
+}
+
+#[tokio::test]
+async fn a_refund_turn_is_traced_without_secrets_or_the_message() {
+    let h = Harness::new(vec![refund_call("call_1", "A-1001", 1250), text("Refunded.")], receipt()).await;
+
+    let (answer, captured) = logged_turn(&h, CUSTOMER_MESSAGE).await;
+
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_redacted(&captured);
+    let lines = captured.lines();
+
+    let request = events(&lines, "request");
+    assert_eq!(request.len(), 1);
+    assert_eq!(request[0]["message_chars"], CUSTOMER_MESSAGE.chars().count());
+    assert_eq!(request[0]["message_sha256_12"], refund_chat::redact::short_hash(CUSTOMER_MESSAGE));
+
+    let completions = events(&lines, "completion");
+    assert_eq!(completions.len(), 2);
+    assert_eq!((completions[0]["call"].as_u64(), completions[1]["call"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(completions[0]["attempt"], 1);
+    assert_eq!(completions[0]["outcome"], "ok");
+    assert_eq!(completions[0]["finish_reason"], "tool_calls");
+    assert_eq!(completions[0]["prompt_tokens"], 120);
+    assert!(completions[0]["latency_ms"].as_f64().is_some());
+
+    let tools = events(&lines, "tool_call");
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0]["tool"], "issue_refund");
+    assert_eq!(tools[0]["validation"], "ok");
+    assert_eq!(tools[0]["order_id"], "A-1001");
+    assert_eq!(tools[0]["amount_cents"], 1250);
+    assert_eq!(tools[0]["payments_outcome"], "receipt");
+    assert_eq!(tools[0]["refund_id"], "rf_42");
+    assert!(tools[0]["payments_latency_ms"].as_f64().is_some());
+
+    let summary = events(&lines, "summary");
+    assert_eq!(summary.len(), 1);
+    let summary = summary[0];
+    assert_eq!(summary["status"], 200);
+    assert_eq!(summary["completion_calls"], 2);
+    assert_eq!(summary["attempts"], 1);
+    assert_eq!(summary["refund_outcome"], "executed");
+    assert_eq!(summary["refund_id"], "rf_42");
+    assert_eq!(summary["total_tokens"], 270);
+    let expected_cost = (240.0 * 0.15 + 30.0 * 0.60) / 1_000_000.0;
+    assert!((summary["estimated_cost_usd"].as_f64().unwrap() - expected_cost).abs() < 1e-12, "{summary}");
+    assert_eq!(summary["cold_start"], true);
+}
+
+#[tokio::test]
+async fn failures_are_traced_with_their_class() {
+    let rejection = ResponseTemplate::new(409).set_body_json(json!({"detail": "order A-1001 was refunded in full"}));
+    let h = Harness::new(
+        vec![
+            tool_calls(&[("c0", "issue_refund", r#"{"order_id":"A-1001"}"#)]),
+            refund_call("c1", "A-1001", 1250),
+            refund_call("c2", "A-1001", 1250),
+            hang(),
+            ResponseTemplate::new(500).set_body_string(format!("echo: {CUSTOMER_MESSAGE} {API_KEY}")),
+        ],
+        rejection,
+    )
+    .await;
+
+    let (answer, captured) = logged_turn(&h, CUSTOMER_MESSAGE).await;
+
+    assert_eq!(answer.status, StatusCode::BAD_GATEWAY);
+    assert_redacted(&captured);
+    let lines = captured.lines();
+    let tools = events(&lines, "tool_call");
+    assert_eq!(tools[0]["validation"], "rejected");
+    assert_eq!(tools[1]["payments_outcome"], "rejected");
+    assert_eq!(tools[1]["rejection_detail"], "order A-1001 was refunded in full");
+    assert_eq!(tools[2]["refused_second_refund"], true);
+    let completions = events(&lines, "completion");
+    assert_eq!(completions[3]["outcome"], "timeout");
+    assert_eq!(completions[4]["outcome"], "provider_error");
+    assert_eq!(completions[4]["provider_status"], 500);
+    let summary = events(&lines, "summary")[0];
+    assert_eq!(summary["status"], 502);
+    assert_eq!(summary["refund_outcome"], "failed");
+    assert_eq!(summary["refund_failure"], "rejected");
+    assert_eq!(summary["second_refunds_refused"], 1);
+    assert_eq!(summary["timeouts"], 1);
+    assert_eq!(summary["attempts"], 2);
+}
