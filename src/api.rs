@@ -70,6 +70,13 @@ impl ApiError {
     }
 }
 
+/// What the summary line needs from however far a request got.
+#[derive(Default)]
+struct RequestTrace {
+    user_id: Option<String>,
+    stats: Option<TurnStats>,
+}
+
 /// The function's state for the life of the container.
 pub struct App<K> {
     config: Config,
@@ -98,8 +105,8 @@ impl<K: ApiKeySource> App<K> {
             .filter(|id| !id.is_empty())
             .unwrap_or_else(|| "unknown".to_owned());
 
-        let mut stats = None;
-        let result = self.respond(&request, &mut stats).await;
+        let mut trace = RequestTrace::default();
+        let result = self.respond(&request, &mut trace).await;
         let (status, body) = match &result {
             Ok(reply) => (StatusCode::OK, json!({ "reply": reply })),
             Err(error) => (error.status(), json!({ "detail": error.detail() })),
@@ -107,7 +114,8 @@ impl<K: ApiKeySource> App<K> {
         telemetry::finish_request(RequestEnd {
             status,
             error: result.as_ref().err().map(|e| e as &dyn std::fmt::Display),
-            stats: stats.as_ref(),
+            user_id: trace.user_id.as_deref(),
+            stats: trace.stats.as_ref(),
             cold_start: self.cold.swap(false, Ordering::Relaxed),
             duration: started.elapsed(),
         });
@@ -129,7 +137,7 @@ impl<K: ApiKeySource> App<K> {
             .unwrap_or_else(|_| Response::new(Body::Text(r#"{"detail":"internal error"}"#.to_owned())))
     }
 
-    async fn respond(&self, request: &Request, stats: &mut Option<TurnStats>) -> Result<String, ApiError> {
+    async fn respond(&self, request: &Request, trace: &mut RequestTrace) -> Result<String, ApiError> {
         // The raw path: a REST API stage prefixes `uri().path()` with `/Prod`.
         if request.raw_http_path() != ROUTE {
             return Err(ApiError::NotFound);
@@ -138,6 +146,7 @@ impl<K: ApiKeySource> App<K> {
             return Err(ApiError::MethodNotAllowed);
         }
         let chat = ChatRequest::parse(request.body().as_ref())?;
+        trace.user_id = Some(chat.user_id.clone());
         tracing::info!(
             event = "request",
             user_id = %chat.user_id,
@@ -147,7 +156,7 @@ impl<K: ApiKeySource> App<K> {
         let model = self.model().await?;
         let mut turn = Turn::new(model, &self.payments, self.config.retry_backoff, &chat.user_id, &chat.message);
         let result = turn.run().await;
-        *stats = Some(turn.stats().clone());
+        trace.stats = Some(turn.stats().clone());
         Ok(result?)
     }
 

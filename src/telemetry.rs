@@ -48,6 +48,8 @@ pub fn init_metrics() -> Result<&'static Collector, metrics_cloudwatch_embedded:
 pub struct RequestEnd<'a> {
     pub status: StatusCode,
     pub error: Option<&'a dyn std::fmt::Display>,
+    /// Known once the body passed validation.
+    pub user_id: Option<&'a str>,
     pub stats: Option<&'a TurnStats>,
     pub cold_start: bool,
     pub duration: Duration,
@@ -65,6 +67,7 @@ pub fn finish_request(end: RequestEnd<'_>) {
     tracing::info!(
         event = "summary",
         status = end.status.as_u16(),
+        user_id = end.user_id.unwrap_or_default(),
         completion_calls = stats.completion_calls,
         attempts = stats.attempts,
         timeouts = stats.timeouts,

@@ -59,3 +59,11 @@ async fn every_event_file_produces_its_stated_status() {
         assert_eq!(answer.headers["content-type"], "application/json", "{}", expected.file);
     }
 }
+
+#[test]
+fn the_readme_documents_every_misbehaviour_phrase() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    for (phrase, _) in refund_chat_local::local_model::PHRASES {
+        assert!(readme.contains(&format!("| `{phrase}` |")), "README.md does not document the phrase {phrase:?}");
+    }
+}

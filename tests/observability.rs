@@ -107,6 +107,7 @@ async fn a_refund_turn_is_traced_without_secrets_or_the_message() {
     assert_eq!(summary.len(), 1);
     let summary = summary[0];
     assert_eq!(summary["status"], 200);
+    assert_eq!(summary["user_id"], "u-1001");
     assert_eq!(summary["completion_calls"], 2);
     assert_eq!(summary["attempts"], 1);
     assert_eq!(summary["refund_outcome"], "executed");
