@@ -26,6 +26,14 @@ invoke: $(TOOLS)
 	$(VENV)/bin/cargo-lambda lambda invoke refund-chat --data-file $(EVENT) \
 	  --invoke-address 127.0.0.1 --invoke-port 9000
 
+## bench: the release bootstrap through a Runtime API emulator (one table), then the in-process turn loop
+# Built one package at a time, so the bench's features never leak into the measured bootstrap.
+bench:
+	cargo build --release --locked -p refund-chat
+	cargo build --release --locked -p refund-chat-bench
+	target/release/refund-chat-bench target/release/refund-chat
+	cargo bench --locked -p refund-chat --bench turn_loop -- --noplot
+
 ## build: the release bootstrap for Lambda (arm64, Amazon Linux 2023)
 build: $(TOOLS)
 	PATH=$(abspath $(VENV))/bin:$$PATH cargo lambda build --release --arm64 --package refund-chat

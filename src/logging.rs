@@ -48,7 +48,7 @@ where
         .with_level("level")
         .with_target("target")
         .with_flattened_event()
-        .with_top_level_flattened_span_list();
+        .with_top_level_flattened_current_span();
     tracing_subscriber::registry().with(filter(level)).with(layer)
 }
 

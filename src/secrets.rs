@@ -40,6 +40,9 @@ pub enum SecretError {
     NotAString,
     #[error("the secret's SecretString is empty or its JSON has no non-empty \"api_key\" string")]
     NoKey,
+    /// A key an HTTP header cannot carry (async-openai would panic building it).
+    #[error("the API key in the secret has characters other than visible ASCII")]
+    InvalidKey,
 }
 
 /// Where the API key comes from. Tests and benchmarks use a fixed key; the
@@ -99,6 +102,9 @@ pub fn parse_secret_string(secret: &str) -> Result<ApiKey, SecretError> {
     if key.is_empty() {
         return Err(SecretError::NoKey);
     }
+    if !key.bytes().all(|byte| byte.is_ascii_graphic()) {
+        return Err(SecretError::InvalidKey);
+    }
     Ok(ApiKey(key))
 }
 
@@ -112,6 +118,13 @@ mod tests {
         assert_eq!(parse_secret_string(r#"{"api_key": "sk-json", "other": 1}"#).unwrap().expose(), "sk-json");
         for bad in ["", "  ", "{}", r#"{"api_key": ""}"#, r#"{"api_key": 5}"#, "{not json"] {
             assert!(matches!(parse_secret_string(bad), Err(SecretError::NoKey)), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn a_key_no_header_can_carry_is_refused() {
+        for bad in ["sk-a\nb", "sk-ä", "sk a", r#"{"api_key": "sk-\u0000"}"#] {
+            assert!(matches!(parse_secret_string(bad), Err(SecretError::InvalidKey)), "{bad:?} was accepted");
         }
     }
 

@@ -162,6 +162,12 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
                     if completion.tool_calls.is_empty() {
                         return Ok(completion.content.unwrap_or_default());
                     }
+                    if call >= MAX_COMPLETION_CALLS {
+                        // No call is left to show the model a result: running these
+                        // tools (a refund) would only move money nobody is told about.
+                        tracing::warn!(event = "budget_exhausted", completion_calls = call, unexecuted_tool_calls = completion.tool_calls.len());
+                        return Err(TurnError::BudgetExhausted);
+                    }
                     self.messages.push(Message::Assistant {
                         content: completion.content,
                         tool_calls: completion.tool_calls.clone(),

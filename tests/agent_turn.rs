@@ -315,6 +315,33 @@ async fn a_model_that_keeps_asking_for_tools_stops_at_five_calls() {
 }
 
 #[tokio::test]
+async fn a_refund_asked_for_on_the_fifth_call_is_not_executed() {
+    let invalid = tool_calls(&[("c", "issue_refund", "{}")]);
+    let h = Harness::new(vec![invalid.clone(), invalid.clone(), invalid.clone(), invalid, refund_call("c5", "A-1001", 1250)], receipt()).await;
+
+    let answer = h.chat(REFUND_MESSAGE).await;
+
+    assert_eq!(answer.status, StatusCode::BAD_GATEWAY);
+    assert_eq!(h.model_requests().await.len(), 5);
+    assert!(h.payments_requests().await.is_empty());
+}
+
+#[tokio::test]
+async fn cors_origin_is_sent_when_configured() {
+    let openai = wiremock::MockServer::start().await;
+    let mut config = config(&format!("{}/v1", openai.uri()), "http://127.0.0.1:9");
+    config.cors_allow_origin = Some("https://shop.example.com".to_owned());
+    let app = refund_chat::api::App::new(config, refund_chat::secrets::FixedKey::new(API_KEY)).unwrap();
+
+    let answer = send_with(&app, load_event("invalid-json.json")).await;
+
+    assert_eq!(answer.status, StatusCode::BAD_REQUEST);
+    assert_eq!(answer.headers["access-control-allow-origin"], "https://shop.example.com");
+    let without = Harness::new(vec![], receipt()).await.send(load_event("invalid-json.json")).await;
+    assert!(without.headers.get("access-control-allow-origin").is_none());
+}
+
+#[tokio::test]
 async fn provider_errors_answer_502_after_one_request() {
     let cases = [
         ("500", ResponseTemplate::new(500).set_body_string("upstream failure")),

@@ -227,6 +227,21 @@ async fn a_model_that_keeps_asking_for_tools_stops_after_five_calls() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn tool_calls_of_the_fifth_call_are_not_executed() {
+    let invalid = r#"{"order_id":""}"#;
+    let mut steps: Vec<Step> = (0..4).map(|_| tools(&[("c", TOOL_NAME, invalid)])).collect();
+    steps.push(tools(&[("c5", TOOL_NAME, REFUND_ARGS)]));
+    let model = ScriptedModel::new(steps);
+    let payments = RecordingPayments::answering(Ok(receipt()));
+
+    let (result, stats, _) = run(&model, &payments).await;
+
+    assert!(matches!(result, Err(TurnError::BudgetExhausted)), "{result:?}");
+    assert!(payments.requests().is_empty(), "a refund nobody would be told about must not run");
+    assert_eq!(stats.refund, RefundOutcome::NotAttempted);
+}
+
+#[tokio::test(start_paused = true)]
 async fn a_provider_error_is_not_retried() {
     let model = ScriptedModel::new(vec![Step::Status(503)]);
     let payments = RecordingPayments::answering(Ok(receipt()));

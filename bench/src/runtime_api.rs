@@ -1,0 +1,104 @@
+//! A Lambda Runtime API emulator: enough of `/2018-06-01/runtime/...` for the
+//! Rust runtime client to poll for events and post responses, so the function
+//! runs exactly its production loop.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::sync::{Mutex, mpsc, oneshot};
+
+#[derive(Clone)]
+pub struct RuntimeApi {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    sender: mpsc::UnboundedSender<(String, Bytes)>,
+    receiver: Mutex<mpsc::UnboundedReceiver<(String, Bytes)>>,
+    waiting: std::sync::Mutex<HashMap<String, oneshot::Sender<Result<Bytes, Bytes>>>>,
+    next_id: AtomicU64,
+}
+
+impl RuntimeApi {
+    pub fn new() -> Self {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        RuntimeApi {
+            inner: Arc::new(Inner {
+                sender,
+                receiver: Mutex::new(receiver),
+                waiting: std::sync::Mutex::default(),
+                next_id: AtomicU64::new(1),
+            }),
+        }
+    }
+
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/2018-06-01/runtime/invocation/next", get(next))
+            .route("/2018-06-01/runtime/invocation/{id}/response", post(respond))
+            .route("/2018-06-01/runtime/invocation/{id}/error", post(fail))
+            .route("/2018-06-01/runtime/init/error", post(init_error))
+            .with_state(self.clone())
+    }
+
+    /// Queues `event` and waits for the function's answer; the duration runs
+    /// from queueing to the answer's arrival.
+    pub async fn invoke(&self, event: Bytes) -> (Result<Bytes, Bytes>, Duration) {
+        let id = format!("bench-{:08}", self.inner.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        self.inner.waiting.lock().unwrap().insert(id.clone(), tx);
+        let started = Instant::now();
+        self.inner.sender.send((id, event)).expect("the emulator owns its receiver");
+        let answer = rx.await.unwrap_or_else(|_| Err(Bytes::from_static(b"no answer")));
+        (answer, started.elapsed())
+    }
+
+    fn complete(&self, id: &str, answer: Result<Bytes, Bytes>) -> StatusCode {
+        match self.inner.waiting.lock().unwrap().remove(id) {
+            Some(waiter) => {
+                let _ = waiter.send(answer);
+                StatusCode::ACCEPTED
+            }
+            None => StatusCode::NOT_FOUND,
+        }
+    }
+}
+
+async fn next(State(api): State<RuntimeApi>) -> Response {
+    let Some((id, event)) = api.inner.receiver.lock().await.recv().await else {
+        return StatusCode::GONE.into_response();
+    };
+    let deadline_ms = (SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default() + Duration::from_secs(120)).as_millis();
+    (
+        [
+            ("lambda-runtime-aws-request-id", id),
+            ("lambda-runtime-deadline-ms", deadline_ms.to_string()),
+            ("lambda-runtime-invoked-function-arn", "arn:aws:lambda:eu-west-1:123456789012:function:refund-chat".to_owned()),
+            ("lambda-runtime-trace-id", "Root=1-00000000-000000000000000000000000;Sampled=0".to_owned()),
+            ("content-type", "application/json".to_owned()),
+        ],
+        event,
+    )
+        .into_response()
+}
+
+async fn respond(State(api): State<RuntimeApi>, Path(id): Path<String>, body: Bytes) -> StatusCode {
+    api.complete(&id, Ok(body))
+}
+
+async fn fail(State(api): State<RuntimeApi>, Path(id): Path<String>, body: Bytes) -> StatusCode {
+    api.complete(&id, Err(body))
+}
+
+async fn init_error(body: Bytes) -> StatusCode {
+    eprintln!("the function failed to start: {}", String::from_utf8_lossy(&body));
+    std::process::exit(1);
+}
