@@ -12,9 +12,16 @@ struct InstantModel;
 
 impl ChatModel for InstantModel {
     async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
-        let usage = Some(Usage { prompt_tokens: 200, completion_tokens: 20 });
+        let usage = Some(Usage {
+            prompt_tokens: 200,
+            completion_tokens: 20,
+        });
         Ok(match messages.last() {
-            Some(Message::Tool { .. }) => Completion { content: Some("Done.".into()), usage, ..Completion::default() },
+            Some(Message::Tool { .. }) => Completion {
+                content: Some("Done.".into()),
+                usage,
+                ..Completion::default()
+            },
             _ => Completion {
                 tool_calls: vec![ToolCall {
                     id: "call_1".into(),
@@ -32,17 +39,30 @@ struct InstantPayments;
 
 impl RefundGateway for InstantPayments {
     async fn refund(&self, request: &RefundRequest) -> Result<Receipt, RefundError> {
-        Ok(Receipt { refund_id: "rf_1".into(), status: "succeeded".into(), amount_cents: request.amount_cents as i64 })
+        Ok(Receipt {
+            refund_id: "rf_1".into(),
+            status: "succeeded".into(),
+            amount_cents: request.amount_cents as i64,
+        })
     }
 }
 
 fn turn_loop(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap();
     refund_tool::warm_up();
     c.bench_function("refund turn (2 completions, 1 payment), in-memory", |b| {
         b.iter(|| {
             runtime.block_on(async {
-                let mut turn = Turn::new(&InstantModel, &InstantPayments, std::time::Duration::ZERO, "u-1001", "refund A-1001 12.50");
+                let mut turn = Turn::new(
+                    &InstantModel,
+                    &InstantPayments,
+                    std::time::Duration::ZERO,
+                    "u-1001",
+                    "refund A-1001 12.50",
+                );
                 turn.run().await.unwrap()
             })
         })

@@ -94,7 +94,14 @@ impl<K: ApiKeySource> App<K> {
         let http = openai::http_client()?;
         let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
         crate::refund_tool::warm_up();
-        Ok(App { config, key_source, http, payments, model: OnceCell::new(), cold: AtomicBool::new(true) })
+        Ok(App {
+            config,
+            key_source,
+            http,
+            payments,
+            model: OnceCell::new(),
+            cold: AtomicBool::new(true),
+        })
     }
 
     pub async fn handle(&self, request: Request) -> Response<Body> {
@@ -126,8 +133,15 @@ impl<K: ApiKeySource> App<K> {
         if let Ok(value) = HeaderValue::from_str(&request_id) {
             response = response.header(REQUEST_ID_HEADER, value);
         }
-        if let Some(origin) = self.config.cors_allow_origin.as_deref().and_then(|o| HeaderValue::from_str(o).ok()) {
-            response = response.header(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin).header(header::VARY, "origin");
+        if let Some(origin) = self
+            .config
+            .cors_allow_origin
+            .as_deref()
+            .and_then(|o| HeaderValue::from_str(o).ok())
+        {
+            response = response
+                .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin)
+                .header(header::VARY, "origin");
         }
         if status == StatusCode::METHOD_NOT_ALLOWED {
             response = response.header(header::ALLOW, "POST");
@@ -154,7 +168,13 @@ impl<K: ApiKeySource> App<K> {
             message_sha256_12 = %crate::redact::short_hash(&chat.message),
         );
         let model = self.model().await?;
-        let mut turn = Turn::new(model, &self.payments, self.config.retry_backoff, &chat.user_id, &chat.message);
+        let mut turn = Turn::new(
+            model,
+            &self.payments,
+            self.config.retry_backoff,
+            &chat.user_id,
+            &chat.message,
+        );
         let result = turn.run().await;
         trace.stats = Some(turn.stats().clone());
         Ok(result?)
@@ -166,7 +186,12 @@ impl<K: ApiKeySource> App<K> {
                 let key = self.key_source.fetch().await.inspect_err(|error| {
                     tracing::error!(event = "secret_read_failed", error = %error);
                 })?;
-                Ok(OpenAiChat::new(self.http.clone(), &self.config.openai_base_url, key.expose(), self.config.openai_timeout))
+                Ok(OpenAiChat::new(
+                    self.http.clone(),
+                    &self.config.openai_base_url,
+                    key.expose(),
+                    self.config.openai_timeout,
+                ))
             })
             .await
     }

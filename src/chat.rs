@@ -78,8 +78,5 @@ impl CompletionError {
 /// An implementation makes exactly one attempt per call and enforces the
 /// per-call timeout itself, reporting it as [`CompletionError::Timeout`].
 pub trait ChatModel {
-    fn complete(
-        &self,
-        messages: &[Message],
-    ) -> impl Future<Output = Result<Completion, CompletionError>> + Send;
+    fn complete(&self, messages: &[Message]) -> impl Future<Output = Result<Completion, CompletionError>> + Send;
 }

@@ -28,8 +28,8 @@ impl ChatRequest {
         if body.iter().all(u8::is_ascii_whitespace) {
             return Err(InputError::Malformed("the request body is missing"));
         }
-        let value: Value = serde_json::from_slice(body)
-            .map_err(|_| InputError::Malformed("the request body is not valid JSON"))?;
+        let value: Value =
+            serde_json::from_slice(body).map_err(|_| InputError::Malformed("the request body is not valid JSON"))?;
         let Value::Object(mut fields) = value else {
             return Err(InputError::Malformed("the request body must be a JSON object"));
         };
@@ -63,7 +63,13 @@ mod tests {
     #[test]
     fn a_valid_body_ignores_other_fields() {
         let parsed = ChatRequest::parse(br#"{"user_id":"u1","message":"hi","extra":[1]}"#).unwrap();
-        assert_eq!(parsed, ChatRequest { user_id: "u1".into(), message: "hi".into() });
+        assert_eq!(
+            parsed,
+            ChatRequest {
+                user_id: "u1".into(),
+                message: "hi".into()
+            }
+        );
     }
 
     #[test]

@@ -33,7 +33,11 @@ pub enum ConfigError {
     #[error("{0} is required but not set")]
     Missing(&'static str),
     #[error("{name} must be {expected}, got {value:?}")]
-    Malformed { name: &'static str, expected: &'static str, value: String },
+    Malformed {
+        name: &'static str,
+        expected: &'static str,
+        value: String,
+    },
 }
 
 impl Config {
@@ -61,7 +65,9 @@ impl Config {
             openai_timeout: secs("OPENAI_TIMEOUT_SECS", DEFAULT_OPENAI_TIMEOUT, false)?,
             retry_backoff: secs("RETRY_BACKOFF_SECS", DEFAULT_RETRY_BACKOFF, true)?,
             payments_timeout: secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,
-            cors_allow_origin: get("CORS_ALLOW_ORIGIN").map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin)).transpose()?,
+            cors_allow_origin: get("CORS_ALLOW_ORIGIN")
+                .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
+                .transpose()?,
         })
     }
 
@@ -77,13 +83,25 @@ fn parse_url(name: &'static str, value: String) -> Result<String, ConfigError> {
         Ok(url) if matches!(url.scheme(), "http" | "https") && url.has_host() => {
             Ok(value.trim_end_matches('/').to_owned())
         }
-        _ => Err(ConfigError::Malformed { name, expected: "an http(s) URL", value }),
+        _ => Err(ConfigError::Malformed {
+            name,
+            expected: "an http(s) URL",
+            value,
+        }),
     }
 }
 
 fn parse_secs(name: &'static str, value: String, allow_zero: bool) -> Result<Duration, ConfigError> {
-    let expected = if allow_zero { "a number of seconds, 0 or more" } else { "a number of seconds above 0" };
-    match value.parse::<f64>().ok().and_then(|s| Duration::try_from_secs_f64(s).ok()) {
+    let expected = if allow_zero {
+        "a number of seconds, 0 or more"
+    } else {
+        "a number of seconds above 0"
+    };
+    match value
+        .parse::<f64>()
+        .ok()
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+    {
         Some(duration) if allow_zero || !duration.is_zero() => Ok(duration),
         _ => Err(ConfigError::Malformed { name, expected, value }),
     }
@@ -100,7 +118,10 @@ mod tests {
         Config::from_lookup(|name| vars.get(name).cloned())
     }
 
-    const REQUIRED: [(&str, &str); 2] = [("OPENAI_API_KEY_SECRET_ID", "openai-key"), ("PAYMENTS_BASE_URL", "http://127.0.0.1:8081/")];
+    const REQUIRED: [(&str, &str); 2] = [
+        ("OPENAI_API_KEY_SECRET_ID", "openai-key"),
+        ("PAYMENTS_BASE_URL", "http://127.0.0.1:8081/"),
+    ];
 
     #[test]
     fn defaults_are_the_contracts() {
@@ -117,7 +138,11 @@ mod tests {
     #[test]
     fn decimals_are_allowed() {
         let mut vars = REQUIRED.to_vec();
-        vars.extend([("OPENAI_TIMEOUT_SECS", "0.25"), ("RETRY_BACKOFF_SECS", "0"), ("PAYMENTS_TIMEOUT_SECS", "1.5")]);
+        vars.extend([
+            ("OPENAI_TIMEOUT_SECS", "0.25"),
+            ("RETRY_BACKOFF_SECS", "0"),
+            ("PAYMENTS_TIMEOUT_SECS", "1.5"),
+        ]);
         let config = config(&vars).unwrap();
         assert_eq!(config.openai_timeout, Duration::from_millis(250));
         assert_eq!(config.retry_backoff, Duration::ZERO);
@@ -126,7 +151,10 @@ mod tests {
 
     #[test]
     fn errors_name_the_variable() {
-        assert_eq!(config(&[REQUIRED[1]]), Err(ConfigError::Missing("OPENAI_API_KEY_SECRET_ID")));
+        assert_eq!(
+            config(&[REQUIRED[1]]),
+            Err(ConfigError::Missing("OPENAI_API_KEY_SECRET_ID"))
+        );
         assert_eq!(config(&[REQUIRED[0]]), Err(ConfigError::Missing("PAYMENTS_BASE_URL")));
         for (name, value) in [
             ("OPENAI_TIMEOUT_SECS", "soon"),

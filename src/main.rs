@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
+use aws_config::timeout::TimeoutConfig;
 use lambda_http::{Error, Request, service_fn};
 use refund_chat::api::App;
 use refund_chat::config::Config;
-use aws_config::timeout::TimeoutConfig;
 use refund_chat::secrets::{SECRET_READ_TIMEOUT, SecretsManagerKey};
 
 #[tokio::main(flavor = "current_thread")]
@@ -18,7 +18,10 @@ async fn main() -> Result<(), Error> {
         .timeout_config(TimeoutConfig::builder().operation_timeout(SECRET_READ_TIMEOUT).build())
         .load()
         .await;
-    let secrets = SecretsManagerKey::new(aws_sdk_secretsmanager::Client::new(&aws), config.openai_key_secret_id.clone());
+    let secrets = SecretsManagerKey::new(
+        aws_sdk_secretsmanager::Client::new(&aws),
+        config.openai_key_secret_id.clone(),
+    );
     let app = Arc::new(App::new(config, secrets)?);
     let metrics = refund_chat::telemetry::init_metrics()?;
 

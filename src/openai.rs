@@ -20,9 +20,9 @@ use async_openai::middleware::ReqwestService;
 use async_openai::types::chat::{
     ChatCompletionMessageToolCall, ChatCompletionMessageToolCalls, ChatCompletionRequestAssistantMessage,
     ChatCompletionRequestAssistantMessageContent, ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
-    ChatCompletionRequestSystemMessageContent, ChatCompletionRequestToolMessage, ChatCompletionRequestToolMessageContent,
-    ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent, ChatCompletionTool, ChatCompletionTools,
-    CreateChatCompletionRequest, FunctionCall, FunctionObject,
+    ChatCompletionRequestSystemMessageContent, ChatCompletionRequestToolMessage,
+    ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent,
+    ChatCompletionTool, ChatCompletionTools, CreateChatCompletionRequest, FunctionCall, FunctionObject,
 };
 use serde::Deserialize;
 
@@ -110,7 +110,10 @@ fn to_wire(message: &Message) -> ChatCompletionRequestMessage {
                 .map(|call| {
                     ChatCompletionMessageToolCalls::Function(ChatCompletionMessageToolCall {
                         id: call.id.clone(),
-                        function: FunctionCall { name: call.name.clone(), arguments: call.arguments.clone() },
+                        function: FunctionCall {
+                            name: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                        },
                     })
                 })
                 .collect();
@@ -121,10 +124,12 @@ fn to_wire(message: &Message) -> ChatCompletionRequestMessage {
                 ..ChatCompletionRequestAssistantMessage::default()
             })
         }
-        Message::Tool { tool_call_id, content } => ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
-            content: ChatCompletionRequestToolMessageContent::Text(content.clone()),
-            tool_call_id: tool_call_id.clone(),
-        }),
+        Message::Tool { tool_call_id, content } => {
+            ChatCompletionRequestMessage::Tool(ChatCompletionRequestToolMessage {
+                content: ChatCompletionRequestToolMessageContent::Text(content.clone()),
+                tool_call_id: tool_call_id.clone(),
+            })
+        }
     }
 }
 
@@ -132,10 +137,14 @@ fn to_wire(message: &Message) -> ChatCompletionRequestMessage {
 /// conversation, and errors reach logs.
 fn classify(error: OpenAIError) -> CompletionError {
     match error {
-        OpenAIError::ApiError(response) => CompletionError::Status { status: response.status_code.as_u16() },
+        OpenAIError::ApiError(response) => CompletionError::Status {
+            status: response.status_code.as_u16(),
+        },
         OpenAIError::Reqwest(error) if error.is_timeout() => CompletionError::Timeout,
         OpenAIError::Reqwest(error) => CompletionError::Transport(reqwest_class(&error).to_owned()),
-        OpenAIError::JSONDeserialize(error, _body) => CompletionError::Unusable(format!("not a chat completion: {error}")),
+        OpenAIError::JSONDeserialize(error, _body) => {
+            CompletionError::Unusable(format!("not a chat completion: {error}"))
+        }
         _ => CompletionError::Unusable("unexpected client error".to_owned()),
     }
 }
@@ -198,7 +207,10 @@ struct WireUsage {
 
 impl WireCompletion {
     fn into_completion(self) -> Result<Completion, CompletionError> {
-        let usage = self.usage.map(|u| Usage { prompt_tokens: u.prompt_tokens, completion_tokens: u.completion_tokens });
+        let usage = self.usage.map(|u| Usage {
+            prompt_tokens: u.prompt_tokens,
+            completion_tokens: u.completion_tokens,
+        });
         let choice = self
             .choices
             .into_iter()
@@ -218,6 +230,11 @@ impl WireCompletion {
                 },
             })
             .collect();
-        Ok(Completion { content: choice.message.content, tool_calls, finish_reason: choice.finish_reason, usage })
+        Ok(Completion {
+            content: choice.message.content,
+            tool_calls,
+            finish_reason: choice.finish_reason,
+            usage,
+        })
     }
 }

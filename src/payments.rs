@@ -20,24 +20,41 @@ pub struct HttpPayments {
 impl HttpPayments {
     /// `http` must come from [`crate::openai::http_client`] (or be built the same way).
     pub fn new(http: reqwest::Client, base_url: &str, timeout: Duration) -> Self {
-        HttpPayments { http, refunds_url: format!("{}/refunds", base_url.trim_end_matches('/')), timeout }
+        HttpPayments {
+            http,
+            refunds_url: format!("{}/refunds", base_url.trim_end_matches('/')),
+            timeout,
+        }
     }
 
     async fn exchange(&self, request: &RefundRequest) -> Result<Receipt, RefundError> {
-        let response = self.http.post(&self.refunds_url).json(request).send().await.map_err(transport)?;
+        let response = self
+            .http
+            .post(&self.refunds_url)
+            .json(request)
+            .send()
+            .await
+            .map_err(transport)?;
         let status = response.status();
         let body = response.bytes().await.map_err(transport)?;
         if status.is_success() {
-            return serde_json::from_slice::<Receipt>(&body)
-                .map_err(|_| RefundError::InvalidResponse { status: status.as_u16(), expected: "a refund receipt" });
+            return serde_json::from_slice::<Receipt>(&body).map_err(|_| RefundError::InvalidResponse {
+                status: status.as_u16(),
+                expected: "a refund receipt",
+            });
         }
-        let rejection: Rejection = serde_json::from_slice(&body)
-            .map_err(|_| RefundError::InvalidResponse { status: status.as_u16(), expected: "a JSON {\"detail\"} object" })?;
+        let rejection: Rejection = serde_json::from_slice(&body).map_err(|_| RefundError::InvalidResponse {
+            status: status.as_u16(),
+            expected: "a JSON {\"detail\"} object",
+        })?;
         let detail = match rejection.detail {
             serde_json::Value::String(text) => text,
             other => other.to_string(),
         };
-        Err(RefundError::Rejected { status: status.as_u16(), detail })
+        Err(RefundError::Rejected {
+            status: status.as_u16(),
+            detail,
+        })
     }
 }
 

@@ -54,9 +54,7 @@ impl RefundError {
             RefundError::Rejected { detail, .. } => {
                 format!("the payments service rejected the refund: {detail}")
             }
-            RefundError::Timeout
-            | RefundError::Transport(_)
-            | RefundError::InvalidResponse { .. } => format!(
+            RefundError::Timeout | RefundError::Transport(_) | RefundError::InvalidResponse { .. } => format!(
                 "{self}. The refund may or may not have been made: do not promise either \
                  and do not try again; tell the customer that the support team will check \
                  the refund and confirm it."
@@ -86,8 +84,5 @@ impl RefundError {
 /// Moves money. One call is one refund: there is no idempotency key, and an
 /// implementation must never retry.
 pub trait RefundGateway {
-    fn refund(
-        &self,
-        request: &RefundRequest,
-    ) -> impl Future<Output = Result<Receipt, RefundError>> + Send;
+    fn refund(&self, request: &RefundRequest) -> impl Future<Output = Result<Receipt, RefundError>> + Send;
 }

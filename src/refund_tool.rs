@@ -21,13 +21,11 @@ pub const TOOL_DESCRIPTION: &str = "Refund money to the customer for one of thei
 /// The contract's schema, verbatim (section 2).
 const PARAMETERS_JSON: &str = r#"{"type":"object","properties":{"order_id":{"type":"string","minLength":1},"amount_cents":{"type":"integer","minimum":1}},"required":["order_id","amount_cents"],"additionalProperties":false}"#;
 
-static PARAMETERS: LazyLock<Value> = LazyLock::new(|| {
-    serde_json::from_str(PARAMETERS_JSON).expect("PARAMETERS_JSON is a compile-time constant")
-});
+static PARAMETERS: LazyLock<Value> =
+    LazyLock::new(|| serde_json::from_str(PARAMETERS_JSON).expect("PARAMETERS_JSON is a compile-time constant"));
 
-static VALIDATOR: LazyLock<Validator> = LazyLock::new(|| {
-    jsonschema::validator_for(&PARAMETERS).expect("PARAMETERS_JSON is a valid JSON Schema")
-});
+static VALIDATOR: LazyLock<Validator> =
+    LazyLock::new(|| jsonschema::validator_for(&PARAMETERS).expect("PARAMETERS_JSON is a valid JSON Schema"));
 
 /// The JSON Schema declared to the model for `issue_refund`'s arguments.
 pub fn parameters_schema() -> &'static Value {
@@ -59,10 +57,7 @@ pub enum ArgumentError {
 /// Parses and validates the raw arguments text of an `issue_refund` call.
 pub fn parse_arguments(raw: &str) -> Result<RefundArguments, ArgumentError> {
     let value: Value = serde_json::from_str(raw).map_err(|_| ArgumentError::NotJson)?;
-    let problems: Vec<String> = VALIDATOR
-        .iter_errors(&value)
-        .map(|error| describe(&error))
-        .collect();
+    let problems: Vec<String> = VALIDATOR.iter_errors(&value).map(|error| describe(&error)).collect();
     if !problems.is_empty() {
         return Err(ArgumentError::Schema(problems.join("; ")));
     }
@@ -124,9 +119,15 @@ mod tests {
     fn valid_arguments_parse() {
         assert_eq!(
             parse_arguments(r#"{"order_id":"A-1","amount_cents":1250}"#),
-            Ok(RefundArguments { order_id: "A-1".into(), amount_cents: 1250 })
+            Ok(RefundArguments {
+                order_id: "A-1".into(),
+                amount_cents: 1250
+            })
         );
-        assert_eq!(parse_arguments(r#"{"order_id":"A-1","amount_cents":1250.0}"#).map(|a| a.amount_cents), Ok(1250));
+        assert_eq!(
+            parse_arguments(r#"{"order_id":"A-1","amount_cents":1250.0}"#).map(|a| a.amount_cents),
+            Ok(1250)
+        );
     }
 
     #[test]
@@ -144,9 +145,15 @@ mod tests {
             r#"["A-1",100]"#,
         ];
         for raw in rejected {
-            assert!(matches!(parse_arguments(raw), Err(ArgumentError::Schema(_))), "{raw} was accepted");
+            assert!(
+                matches!(parse_arguments(raw), Err(ArgumentError::Schema(_))),
+                "{raw} was accepted"
+            );
         }
         assert_eq!(parse_arguments("{not json"), Err(ArgumentError::NotJson));
-        assert_eq!(parse_arguments(r#"{"order_id":"A-1","amount_cents":1e30}"#), Err(ArgumentError::AmountOutOfRange));
+        assert_eq!(
+            parse_arguments(r#"{"order_id":"A-1","amount_cents":1e30}"#),
+            Err(ArgumentError::AmountOutOfRange)
+        );
     }
 }

@@ -58,7 +58,10 @@ pub struct SecretsManagerKey {
 
 impl SecretsManagerKey {
     pub fn new(client: aws_sdk_secretsmanager::Client, secret_id: impl Into<String>) -> Self {
-        SecretsManagerKey { client, secret_id: secret_id.into() }
+        SecretsManagerKey {
+            client,
+            secret_id: secret_id.into(),
+        }
     }
 }
 
@@ -95,7 +98,12 @@ pub fn parse_secret_string(secret: &str) -> Result<ApiKey, SecretError> {
     let secret = secret.trim();
     let key = if secret.starts_with('{') {
         let value: serde_json::Value = serde_json::from_str(secret).map_err(|_| SecretError::NoKey)?;
-        value.get("api_key").and_then(|key| key.as_str()).ok_or(SecretError::NoKey)?.trim().to_owned()
+        value
+            .get("api_key")
+            .and_then(|key| key.as_str())
+            .ok_or(SecretError::NoKey)?
+            .trim()
+            .to_owned()
     } else {
         secret.to_owned()
     };
@@ -115,16 +123,27 @@ mod tests {
     #[test]
     fn raw_and_json_secret_strings() {
         assert_eq!(parse_secret_string("sk-raw\n").unwrap().expose(), "sk-raw");
-        assert_eq!(parse_secret_string(r#"{"api_key": "sk-json", "other": 1}"#).unwrap().expose(), "sk-json");
+        assert_eq!(
+            parse_secret_string(r#"{"api_key": "sk-json", "other": 1}"#)
+                .unwrap()
+                .expose(),
+            "sk-json"
+        );
         for bad in ["", "  ", "{}", r#"{"api_key": ""}"#, r#"{"api_key": 5}"#, "{not json"] {
-            assert!(matches!(parse_secret_string(bad), Err(SecretError::NoKey)), "{bad:?} was accepted");
+            assert!(
+                matches!(parse_secret_string(bad), Err(SecretError::NoKey)),
+                "{bad:?} was accepted"
+            );
         }
     }
 
     #[test]
     fn a_key_no_header_can_carry_is_refused() {
         for bad in ["sk-a\nb", "sk-ä", "sk a", r#"{"api_key": "sk-\u0000"}"#] {
-            assert!(matches!(parse_secret_string(bad), Err(SecretError::InvalidKey)), "{bad:?} was accepted");
+            assert!(
+                matches!(parse_secret_string(bad), Err(SecretError::InvalidKey)),
+                "{bad:?} was accepted"
+            );
         }
     }
 

@@ -38,7 +38,15 @@ pub fn init_metrics() -> Result<&'static Collector, metrics_cloudwatch_embedded:
         .with_lambda_xray_trace_id("xrayTraceId")
         .init()?;
     metrics::describe_histogram!("TurnDuration", metrics::Unit::Milliseconds, "duration of one request");
-    for counter in ["Responses", "CompletionCalls", "CompletionTimeouts", "SecondRefundsRefused", "RefundsExecuted", "RefundFailures", "ColdStarts"] {
+    for counter in [
+        "Responses",
+        "CompletionCalls",
+        "CompletionTimeouts",
+        "SecondRefundsRefused",
+        "RefundsExecuted",
+        "RefundFailures",
+        "ColdStarts",
+    ] {
         metrics::describe_counter!(counter, metrics::Unit::Count, "");
     }
     Ok(collector)
@@ -60,7 +68,10 @@ pub fn finish_request(end: RequestEnd<'_>) {
     let stats = end.stats.cloned().unwrap_or_default();
     let (refund_outcome, refund_id, refund_amount_cents, refund_failure) = match &stats.refund {
         RefundOutcome::NotAttempted => ("not_attempted", "", 0, ""),
-        RefundOutcome::Executed { refund_id, amount_cents } => ("executed", refund_id.as_str(), *amount_cents, ""),
+        RefundOutcome::Executed {
+            refund_id,
+            amount_cents,
+        } => ("executed", refund_id.as_str(), *amount_cents, ""),
         RefundOutcome::Failed { class } => ("failed", "", 0, *class),
     };
     let total_tokens = stats.prompt_tokens + stats.completion_tokens;

@@ -118,7 +118,10 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
                 Message::User(customer_message.to_owned()),
             ],
             refund_latch: RefundLatch::Open,
-            stats: TurnStats { attempts: 1, ..TurnStats::default() },
+            stats: TurnStats {
+                attempts: 1,
+                ..TurnStats::default()
+            },
         }
     }
 
@@ -134,7 +137,10 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
     pub async fn run(&mut self) -> Result<String, TurnError> {
         loop {
             if self.stats.completion_calls >= MAX_COMPLETION_CALLS {
-                tracing::warn!(event = "budget_exhausted", completion_calls = self.stats.completion_calls);
+                tracing::warn!(
+                    event = "budget_exhausted",
+                    completion_calls = self.stats.completion_calls
+                );
                 return Err(TurnError::BudgetExhausted);
             }
             self.stats.completion_calls += 1;
@@ -165,7 +171,11 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
                     if call >= MAX_COMPLETION_CALLS {
                         // No call is left to show the model a result: running these
                         // tools (a refund) would only move money nobody is told about.
-                        tracing::warn!(event = "budget_exhausted", completion_calls = call, unexecuted_tool_calls = completion.tool_calls.len());
+                        tracing::warn!(
+                            event = "budget_exhausted",
+                            completion_calls = call,
+                            unexecuted_tool_calls = completion.tool_calls.len()
+                        );
                         return Err(TurnError::BudgetExhausted);
                     }
                     self.messages.push(Message::Assistant {
@@ -183,7 +193,13 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
                 }
                 Err(CompletionError::Timeout) => {
                     self.stats.timeouts += 1;
-                    tracing::warn!(event = "completion", call, attempt = self.stats.attempts, latency_ms, outcome = "timeout");
+                    tracing::warn!(
+                        event = "completion",
+                        call,
+                        attempt = self.stats.attempts,
+                        latency_ms,
+                        outcome = "timeout"
+                    );
                     if call >= MAX_COMPLETION_CALLS {
                         // Budget exhaustion, not a retry: no backoff.
                         tracing::warn!(event = "budget_exhausted", completion_calls = call);

@@ -15,7 +15,14 @@ const REFUND_MESSAGE: &str = "Order A-1001 arrived broken, please refund 12.50";
 
 #[tokio::test]
 async fn refund_happy_path() {
-    let h = Harness::new(vec![refund_call("call_1", "A-1001", 1250), text("Your 12.50 refund is on its way.")], receipt()).await;
+    let h = Harness::new(
+        vec![
+            refund_call("call_1", "A-1001", 1250),
+            text("Your 12.50 refund is on its way."),
+        ],
+        receipt(),
+    )
+    .await;
 
     let answer = h.chat(REFUND_MESSAGE).await;
 
@@ -23,7 +30,10 @@ async fn refund_happy_path() {
     assert_eq!(answer.body, json!({"reply": "Your 12.50 refund is on its way."}));
     assert_eq!(answer.headers["content-type"], "application/json");
     assert_eq!(answer.headers["x-request-id"], REQUEST_ID);
-    assert_eq!(h.payments_requests().await, vec![json!({"order_id": "A-1001", "amount_cents": 1250, "user_id": "u-1001"})]);
+    assert_eq!(
+        h.payments_requests().await,
+        vec![json!({"order_id": "A-1001", "amount_cents": 1250, "user_id": "u-1001"})]
+    );
 
     let model = h.model_requests().await;
     assert_eq!(model.len(), 2);
@@ -32,7 +42,10 @@ async fn refund_happy_path() {
     assert_eq!(first["parallel_tool_calls"], false);
     assert_eq!(first["tools"][0]["function"]["name"], "issue_refund");
     assert_eq!(first["tools"][0]["function"]["strict"], true);
-    assert_eq!(first["tools"][0]["function"]["parameters"], *refund_chat::refund_tool::parameters_schema());
+    assert_eq!(
+        first["tools"][0]["function"]["parameters"],
+        *refund_chat::refund_tool::parameters_schema()
+    );
     assert_eq!(first["messages"][0]["role"], "system");
     assert_eq!(first["messages"][1], json!({"role": "user", "content": REFUND_MESSAGE}));
 
@@ -44,7 +57,10 @@ async fn refund_happy_path() {
     assert_eq!(second[3]["role"], "tool");
     assert_eq!(second[3]["tool_call_id"], "call_1");
     let receipt: Value = serde_json::from_str(second[3]["content"].as_str().unwrap()).unwrap();
-    assert_eq!(receipt, json!({"refund_id": "rf_42", "status": "succeeded", "amount_cents": 1250}));
+    assert_eq!(
+        receipt,
+        json!({"refund_id": "rf_42", "status": "succeeded", "amount_cents": 1250})
+    );
 
     let openai_requests = h.openai.received_requests().await.unwrap();
     assert_eq!(openai_requests[0].headers["authorization"], format!("Bearer {API_KEY}"));
@@ -65,7 +81,11 @@ async fn plain_reply_without_tools() {
 
 #[tokio::test]
 async fn a_final_message_without_text_is_an_empty_reply() {
-    let h = Harness::new(vec![completion(json!({"role": "assistant", "content": null}))], receipt()).await;
+    let h = Harness::new(
+        vec![completion(json!({"role": "assistant", "content": null}))],
+        receipt(),
+    )
+    .await;
 
     let answer = h.chat("hello").await;
 
@@ -78,7 +98,10 @@ async fn two_refunds_in_one_message_reach_payments_once() {
     let args_a = json!({"order_id": "A-1001", "amount_cents": 1250}).to_string();
     let args_b = json!({"order_id": "A-1002", "amount_cents": 500}).to_string();
     let h = Harness::new(
-        vec![tool_calls(&[("call_a", "issue_refund", &args_a), ("call_b", "issue_refund", &args_b)]), text("One refund made.")],
+        vec![
+            tool_calls(&[("call_a", "issue_refund", &args_a), ("call_b", "issue_refund", &args_b)]),
+            text("One refund made."),
+        ],
         receipt(),
     )
     .await;
@@ -86,10 +109,16 @@ async fn two_refunds_in_one_message_reach_payments_once() {
     let answer = h.chat(REFUND_MESSAGE).await;
 
     assert_eq!(answer.status, StatusCode::OK);
-    assert_eq!(h.payments_requests().await, vec![json!({"order_id": "A-1001", "amount_cents": 1250, "user_id": "u-1001"})]);
+    assert_eq!(
+        h.payments_requests().await,
+        vec![json!({"order_id": "A-1001", "amount_cents": 1250, "user_id": "u-1001"})]
+    );
     let tools = tool_messages(&h.model_requests().await[1]);
     assert_eq!(tools.len(), 2, "every tool call gets its own tool message");
-    assert_eq!((tools[0]["tool_call_id"].as_str(), tools[1]["tool_call_id"].as_str()), (Some("call_a"), Some("call_b")));
+    assert_eq!(
+        (tools[0]["tool_call_id"].as_str(), tools[1]["tool_call_id"].as_str()),
+        (Some("call_a"), Some("call_b"))
+    );
     assert!(tool_error(&tools[0]).is_none());
     assert!(tool_error(&tools[1]).unwrap().contains("already attempted"));
 }
@@ -97,7 +126,11 @@ async fn two_refunds_in_one_message_reach_payments_once() {
 #[tokio::test]
 async fn a_refund_in_a_later_round_is_refused() {
     let h = Harness::new(
-        vec![refund_call("call_1", "A-1001", 1250), refund_call("call_2", "A-1001", 1250), text("Done.")],
+        vec![
+            refund_call("call_1", "A-1001", 1250),
+            refund_call("call_2", "A-1001", 1250),
+            text("Done."),
+        ],
         receipt(),
     )
     .await;
@@ -116,20 +149,56 @@ async fn a_refund_in_a_later_round_is_refused() {
 async fn every_argument_rule_is_a_tool_error_and_a_later_valid_call_still_runs() {
     let cases: [(&str, &str, &str); 11] = [
         ("missing field", "issue_refund", r#"{"order_id":"A-1001"}"#),
-        ("extra field", "issue_refund", r#"{"order_id":"A-1001","amount_cents":1250,"reason":"x"}"#),
-        ("zero amount", "issue_refund", r#"{"order_id":"A-1001","amount_cents":0}"#),
-        ("negative amount", "issue_refund", r#"{"order_id":"A-1001","amount_cents":-1250}"#),
-        ("string amount", "issue_refund", r#"{"order_id":"A-1001","amount_cents":"1250"}"#),
-        ("fractional amount", "issue_refund", r#"{"order_id":"A-1001","amount_cents":12.5}"#),
-        ("empty order id", "issue_refund", r#"{"order_id":"","amount_cents":1250}"#),
-        ("non-string order id", "issue_refund", r#"{"order_id":1001,"amount_cents":1250}"#),
-        ("malformed JSON", "issue_refund", r#"{"order_id":"A-1001","amount_cents":"#),
+        (
+            "extra field",
+            "issue_refund",
+            r#"{"order_id":"A-1001","amount_cents":1250,"reason":"x"}"#,
+        ),
+        (
+            "zero amount",
+            "issue_refund",
+            r#"{"order_id":"A-1001","amount_cents":0}"#,
+        ),
+        (
+            "negative amount",
+            "issue_refund",
+            r#"{"order_id":"A-1001","amount_cents":-1250}"#,
+        ),
+        (
+            "string amount",
+            "issue_refund",
+            r#"{"order_id":"A-1001","amount_cents":"1250"}"#,
+        ),
+        (
+            "fractional amount",
+            "issue_refund",
+            r#"{"order_id":"A-1001","amount_cents":12.5}"#,
+        ),
+        (
+            "empty order id",
+            "issue_refund",
+            r#"{"order_id":"","amount_cents":1250}"#,
+        ),
+        (
+            "non-string order id",
+            "issue_refund",
+            r#"{"order_id":1001,"amount_cents":1250}"#,
+        ),
+        (
+            "malformed JSON",
+            "issue_refund",
+            r#"{"order_id":"A-1001","amount_cents":"#,
+        ),
         ("unknown tool", "cancel_order", r#"{"order_id":"A-1001"}"#),
         ("not an object", "issue_refund", r#"["A-1001",1250]"#),
     ];
     for (case, name, arguments) in cases {
         let h = Harness::new(
-            vec![tool_calls(&[("bad", name, arguments)]), refund_call("good", "A-1001", 1250), text("Done.")],
+            vec![
+                tool_calls(&[("bad", name, arguments)]),
+                refund_call("good", "A-1001", 1250),
+                text("Done."),
+            ],
             receipt(),
         )
         .await;
@@ -146,34 +215,22 @@ async fn every_argument_rule_is_a_tool_error_and_a_later_valid_call_still_runs()
             vec![json!({"order_id": "A-1001", "amount_cents": 1250, "user_id": "u-1001"})],
             "{case}: only the later valid call reaches payments"
         );
-        assert!(tool_error(&tool_messages(&model[2])[1]).is_none(), "{case}: the valid call got a receipt");
+        assert!(
+            tool_error(&tool_messages(&model[2])[1]).is_none(),
+            "{case}: the valid call got a receipt"
+        );
     }
 }
 
-#[tokio::test]
-async fn a_payments_rejection_reaches_the_model_as_a_tool_error() {
-    let rejection = ResponseTemplate::new(409).set_body_json(json!({"detail": "order A-1001 has only 3.00 left to refund"}));
+/// Every payments failure spends the one attempt: the model is told
+/// (`first_error` is in the tool error) and a later call is refused.
+async fn assert_payments_failure_spends_the_attempt(payments: ResponseTemplate, case: &str, first_error: &str) {
     let h = Harness::new(
-        vec![refund_call("call_1", "A-1001", 1250), refund_call("call_2", "A-1001", 300), text("Only 3.00 can be refunded.")],
-        rejection,
-    )
-    .await;
-
-    let answer = h.chat(REFUND_MESSAGE).await;
-
-    assert_eq!(answer.status, StatusCode::OK);
-    assert_eq!(h.payments_requests().await.len(), 1, "a rejection still spends the one attempt");
-    let model = h.model_requests().await;
-    let error = tool_error(&tool_messages(&model[1])[0]).unwrap();
-    assert!(error.contains("order A-1001 has only 3.00 left to refund"), "{error}");
-    assert!(tool_error(&tool_messages(&model[2])[1]).unwrap().contains("already attempted"));
-}
-
-/// Each way payments can fail without proof that no money moved: the attempt
-/// counts, the model is told, and a later call is refused.
-async fn assert_payments_failure_spends_the_attempt(payments: ResponseTemplate, case: &str) {
-    let h = Harness::new(
-        vec![refund_call("call_1", "A-1001", 1250), refund_call("call_2", "A-1001", 1250), text("A person will check.")],
+        vec![
+            refund_call("call_1", "A-1001", 1250),
+            refund_call("call_2", "A-1001", 1250),
+            text("A person will check."),
+        ],
         payments,
     )
     .await;
@@ -183,21 +240,35 @@ async fn assert_payments_failure_spends_the_attempt(payments: ResponseTemplate, 
     assert_eq!(answer.status, StatusCode::OK, "{case}");
     assert_eq!(h.payments_requests().await.len(), 1, "{case}");
     let model = h.model_requests().await;
-    assert!(tool_error(&tool_messages(&model[1])[0]).unwrap().contains("may or may not"), "{case}");
-    assert!(tool_error(&tool_messages(&model[2])[1]).unwrap().contains("already attempted"), "{case}");
+    let error = tool_error(&tool_messages(&model[1])[0]).unwrap();
+    assert!(error.contains(first_error), "{case}: {error}");
+    assert!(
+        tool_error(&tool_messages(&model[2])[1])
+            .unwrap()
+            .contains("already attempted"),
+        "{case}"
+    );
+}
+
+#[tokio::test]
+async fn a_payments_rejection_reaches_the_model_and_spends_the_attempt() {
+    let rejection =
+        ResponseTemplate::new(409).set_body_json(json!({"detail": "order A-1001 has only 3.00 left to refund"}));
+    assert_payments_failure_spends_the_attempt(rejection, "rejection", "order A-1001 has only 3.00 left to refund")
+        .await;
 }
 
 #[tokio::test]
 async fn a_payments_timeout_counts_as_an_attempt() {
-    assert_payments_failure_spends_the_attempt(receipt().set_delay(HANG), "timeout").await;
+    assert_payments_failure_spends_the_attempt(receipt().set_delay(HANG), "timeout", "may or may not").await;
 }
 
 #[tokio::test]
 async fn a_success_status_without_a_receipt_counts_as_an_attempt() {
     let not_receipt = ResponseTemplate::new(200).set_body_json(json!({"ok": true}));
-    assert_payments_failure_spends_the_attempt(not_receipt, "200 without receipt").await;
+    assert_payments_failure_spends_the_attempt(not_receipt, "200 without receipt", "may or may not").await;
     let not_json = ResponseTemplate::new(502).set_body_string("<html>bad gateway</html>");
-    assert_payments_failure_spends_the_attempt(not_json, "non-JSON error").await;
+    assert_payments_failure_spends_the_attempt(not_json, "non-JSON error", "may or may not").await;
 }
 
 #[tokio::test]
@@ -216,18 +287,46 @@ async fn a_dropped_payments_connection_counts_as_an_attempt() {
         }
     });
     let openai = wiremock::MockServer::start().await;
-    let script = Script::new(vec![refund_call("call_1", "A-1001", 1250), refund_call("call_2", "A-1001", 1250), text("A person will check.")]);
-    wiremock::Mock::given(wiremock::matchers::path("/v1/chat/completions")).respond_with(script).mount(&openai).await;
-    let app = refund_chat::api::App::new(config(&format!("{}/v1", openai.uri()), &payments_base), refund_chat::secrets::FixedKey::new(API_KEY)).unwrap();
-    let h = Harness { openai, payments: wiremock::MockServer::start().await, model_script: Script::new(vec![]), app };
+    let script = Script::new(vec![
+        refund_call("call_1", "A-1001", 1250),
+        refund_call("call_2", "A-1001", 1250),
+        text("A person will check."),
+    ]);
+    wiremock::Mock::given(wiremock::matchers::path("/v1/chat/completions"))
+        .respond_with(script)
+        .mount(&openai)
+        .await;
+    let app = refund_chat::api::App::new(
+        config(&format!("{}/v1", openai.uri()), &payments_base),
+        refund_chat::secrets::FixedKey::new(API_KEY),
+    )
+    .unwrap();
+    let h = Harness {
+        openai,
+        payments: wiremock::MockServer::start().await,
+        model_script: Script::new(vec![]),
+        app,
+    };
 
     let answer = h.chat(REFUND_MESSAGE).await;
 
     assert_eq!(answer.status, StatusCode::OK);
-    assert_eq!(dropped.load(std::sync::atomic::Ordering::SeqCst), 1, "one connection, no retry");
+    assert_eq!(
+        dropped.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "one connection, no retry"
+    );
     let model = h.model_requests().await;
-    assert!(tool_error(&tool_messages(&model[1])[0]).unwrap().contains("may or may not"));
-    assert!(tool_error(&tool_messages(&model[2])[1]).unwrap().contains("already attempted"));
+    assert!(
+        tool_error(&tool_messages(&model[1])[0])
+            .unwrap()
+            .contains("may or may not")
+    );
+    assert!(
+        tool_error(&tool_messages(&model[2])[1])
+            .unwrap()
+            .contains("already attempted")
+    );
 }
 
 #[tokio::test]
@@ -242,8 +341,14 @@ async fn a_timeout_then_success_answers_after_the_backoff() {
     let arrivals = h.model_script.arrivals();
     assert_eq!(arrivals.len(), 2);
     let gap = arrivals[1] - arrivals[0];
-    assert!(gap >= OPENAI_TIMEOUT + BACKOFF, "retry came {gap:?} after the first call");
-    assert!(started.elapsed() < HANG, "the timeout, not the slow server, ended the first call");
+    assert!(
+        gap >= OPENAI_TIMEOUT + BACKOFF,
+        "retry came {gap:?} after the first call"
+    );
+    assert!(
+        started.elapsed() < HANG,
+        "the timeout, not the slow server, ended the first call"
+    );
     let model = h.model_requests().await;
     assert_eq!(model[0], model[1], "the retry sends the same request");
 }
@@ -251,7 +356,12 @@ async fn a_timeout_then_success_answers_after_the_backoff() {
 #[tokio::test]
 async fn a_timeout_after_a_refund_resumes_without_refunding_again() {
     let h = Harness::new(
-        vec![refund_call("call_1", "A-1001", 1250), hang(), refund_call("call_2", "A-1001", 1250), text("Refunded once.")],
+        vec![
+            refund_call("call_1", "A-1001", 1250),
+            hang(),
+            refund_call("call_2", "A-1001", 1250),
+            text("Refunded once."),
+        ],
         receipt(),
     )
     .await;
@@ -263,9 +373,16 @@ async fn a_timeout_after_a_refund_resumes_without_refunding_again() {
     assert_eq!(h.payments_requests().await.len(), 1);
     let model = h.model_requests().await;
     assert_eq!(model.len(), 4);
-    assert_eq!(model[1], model[2], "the retry resends the full history, tool call and receipt included");
+    assert_eq!(
+        model[1], model[2],
+        "the retry resends the full history, tool call and receipt included"
+    );
     assert_eq!(tool_messages(&model[2])[0]["tool_call_id"], "call_1");
-    assert!(tool_error(&tool_messages(&model[3])[1]).unwrap().contains("already attempted"));
+    assert!(
+        tool_error(&tool_messages(&model[3])[1])
+            .unwrap()
+            .contains("already attempted")
+    );
 }
 
 #[tokio::test]
@@ -282,7 +399,11 @@ async fn two_timeouts_answer_504() {
 #[tokio::test]
 async fn a_timeout_on_the_fifth_call_answers_502() {
     let invalid = tool_calls(&[("c", "issue_refund", "{}")]);
-    let h = Harness::new(vec![invalid.clone(), invalid.clone(), invalid.clone(), invalid, hang()], receipt()).await;
+    let h = Harness::new(
+        vec![invalid.clone(), invalid.clone(), invalid.clone(), invalid, hang()],
+        receipt(),
+    )
+    .await;
 
     let answer = h.chat("hello").await;
 
@@ -293,14 +414,21 @@ async fn a_timeout_on_the_fifth_call_answers_502() {
 #[tokio::test]
 async fn timeouts_on_the_fourth_and_fifth_calls_answer_502() {
     let invalid = tool_calls(&[("c", "issue_refund", "{}")]);
-    let h = Harness::new(vec![invalid.clone(), invalid.clone(), invalid, hang(), hang()], receipt()).await;
+    let h = Harness::new(
+        vec![invalid.clone(), invalid.clone(), invalid, hang(), hang()],
+        receipt(),
+    )
+    .await;
 
     let answer = h.chat("hello").await;
 
     assert_eq!(answer.status, StatusCode::BAD_GATEWAY);
     let arrivals = h.model_script.arrivals();
     assert_eq!(arrivals.len(), 5);
-    assert!(arrivals[4] - arrivals[3] >= OPENAI_TIMEOUT + BACKOFF, "call 5 is the retry of call 4");
+    assert!(
+        arrivals[4] - arrivals[3] >= OPENAI_TIMEOUT + BACKOFF,
+        "call 5 is the retry of call 4"
+    );
 }
 
 #[tokio::test]
@@ -317,7 +445,17 @@ async fn a_model_that_keeps_asking_for_tools_stops_at_five_calls() {
 #[tokio::test]
 async fn a_refund_asked_for_on_the_fifth_call_is_not_executed() {
     let invalid = tool_calls(&[("c", "issue_refund", "{}")]);
-    let h = Harness::new(vec![invalid.clone(), invalid.clone(), invalid.clone(), invalid, refund_call("c5", "A-1001", 1250)], receipt()).await;
+    let h = Harness::new(
+        vec![
+            invalid.clone(),
+            invalid.clone(),
+            invalid.clone(),
+            invalid,
+            refund_call("c5", "A-1001", 1250),
+        ],
+        receipt(),
+    )
+    .await;
 
     let answer = h.chat(REFUND_MESSAGE).await;
 
@@ -336,8 +474,14 @@ async fn cors_origin_is_sent_when_configured() {
     let answer = send_with(&app, load_event("invalid-json.json")).await;
 
     assert_eq!(answer.status, StatusCode::BAD_REQUEST);
-    assert_eq!(answer.headers["access-control-allow-origin"], "https://shop.example.com");
-    let without = Harness::new(vec![], receipt()).await.send(load_event("invalid-json.json")).await;
+    assert_eq!(
+        answer.headers["access-control-allow-origin"],
+        "https://shop.example.com"
+    );
+    let without = Harness::new(vec![], receipt())
+        .await
+        .send(load_event("invalid-json.json"))
+        .await;
     assert!(without.headers.get("access-control-allow-origin").is_none());
 }
 
@@ -345,9 +489,20 @@ async fn cors_origin_is_sent_when_configured() {
 async fn provider_errors_answer_502_after_one_request() {
     let cases = [
         ("500", ResponseTemplate::new(500).set_body_string("upstream failure")),
-        ("429", ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_json(json!({"error": {"message": "rate limited", "type": "rate_limit_error"}}))),
-        ("not JSON", ResponseTemplate::new(200).set_body_string("<html>proxy</html>")),
-        ("no choices", ResponseTemplate::new(200).set_body_json(json!({"id": "x", "choices": []}))),
+        (
+            "429",
+            ResponseTemplate::new(429)
+                .insert_header("retry-after", "1")
+                .set_body_json(json!({"error": {"message": "rate limited", "type": "rate_limit_error"}})),
+        ),
+        (
+            "not JSON",
+            ResponseTemplate::new(200).set_body_string("<html>proxy</html>"),
+        ),
+        (
+            "no choices",
+            ResponseTemplate::new(200).set_body_json(json!({"id": "x", "choices": []})),
+        ),
     ];
     for (case, response) in cases {
         let h = Harness::new(vec![response, text("never")], receipt()).await;
@@ -356,7 +511,10 @@ async fn provider_errors_answer_502_after_one_request() {
 
         assert_eq!(answer.status, StatusCode::BAD_GATEWAY, "{case}");
         assert_eq!(h.model_requests().await.len(), 1, "{case}: exactly one HTTP request");
-        assert!(!answer.raw.contains("upstream failure") && !answer.raw.contains("proxy"), "{case}: upstream body leaked");
+        assert!(
+            !answer.raw.contains("upstream failure") && !answer.raw.contains("proxy"),
+            "{case}: upstream body leaked"
+        );
     }
 }
 
@@ -369,13 +527,41 @@ async fn bad_input_is_answered_before_any_upstream_call() {
         ("{not json".into(), StatusCode::BAD_REQUEST, "JSON"),
         ("[1, 2]".into(), StatusCode::BAD_REQUEST, "object"),
         ("\"text\"".into(), StatusCode::BAD_REQUEST, "object"),
-        (json!({"message": "hi"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "user_id is required"),
-        (json!({"user_id": "u-1"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "message is required"),
-        (json!({"user_id": "", "message": "hi"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "user_id must not be empty"),
-        (json!({"user_id": "u-1", "message": ""}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "message must not be empty"),
-        (json!({"user_id": 7, "message": "hi"}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "user_id must be a string"),
-        (json!({"user_id": "u-1", "message": ["hi"]}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "message must be a string"),
-        (json!({"user_id": "u-1", "message": too_long}).to_string(), StatusCode::UNPROCESSABLE_ENTITY, "at most 4000"),
+        (
+            json!({"message": "hi"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "user_id is required",
+        ),
+        (
+            json!({"user_id": "u-1"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "message is required",
+        ),
+        (
+            json!({"user_id": "", "message": "hi"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "user_id must not be empty",
+        ),
+        (
+            json!({"user_id": "u-1", "message": ""}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "message must not be empty",
+        ),
+        (
+            json!({"user_id": 7, "message": "hi"}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "user_id must be a string",
+        ),
+        (
+            json!({"user_id": "u-1", "message": ["hi"]}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "message must be a string",
+        ),
+        (
+            json!({"user_id": "u-1", "message": too_long}).to_string(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "at most 4000",
+        ),
     ];
     let h = Harness::with_key_source(vec![text("ok")], receipt(), PanickingKey).await;
     for (body, status, detail) in cases {
@@ -388,7 +574,9 @@ async fn bad_input_is_answered_before_any_upstream_call() {
     assert!(h.payments_requests().await.is_empty());
 
     let fine = Harness::new(vec![text("ok")], receipt()).await;
-    let answer = fine.post(&json!({"user_id": "u-1", "message": long_ok}).to_string()).await;
+    let answer = fine
+        .post(&json!({"user_id": "u-1", "message": long_ok}).to_string())
+        .await;
     assert_eq!(answer.status, StatusCode::OK, "4000 multi-byte characters are accepted");
 }
 

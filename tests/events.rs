@@ -26,7 +26,11 @@ fn expectations() -> Vec<Expectation> {
         .filter(|line| line.starts_with("| ") && line.contains(".json"))
         .map(|line| {
             let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
-            Expectation { file: cells[0].to_owned(), status: cells[2].parse().unwrap(), refunds: cells[3].parse().unwrap() }
+            Expectation {
+                file: cells[0].to_owned(),
+                status: cells[2].parse().unwrap(),
+                refunds: cells[3].parse().unwrap(),
+            }
         })
         .collect()
 }
@@ -35,7 +39,9 @@ fn expectations() -> Vec<Expectation> {
 async fn every_event_file_produces_its_stated_status() {
     let sandbox = Sandbox::open(None).unwrap();
     let payments = refund_chat_local::spawn(0, sandbox.router()).await.unwrap();
-    let model = refund_chat_local::spawn(0, LocalModel::new(Some(Duration::from_secs(2))).router()).await.unwrap();
+    let model = refund_chat_local::spawn(0, LocalModel::new(Some(Duration::from_secs(2))).router())
+        .await
+        .unwrap();
     let config = config(&format!("http://{model}/v1"), &format!("http://{payments}"));
     let app = App::new(config, FixedKey::new(API_KEY)).unwrap();
 
@@ -48,13 +54,27 @@ async fn every_event_file_produces_its_stated_status() {
     files.sort();
     let mut listed: Vec<String> = expectations.iter().map(|e| e.file.clone()).collect();
     listed.sort();
-    assert_eq!(files, listed, "every event file has exactly one row in events/README.md");
+    assert_eq!(
+        files, listed,
+        "every event file has exactly one row in events/README.md"
+    );
 
     for expected in expectations {
         let before = sandbox.ledger().len();
         let answer = send_with(&app, load_event(&expected.file)).await;
-        assert_eq!(answer.status.as_u16(), expected.status, "{}: {}", expected.file, answer.raw);
-        assert_eq!(sandbox.ledger().len() - before, expected.refunds, "{}: refunds made", expected.file);
+        assert_eq!(
+            answer.status.as_u16(),
+            expected.status,
+            "{}: {}",
+            expected.file,
+            answer.raw
+        );
+        assert_eq!(
+            sandbox.ledger().len() - before,
+            expected.refunds,
+            "{}: refunds made",
+            expected.file
+        );
         assert_eq!(answer.headers["x-request-id"], REQUEST_ID, "{}", expected.file);
         assert_eq!(answer.headers["content-type"], "application/json", "{}", expected.file);
     }
@@ -64,6 +84,9 @@ async fn every_event_file_produces_its_stated_status() {
 fn the_readme_documents_every_misbehaviour_phrase() {
     let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     for (phrase, _) in refund_chat_local::local_model::PHRASES {
-        assert!(readme.contains(&format!("| `{phrase}` |")), "README.md does not document the phrase {phrase:?}");
+        assert!(
+            readme.contains(&format!("| `{phrase}` |")),
+            "README.md does not document the phrase {phrase:?}"
+        );
     }
 }

@@ -10,7 +10,11 @@ use support::*;
 fn flush(collector: &metrics_cloudwatch_embedded::Collector) -> Vec<Value> {
     let mut buffer = Vec::new();
     collector.flush(&mut buffer).unwrap();
-    String::from_utf8(buffer).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    String::from_utf8(buffer)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 /// The value of `metric` in the document whose dimensions include `dimension` (if any).
@@ -25,7 +29,13 @@ fn value(documents: &[Value], metric: &str, dimension: Option<(&str, &str)>) -> 
 async fn turns_emit_emf_documents() {
     let collector = refund_chat::telemetry::init_metrics().unwrap();
     let h = Harness::new(
-        vec![refund_call("c1", "A-1001", 1250), refund_call("c2", "A-1001", 1250), text("Refunded."), hang(), hang()],
+        vec![
+            refund_call("c1", "A-1001", 1250),
+            refund_call("c2", "A-1001", 1250),
+            text("Refunded."),
+            hang(),
+            hang(),
+        ],
         receipt(),
     )
     .await;
@@ -38,27 +48,54 @@ async fn turns_emit_emf_documents() {
         let directive = &doc["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(directive["Namespace"], "RefundChat");
         assert!(doc["_aws"]["Timestamp"].is_u64());
-        assert!(directive["Dimensions"][0].as_array().unwrap().iter().any(|d| d == "FunctionName"));
+        assert!(
+            directive["Dimensions"][0]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|d| d == "FunctionName")
+        );
         for metric in directive["Metrics"].as_array().unwrap() {
-            assert!(doc.get(metric["Name"].as_str().unwrap()).is_some(), "a declared metric has a value");
+            assert!(
+                doc.get(metric["Name"].as_str().unwrap()).is_some(),
+                "a declared metric has a value"
+            );
         }
     }
     assert_eq!(value(&documents, "RefundsExecuted", None), Some(1.into()));
     assert_eq!(value(&documents, "CompletionCalls", None), Some(3.into()));
     assert_eq!(value(&documents, "SecondRefundsRefused", None), Some(1.into()));
     assert_eq!(value(&documents, "ColdStarts", None), Some(1.into()));
-    assert_eq!(value(&documents, "Responses", Some(("StatusClass", "2xx"))), Some(1.into()));
-    assert!(value(&documents, "TurnDuration", None).unwrap().as_array().is_some_and(|v| v.len() == 1));
+    assert_eq!(
+        value(&documents, "Responses", Some(("StatusClass", "2xx"))),
+        Some(1.into())
+    );
+    assert!(
+        value(&documents, "TurnDuration", None)
+            .unwrap()
+            .as_array()
+            .is_some_and(|v| v.len() == 1)
+    );
 
     let second = h.chat("hello").await;
     assert_eq!(second.status, StatusCode::GATEWAY_TIMEOUT);
     let documents = flush(collector);
     assert_eq!(value(&documents, "CompletionTimeouts", None), Some(2.into()));
-    assert_eq!(value(&documents, "Responses", Some(("StatusClass", "5xx"))), Some(1.into()));
-    assert_eq!(value(&documents, "ColdStarts", None), None, "only the first request is a cold start");
+    assert_eq!(
+        value(&documents, "Responses", Some(("StatusClass", "5xx"))),
+        Some(1.into())
+    );
+    assert_eq!(
+        value(&documents, "ColdStarts", None),
+        None,
+        "only the first request is a cold start"
+    );
     assert_eq!(value(&documents, "RefundsExecuted", None), None);
 
     let bad = h.post("{").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);
-    assert_eq!(value(&flush(collector), "Responses", Some(("StatusClass", "4xx"))), Some(1.into()));
+    assert_eq!(
+        value(&flush(collector), "Responses", Some(("StatusClass", "4xx"))),
+        Some(1.into())
+    );
 }

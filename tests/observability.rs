@@ -34,7 +34,9 @@ impl Write for Captured {
 impl Captured {
     fn lines(&self) -> Vec<Value> {
         let text = String::from_utf8(self.0.lock().unwrap().clone()).unwrap();
-        text.lines().map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))).collect()
+        text.lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
+            .collect()
     }
     fn text(&self) -> String {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
@@ -61,8 +63,14 @@ fn events<'a>(lines: &'a [Value], name: &str) -> Vec<&'a Value> {
 fn assert_redacted(captured: &Captured) {
     let text = captured.text();
     assert!(!text.contains(API_KEY), "the API key reached a log line");
-    assert!(!text.to_lowercase().contains("bearer"), "an Authorization header reached a log line");
-    assert!(!text.contains("Zanzibar-quokka"), "the customer's message reached a log line");
+    assert!(
+        !text.to_lowercase().contains("bearer"),
+        "an Authorization header reached a log line"
+    );
+    assert!(
+        !text.contains("Zanzibar-quokka"),
+        "the customer's message reached a log line"
+    );
     for line in captured.lines() {
         assert_eq!(line["requestId"], REQUEST_ID, "a line without the request id: {line}");
         assert!(line["timestamp"].is_string() && line["level"].is_string(), "{line}");
@@ -71,7 +79,11 @@ fn assert_redacted(captured: &Captured) {
 
 #[tokio::test]
 async fn a_refund_turn_is_traced_without_secrets_or_the_message() {
-    let h = Harness::new(vec![refund_call("call_1", "A-1001", 1250), text("Refunded.")], receipt()).await;
+    let h = Harness::new(
+        vec![refund_call("call_1", "A-1001", 1250), text("Refunded.")],
+        receipt(),
+    )
+    .await;
 
     let (answer, captured) = logged_turn(&h, CUSTOMER_MESSAGE).await;
 
@@ -82,11 +94,17 @@ async fn a_refund_turn_is_traced_without_secrets_or_the_message() {
     let request = events(&lines, "request");
     assert_eq!(request.len(), 1);
     assert_eq!(request[0]["message_chars"], CUSTOMER_MESSAGE.chars().count());
-    assert_eq!(request[0]["message_sha256_12"], refund_chat::redact::short_hash(CUSTOMER_MESSAGE));
+    assert_eq!(
+        request[0]["message_sha256_12"],
+        refund_chat::redact::short_hash(CUSTOMER_MESSAGE)
+    );
 
     let completions = events(&lines, "completion");
     assert_eq!(completions.len(), 2);
-    assert_eq!((completions[0]["call"].as_u64(), completions[1]["call"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(
+        (completions[0]["call"].as_u64(), completions[1]["call"].as_u64()),
+        (Some(1), Some(2))
+    );
     assert_eq!(completions[0]["attempt"], 1);
     assert_eq!(completions[0]["outcome"], "ok");
     assert_eq!(completions[0]["finish_reason"], "tool_calls");
@@ -114,7 +132,10 @@ async fn a_refund_turn_is_traced_without_secrets_or_the_message() {
     assert_eq!(summary["refund_id"], "rf_42");
     assert_eq!(summary["total_tokens"], 270);
     let expected_cost = (240.0 * 0.15 + 30.0 * 0.60) / 1_000_000.0;
-    assert!((summary["estimated_cost_usd"].as_f64().unwrap() - expected_cost).abs() < 1e-12, "{summary}");
+    assert!(
+        (summary["estimated_cost_usd"].as_f64().unwrap() - expected_cost).abs() < 1e-12,
+        "{summary}"
+    );
     assert_eq!(summary["cold_start"], true);
 }
 

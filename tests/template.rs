@@ -20,7 +20,13 @@ fn function(template: &Value) -> &Value {
 }
 
 fn secs(value: &Value) -> Duration {
-    Duration::from_secs_f64(value.as_str().and_then(|s| s.parse().ok()).or(value.as_f64()).expect("seconds"))
+    Duration::from_secs_f64(
+        value
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .or(value.as_f64())
+            .expect("seconds"),
+    )
 }
 
 #[test]
@@ -41,17 +47,28 @@ fn timeouts_cover_the_worst_case_from_the_code() {
     let worst_case = Config::from_lookup(lookup).unwrap().worst_case();
     assert_eq!(
         worst_case,
-        worst_case_duration(Duration::from_secs(20), Duration::from_secs(2), Duration::from_secs(10)) + SECRET_READ_TIMEOUT
+        worst_case_duration(Duration::from_secs(20), Duration::from_secs(2), Duration::from_secs(10))
+            + SECRET_READ_TIMEOUT
     );
     assert_eq!(worst_case, Duration::from_secs(112) + SECRET_READ_TIMEOUT);
 
     let function_timeout = secs(&function["Properties"]["Timeout"]);
-    assert!(function_timeout > worst_case, "function Timeout {function_timeout:?} must exceed {worst_case:?}");
+    assert!(
+        function_timeout > worst_case,
+        "function Timeout {function_timeout:?} must exceed {worst_case:?}"
+    );
 
     let integration = &function["Properties"]["Events"]["RefundChat"]["Properties"]["TimeoutInMillis"];
     assert_eq!(integration, &json!({"Ref": "IntegrationTimeoutMillis"}));
-    let front_door = Duration::from_millis(template["Parameters"]["IntegrationTimeoutMillis"]["Default"].as_u64().unwrap());
-    assert!(front_door > function_timeout, "the front door ({front_door:?}) must outlast the function ({function_timeout:?})");
+    let front_door = Duration::from_millis(
+        template["Parameters"]["IntegrationTimeoutMillis"]["Default"]
+            .as_u64()
+            .unwrap(),
+    );
+    assert!(
+        front_door > function_timeout,
+        "the front door ({front_door:?}) must outlast the function ({function_timeout:?})"
+    );
 }
 
 #[test]
@@ -60,16 +77,25 @@ fn the_deployment_is_the_contracts() {
     let function = function(&template);
     assert_eq!(function["Type"], "AWS::Serverless::Function");
     assert_eq!(function["Metadata"]["BuildMethod"], "rust-cargolambda");
-    assert_eq!(function["Metadata"]["BuildProperties"]["Binary"], env!("CARGO_PKG_NAME"));
+    assert_eq!(
+        function["Metadata"]["BuildProperties"]["Binary"],
+        env!("CARGO_PKG_NAME")
+    );
     assert_eq!(template["Globals"]["Function"]["Runtime"], "provided.al2023");
     assert_eq!(template["Globals"]["Function"]["Architectures"], json!(["arm64"]));
 
     let event = &function["Properties"]["Events"]["RefundChat"];
-    assert_eq!(event["Type"], "Api", "a REST API: its timeout can be raised, an HTTP API's cannot");
+    assert_eq!(
+        event["Type"], "Api",
+        "a REST API: its timeout can be raised, an HTTP API's cannot"
+    );
     assert_eq!(event["Properties"]["Path"], refund_chat::api::ROUTE);
     assert_eq!(event["Properties"]["Method"], "POST");
     let api = &template["Resources"]["RefundChatApi"]["Properties"];
-    assert_eq!(api["EndpointConfiguration"]["Type"], "REGIONAL", "only Regional/private REST APIs can exceed 29 s");
+    assert_eq!(
+        api["EndpointConfiguration"]["Type"], "REGIONAL",
+        "only Regional/private REST APIs can exceed 29 s"
+    );
     assert_eq!(api["StageName"], "Prod");
 
     // Least privilege: exactly one action, on the one secret.
@@ -82,5 +108,8 @@ fn the_deployment_is_the_contracts() {
     assert_eq!(statements[0]["Resource"], json!({"Ref": "OpenAiKeySecretArn"}));
     let env = &function["Properties"]["Environment"]["Variables"];
     assert_eq!(env["OPENAI_API_KEY_SECRET_ID"], json!({"Ref": "OpenAiKeySecretArn"}));
-    assert!(!serde_json::to_string(&template).unwrap().contains("\"*\""), "nothing is granted on *");
+    assert!(
+        !serde_json::to_string(&template).unwrap().contains("\"*\""),
+        "nothing is granted on *"
+    );
 }

@@ -50,7 +50,15 @@ async fn main() -> Result<(), Error> {
     let cold = measure_cold_starts(&bootstrap, &stand_ins, cold_runs).await?;
     let warm = measure_warm(&bootstrap, &stand_ins, warm_turns).await?;
     let (raw, zipped) = sizes(&bootstrap)?;
-    print_table(&Figures { cold, floor, warm, raw, zipped, cold_runs, warm_turns });
+    print_table(&Figures {
+        cold,
+        floor,
+        warm,
+        raw,
+        zipped,
+        cold_runs,
+        warm_turns,
+    });
     Ok(())
 }
 
@@ -105,12 +113,18 @@ fn spawn_function(bootstrap: &Path, runtime_api: SocketAddr, stand_ins: &StandIn
         .env("AWS_REGION", "eu-west-1")
         .env("AWS_ACCESS_KEY_ID", "bench")
         .env("AWS_SECRET_ACCESS_KEY", "bench")
-        .env("AWS_ENDPOINT_URL_SECRETS_MANAGER", format!("http://{}", stand_ins.secrets.0))
+        .env(
+            "AWS_ENDPOINT_URL_SECRETS_MANAGER",
+            format!("http://{}", stand_ins.secrets.0),
+        )
         .env("OPENAI_API_KEY_SECRET_ID", "bench")
         .env("OPENAI_BASE_URL", format!("http://{}/v1", stand_ins.openai.0))
         .env("PAYMENTS_BASE_URL", format!("http://{}", stand_ins.payments.0))
         // As template.yaml does on Lambda: one bundle, not the bundle plus a directory.
-        .env("SSL_CERT_FILE", std::env::var("SSL_CERT_FILE").unwrap_or_else(|_| "/etc/ssl/certs/ca-certificates.crt".into()))
+        .env(
+            "SSL_CERT_FILE",
+            std::env::var("SSL_CERT_FILE").unwrap_or_else(|_| "/etc/ssl/certs/ca-certificates.crt".into()),
+        )
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
@@ -195,7 +209,11 @@ async fn measure_warm(bootstrap: &Path, stand_ins: &StandIns, turns: usize) -> R
     let cpu_per_turn = Duration::from_nanos((procfs::cpu_ns(pid) - cpu_before) / turns as u64);
     let ticks_after = procfs::cpu_ticks(pid);
     let (user, system) = (ticks_after.0 - ticks_before.0, ticks_after.1 - ticks_before.1);
-    let user_share = if user + system == 0 { 0.0 } else { user as f64 / (user + system) as f64 };
+    let user_share = if user + system == 0 {
+        0.0
+    } else {
+        user as f64 / (user + system) as f64
+    };
     let peak_rss_kib = procfs::peak_rss_kib(pid);
     stop(&mut function).await?;
     Ok(Warm {
@@ -213,8 +231,13 @@ async fn measure_warm(bootstrap: &Path, stand_ins: &StandIns, turns: usize) -> R
 /// `perf record` can finish its output; SIGKILL if it lingers.
 async fn stop(function: &mut Child) -> Result<(), Error> {
     if let Some(pid) = function.id() {
-        std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status()?;
-        if tokio::time::timeout(Duration::from_secs(10), function.wait()).await.is_ok() {
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()?;
+        if tokio::time::timeout(Duration::from_secs(10), function.wait())
+            .await
+            .is_ok()
+        {
             return Ok(());
         }
     }
@@ -244,8 +267,16 @@ async fn noop_runtime() -> Result<(), Error> {
     let api = std::env::var("AWS_LAMBDA_RUNTIME_API")?;
     let client = reqwest::Client::new();
     loop {
-        let event = client.get(format!("http://{api}/2018-06-01/runtime/invocation/next")).send().await?;
-        let id = event.headers().get("lambda-runtime-aws-request-id").ok_or("no request id")?.to_str()?.to_owned();
+        let event = client
+            .get(format!("http://{api}/2018-06-01/runtime/invocation/next"))
+            .send()
+            .await?;
+        let id = event
+            .headers()
+            .get("lambda-runtime-aws-request-id")
+            .ok_or("no request id")?
+            .to_str()?
+            .to_owned();
         let _ = event.bytes().await?;
         client
             .post(format!("http://{api}/2018-06-01/runtime/invocation/{id}/response"))
@@ -283,21 +314,65 @@ fn print_table(f: &Figures) {
     let cold = percentile(&f.cold, 0.5);
     let rss = f.warm.peak_rss_kib * 1024;
     let rows = [
-        (format!("cold start to first answer, median of {}", f.cold_runs), ms(cold), "< 15 ms", verdict(cold < Duration::from_millis(15))),
-        (format!("warm refund turn latency p50 ({} turns)", f.warm_turns), ms(percentile(&f.warm.latency, 0.5)), "", ""),
-        ("warm refund turn latency p99".into(), ms(percentile(&f.warm.latency, 0.99)), "", ""),
-        ("runtime emulator floor p50 (no-op runtime)".into(), ms(floor), "", ""),
-        ("added beyond stand-ins p50".into(), ms(percentile(&f.warm.added, 0.5)), "", ""),
-        ("function's own work p50 (beyond stand-ins and floor)".into(), ms(percentile(&own_work, 0.5)), "< 0.35 ms", verdict(percentile(&own_work, 0.5) < Duration::from_micros(350))),
-        ("function's own work p99".into(), ms(percentile(&own_work, 0.99)), "", ""),
-        ("CPU time per turn".into(), ms(f.warm.cpu_per_turn), "< 0.4 ms", verdict(f.warm.cpu_per_turn < Duration::from_micros(400))),
         (
-            "  of which user space / kernel".into(),
-            format!("{} / {}", ms(f.warm.cpu_per_turn.mul_f64(f.warm.user_share)), ms(f.warm.cpu_per_turn.mul_f64(1.0 - f.warm.user_share))),
+            format!("cold start to first answer, median of {}", f.cold_runs),
+            ms(cold),
+            "< 15 ms",
+            verdict(cold < Duration::from_millis(15)),
+        ),
+        (
+            format!("warm refund turn latency p50 ({} turns)", f.warm_turns),
+            ms(percentile(&f.warm.latency, 0.5)),
             "",
             "",
         ),
-        ("peak RSS after the warm loop".into(), mib(rss), "< 16 MiB", verdict(rss < 16 * 1024 * 1024)),
+        (
+            "warm refund turn latency p99".into(),
+            ms(percentile(&f.warm.latency, 0.99)),
+            "",
+            "",
+        ),
+        ("runtime emulator floor p50 (no-op runtime)".into(), ms(floor), "", ""),
+        (
+            "added beyond stand-ins p50".into(),
+            ms(percentile(&f.warm.added, 0.5)),
+            "",
+            "",
+        ),
+        (
+            "function's own work p50 (beyond stand-ins and floor)".into(),
+            ms(percentile(&own_work, 0.5)),
+            "< 0.35 ms",
+            verdict(percentile(&own_work, 0.5) < Duration::from_micros(350)),
+        ),
+        (
+            "function's own work p99".into(),
+            ms(percentile(&own_work, 0.99)),
+            "",
+            "",
+        ),
+        (
+            "CPU time per turn".into(),
+            ms(f.warm.cpu_per_turn),
+            "< 0.4 ms",
+            verdict(f.warm.cpu_per_turn < Duration::from_micros(400)),
+        ),
+        (
+            "  of which user space / kernel".into(),
+            format!(
+                "{} / {}",
+                ms(f.warm.cpu_per_turn.mul_f64(f.warm.user_share)),
+                ms(f.warm.cpu_per_turn.mul_f64(1.0 - f.warm.user_share))
+            ),
+            "",
+            "",
+        ),
+        (
+            "peak RSS after the warm loop".into(),
+            mib(rss),
+            "< 16 MiB",
+            verdict(rss < 16 * 1024 * 1024),
+        ),
         (
             format!("TCP connections to OpenAI ({} requests)", f.warm.openai_requests),
             f.warm.openai_connections.to_string(),
@@ -305,7 +380,12 @@ fn print_table(f: &Figures) {
             verdict(f.warm.openai_connections == 1),
         ),
         ("bootstrap size".into(), mib(f.raw), "", ""),
-        ("bootstrap size, zipped".into(), mib(f.zipped), "< 8 MB", verdict(f.zipped < 8_000_000)),
+        (
+            "bootstrap size, zipped".into(),
+            mib(f.zipped),
+            "< 8 MB",
+            verdict(f.zipped < 8_000_000),
+        ),
     ];
     println!("| figure | measured | target | |");
     println!("| --- | --- | --- | --- |");

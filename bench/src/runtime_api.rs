@@ -56,7 +56,10 @@ impl RuntimeApi {
         let (tx, rx) = oneshot::channel();
         self.inner.waiting.lock().unwrap().insert(id.clone(), tx);
         let started = Instant::now();
-        self.inner.sender.send((id, event)).expect("the emulator owns its receiver");
+        self.inner
+            .sender
+            .send((id, event))
+            .expect("the emulator owns its receiver");
         let answer = rx.await.unwrap_or_else(|_| Err(Bytes::from_static(b"no answer")));
         (answer, started.elapsed())
     }
@@ -76,13 +79,20 @@ async fn next(State(api): State<RuntimeApi>) -> Response {
     let Some((id, event)) = api.inner.receiver.lock().await.recv().await else {
         return StatusCode::GONE.into_response();
     };
-    let deadline_ms = (SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default() + Duration::from_secs(120)).as_millis();
+    let deadline_ms =
+        (SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default() + Duration::from_secs(120)).as_millis();
     (
         [
             ("lambda-runtime-aws-request-id", id),
             ("lambda-runtime-deadline-ms", deadline_ms.to_string()),
-            ("lambda-runtime-invoked-function-arn", "arn:aws:lambda:eu-west-1:123456789012:function:refund-chat".to_owned()),
-            ("lambda-runtime-trace-id", "Root=1-00000000-000000000000000000000000;Sampled=0".to_owned()),
+            (
+                "lambda-runtime-invoked-function-arn",
+                "arn:aws:lambda:eu-west-1:123456789012:function:refund-chat".to_owned(),
+            ),
+            (
+                "lambda-runtime-trace-id",
+                "Root=1-00000000-000000000000000000000000;Sampled=0".to_owned(),
+            ),
             ("content-type", "application/json".to_owned()),
         ],
         event,

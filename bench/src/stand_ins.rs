@@ -41,12 +41,15 @@ impl Meter {
     fn record(&self, peer: SocketAddr, started: Instant) {
         self.requests.fetch_add(1, Ordering::Relaxed);
         self.connections.lock().unwrap().insert(peer);
-        self.busy_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.busy_ns
+            .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 }
 
 pub fn openai(meter: &Meter) -> Router {
-    Router::new().route("/v1/chat/completions", post(complete)).with_state(meter.clone())
+    Router::new()
+        .route("/v1/chat/completions", post(complete))
+        .with_state(meter.clone())
 }
 
 pub fn payments(meter: &Meter) -> Router {
@@ -58,7 +61,11 @@ pub fn secrets(meter: &Meter) -> Router {
     Router::new().route("/", post(secret)).with_state(meter.clone())
 }
 
-async fn complete(State(meter): State<Meter>, ConnectInfo(peer): ConnectInfo<SocketAddr>, body: Bytes) -> impl IntoResponse {
+async fn complete(
+    State(meter): State<Meter>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    body: Bytes,
+) -> impl IntoResponse {
     let started = Instant::now();
     let after_tool = body.windows(13).any(|w| w == br#""role":"tool""#);
     let answer = if after_tool { REPLY } else { TOOL_CALL };

@@ -24,12 +24,24 @@ use crate::payments_sandbox::money;
 
 /// The phrases that make the model misbehave, and what each does.
 pub const PHRASES: &[(&str, &str)] = &[
-    ("refund twice", "two issue_refund calls in one assistant message (the second is refused)"),
+    (
+        "refund twice",
+        "two issue_refund calls in one assistant message (the second is refused)",
+    ),
     ("refund again", "a second issue_refund in a later round (refused)"),
-    ("broken arguments", "issue_refund with arguments that fail the schema (a tool error, no payment)"),
-    ("time out once", "the first completion call hangs; the retry answers (200 after the backoff)"),
+    (
+        "broken arguments",
+        "issue_refund with arguments that fail the schema (a tool error, no payment)",
+    ),
+    (
+        "time out once",
+        "the first completion call hangs; the retry answers (200 after the backoff)",
+    ),
     ("time out", "every completion call hangs (504 after two attempts)"),
-    ("keep calling tools", "asks for a tool on every call (502 after 5 calls)"),
+    (
+        "keep calling tools",
+        "asks for a tool on every call (502 after 5 calls)",
+    ),
     ("provider error", "answers HTTP 500 (502 at once, no retry)"),
 ];
 
@@ -52,16 +64,25 @@ enum Behaviour {
 impl LocalModel {
     /// `hang` overrides [`HANG`] (tests use a short one).
     pub fn new(hang: Option<Duration>) -> Self {
-        LocalModel { hang, ..LocalModel::default() }
+        LocalModel {
+            hang,
+            ..LocalModel::default()
+        }
     }
 
     pub fn router(&self) -> Router {
-        Router::new().route("/v1/chat/completions", post(complete)).with_state(self.clone())
+        Router::new()
+            .route("/v1/chat/completions", post(complete))
+            .with_state(self.clone())
     }
 
     fn behave(&self, request: &Value) -> Behaviour {
         let messages = request["messages"].as_array().cloned().unwrap_or_default();
-        let customer = messages.iter().find(|m| m["role"] == "user").and_then(|m| m["content"].as_str()).unwrap_or("");
+        let customer = messages
+            .iter()
+            .find(|m| m["role"] == "user")
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or("");
         let said = |phrase: &str| customer.to_lowercase().contains(phrase);
 
         if said("provider error") {
@@ -91,11 +112,18 @@ impl LocalModel {
             (true, ..) => Behaviour::Answer(text(&summarise_tool_results(&messages))),
             (false, Some(order_id), _) if said("broken arguments") => Behaviour::Answer(tool_calls(
                 rounds,
-                &[("issue_refund", json!({"order_id": order_id, "amount_cents": "twelve fifty"}))],
+                &[(
+                    "issue_refund",
+                    json!({"order_id": order_id, "amount_cents": "twelve fifty"}),
+                )],
             )),
             (false, Some(order_id), Some(cents)) => {
                 let call = ("issue_refund", refund_args(&order_id, cents));
-                let calls: &[(&str, Value)] = if said("refund twice") { &[call.clone(), call] } else { &[call] };
+                let calls: &[(&str, Value)] = if said("refund twice") {
+                    &[call.clone(), call]
+                } else {
+                    &[call]
+                };
                 Behaviour::Answer(tool_calls(rounds, calls))
             }
             (false, Some(order_id), None) => {
@@ -123,8 +151,15 @@ fn summarise_tool_results(messages: &[Value]) -> String {
         .iter()
         .filter(|m| m["role"] == "tool")
         .map(|message| {
-            let content: Value = message["content"].as_str().and_then(|c| serde_json::from_str(c).ok()).unwrap_or(Value::Null);
-            match (content["refund_id"].as_str(), content["amount_cents"].as_u64(), content["error"].as_str()) {
+            let content: Value = message["content"]
+                .as_str()
+                .and_then(|c| serde_json::from_str(c).ok())
+                .unwrap_or(Value::Null);
+            match (
+                content["refund_id"].as_str(),
+                content["amount_cents"].as_u64(),
+                content["error"].as_str(),
+            ) {
                 (Some(id), Some(cents), _) => format!("Done: I refunded {} (refund {id}).", money(cents)),
                 (_, _, Some(error)) => format!("I could not do that: {error}."),
                 _ => "Something unexpected came back, so a person will check your refund.".to_owned(),
@@ -135,7 +170,11 @@ fn summarise_tool_results(messages: &[Value]) -> String {
 }
 
 fn message_completion(message: Value) -> Value {
-    let finish_reason = if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" };
+    let finish_reason = if message.get("tool_calls").is_some() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
     json!({
         "id": "chatcmpl-local",
         "object": "chat.completion",

@@ -6,13 +6,24 @@ use std::path::PathBuf;
 use refund_chat_local::local_model::LocalModel;
 use refund_chat_local::payments_sandbox::Sandbox;
 
-const USAGE: &str = "usage: refund-chat-local payments [--port 8081] [--ledger FILE]\n       refund-chat-local model [--port 8082]";
+const USAGE: &str =
+    "usage: refund-chat-local payments [--port 8081] [--ledger FILE]\n       refund-chat-local model [--port 8082]";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let option = |name: &str| args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).cloned();
-    let port = |default: u16| option("--port").map(|p| p.parse::<u16>()).transpose().map(|p| p.unwrap_or(default));
+    let option = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let port = |default: u16| {
+        option("--port")
+            .map(|p| p.parse::<u16>())
+            .transpose()
+            .map(|p| p.unwrap_or(default))
+    };
 
     let (name, port, router) = match args.first().map(String::as_str) {
         Some("payments") => {

@@ -19,7 +19,9 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 }
 
 fn is_order_id(word: &str) -> bool {
-    let Some((letters, digits)) = word.split_once('-') else { return false };
+    let Some((letters, digits)) = word.split_once('-') else {
+        return false;
+    };
     (1..=4).contains(&letters.len())
         && letters.chars().all(|c| c.is_ascii_uppercase())
         && !digits.is_empty()
@@ -27,7 +29,9 @@ fn is_order_id(word: &str) -> bool {
 }
 
 fn amount_cents(word: &str) -> Option<u64> {
-    let number = word.trim_start_matches(['$', '€', '£']).trim_end_matches(['€', '$', '£']);
+    let number = word
+        .trim_start_matches(['$', '€', '£'])
+        .trim_end_matches(['€', '$', '£']);
     let number = number.replace(',', ".");
     if number.is_empty() || !number.chars().all(|c| c.is_ascii_digit() || c == '.') {
         return None;

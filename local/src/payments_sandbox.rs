@@ -68,7 +68,15 @@ impl Sandbox {
         let mut orders: BTreeMap<String, Order> = SEED_ORDERS
             .iter()
             .map(|&(order_id, user_id, paid_cents, refunded_cents)| {
-                (order_id.to_owned(), Order { order_id: order_id.into(), user_id: user_id.into(), paid_cents, refunded_cents })
+                (
+                    order_id.to_owned(),
+                    Order {
+                        order_id: order_id.into(),
+                        user_id: user_id.into(),
+                        paid_cents,
+                        refunded_cents,
+                    },
+                )
             })
             .collect();
         let mut ledger = Vec::new();
@@ -88,7 +96,10 @@ impl Sandbox {
                 Err(e) => return Err(e),
             }
         }
-        Ok(Sandbox { books: Arc::new(Mutex::new(Books { orders, ledger })), ledger_file })
+        Ok(Sandbox {
+            books: Arc::new(Mutex::new(Books { orders, ledger })),
+            ledger_file,
+        })
     }
 
     pub fn ledger(&self) -> Vec<LedgerEntry> {
@@ -113,7 +124,10 @@ impl Sandbox {
             return Err((StatusCode::NOT_FOUND, format!("order {} does not exist", body.order_id)));
         };
         if order.user_id != body.user_id {
-            return Err((StatusCode::FORBIDDEN, format!("order {} belongs to another customer", body.order_id)));
+            return Err((
+                StatusCode::FORBIDDEN,
+                format!("order {} belongs to another customer", body.order_id),
+            ));
         }
         let remaining = order.paid_cents - order.refunded_cents;
         if body.amount_cents > remaining {
@@ -131,7 +145,8 @@ impl Sandbox {
             amount_cents: body.amount_cents,
         };
         if let Some(path) = &self.ledger_file {
-            append_line(path, &entry).map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, format!("ledger write failed: {e}")))?;
+            append_line(path, &entry)
+                .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, format!("ledger write failed: {e}")))?;
         }
         if let Some(order) = books.orders.get_mut(&body.order_id) {
             order.refunded_cents += body.amount_cents;
@@ -153,7 +168,12 @@ pub fn money(cents: u64) -> String {
 async fn refund(State(sandbox): State<Sandbox>, body: Bytes) -> (StatusCode, Json<Value>) {
     let body: RefundBody = match serde_json::from_slice(&body) {
         Ok(body) => body,
-        Err(e) => return (StatusCode::UNPROCESSABLE_ENTITY, Json(json!({"detail": format!("malformed refund request: {e}")}))),
+        Err(e) => {
+            return (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Json(json!({"detail": format!("malformed refund request: {e}")})),
+            );
+        }
     };
     match sandbox.refund(body) {
         Ok(entry) => (

@@ -29,7 +29,10 @@ struct ScriptedModel {
 
 impl ScriptedModel {
     fn new(steps: Vec<Step>) -> Self {
-        ScriptedModel { steps: Mutex::new(steps.into()), calls: Mutex::new(Vec::new()) }
+        ScriptedModel {
+            steps: Mutex::new(steps.into()),
+            calls: Mutex::new(Vec::new()),
+        }
     }
     fn calls(&self) -> Vec<(Instant, Vec<Message>)> {
         self.calls.lock().unwrap().clone()
@@ -39,7 +42,12 @@ impl ScriptedModel {
 impl ChatModel for ScriptedModel {
     async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
         self.calls.lock().unwrap().push((Instant::now(), messages.to_vec()));
-        let step = self.steps.lock().unwrap().pop_front().expect("the model was called more often than scripted");
+        let step = self
+            .steps
+            .lock()
+            .unwrap()
+            .pop_front()
+            .expect("the model was called more often than scripted");
         match step {
             Step::Reply(completion) => Ok(completion),
             Step::Timeout => {
@@ -59,7 +67,10 @@ struct RecordingPayments {
 
 impl RecordingPayments {
     fn answering(result: Result<Receipt, RefundError>) -> Self {
-        RecordingPayments { result, requests: Mutex::new(Vec::new()) }
+        RecordingPayments {
+            result,
+            requests: Mutex::new(Vec::new()),
+        }
     }
     fn requests(&self) -> Vec<RefundRequest> {
         self.requests.lock().unwrap().clone()
@@ -74,18 +85,29 @@ impl RefundGateway for RecordingPayments {
 }
 
 fn receipt() -> Receipt {
-    Receipt { refund_id: "rf_1".into(), status: "succeeded".into(), amount_cents: 1250 }
+    Receipt {
+        refund_id: "rf_1".into(),
+        status: "succeeded".into(),
+        amount_cents: 1250,
+    }
 }
 
 fn text(reply: &str) -> Step {
-    Step::Reply(Completion { content: Some(reply.into()), ..Completion::default() })
+    Step::Reply(Completion {
+        content: Some(reply.into()),
+        ..Completion::default()
+    })
 }
 
 fn tools(calls: &[(&str, &str, &str)]) -> Step {
     Step::Reply(Completion {
         tool_calls: calls
             .iter()
-            .map(|(id, name, arguments)| ToolCall { id: (*id).into(), name: (*name).into(), arguments: (*arguments).into() })
+            .map(|(id, name, arguments)| ToolCall {
+                id: (*id).into(),
+                name: (*name).into(),
+                arguments: (*arguments).into(),
+            })
             .collect(),
         ..Completion::default()
     })
@@ -93,7 +115,10 @@ fn tools(calls: &[(&str, &str, &str)]) -> Step {
 
 const REFUND_ARGS: &str = r#"{"order_id":"A-1","amount_cents":1250}"#;
 
-async fn run(model: &ScriptedModel, payments: &RecordingPayments) -> (Result<String, TurnError>, TurnStats, Vec<Message>) {
+async fn run(
+    model: &ScriptedModel,
+    payments: &RecordingPayments,
+) -> (Result<String, TurnError>, TurnStats, Vec<Message>) {
     let mut turn = Turn::new(model, payments, BACKOFF, "user-7", "refund A-1, 12.50");
     let result = turn.run().await;
     (result, turn.stats().clone(), turn.messages().to_vec())
@@ -119,12 +144,25 @@ async fn a_refund_runs_once_with_the_requests_user_id() {
     assert_eq!(result.unwrap(), "Done.");
     assert_eq!(
         payments.requests(),
-        vec![RefundRequest { order_id: "A-1".into(), amount_cents: 1250, user_id: "user-7".into() }]
+        vec![RefundRequest {
+            order_id: "A-1".into(),
+            amount_cents: 1250,
+            user_id: "user-7".into()
+        }]
     );
     assert_eq!(stats.completion_calls, 2);
-    assert_eq!(stats.refund, RefundOutcome::Executed { refund_id: "rf_1".into(), amount_cents: 1250 });
+    assert_eq!(
+        stats.refund,
+        RefundOutcome::Executed {
+            refund_id: "rf_1".into(),
+            amount_cents: 1250
+        }
+    );
     let receipt_json: serde_json::Value = serde_json::from_str(&tool_contents(&messages)[0]).unwrap();
-    assert_eq!(receipt_json, serde_json::json!({"refund_id": "rf_1", "status": "succeeded", "amount_cents": 1250}));
+    assert_eq!(
+        receipt_json,
+        serde_json::json!({"refund_id": "rf_1", "status": "succeeded", "amount_cents": 1250})
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -138,8 +176,15 @@ async fn a_timeout_is_retried_after_the_backoff_with_the_same_history() {
     assert_eq!(result.unwrap(), "Hello.");
     let calls = model.calls();
     assert_eq!(calls.len(), 2);
-    assert_eq!(calls[1].0 - start, CALL_TIMEOUT + BACKOFF, "retry must wait 1 x backoff after the timeout");
-    assert_eq!(calls[0].1, calls[1].1, "the retry resends exactly what the timed-out call sent");
+    assert_eq!(
+        calls[1].0 - start,
+        CALL_TIMEOUT + BACKOFF,
+        "retry must wait 1 x backoff after the timeout"
+    );
+    assert_eq!(
+        calls[0].1, calls[1].1,
+        "the retry resends exactly what the timed-out call sent"
+    );
     assert_eq!((stats.attempts, stats.timeouts), (2, 1));
 }
 
@@ -158,8 +203,16 @@ async fn a_retry_after_a_refund_resumes_the_turn_without_refunding_again() {
     assert_eq!(result.unwrap(), "Refunded once.");
     assert_eq!(payments.requests().len(), 1);
     let calls = model.calls();
-    assert_eq!(calls[1].1, calls[2].1, "the retry resends the assistant tool call and the receipt");
-    assert!(calls[2].1.iter().any(|m| matches!(m, Message::Tool { tool_call_id, .. } if tool_call_id == "c1")));
+    assert_eq!(
+        calls[1].1, calls[2].1,
+        "the retry resends the assistant tool call and the receipt"
+    );
+    assert!(
+        calls[2]
+            .1
+            .iter()
+            .any(|m| matches!(m, Message::Tool { tool_call_id, .. } if tool_call_id == "c1"))
+    );
     assert!(tool_contents(&messages)[1].contains("already attempted"));
     assert_eq!(stats.second_refunds_refused, 1);
 }
@@ -180,7 +233,9 @@ async fn two_timeouts_end_the_turn_as_timed_out() {
 #[tokio::test(start_paused = true)]
 async fn a_timeout_on_the_fifth_call_exhausts_the_budget_without_backoff() {
     let invalid = r#"{"order_id":""}"#;
-    let mut steps: Vec<Step> = (0..4).map(|i| tools(&[(["c1", "c2", "c3", "c4"][i], TOOL_NAME, invalid)])).collect();
+    let mut steps: Vec<Step> = (0..4)
+        .map(|i| tools(&[(["c1", "c2", "c3", "c4"][i], TOOL_NAME, invalid)]))
+        .collect();
     steps.push(Step::Timeout);
     let model = ScriptedModel::new(steps);
     let payments = RecordingPayments::answering(Ok(receipt()));
@@ -237,7 +292,10 @@ async fn tool_calls_of_the_fifth_call_are_not_executed() {
     let (result, stats, _) = run(&model, &payments).await;
 
     assert!(matches!(result, Err(TurnError::BudgetExhausted)), "{result:?}");
-    assert!(payments.requests().is_empty(), "a refund nobody would be told about must not run");
+    assert!(
+        payments.requests().is_empty(),
+        "a refund nobody would be told about must not run"
+    );
     assert_eq!(stats.refund, RefundOutcome::NotAttempted);
 }
 
@@ -248,7 +306,13 @@ async fn a_provider_error_is_not_retried() {
 
     let (result, stats, _) = run(&model, &payments).await;
 
-    assert!(matches!(result, Err(TurnError::Provider(CompletionError::Status { status: 503 }))), "{result:?}");
+    assert!(
+        matches!(
+            result,
+            Err(TurnError::Provider(CompletionError::Status { status: 503 }))
+        ),
+        "{result:?}"
+    );
     assert_eq!(stats.completion_calls, 1);
 }
 
@@ -274,7 +338,10 @@ async fn a_failed_refund_attempt_still_spends_the_latch() {
 #[tokio::test(start_paused = true)]
 async fn invalid_calls_do_not_spend_the_latch() {
     let model = ScriptedModel::new(vec![
-        tools(&[("c1", TOOL_NAME, r#"{"order_id":"A-1","amount_cents":0}"#), ("c2", TOOL_NAME, REFUND_ARGS)]),
+        tools(&[
+            ("c1", TOOL_NAME, r#"{"order_id":"A-1","amount_cents":0}"#),
+            ("c2", TOOL_NAME, REFUND_ARGS),
+        ]),
         text("Done."),
     ]);
     let payments = RecordingPayments::answering(Ok(receipt()));

@@ -47,7 +47,10 @@ pub struct Script {
 
 impl Script {
     pub fn new(responses: Vec<ResponseTemplate>) -> Self {
-        Script { responses: Arc::new(Mutex::new(responses.into())), arrivals: Arc::default() }
+        Script {
+            responses: Arc::new(Mutex::new(responses.into())),
+            arrivals: Arc::default(),
+        }
     }
     pub fn arrivals(&self) -> Vec<Instant> {
         self.arrivals.lock().unwrap().clone()
@@ -89,10 +92,19 @@ impl<K: ApiKeySource> Harness<K> {
             .respond_with(model_script.clone())
             .mount(&openai)
             .await;
-        Mock::given(method("POST")).and(path("/refunds")).respond_with(payments).mount(&payments_server).await;
+        Mock::given(method("POST"))
+            .and(path("/refunds"))
+            .respond_with(payments)
+            .mount(&payments_server)
+            .await;
         let config = config(&format!("{}/v1", openai.uri()), &payments_server.uri());
         let app = App::new(config, key_source).expect("app");
-        Harness { openai, payments: payments_server, model_script, app }
+        Harness {
+            openai,
+            payments: payments_server,
+            model_script,
+            app,
+        }
     }
 
     /// POSTs `body` to the route through an HTTP API v2 event.
@@ -103,7 +115,8 @@ impl<K: ApiKeySource> Harness<K> {
     }
 
     pub async fn chat(&self, message: &str) -> Answer {
-        self.post(&json!({"user_id": "u-1001", "message": message}).to_string()).await
+        self.post(&json!({"user_id": "u-1001", "message": message}).to_string())
+            .await
     }
 
     pub async fn send(&self, event: Value) -> Answer {
@@ -125,7 +138,9 @@ impl<K: ApiKeySource> Harness<K> {
 pub async fn send_with<K: ApiKeySource>(app: &App<K>, event: Value) -> Answer {
     let mut context = Context::default();
     context.request_id = REQUEST_ID.to_owned();
-    let request = lambda_http::request::from_str(&event.to_string()).expect("event").with_lambda_context(context);
+    let request = lambda_http::request::from_str(&event.to_string())
+        .expect("event")
+        .with_lambda_context(context);
     let response = app.handle(request).await;
     let status = response.status();
     let headers = response.headers().clone();
@@ -134,7 +149,12 @@ pub async fn send_with<K: ApiKeySource>(app: &App<K>, event: Value) -> Answer {
         other => String::from_utf8_lossy(other.as_ref()).into_owned(),
     };
     let body = serde_json::from_str(&raw).unwrap_or(Value::Null);
-    Answer { status, headers, body, raw }
+    Answer {
+        status,
+        headers,
+        body,
+        raw,
+    }
 }
 
 pub async fn bodies(server: &MockServer) -> Vec<Value> {
@@ -156,10 +176,14 @@ pub struct Answer {
 
 impl Answer {
     pub fn reply(&self) -> &str {
-        self.body["reply"].as_str().unwrap_or_else(|| panic!("no reply in {} ({})", self.raw, self.status))
+        self.body["reply"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no reply in {} ({})", self.raw, self.status))
     }
     pub fn detail(&self) -> &str {
-        self.body["detail"].as_str().unwrap_or_else(|| panic!("no detail in {} ({})", self.raw, self.status))
+        self.body["detail"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no detail in {} ({})", self.raw, self.status))
     }
 }
 
@@ -194,7 +218,11 @@ pub fn tool_calls(calls: &[(&str, &str, &str)]) -> ResponseTemplate {
 }
 
 pub fn refund_call(id: &str, order_id: &str, amount_cents: u64) -> ResponseTemplate {
-    tool_calls(&[(id, "issue_refund", &json!({"order_id": order_id, "amount_cents": amount_cents}).to_string())])
+    tool_calls(&[(
+        id,
+        "issue_refund",
+        &json!({"order_id": order_id, "amount_cents": amount_cents}).to_string(),
+    )])
 }
 
 pub fn hang() -> ResponseTemplate {
@@ -202,12 +230,19 @@ pub fn hang() -> ResponseTemplate {
 }
 
 pub fn receipt() -> ResponseTemplate {
-    ResponseTemplate::new(200).set_body_json(json!({"refund_id": "rf_42", "status": "succeeded", "amount_cents": 1250, "currency": "eur"}))
+    ResponseTemplate::new(200)
+        .set_body_json(json!({"refund_id": "rf_42", "status": "succeeded", "amount_cents": 1250, "currency": "eur"}))
 }
 
 /// The `role: "tool"` messages of one model request.
 pub fn tool_messages(request: &Value) -> Vec<Value> {
-    request["messages"].as_array().into_iter().flatten().filter(|m| m["role"] == "tool").cloned().collect()
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .cloned()
+        .collect()
 }
 
 /// The `error` of a tool message's content, if it is one.
