@@ -51,10 +51,14 @@ impl HttpPayments {
             serde_json::Value::String(text) => text,
             other => other.to_string(),
         };
-        Err(RefundError::Rejected {
-            status: status.as_u16(),
-            detail,
-        })
+        // The contract: any non-2xx carries a detail for the model. Only a 4xx
+        // says the refund was refused; a 5xx may come after the money moved.
+        let status = status.as_u16();
+        if (500..600).contains(&status) {
+            Err(RefundError::Failed { status, detail })
+        } else {
+            Err(RefundError::Rejected { status, detail })
+        }
     }
 }
 

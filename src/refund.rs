@@ -31,9 +31,12 @@ pub struct Receipt {
 /// Every way a refund attempt can end without a receipt.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RefundError {
-    /// The service answered with a non-2xx status and a `detail`.
+    /// The service refused with a 4xx and a `detail`: no money moved.
     #[error("payments rejected the refund (HTTP {status}): {detail}")]
     Rejected { status: u16, detail: String },
+    /// A 5xx with a `detail`: the service failed, possibly after moving money.
+    #[error("payments failed (HTTP {status}): {detail}")]
+    Failed { status: u16, detail: String },
     /// No answer within the payments timeout: the refund may have gone through.
     #[error("payments did not answer in time")]
     Timeout,
@@ -54,7 +57,10 @@ impl RefundError {
             RefundError::Rejected { detail, .. } => {
                 format!("the payments service rejected the refund: {detail}")
             }
-            RefundError::Timeout | RefundError::Transport(_) | RefundError::InvalidResponse { .. } => format!(
+            RefundError::Failed { .. }
+            | RefundError::Timeout
+            | RefundError::Transport(_)
+            | RefundError::InvalidResponse { .. } => format!(
                 "{self}. The refund may or may not have been made: do not promise either \
                  and do not try again; tell the customer that the support team will check \
                  the refund and confirm it."
@@ -65,7 +71,7 @@ impl RefundError {
     /// The payments service's own words, for a rejection.
     pub fn rejection_detail(&self) -> Option<&str> {
         match self {
-            RefundError::Rejected { detail, .. } => Some(detail),
+            RefundError::Rejected { detail, .. } | RefundError::Failed { detail, .. } => Some(detail),
             _ => None,
         }
     }
@@ -74,6 +80,7 @@ impl RefundError {
     pub fn class(&self) -> &'static str {
         match self {
             RefundError::Rejected { .. } => "rejected",
+            RefundError::Failed { .. } => "server_error",
             RefundError::Timeout => "timeout",
             RefundError::Transport(_) => "transport",
             RefundError::InvalidResponse { .. } => "invalid_response",

@@ -259,6 +259,13 @@ async fn a_payments_rejection_reaches_the_model_and_spends_the_attempt() {
 }
 
 #[tokio::test]
+async fn a_payments_server_error_passes_its_detail_but_not_as_a_refusal() {
+    let failure = ResponseTemplate::new(500).set_body_json(json!({"detail": "ledger write failed"}));
+    assert_payments_failure_spends_the_attempt(failure.clone(), "500 with detail", "ledger write failed").await;
+    assert_payments_failure_spends_the_attempt(failure, "500 with detail", "may or may not").await;
+}
+
+#[tokio::test]
 async fn a_payments_timeout_counts_as_an_attempt() {
     assert_payments_failure_spends_the_attempt(receipt().set_delay(HANG), "timeout", "may or may not").await;
 }
@@ -340,10 +347,12 @@ async fn a_timeout_then_success_answers_after_the_backoff() {
     assert_eq!(answer.reply(), "Hello again.");
     let arrivals = h.model_script.arrivals();
     assert_eq!(arrivals.len(), 2);
-    let gap = arrivals[1] - arrivals[0];
+    // The first call's timer started after `started`, so the retry cannot come
+    // before `started` + timeout + backoff (without the backoff: + timeout only).
+    let retry_at = arrivals[1] - started;
     assert!(
-        gap >= OPENAI_TIMEOUT + BACKOFF,
-        "retry came {gap:?} after the first call"
+        retry_at >= OPENAI_TIMEOUT + BACKOFF,
+        "retry came {retry_at:?} after the request"
     );
     assert!(
         started.elapsed() < HANG,
@@ -425,9 +434,11 @@ async fn timeouts_on_the_fourth_and_fifth_calls_answer_502() {
     assert_eq!(answer.status, StatusCode::BAD_GATEWAY);
     let arrivals = h.model_script.arrivals();
     assert_eq!(arrivals.len(), 5);
+    // Call 4 started after call 3 arrived, so its retry comes at least
+    // timeout + backoff after that.
     assert!(
-        arrivals[4] - arrivals[3] >= OPENAI_TIMEOUT + BACKOFF,
-        "call 5 is the retry of call 4"
+        arrivals[4] - arrivals[2] >= OPENAI_TIMEOUT + BACKOFF,
+        "call 5 is the retry of call 4, after the backoff"
     );
 }
 

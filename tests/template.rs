@@ -98,6 +98,16 @@ fn the_deployment_is_the_contracts() {
     );
     assert_eq!(api["StageName"], "Prod");
 
+    assert_eq!(
+        function["Properties"]["EventInvokeConfig"]["MaximumRetryAttempts"], 0,
+        "Lambda must never retry a turn that may have refunded"
+    );
+    assert_eq!(
+        function["Properties"]["LoggingConfig"]["LogGroup"],
+        json!({"Ref": "RefundChatLogs"})
+    );
+    assert!(template["Resources"]["RefundChatLogs"]["Properties"]["RetentionInDays"].is_object());
+
     // Least privilege: exactly one action, on the one secret.
     let policies = function["Properties"]["Policies"].as_array().unwrap();
     assert_eq!(policies.len(), 1);

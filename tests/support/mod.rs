@@ -20,9 +20,9 @@ use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 pub const API_KEY: &str = "sk-test-4f9a1c0e";
 pub const REQUEST_ID: &str = "req-0123456789";
-pub const OPENAI_TIMEOUT: Duration = Duration::from_millis(300);
-pub const BACKOFF: Duration = Duration::from_millis(150);
-pub const PAYMENTS_TIMEOUT: Duration = Duration::from_millis(300);
+pub const OPENAI_TIMEOUT: Duration = Duration::from_millis(500);
+pub const BACKOFF: Duration = Duration::from_millis(200);
+pub const PAYMENTS_TIMEOUT: Duration = Duration::from_millis(500);
 /// Long enough that a stand-in "hangs" past every timeout above.
 pub const HANG: Duration = Duration::from_secs(2);
 
