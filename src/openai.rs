@@ -85,7 +85,7 @@ pub fn build_request(messages: &[Message]) -> CreateChatCompletionRequest {
             function: FunctionObject {
                 name: refund_tool::TOOL_NAME.to_owned(),
                 description: Some(refund_tool::TOOL_DESCRIPTION.to_owned()),
-                parameters: Some(refund_tool::parameters_schema().clone()),
+                parameters: Some(refund_tool::declared_parameters().clone()),
                 strict: Some(true),
             },
         })]),

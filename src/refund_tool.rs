@@ -1,10 +1,13 @@
 //! The `issue_refund` tool: its declaration and the checks its arguments pass
 //! before anything runs.
 //!
-//! The schema is one constant. The very value declared to the model is the one
-//! the validator is compiled from, so the two can never drift apart. `strict`
-//! mode on the model side is defence in depth only: a model (or a compatible
-//! server) may ignore it, so every rule is enforced here.
+//! The contract's schema is one constant. The validator is compiled from it
+//! verbatim, so every rule is enforced here, whatever the model does. What is
+//! declared to the model is derived from the same constant: OpenAI's `strict`
+//! mode accepts only an allowlist of JSON Schema keywords and answers HTTP 400
+//! to any other (`'minLength' is not permitted`), so such keywords move into
+//! the property's `description`, where the model still reads them. `strict` is
+//! defence in depth only; the derivation means the two can never drift apart.
 
 use std::sync::LazyLock;
 
@@ -24,12 +27,85 @@ const PARAMETERS_JSON: &str = r#"{"type":"object","properties":{"order_id":{"typ
 static PARAMETERS: LazyLock<Value> =
     LazyLock::new(|| serde_json::from_str(PARAMETERS_JSON).expect("PARAMETERS_JSON is a compile-time constant"));
 
+static DECLARED: LazyLock<Value> = LazyLock::new(|| strict_compatible(&PARAMETERS));
+
 static VALIDATOR: LazyLock<Validator> =
     LazyLock::new(|| jsonschema::validator_for(&PARAMETERS).expect("PARAMETERS_JSON is a valid JSON Schema"));
 
-/// The JSON Schema declared to the model for `issue_refund`'s arguments.
+/// The contract's JSON Schema for `issue_refund`'s arguments, as validated.
 pub fn parameters_schema() -> &'static Value {
     &PARAMETERS
+}
+
+/// The schema declared to the model with `strict: true`: [`parameters_schema`]
+/// with the keywords strict mode refuses moved into descriptions.
+pub fn declared_parameters() -> &'static Value {
+    &DECLARED
+}
+
+/// The keywords OpenAI's strict mode accepts (Structured Outputs guide,
+/// "Supported schemas"). Anything else makes the whole request fail with 400.
+pub const STRICT_MODE_KEYWORDS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "description",
+    "enum",
+    "const",
+    "anyOf",
+    "items",
+    "$ref",
+    "$defs",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+];
+
+/// Moves every keyword strict mode refuses into the schema's `description`,
+/// recursively through `properties`.
+fn strict_compatible(schema: &Value) -> Value {
+    let Value::Object(fields) = schema else {
+        return schema.clone();
+    };
+    let mut kept = serde_json::Map::new();
+    let mut moved = Vec::new();
+    for (key, value) in fields {
+        if key == "properties" {
+            let properties = value.as_object().map(|props| {
+                props
+                    .iter()
+                    .map(|(name, prop)| (name.clone(), strict_compatible(prop)))
+                    .collect()
+            });
+            kept.insert(
+                key.clone(),
+                properties.map(Value::Object).unwrap_or_else(|| value.clone()),
+            );
+        } else if STRICT_MODE_KEYWORDS.contains(&key.as_str()) {
+            kept.insert(key.clone(), value.clone());
+        } else {
+            moved.push(format!("{key}: {value}"));
+        }
+    }
+    if !moved.is_empty() {
+        let existing = kept
+            .get("description")
+            .and_then(Value::as_str)
+            .map(|d| format!("{d} "))
+            .unwrap_or_default();
+        kept.insert(
+            "description".into(),
+            Value::String(format!("{existing}({})", moved.join(", "))),
+        );
+    }
+    Value::Object(kept)
 }
 
 /// Compiles the validator now rather than on the first tool call.
@@ -102,7 +178,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn declared_schema_is_the_contract_schema() {
+    fn the_validated_schema_is_the_contract_schema() {
         let contract: Value = serde_json::json!({
             "type": "object",
             "properties": {
@@ -113,6 +189,41 @@ mod tests {
             "additionalProperties": false
         });
         assert_eq!(parameters_schema(), &contract);
+    }
+
+    #[test]
+    fn the_declared_schema_is_the_contract_schema_in_strict_modes_words() {
+        let declared = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "order_id": {"type": "string", "description": "(minLength: 1)"},
+                "amount_cents": {"type": "integer", "minimum": 1}
+            },
+            "required": ["order_id", "amount_cents"],
+            "additionalProperties": false
+        });
+        assert_eq!(declared_parameters(), &declared);
+    }
+
+    #[test]
+    fn the_declared_schema_uses_only_keywords_strict_mode_accepts() {
+        fn check(schema: &Value) {
+            let Some(fields) = schema.as_object() else { return };
+            for (key, value) in fields {
+                assert!(
+                    STRICT_MODE_KEYWORDS.contains(&key.as_str()),
+                    "strict mode would refuse {key:?}"
+                );
+                if key == "properties" {
+                    value
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .for_each(|(_, prop)| check(prop));
+                }
+            }
+        }
+        check(declared_parameters());
     }
 
     #[test]
