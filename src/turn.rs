@@ -136,11 +136,10 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
     /// Runs the turn to its end: the model's final text, or why there is none.
     pub async fn run(&mut self) -> Result<String, TurnError> {
         loop {
+            // Both paths that loop back already end the turn at the 5th call; this
+            // guard sits next to the one place a call is made so that no future
+            // path can make a 6th.
             if self.stats.completion_calls >= MAX_COMPLETION_CALLS {
-                tracing::warn!(
-                    event = "budget_exhausted",
-                    completion_calls = self.stats.completion_calls
-                );
                 return Err(TurnError::BudgetExhausted);
             }
             self.stats.completion_calls += 1;
