@@ -1,69 +1,42 @@
 //! The turn loop's own cost, in-process: a refund turn (2 completion calls and
-//! 1 payment) against in-memory stand-ins that answer at once, and the
-//! argument check on its own. No I/O, so this is the domain's CPU floor.
+//! 1 refund) against the in-memory stand-ins of [`refund_chat::doubles`],
+//! which answer at once, and the argument check on its own. No I/O, so this
+//! is the domain's CPU floor.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use refund_chat::chat::{ChatModel, Completion, CompletionError, Message, ToolCall, Usage};
-use refund_chat::refund::{Receipt, RefundError, RefundGateway, RefundRequest};
+use refund_chat::chat_request::CustomerMessage;
+use refund_chat::doubles::{RecordingPayments, ScriptedModel, Step};
+use refund_chat::money::AmountCents;
+use refund_chat::refund::{Receipt, RefundOutcome, RefundScope};
 use refund_chat::refund_tool;
-use refund_chat::turn::Turn;
-
-struct InstantModel;
-
-impl ChatModel for InstantModel {
-    async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
-        let usage = Some(Usage {
-            prompt_tokens: 200,
-            completion_tokens: 20,
-        });
-        Ok(match messages.last() {
-            Some(Message::Tool { .. }) => Completion {
-                content: Some("Done.".into()),
-                usage,
-                ..Completion::default()
-            },
-            _ => Completion {
-                tool_calls: vec![ToolCall {
-                    id: "call_1".into(),
-                    name: "issue_refund".into(),
-                    arguments: r#"{"order_id":"A-1001","amount_cents":1250}"#.into(),
-                }],
-                usage,
-                ..Completion::default()
-            },
-        })
-    }
-}
-
-struct InstantPayments;
-
-impl RefundGateway for InstantPayments {
-    async fn refund(&self, request: &RefundRequest) -> Result<Receipt, RefundError> {
-        Ok(Receipt {
-            refund_id: "rf_1".into(),
-            status: "succeeded".into(),
-            amount_cents: request.amount_cents as i64,
-        })
-    }
-}
+use refund_chat::turn::{Turn, TurnContext};
 
 fn turn_loop(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .build()
-        .unwrap();
+        .expect("a runtime");
     refund_tool::warm_up();
+    let model = ScriptedModel::by_round(vec![
+        Step::tools(&[("call_1", "issue_refund", r#"{"order_id":"A-1001","amount_cents":1250}"#)]),
+        Step::text("Done."),
+    ]);
+    let payments = RecordingPayments::silent(RefundOutcome::Executed(Receipt {
+        refund_id: "rf_1".into(),
+        status: "succeeded".into(),
+        amount_cents: AmountCents::new(1250),
+    }));
+    let message = CustomerMessage::new("refund A-1001 12.50");
+    let context = TurnContext {
+        scope: RefundScope::for_request("u-1001", "req-1"),
+        request_id: "req-1".into(),
+        writer: "req-1/bench".into(),
+    };
     c.bench_function("refund turn (2 completions, 1 payment), in-memory", |b| {
         b.iter(|| {
             runtime.block_on(async {
-                let mut turn = Turn::new(
-                    &InstantModel,
-                    &InstantPayments,
-                    std::time::Duration::ZERO,
-                    "u-1001",
-                    "refund A-1001 12.50",
-                );
-                turn.run().await.unwrap()
+                let mut turn = Turn::new(&model, &payments, std::time::Duration::ZERO, context.clone(), &message);
+                turn.run().await
             })
         })
     });

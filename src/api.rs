@@ -1,28 +1,41 @@
-//! The HTTP edge of the function: routing, input checks, running the turn, and
-//! the one place where every error becomes a status and a JSON body.
+//! The HTTP edge of the function: routing, input checks, the
+//! `Idempotency-Key` (admission before the turn, the answer stored or the key
+//! released after it), running the turn, and the one place where every error
+//! becomes a status and a JSON body.
 //!
 //! Every answer is `Ok(Response)` with a JSON body and an `x-request-id`: an
 //! `Err` from a Lambda handler becomes an opaque runtime error, not an answer.
+//! Checks run in the contract's order (1): route, method, body, key syntax —
+//! none touches the ledger, the secret, the model or payments — then the
+//! key's record, then the turn.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use lambda_http::http::{HeaderValue, Method, StatusCode, header};
 use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::json;
 use tokio::sync::OnceCell;
+use tokio::time::Instant;
 
 use crate::chat::CompletionError;
 use crate::chat_request::{ChatRequest, InputError};
+use crate::clock::now_ms;
 use crate::config::Config;
-use crate::openai::{self, OpenAiChat};
-use crate::payments::HttpPayments;
+use crate::idempotency::{self, Admission, IdempotencyKey, MalformedKey, Refusal};
+use crate::ledger::{Ledger, LedgerError, RequestLease, StoredResponse};
+use crate::openai::OpenAiChat;
+use crate::refund::{RefundGateway, RefundScope};
 use crate::secrets::{ApiKeySource, SecretError};
-use crate::telemetry::{self, RequestEnd};
-use crate::turn::{Turn, TurnError, TurnStats};
+use crate::telemetry::{self, KeyUse, RequestEnd};
+use crate::turn::{Turn, TurnContext, TurnError, TurnStats};
 
 pub const ROUTE: &str = "/support/refund-chat";
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
+/// What a 503 asks the caller to wait before trying again.
+pub const LEDGER_RETRY_AFTER_SECS: u64 = 2;
+/// Headers a browser widget may read from an answer (with `CORS_ALLOW_ORIGIN`).
+pub const EXPOSED_HEADERS: &str = "x-request-id, idempotent-replayed, retry-after";
 
 /// Why a request got no reply. Each variant maps to exactly one status.
 #[derive(Debug, thiserror::Error)]
@@ -34,18 +47,38 @@ pub enum ApiError {
     #[error("method not allowed")]
     MethodNotAllowed,
     #[error(transparent)]
+    MalformedKey(#[from] MalformedKey),
+    #[error("the Idempotency-Key was used with a different request body")]
+    KeyReused,
+    #[error("a request with this Idempotency-Key is still being answered")]
+    InProgress { retry_after_secs: u64 },
+    #[error("the refund ledger cannot be reached: {0}")]
+    LedgerUnavailable(LedgerError),
+    #[error(transparent)]
     Secret(#[from] SecretError),
     #[error(transparent)]
     Turn(#[from] TurnError),
 }
 
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::InProgress { retry_after_secs } => ApiError::InProgress { retry_after_secs },
+            Refusal::DifferentBody => ApiError::KeyReused,
+            Refusal::Ledger(error) => ApiError::LedgerUnavailable(error),
+        }
+    }
+}
+
 impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::Input(InputError::Malformed(_)) => StatusCode::BAD_REQUEST,
-            ApiError::Input(InputError::InvalidField(_)) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Input(InputError::Malformed(_)) | ApiError::MalformedKey(_) => StatusCode::BAD_REQUEST,
+            ApiError::Input(InputError::InvalidField(_)) | ApiError::KeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::InProgress { .. } => StatusCode::CONFLICT,
+            ApiError::LedgerUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Secret(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Turn(TurnError::TimedOut) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::Turn(TurnError::BudgetExhausted | TurnError::Provider(_)) => StatusCode::BAD_GATEWAY,
@@ -59,6 +92,19 @@ impl ApiError {
             ApiError::Input(error) => error.to_string(),
             ApiError::NotFound => format!("no route here: the endpoint is POST {ROUTE}"),
             ApiError::MethodNotAllowed => format!("{ROUTE} accepts POST only"),
+            ApiError::MalformedKey(error) => error.to_string(),
+            ApiError::KeyReused => {
+                "this Idempotency-Key was already used with a different request body; use a new key for a new \
+                 message"
+                    .into()
+            }
+            ApiError::InProgress { .. } => {
+                "a request with this Idempotency-Key is still being answered; try again after Retry-After seconds"
+                    .into()
+            }
+            ApiError::LedgerUnavailable(_) => {
+                "the assistant cannot take requests right now; try again after Retry-After seconds".into()
+            }
             ApiError::Secret(_) => "the assistant is not available right now (configuration could not be read)".into(),
             ApiError::Turn(TurnError::TimedOut) => "the assistant did not answer in time".into(),
             ApiError::Turn(TurnError::BudgetExhausted) => "the assistant could not finish this request".into(),
@@ -68,6 +114,52 @@ impl ApiError {
             ApiError::Turn(TurnError::Provider(_)) => "the assistant's model provider gave no usable answer".into(),
         }
     }
+
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            ApiError::InProgress { retry_after_secs } => Some(*retry_after_secs),
+            ApiError::LedgerUnavailable(_) => Some(LEDGER_RETRY_AFTER_SECS),
+            _ => None,
+        }
+    }
+}
+
+/// One invocation: the Lambda request id, its deadline, and the mark it
+/// puts on its ledger writes. The mark is the request id plus a random
+/// part, so that even an invocation re-delivered with the same request id
+/// cannot mistake another's write for its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    pub request_id: String,
+    pub writer: String,
+    /// Epoch ms; 0 when the runtime gave none.
+    pub deadline_ms: u64,
+}
+
+impl Invocation {
+    pub fn of(request: &Request) -> Invocation {
+        let context = request.lambda_context_ref();
+        let request_id = context
+            .map(|context| context.request_id.clone())
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(|| "unknown".to_owned());
+        let deadline_ms = context.map(|context| context.deadline).unwrap_or_default();
+        Invocation {
+            writer: format!("{request_id}/{:016x}", random_u64()),
+            request_id,
+            deadline_ms,
+        }
+    }
+}
+
+/// A random number from std's per-process random hasher keys, varied by a
+/// counter: enough to tell two writers apart, with no extra dependency.
+fn random_u64() -> u64 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = std::hash::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u64(now_ms());
+    hasher.finish()
 }
 
 /// What the summary line needs from however far a request got.
@@ -75,106 +167,227 @@ impl ApiError {
 struct RequestTrace {
     user_id: Option<String>,
     stats: Option<TurnStats>,
+    key_use: KeyUse,
+    /// What became of the key after the turn: `stored` or `released`.
+    key_settled: Option<&'static str>,
 }
 
-/// The function's state for the life of the container.
-pub struct App<K> {
+/// The answer before it becomes a response.
+struct Answer {
+    status: StatusCode,
+    body: String,
+    error: Option<ApiError>,
+    replayed: bool,
+}
+
+impl Answer {
+    fn of(result: Result<String, ApiError>) -> Answer {
+        match result {
+            Ok(reply) => Answer {
+                status: StatusCode::OK,
+                body: json!({ "reply": reply }).to_string(),
+                error: None,
+                replayed: false,
+            },
+            Err(error) => Answer {
+                status: error.status(),
+                body: json!({ "detail": error.detail() }).to_string(),
+                error: Some(error),
+                replayed: false,
+            },
+        }
+    }
+
+    fn replay(stored: StoredResponse) -> Answer {
+        Answer {
+            status: StatusCode::from_u16(stored.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            body: stored.body,
+            error: None,
+            replayed: true,
+        }
+    }
+}
+
+/// A request that passed every check that needs no I/O.
+struct Checked {
+    chat: ChatRequest,
+    key: Option<(IdempotencyKey, String)>,
+}
+
+/// The function's state for the life of the container: configuration and
+/// the ports, wired in [`crate::startup`].
+pub struct App<K, R, L> {
     config: Config,
     key_source: K,
+    refunds: R,
+    ledger: L,
     http: reqwest::Client,
-    payments: HttpPayments,
     /// Built on first use, once the key has been read; an error is not cached.
     model: OnceCell<OpenAiChat>,
     /// True until the container's first request has been answered.
     cold: AtomicBool,
 }
 
-impl<K: ApiKeySource> App<K> {
-    pub fn new(config: Config, key_source: K) -> reqwest::Result<Self> {
-        let http = openai::http_client()?;
-        let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
+/// Everything [`App`] talks to.
+pub struct Ports<K, R, L> {
+    /// Where the OpenAI key comes from.
+    pub key_source: K,
+    /// What runs a refund the model asks for (in the function: record, then pay).
+    pub refunds: R,
+    /// Where request records live.
+    pub ledger: L,
+    /// The HTTP client for OpenAI.
+    pub http: reqwest::Client,
+}
+
+impl<K: ApiKeySource, R: RefundGateway, L: Ledger> App<K, R, L> {
+    pub fn new(config: Config, ports: Ports<K, R, L>) -> Self {
         crate::refund_tool::warm_up();
-        Ok(App {
+        App {
             config,
-            key_source,
-            http,
-            payments,
+            key_source: ports.key_source,
+            refunds: ports.refunds,
+            ledger: ports.ledger,
+            http: ports.http,
             model: OnceCell::new(),
             cold: AtomicBool::new(true),
-        })
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
     }
 
     pub async fn handle(&self, request: Request) -> Response<Body> {
         let started = Instant::now();
-        let request_id = request
-            .lambda_context_ref()
-            .map(|context| context.request_id.clone())
-            .filter(|id| !id.is_empty())
-            .unwrap_or_else(|| "unknown".to_owned());
-
+        let invocation = Invocation::of(&request);
         let mut trace = RequestTrace::default();
-        let result = self.respond(&request, &mut trace).await;
-        let (status, body) = match &result {
-            Ok(reply) => (StatusCode::OK, json!({ "reply": reply })),
-            Err(error) => (error.status(), json!({ "detail": error.detail() })),
-        };
+        let answer = self.answer(&request, &invocation, &mut trace).await;
         telemetry::finish_request(RequestEnd {
-            status,
-            error: result.as_ref().err().map(|e| e as &dyn std::fmt::Display),
+            status: answer.status,
+            error: answer.error.as_ref().map(|e| e as &dyn std::fmt::Display),
             user_id: trace.user_id.as_deref(),
             stats: trace.stats.as_ref(),
+            key_use: trace.key_use,
+            key_settled: trace.key_settled,
             cold_start: self.cold.swap(false, Ordering::Relaxed),
             duration: started.elapsed(),
         });
-
-        let mut response = Response::builder()
-            .status(status)
-            .header(header::CONTENT_TYPE, "application/json");
-        if let Ok(value) = HeaderValue::from_str(&request_id) {
-            response = response.header(REQUEST_ID_HEADER, value);
-        }
-        if let Some(origin) = self
-            .config
-            .cors_allow_origin
-            .as_deref()
-            .and_then(|o| HeaderValue::from_str(o).ok())
-        {
-            response = response
-                .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin)
-                .header(header::VARY, "origin");
-        }
-        if status == StatusCode::METHOD_NOT_ALLOWED {
-            response = response.header(header::ALLOW, "POST");
-        }
-        response
-            .body(Body::Text(body.to_string()))
-            .unwrap_or_else(|_| Response::new(Body::Text(r#"{"detail":"internal error"}"#.to_owned())))
+        self.response(answer, &invocation)
     }
 
-    async fn respond(&self, request: &Request, trace: &mut RequestTrace) -> Result<String, ApiError> {
-        // The raw path: a REST API stage prefixes `uri().path()` with `/Prod`.
-        if request.raw_http_path() != ROUTE {
-            return Err(ApiError::NotFound);
-        }
-        if request.method() != Method::POST {
-            return Err(ApiError::MethodNotAllowed);
-        }
-        let chat = ChatRequest::parse(request.body().as_ref())?;
-        trace.user_id = Some(chat.user_id.clone());
+    async fn answer(&self, request: &Request, invocation: &Invocation, trace: &mut RequestTrace) -> Answer {
+        let checked = match check(request) {
+            Ok(checked) => checked,
+            Err(error) => return Answer::of(Err(error)),
+        };
+        let user_id = checked.chat.user_id.clone();
+        trace.user_id = Some(user_id.clone());
         tracing::info!(
             event = "request",
-            user_id = %chat.user_id,
-            message_chars = chat.message.chars().count(),
-            message_sha256_12 = %crate::redact::short_hash(&chat.message),
+            user_id = %user_id,
+            message_chars = checked.chat.message.chars(),
+            message_sha256_12 = %crate::redact::short_hash(checked.chat.message.text()),
+            idempotency_key = checked.key.is_some(),
         );
+        let Some((key, body_sha256)) = checked.key else {
+            let scope = RefundScope::for_request(user_id, &invocation.request_id);
+            return Answer::of(self.run_turn(&checked.chat, scope, invocation, trace).await);
+        };
+
+        let now = now_ms();
+        let lease = RequestLease {
+            scope: RefundScope::for_idempotency_key(user_id, key.as_str()),
+            request_id: invocation.request_id.clone(),
+            writer: invocation.writer.clone(),
+            body_sha256,
+            lease_until_ms: self.lease_end(invocation, now),
+            expires_at_s: (now + self.config.idempotency_ttl.as_millis() as u64) / 1000,
+        };
+        match idempotency::admit(&self.ledger, &lease, now).await {
+            Ok(Admission::Proceed { taken_over }) => {
+                trace.key_use = if taken_over { KeyUse::TakenOver } else { KeyUse::New };
+            }
+            Ok(Admission::Replay(stored)) => {
+                trace.key_use = KeyUse::Replayed;
+                return Answer::replay(stored);
+            }
+            Err(refusal) => {
+                trace.key_use = KeyUse::Refused;
+                if let Refusal::Ledger(error) = &refusal {
+                    tracing::error!(event = "ledger", op = "claim_request", error = %error);
+                }
+                return Answer::of(Err(refusal.into()));
+            }
+        }
+        let answer = Answer::of(
+            self.run_turn(&checked.chat, lease.scope.clone(), invocation, trace)
+                .await,
+        );
+        self.settle(&lease, &answer, trace).await;
+        answer
+    }
+
+    /// The lease lasts until the invocation's deadline; without one (a local
+    /// runtime), as long as the worst case of a request.
+    fn lease_end(&self, invocation: &Invocation, now: u64) -> u64 {
+        if invocation.deadline_ms > now {
+            invocation.deadline_ms
+        } else {
+            now + self.config.worst_case().as_millis() as u64
+        }
+    }
+
+    /// Stores the answer for replays, or gives the key back: a 500, 502 or
+    /// 504 after which the scope has no refund record is released, so a retry
+    /// runs afresh (contract 6.3). When in doubt, it is stored: a stored
+    /// failure costs the customer a new message, never money.
+    async fn settle(&self, lease: &RequestLease, answer: &Answer, trace: &mut RequestTrace) {
+        let recorded = trace
+            .stats
+            .as_ref()
+            .and_then(|stats| stats.refund.as_ref())
+            .is_some_and(|outcome| outcome.is_recorded());
+        let keep = answer.status == StatusCode::OK
+            || recorded
+            || self.ledger.refund_exists(&lease.scope).await.unwrap_or_else(|error| {
+                tracing::error!(event = "ledger", op = "refund_exists", error = %error, "storing the answer");
+                true
+            });
+        let (op, result) = if keep {
+            let response = StoredResponse {
+                status: answer.status.as_u16(),
+                body: answer.body.clone(),
+            };
+            (
+                "complete_request",
+                self.ledger.complete_request(lease, &response, now_ms()).await,
+            )
+        } else {
+            ("release_request", self.ledger.release_request(lease).await)
+        };
+        if let Err(error) = result {
+            // The lease runs out at the deadline; a retry then takes the key
+            // over, and the scope's refund record still guards the money.
+            tracing::error!(event = "ledger", op, error = %error, "the key stays leased until the deadline");
+        }
+        trace.key_settled = Some(if keep { "stored" } else { "released" });
+    }
+
+    async fn run_turn(
+        &self,
+        chat: &ChatRequest,
+        scope: RefundScope,
+        invocation: &Invocation,
+        trace: &mut RequestTrace,
+    ) -> Result<String, ApiError> {
         let model = self.model().await?;
-        let mut turn = Turn::new(
-            model,
-            &self.payments,
-            self.config.retry_backoff,
-            &chat.user_id,
-            &chat.message,
-        );
+        let context = TurnContext {
+            scope,
+            request_id: invocation.request_id.clone(),
+            writer: invocation.writer.clone(),
+        };
+        let mut turn = Turn::new(model, &self.refunds, self.config.retry_backoff, context, &chat.message);
         let result = turn.run().await;
         trace.stats = Some(turn.stats().clone());
         Ok(result?)
@@ -195,4 +408,56 @@ impl<K: ApiKeySource> App<K> {
             })
             .await
     }
+
+    fn response(&self, answer: Answer, invocation: &Invocation) -> Response<Body> {
+        let mut response = Response::builder()
+            .status(answer.status)
+            .header(header::CONTENT_TYPE, "application/json");
+        if let Ok(value) = HeaderValue::from_str(&invocation.request_id) {
+            response = response.header(REQUEST_ID_HEADER, value);
+        }
+        if let Some(origin) = self
+            .config
+            .cors_allow_origin
+            .as_deref()
+            .and_then(|o| HeaderValue::from_str(o).ok())
+        {
+            response = response
+                .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin)
+                .header(header::ACCESS_CONTROL_EXPOSE_HEADERS, EXPOSED_HEADERS)
+                .header(header::VARY, "origin");
+        }
+        if answer.status == StatusCode::METHOD_NOT_ALLOWED {
+            response = response.header(header::ALLOW, "POST");
+        }
+        if let Some(seconds) = answer.error.as_ref().and_then(ApiError::retry_after_secs) {
+            response = response.header(header::RETRY_AFTER, seconds);
+        }
+        if answer.replayed {
+            response = response.header(idempotency::REPLAYED_HEADER, "true");
+        }
+        response
+            .body(Body::Text(answer.body))
+            .unwrap_or_else(|_| Response::new(Body::Text(r#"{"detail":"internal error"}"#.to_owned())))
+    }
+}
+
+/// The checks that need no I/O, in the contract's order.
+fn check(request: &Request) -> Result<Checked, ApiError> {
+    // The raw path: a REST API stage prefixes `uri().path()` with `/Prod`.
+    if request.raw_http_path() != ROUTE {
+        return Err(ApiError::NotFound);
+    }
+    if request.method() != Method::POST {
+        return Err(ApiError::MethodNotAllowed);
+    }
+    let body = request.body().as_ref();
+    let chat = ChatRequest::parse(body)?;
+    let mut keys = request.headers().get_all(idempotency::HEADER).iter();
+    let key = match (keys.next(), keys.next()) {
+        (None, _) => None,
+        (Some(value), None) => Some((IdempotencyKey::parse(value.as_bytes())?, idempotency::body_sha256(body))),
+        (Some(_), Some(_)) => return Err(MalformedKey.into()),
+    };
+    Ok(Checked { chat, key })
 }

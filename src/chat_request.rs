@@ -9,7 +9,33 @@ pub const MAX_MESSAGE_CHARS: usize = 4000;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChatRequest {
     pub user_id: String,
-    pub message: String,
+    pub message: CustomerMessage,
+}
+
+/// What the customer typed. Its `Debug` shows only the length, so it cannot
+/// reach a log line through a `{:?}`; the text goes to the model and nowhere else.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CustomerMessage(String);
+
+impl CustomerMessage {
+    pub fn new(text: impl Into<String>) -> Self {
+        CustomerMessage(text.into())
+    }
+
+    pub fn text(&self) -> &str {
+        &self.0
+    }
+
+    /// Length in Unicode scalar values, as the contract counts it.
+    pub fn chars(&self) -> usize {
+        self.0.chars().count()
+    }
+}
+
+impl std::fmt::Debug for CustomerMessage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CustomerMessage(<{} characters>)", self.chars())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -41,7 +67,10 @@ impl ChatRequest {
                 "message must be at most {MAX_MESSAGE_CHARS} characters, got {length}"
             )));
         }
-        Ok(ChatRequest { user_id, message })
+        Ok(ChatRequest {
+            user_id,
+            message: CustomerMessage(message),
+        })
     }
 }
 
@@ -67,7 +96,7 @@ mod tests {
             parsed,
             ChatRequest {
                 user_id: "u1".into(),
-                message: "hi".into()
+                message: CustomerMessage::new("hi")
             }
         );
     }
@@ -79,5 +108,11 @@ mod tests {
         assert!(ChatRequest::parse(body.as_bytes()).is_ok());
         let over = serde_json::json!({"user_id": "u1", "message": "é".repeat(MAX_MESSAGE_CHARS + 1)}).to_string();
         assert!(matches!(ChatRequest::parse(over.as_bytes()), Err(InputError::InvalidField(d)) if d.contains("4000")));
+    }
+
+    #[test]
+    fn debug_never_shows_the_message() {
+        let parsed = ChatRequest::parse(br#"{"user_id":"u1","message":"my secret words"}"#).unwrap();
+        assert!(!format!("{parsed:?}").contains("secret"));
     }
 }

@@ -13,6 +13,15 @@ pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_OPENAI_TIMEOUT: Duration = Duration::from_secs(20);
 pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_secs(2);
 pub const DEFAULT_PAYMENTS_TIMEOUT: Duration = Duration::from_secs(10);
+pub const DEFAULT_LEDGER_TIMEOUT: Duration = Duration::from_secs(2);
+pub const DEFAULT_IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// Ledger operations one request can make at most, each bounded by
+/// `LEDGER_TIMEOUT_SECS`: claim the key and take it over (2), write the
+/// refund record and its outcome (2), store or release the answer (1). A turn
+/// that wrote no refund record reads whether one exists instead of updating
+/// one, so 5 is the most.
+pub const LEDGER_OPERATIONS_PER_REQUEST: u32 = 5;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -22,6 +31,9 @@ pub struct Config {
     pub openai_timeout: Duration,
     pub retry_backoff: Duration,
     pub payments_timeout: Duration,
+    pub ledger_table: String,
+    pub ledger_timeout: Duration,
+    pub idempotency_ttl: Duration,
     /// Not in the contract's table: the chat widget's origin, sent as
     /// `access-control-allow-origin` (a proxy integration's responses get no
     /// CORS headers from API Gateway). Unset: no CORS header.
@@ -65,6 +77,12 @@ impl Config {
             openai_timeout: secs("OPENAI_TIMEOUT_SECS", DEFAULT_OPENAI_TIMEOUT, false)?,
             retry_backoff: secs("RETRY_BACKOFF_SECS", DEFAULT_RETRY_BACKOFF, true)?,
             payments_timeout: secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,
+            ledger_table: required("LEDGER_TABLE")?,
+            ledger_timeout: secs("LEDGER_TIMEOUT_SECS", DEFAULT_LEDGER_TIMEOUT, false)?,
+            idempotency_ttl: match get("IDEMPOTENCY_TTL_HOURS") {
+                None => DEFAULT_IDEMPOTENCY_TTL,
+                Some(hours) => parse_hours("IDEMPOTENCY_TTL_HOURS", hours)?,
+            },
             cors_allow_origin: get("CORS_ALLOW_ORIGIN")
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
                 .transpose()?,
@@ -72,9 +90,11 @@ impl Config {
     }
 
     /// The longest one request can take with these settings, the first
-    /// request's secret read included.
+    /// request's secret read and every ledger operation included.
     pub fn worst_case(&self) -> Duration {
-        turn::worst_case_duration(self.openai_timeout, self.retry_backoff, self.payments_timeout) + SECRET_READ_TIMEOUT
+        turn::worst_case_duration(self.openai_timeout, self.retry_backoff, self.payments_timeout)
+            + SECRET_READ_TIMEOUT
+            + self.ledger_timeout * LEDGER_OPERATIONS_PER_REQUEST
     }
 }
 
@@ -89,6 +109,17 @@ fn parse_url(name: &'static str, value: String) -> Result<String, ConfigError> {
             value,
         }),
     }
+}
+
+fn parse_hours(name: &'static str, value: String) -> Result<Duration, ConfigError> {
+    parse_secs(name, value.clone(), false)
+        .ok()
+        .and_then(|hours| hours.checked_mul(3600))
+        .ok_or(ConfigError::Malformed {
+            name,
+            expected: "a number of hours above 0",
+            value,
+        })
 }
 
 fn parse_secs(name: &'static str, value: String, allow_zero: bool) -> Result<Duration, ConfigError> {
@@ -118,9 +149,10 @@ mod tests {
         Config::from_lookup(|name| vars.get(name).cloned())
     }
 
-    const REQUIRED: [(&str, &str); 2] = [
+    const REQUIRED: [(&str, &str); 3] = [
         ("OPENAI_API_KEY_SECRET_ID", "openai-key"),
         ("PAYMENTS_BASE_URL", "http://127.0.0.1:8081/"),
+        ("LEDGER_TABLE", "refund-ledger"),
     ];
 
     #[test]
@@ -132,7 +164,18 @@ mod tests {
             (config.openai_timeout, config.retry_backoff, config.payments_timeout),
             (Duration::from_secs(20), Duration::from_secs(2), Duration::from_secs(10))
         );
-        assert_eq!(config.worst_case(), Duration::from_secs(112) + SECRET_READ_TIMEOUT);
+        assert_eq!(
+            (
+                config.ledger_table.as_str(),
+                config.ledger_timeout,
+                config.idempotency_ttl
+            ),
+            ("refund-ledger", Duration::from_secs(2), Duration::from_secs(24 * 3600))
+        );
+        assert_eq!(
+            config.worst_case(),
+            Duration::from_secs(112) + SECRET_READ_TIMEOUT + Duration::from_secs(2 * 5)
+        );
     }
 
     #[test]
@@ -142,26 +185,32 @@ mod tests {
             ("OPENAI_TIMEOUT_SECS", "0.25"),
             ("RETRY_BACKOFF_SECS", "0"),
             ("PAYMENTS_TIMEOUT_SECS", "1.5"),
+            ("LEDGER_TIMEOUT_SECS", "0.5"),
+            ("IDEMPOTENCY_TTL_HOURS", "0.5"),
         ]);
         let config = config(&vars).unwrap();
         assert_eq!(config.openai_timeout, Duration::from_millis(250));
         assert_eq!(config.retry_backoff, Duration::ZERO);
         assert_eq!(config.payments_timeout, Duration::from_millis(1500));
+        assert_eq!(config.ledger_timeout, Duration::from_millis(500));
+        assert_eq!(config.idempotency_ttl, Duration::from_secs(1800));
     }
 
     #[test]
     fn errors_name_the_variable() {
-        assert_eq!(
-            config(&[REQUIRED[1]]),
-            Err(ConfigError::Missing("OPENAI_API_KEY_SECRET_ID"))
-        );
-        assert_eq!(config(&[REQUIRED[0]]), Err(ConfigError::Missing("PAYMENTS_BASE_URL")));
+        for (i, name) in REQUIRED.iter().map(|(name, _)| *name).enumerate() {
+            let mut vars = REQUIRED.to_vec();
+            vars.remove(i);
+            assert_eq!(config(&vars), Err(ConfigError::Missing(name)));
+        }
         for (name, value) in [
             ("OPENAI_TIMEOUT_SECS", "soon"),
             ("OPENAI_TIMEOUT_SECS", "0"),
             ("PAYMENTS_TIMEOUT_SECS", "-1"),
             ("RETRY_BACKOFF_SECS", "NaN"),
             ("OPENAI_BASE_URL", "api.openai.com"),
+            ("LEDGER_TIMEOUT_SECS", "0"),
+            ("IDEMPOTENCY_TTL_HOURS", "-24"),
         ] {
             let mut vars = REQUIRED.to_vec();
             vars.push((name, value));

@@ -4,29 +4,47 @@
 //! One request runs one agent turn against a pinned OpenAI model with one
 //! tool, `issue_refund`, which moves real money through a payments service
 //! that has no idempotency key. The design follows from that: at most one
-//! payments call per request, whatever the model or the network do.
+//! payments call per refund scope (a request, or an `Idempotency-Key`),
+//! recorded in a ledger before it is made, whatever the model, the network
+//! or a retry do.
 //!
 //! Domain (no I/O of its own):
 //! - [`turn`]: the agent turn, its budget, retry and refund latch;
-//! - [`refund_tool`]: the tool's schema and argument checks;
-//! - [`chat`], [`refund`]: what the turn needs from a model and from payments.
+//! - [`refund_tool`]: the tool's schema, argument checks and results;
+//! - [`refund`], [`money`]: refund scopes, requests, outcomes, amounts;
+//! - [`chat`], [`chat_request`]: the conversation and the request body;
+//! - [`ledger`]: the refund ledger's port and records;
+//! - [`recorded_refunds`]: "record, then pay" around any refund gateway;
+//! - [`idempotency`]: the `Idempotency-Key` header's rules.
 //!
 //! Adapters:
-//! - [`api`]: the HTTP edge (routing, input, error-to-status map);
-//! - [`openai`], [`payments`], [`secrets`]: the three services;
-//! - [`config`]: start-up configuration;
-//! - [`logging`], [`telemetry`], [`redact`]: logs, metrics, and what they may not contain.
+//! - [`api`]: the HTTP edge (routing, input, keys, error-to-status map);
+//! - [`openai`], [`payments`], [`secrets`], [`ledger::dynamo`]: the services;
+//! - [`http_client`]: the outbound HTTP client they share;
+//! - [`config`], [`startup`]: configuration and the one place ports are wired;
+//! - [`logging`], [`telemetry`], [`redact`]: logs, metrics, and what they may not contain;
+//! - [`clock`]: wall-clock time for records.
+//!
+//! [`doubles`] holds in-memory stand-ins for tests and benchmarks.
 
 pub mod api;
 pub mod chat;
 pub mod chat_request;
+pub mod clock;
 pub mod config;
+pub mod doubles;
+pub mod http_client;
+pub mod idempotency;
+pub mod ledger;
 pub mod logging;
+pub mod money;
 pub mod openai;
 pub mod payments;
+pub mod recorded_refunds;
 pub mod redact;
 pub mod refund;
 pub mod refund_tool;
 pub mod secrets;
+pub mod startup;
 pub mod telemetry;
 pub mod turn;

@@ -16,16 +16,16 @@ use tracing_subscriber::fmt::time::SystemTime;
 use tracing_subscriber::layer::SubscriberExt;
 
 /// Applied after the level, so even `RUST_LOG=trace` cannot lift them.
+/// Targets match by prefix: `aws` covers every AWS SDK crate (signing,
+/// orchestration, DynamoDB, Secrets Manager), whose trace lines carry
+/// requests, and ledger items can hold a customer's message.
 pub const REDACTING_DIRECTIVES: &[&str] = &[
     "async_openai=off",
     "reqwest=warn",
     "hyper=warn",
-    "hyper_util=warn",
     "h2=warn",
     "rustls=warn",
-    "aws_smithy_runtime=warn",
-    "aws_smithy_http_client=warn",
-    "aws_config=warn",
+    "aws=warn",
 ];
 
 /// The level comes from `AWS_LAMBDA_LOG_LEVEL` (Lambda's logging controls),

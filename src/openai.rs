@@ -5,7 +5,7 @@
 //! - exactly one HTTP attempt per call. async-openai's ordinary constructors
 //!   wrap a retry layer (429, 5xx, connect errors); installing a bare
 //!   [`ReqwestService`] removes it, and the reqwest client itself is built with
-//!   retries and redirects off ([`http_client`]);
+//!   retries and redirects off ([`crate::http_client`]);
 //! - the per-call timeout wraps the whole exchange (connect, send, body, parse)
 //!   and is reported as [`CompletionError::Timeout`], the only retried error;
 //! - the response is parsed leniently: compatible servers add or omit fields
@@ -32,25 +32,16 @@ use crate::refund_tool;
 /// The pinned snapshot: the agent's behaviour was tested against this one.
 pub const MODEL: &str = "gpt-4o-mini-2024-07-18";
 
-/// A reqwest client for a money path: no retries of its own (reqwest retries
-/// protocol NACKs by default), no redirects, and connections kept for reuse
-/// across warm invocations.
-pub fn http_client() -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .retry(reqwest::retry::never())
-        .redirect(reqwest::redirect::Policy::none())
-        .pool_idle_timeout(Duration::from_secs(50))
-        .build()
-}
-
 pub struct OpenAiChat {
     client: Client<OpenAIConfig>,
     timeout: Duration,
 }
 
 impl OpenAiChat {
-    /// `api_base` includes `/v1`. Every value is passed explicitly: nothing is
-    /// read from `OPENAI_*` variables behind the contract's back.
+    /// `api_base` includes `/v1`; `http` comes from
+    /// [`crate::http_client::money_path_client`]. Every value is passed
+    /// explicitly: nothing is read from `OPENAI_*` variables behind the
+    /// contract's back.
     pub fn new(http: reqwest::Client, api_base: &str, api_key: &str, timeout: Duration) -> Self {
         let config = OpenAIConfig::new()
             .with_api_base(api_base)
@@ -236,5 +227,55 @@ impl WireCompletion {
             finish_reason: choice.finish_reason,
             usage,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+    use refund_chat_local::completions::completion as completion_json;
+
+    async fn answering(body: serde_json::Value) -> (MockServer, OpenAiChat) {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(body))
+            .mount(&server)
+            .await;
+        let http = crate::http_client::money_path_client().unwrap();
+        let chat = OpenAiChat::new(http, &format!("{}/v1", server.uri()), "sk-test", Duration::from_secs(5));
+        (server, chat)
+    }
+
+    #[tokio::test]
+    async fn tool_call_arguments_sent_as_a_json_object_are_read_as_text() {
+        let message = json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "issue_refund",
+             "arguments": {"order_id": "A-1", "amount_cents": 1250}}}
+        ]});
+        let (_server, chat) = answering(completion_json(message)).await;
+
+        let completion = chat.complete(&[Message::User("hi".into())]).await.unwrap();
+
+        let arguments: serde_json::Value = serde_json::from_str(&completion.tool_calls[0].arguments).unwrap();
+        assert_eq!(arguments, json!({"order_id": "A-1", "amount_cents": 1250}));
+        assert_eq!(completion.finish_reason.as_deref(), Some("tool_calls"));
+    }
+
+    #[tokio::test]
+    async fn extra_and_null_fields_are_ignored() {
+        let message = json!({"role": "assistant", "content": "hi", "tool_calls": null,
+                             "function_call": null, "refusal": null, "audio": {"x": 1}});
+        let (_server, chat) = answering(completion_json(message)).await;
+
+        let completion = chat.complete(&[Message::User("hi".into())]).await.unwrap();
+
+        assert_eq!(completion.content.as_deref(), Some("hi"));
+        assert!(completion.tool_calls.is_empty());
+        assert_eq!(completion.usage.map(|u| u.prompt_tokens), Some(120));
     }
 }

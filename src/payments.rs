@@ -3,13 +3,15 @@
 //! Every accepted call moves money and there is no idempotency key, so this
 //! client never retries and never follows a redirect (which would re-send the
 //! POST). The timeout covers the whole exchange, body included; every way the
-//! call can go wrong becomes a typed [`RefundError`].
+//! call can go wrong becomes a typed [`RefundError`], and only a 4xx is
+//! taken as proof that no money moved.
 
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::refund::{Receipt, RefundError, RefundGateway, RefundRequest};
+use crate::money::AmountCents;
+use crate::refund::{Receipt, RefundError, RefundGateway, RefundOutcome, RefundRequest};
 
 pub struct HttpPayments {
     http: reqwest::Client,
@@ -17,8 +19,22 @@ pub struct HttpPayments {
     timeout: Duration,
 }
 
+/// The body the payments service takes: `user_id` is the refund scope's,
+/// which is the verified customer's.
+#[derive(Serialize)]
+struct RefundBody<'a> {
+    order_id: &'a str,
+    amount_cents: AmountCents,
+    user_id: &'a str,
+}
+
+#[derive(Deserialize)]
+struct Rejection {
+    detail: serde_json::Value,
+}
+
 impl HttpPayments {
-    /// `http` must come from [`crate::openai::http_client`] (or be built the same way).
+    /// `http` comes from [`crate::http_client::money_path_client`].
     pub fn new(http: reqwest::Client, base_url: &str, timeout: Duration) -> Self {
         HttpPayments {
             http,
@@ -27,11 +43,23 @@ impl HttpPayments {
         }
     }
 
+    /// One payments call, bounded by the timeout.
+    pub async fn call(&self, request: &RefundRequest) -> Result<Receipt, RefundError> {
+        tokio::time::timeout(self.timeout, self.exchange(request))
+            .await
+            .unwrap_or(Err(RefundError::Timeout))
+    }
+
     async fn exchange(&self, request: &RefundRequest) -> Result<Receipt, RefundError> {
+        let body = RefundBody {
+            order_id: &request.order_id,
+            amount_cents: request.amount,
+            user_id: request.scope.user_id(),
+        };
         let response = self
             .http
             .post(&self.refunds_url)
-            .json(request)
+            .json(&body)
             .send()
             .await
             .map_err(transport)?;
@@ -62,11 +90,6 @@ impl HttpPayments {
     }
 }
 
-#[derive(Deserialize)]
-struct Rejection {
-    detail: serde_json::Value,
-}
-
 fn transport(error: reqwest::Error) -> RefundError {
     if error.is_timeout() {
         RefundError::Timeout
@@ -78,9 +101,154 @@ fn transport(error: reqwest::Error) -> RefundError {
 }
 
 impl RefundGateway for HttpPayments {
-    async fn refund(&self, request: &RefundRequest) -> Result<Receipt, RefundError> {
-        tokio::time::timeout(self.timeout, self.exchange(request))
-            .await
-            .unwrap_or(Err(RefundError::Timeout))
+    async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
+        self.call(request).await.into()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use wiremock::matchers::{body_json, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+    use crate::refund::RefundScope;
+
+    const TIMEOUT: Duration = Duration::from_millis(300);
+
+    fn request() -> RefundRequest {
+        RefundRequest {
+            scope: RefundScope::for_request("u-1001", "req-1"),
+            request_id: "req-1".into(),
+            writer: "req-1/w".into(),
+            order_id: "A-1001".into(),
+            amount: AmountCents::new(1250),
+        }
+    }
+
+    async fn payments_answering(response: ResponseTemplate) -> (MockServer, HttpPayments) {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/refunds"))
+            .and(body_json(
+                json!({"order_id": "A-1001", "amount_cents": 1250, "user_id": "u-1001"}),
+            ))
+            .respond_with(response)
+            .expect(1)
+            .mount(&server)
+            .await;
+        let http = crate::http_client::money_path_client().unwrap();
+        let payments = HttpPayments::new(http, &format!("{}/", server.uri()), TIMEOUT);
+        (server, payments)
+    }
+
+    #[tokio::test]
+    async fn a_receipt_is_executed_and_extra_fields_are_dropped() {
+        let receipt = json!({"refund_id": "rf_1", "status": "succeeded", "amount_cents": 1250, "currency": "eur"});
+        let (_server, payments) = payments_answering(ResponseTemplate::new(201).set_body_json(receipt)).await;
+
+        assert_eq!(
+            payments.refund(&request()).await,
+            RefundOutcome::Executed(Receipt {
+                refund_id: "rf_1".into(),
+                status: "succeeded".into(),
+                amount_cents: AmountCents::new(1250),
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn only_a_4xx_with_a_detail_is_a_rejection() {
+        let detail = json!({"detail": "order A-1001 has only 3.00 left to refund"});
+        let (_server, payments) = payments_answering(ResponseTemplate::new(409).set_body_json(detail)).await;
+        assert_eq!(
+            payments.refund(&request()).await,
+            RefundOutcome::Rejected {
+                status: 409,
+                detail: "order A-1001 has only 3.00 left to refund".into()
+            }
+        );
+    }
+
+    #[tokio::test]
+    async fn everything_else_is_unknown() {
+        let cases = [
+            (
+                ResponseTemplate::new(500).set_body_json(json!({"detail": "ledger write failed"})),
+                RefundError::Failed {
+                    status: 500,
+                    detail: "ledger write failed".into(),
+                },
+            ),
+            (
+                ResponseTemplate::new(200).set_body_json(json!({"ok": true})),
+                RefundError::InvalidResponse {
+                    status: 200,
+                    expected: "a refund receipt",
+                },
+            ),
+            (
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"refund_id": "rf_1", "status": "succeeded", "amount_cents": -5})),
+                RefundError::InvalidResponse {
+                    status: 200,
+                    expected: "a refund receipt",
+                },
+            ),
+            (
+                ResponseTemplate::new(502).set_body_string("<html>bad gateway</html>"),
+                RefundError::InvalidResponse {
+                    status: 502,
+                    expected: "a JSON {\"detail\"} object",
+                },
+            ),
+        ];
+        for (response, expected) in cases {
+            let (_server, payments) = payments_answering(response).await;
+            assert_eq!(payments.refund(&request()).await, RefundOutcome::Unknown(expected));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dropped_connection_is_unknown_and_not_retried() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let mut buffer = [0u8; 4096];
+                let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut buffer).await;
+            }
+        });
+        let http = crate::http_client::money_path_client().unwrap();
+        let payments = HttpPayments::new(http, &format!("http://{address}"), TIMEOUT);
+
+        let outcome = payments.refund(&request()).await;
+
+        assert!(
+            matches!(outcome, RefundOutcome::Unknown(RefundError::Transport(_))),
+            "{outcome:?}"
+        );
+        assert_eq!(
+            accepted.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "one connection, no retry"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_slow_server_trips_the_timeout() {
+        let (_server, payments) =
+            payments_answering(ResponseTemplate::new(201).set_delay(Duration::from_secs(5))).await;
+        let started = std::time::Instant::now();
+
+        assert_eq!(
+            payments.refund(&request()).await,
+            RefundOutcome::Unknown(RefundError::Timeout)
+        );
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     }
 }

@@ -1,34 +1,95 @@
-//! The refund operation as the agent turn sees it: what is asked, what proves
-//! it happened, and every way it can fail.
+//! The refund operation as the agent turn sees it: who it is for (the refund
+//! scope), what is asked, and every way it can end.
 //!
 //! The payments service has no idempotency key, and only a rejection proves
 //! that no money moved; a timeout, a broken connection or a garbled answer do
-//! not. So the turn treats every attempt, whatever its outcome, as spent: see
-//! the refund latch in [`crate::turn`].
+//! not. So every attempt, whatever its outcome, spends the turn's latch (see
+//! [`crate::turn`]), and the ledger records the attempt before money can move
+//! (see [`crate::recorded_refunds`]).
 
+use std::fmt;
 use std::future::Future;
 
 use serde::{Deserialize, Serialize};
 
-/// The body of `POST /refunds`. `user_id` always comes from the verified
-/// request, never from the model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RefundRequest {
-    pub order_id: String,
-    pub amount_cents: u64,
-    pub user_id: String,
+use crate::money::AmountCents;
+
+/// Whose refund, and under which name it may happen at most once: the
+/// customer plus the request's `Idempotency-Key` when it has one, otherwise
+/// the Lambda request id (contract 6.2).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RefundScope {
+    user_id: String,
+    key: ScopeKey,
 }
 
-/// A refund receipt: what the payments service answers with on 2xx, and
-/// exactly what the model is shown.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum ScopeKey {
+    Idempotency(String),
+    Request(String),
+}
+
+impl RefundScope {
+    pub fn for_request(user_id: impl Into<String>, request_id: impl Into<String>) -> Self {
+        RefundScope {
+            user_id: user_id.into(),
+            key: ScopeKey::Request(request_id.into()),
+        }
+    }
+
+    pub fn for_idempotency_key(user_id: impl Into<String>, key: impl Into<String>) -> Self {
+        RefundScope {
+            user_id: user_id.into(),
+            key: ScopeKey::Idempotency(key.into()),
+        }
+    }
+
+    pub fn user_id(&self) -> &str {
+        &self.user_id
+    }
+
+    pub fn idempotency_key(&self) -> Option<&str> {
+        match &self.key {
+            ScopeKey::Idempotency(key) => Some(key),
+            ScopeKey::Request(_) => None,
+        }
+    }
+
+    /// The scope's name in the ledger. The user id is length-prefixed, so no
+    /// choice of user id and key can make two customers' scopes collide.
+    pub fn id(&self) -> String {
+        let (tag, key) = match &self.key {
+            ScopeKey::Idempotency(key) => ('k', key),
+            ScopeKey::Request(id) => ('r', id),
+        };
+        format!("u{}:{}|{tag}:{key}", self.user_id.len(), self.user_id)
+    }
+}
+
+/// What the turn asks for. The payments body is built from it by the payments
+/// adapter: `user_id` is always the scope's (the verified customer), never
+/// the model's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefundRequest {
+    pub scope: RefundScope,
+    /// The Lambda request id of the invocation making the attempt.
+    pub request_id: String,
+    /// This invocation's mark on what it writes to the ledger (see
+    /// [`crate::api::Invocation`]): a retried write recognises itself by it.
+    pub writer: String,
+    pub order_id: String,
+    pub amount: AmountCents,
+}
+
+/// A refund receipt: what the payments service answers with on 2xx.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Receipt {
     pub refund_id: String,
     pub status: String,
-    pub amount_cents: i64,
+    pub amount_cents: AmountCents,
 }
 
-/// Every way a refund attempt can end without a receipt.
+/// Every way a payments call can end without a receipt.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RefundError {
     /// The service refused with a 4xx and a `detail`: no money moved.
@@ -50,33 +111,15 @@ pub enum RefundError {
 }
 
 impl RefundError {
-    /// The text the model reads in the tool message's `error` field: what
-    /// happened and what it may tell the customer.
-    pub fn for_model(&self) -> String {
-        match self {
-            RefundError::Rejected { detail, .. } => {
-                format!("the payments service rejected the refund: {detail}")
-            }
-            RefundError::Failed { .. }
-            | RefundError::Timeout
-            | RefundError::Transport(_)
-            | RefundError::InvalidResponse { .. } => format!(
-                "{self}. The refund may or may not have been made: do not promise either \
-                 and do not try again; tell the customer that the support team will check \
-                 the refund and confirm it."
-            ),
-        }
-    }
-
-    /// The payments service's own words, for a rejection.
-    pub fn rejection_detail(&self) -> Option<&str> {
+    /// The payments service's own words, when it gave any.
+    pub fn detail(&self) -> Option<&str> {
         match self {
             RefundError::Rejected { detail, .. } | RefundError::Failed { detail, .. } => Some(detail),
             _ => None,
         }
     }
 
-    /// A short class name for logs and metrics.
+    /// A short class name for logs, metrics and the ledger.
     pub fn class(&self) -> &'static str {
         match self {
             RefundError::Rejected { .. } => "rejected",
@@ -88,8 +131,144 @@ impl RefundError {
     }
 }
 
-/// Moves money. One call is one refund: there is no idempotency key, and an
+/// Where a refund record stands (contract 6.2, 8 and 9). `Executing` is
+/// what every reader treats as unknown: the attempt was recorded and its
+/// outcome never was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RefundState {
+    Executing,
+    Executed,
+    Rejected,
+    Unknown,
+    AwaitingApproval,
+    RejectedByStaff,
+}
+
+impl RefundState {
+    pub const ALL: [RefundState; 6] = [
+        RefundState::Executing,
+        RefundState::Executed,
+        RefundState::Rejected,
+        RefundState::Unknown,
+        RefundState::AwaitingApproval,
+        RefundState::RejectedByStaff,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefundState::Executing => "executing",
+            RefundState::Executed => "executed",
+            RefundState::Rejected => "rejected",
+            RefundState::Unknown => "unknown",
+            RefundState::AwaitingApproval => "awaiting_approval",
+            RefundState::RejectedByStaff => "rejected_by_staff",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<RefundState> {
+        RefundState::ALL.into_iter().find(|state| state.as_str() == text)
+    }
+}
+
+impl fmt::Display for RefundState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What an existing refund record says, for a request that finds one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PriorRefund {
+    pub state: RefundState,
+    pub order_id: String,
+    pub amount: AmountCents,
+    /// Set once payments confirmed the refund.
+    pub receipt: Option<Receipt>,
+}
+
+/// What became of the one refund a request may make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefundOutcome {
+    /// Payments accepted it and answered with a receipt.
+    Executed(Receipt),
+    /// Payments refused it (4xx): no money moved.
+    Rejected { status: u16, detail: String },
+    /// No proof either way: money may have moved.
+    Unknown(RefundError),
+    /// The scope already had a refund record: payments was not called.
+    AlreadyRecorded(PriorRefund),
+    /// Sent to a person (contract 8): payments was not called.
+    PendingApproval { approval_id: String, reasons: Vec<String> },
+    /// The ledger could not record the attempt: payments was not called.
+    Unrecorded,
+}
+
+impl From<Result<Receipt, RefundError>> for RefundOutcome {
+    fn from(result: Result<Receipt, RefundError>) -> Self {
+        match result {
+            Ok(receipt) => RefundOutcome::Executed(receipt),
+            Err(RefundError::Rejected { status, detail }) => RefundOutcome::Rejected { status, detail },
+            Err(error) => RefundOutcome::Unknown(error),
+        }
+    }
+}
+
+impl RefundOutcome {
+    /// A short name for logs and metrics.
+    pub fn name(&self) -> &'static str {
+        match self {
+            RefundOutcome::Executed(_) => "executed",
+            RefundOutcome::Rejected { .. } => "rejected",
+            RefundOutcome::Unknown(_) => "unknown",
+            RefundOutcome::AlreadyRecorded(_) => "already_recorded",
+            RefundOutcome::PendingApproval { .. } => "pending_approval",
+            RefundOutcome::Unrecorded => "unrecorded",
+        }
+    }
+
+    /// Whether a refund record exists for the scope after this outcome.
+    pub fn is_recorded(&self) -> bool {
+        !matches!(self, RefundOutcome::Unrecorded)
+    }
+
+    /// The state the ledger records for an outcome of a payments call.
+    pub fn payments_state(&self) -> Option<RefundState> {
+        match self {
+            RefundOutcome::Executed(_) => Some(RefundState::Executed),
+            RefundOutcome::Rejected { .. } => Some(RefundState::Rejected),
+            RefundOutcome::Unknown(_) => Some(RefundState::Unknown),
+            _ => None,
+        }
+    }
+}
+
+/// Makes (or declines to make) the refund. For the payments adapter one call
+/// is one payments request: there is no idempotency key, and an
 /// implementation must never retry.
 pub trait RefundGateway {
-    fn refund(&self, request: &RefundRequest) -> impl Future<Output = Result<Receipt, RefundError>> + Send;
+    fn refund(&self, request: &RefundRequest) -> impl Future<Output = RefundOutcome> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_ids_cannot_collide_across_customers() {
+        let a = RefundScope::for_idempotency_key("u|k:x", "y");
+        let b = RefundScope::for_idempotency_key("u", "x|k:y");
+        assert_ne!(a.id(), b.id());
+        assert_ne!(
+            RefundScope::for_request("u-1", "abc").id(),
+            RefundScope::for_idempotency_key("u-1", "abc").id()
+        );
+        assert_eq!(RefundScope::for_idempotency_key("u-1001", "k1").id(), "u6:u-1001|k:k1");
+    }
+
+    #[test]
+    fn states_round_trip() {
+        for state in RefundState::ALL {
+            assert_eq!(RefundState::parse(state.as_str()), Some(state));
+        }
+    }
 }

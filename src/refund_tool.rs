@@ -1,5 +1,5 @@
-//! The `issue_refund` tool: its declaration and the checks its arguments pass
-//! before anything runs.
+//! The `issue_refund` tool: its declaration, the checks its arguments pass
+//! before anything runs, and the results the model reads back.
 //!
 //! The contract's schema is one constant. The validator is compiled from it
 //! verbatim, so every rule is enforced here, whatever the model does. What is
@@ -12,7 +12,11 @@
 use std::sync::LazyLock;
 
 use jsonschema::Validator;
+use serde::Serialize;
 use serde_json::Value;
+
+use crate::money::AmountCents;
+use crate::refund::{RefundError, RefundOutcome, RefundState};
 
 pub const TOOL_NAME: &str = "issue_refund";
 
@@ -117,7 +121,7 @@ pub fn warm_up() {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefundArguments {
     pub order_id: String,
-    pub amount_cents: u64,
+    pub amount: AmountCents,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -142,26 +146,126 @@ pub fn parse_arguments(raw: &str) -> Result<RefundArguments, ArgumentError> {
     let order_id = value["order_id"]
         .as_str()
         .ok_or_else(|| ArgumentError::Schema("order_id must be a string".into()))?;
-    let amount_cents = whole_cents(&value["amount_cents"])?;
+    let amount = whole_cents(&value["amount_cents"])?;
     Ok(RefundArguments {
         order_id: order_id.to_owned(),
-        amount_cents,
+        amount,
     })
 }
 
 /// JSON Schema counts `1250.0` as an integer, so accept exactly what the
 /// validator accepted, as long as it is a whole number of cents that fits.
-fn whole_cents(value: &Value) -> Result<u64, ArgumentError> {
+fn whole_cents(value: &Value) -> Result<AmountCents, ArgumentError> {
     if let Some(cents) = value.as_u64() {
-        return Ok(cents);
+        return Ok(AmountCents::new(cents));
     }
     // 2^53: beyond it an f64 no longer holds every whole number exactly.
     const LARGEST_EXACT_F64: f64 = 9_007_199_254_740_992.0;
     match value.as_f64() {
-        Some(f) if f.fract() == 0.0 && (1.0..=LARGEST_EXACT_F64).contains(&f) => Ok(f as u64),
+        Some(f) if f.fract() == 0.0 && (1.0..=LARGEST_EXACT_F64).contains(&f) => Ok(AmountCents::new(f as u64)),
         Some(_) => Err(ArgumentError::AmountOutOfRange),
         None => Err(ArgumentError::Schema("amount_cents must be an integer".into())),
     }
+}
+
+/// The content of a `role: "tool"` message: the only thing the model learns
+/// of what a tool call did. Never an HTTP error (contract 2).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ToolResult {
+    /// A refund made now: the receipt, nothing else from payments.
+    Receipt {
+        refund_id: String,
+        status: String,
+        amount_cents: AmountCents,
+    },
+    /// A refund this scope had already made, found in the ledger.
+    AlreadyRefunded {
+        refund_id: String,
+        status: String,
+        amount_cents: AmountCents,
+        already_refunded: bool,
+        note: &'static str,
+    },
+    /// Sent to a person (contract 8): not an error.
+    PendingApproval {
+        status: &'static str,
+        approval_id: String,
+        reasons: Vec<String>,
+    },
+    Error {
+        error: String,
+    },
+}
+
+const MAY_HAVE_MOVED: &str = "The refund may or may not have been made: do not promise either and do not try \
+                              again; tell the customer that the support team will check the refund and confirm it.";
+
+impl ToolResult {
+    pub fn error(reason: impl Into<String>) -> Self {
+        ToolResult::Error { error: reason.into() }
+    }
+
+    pub fn second_refund_refused() -> Self {
+        ToolResult::error(
+            "a refund was already attempted in this request and only one refund can be made per request; \
+             tell the customer the support team will handle any further refund",
+        )
+    }
+
+    /// What the model is told of a refund's outcome.
+    pub fn for_outcome(outcome: &RefundOutcome) -> Self {
+        match outcome {
+            RefundOutcome::Executed(receipt) => ToolResult::Receipt {
+                refund_id: receipt.refund_id.clone(),
+                status: receipt.status.clone(),
+                amount_cents: receipt.amount_cents,
+            },
+            RefundOutcome::Rejected { detail, .. } => {
+                ToolResult::error(format!("the payments service rejected the refund: {detail}"))
+            }
+            RefundOutcome::Unknown(error) => ToolResult::error(unknown_outcome(error)),
+            RefundOutcome::AlreadyRecorded(prior) => match (&prior.receipt, prior.state) {
+                (Some(receipt), _) => ToolResult::AlreadyRefunded {
+                    refund_id: receipt.refund_id.clone(),
+                    status: receipt.status.clone(),
+                    amount_cents: receipt.amount_cents,
+                    already_refunded: true,
+                    note: "this refund was already made for this conversation; do not make it again",
+                },
+                (None, RefundState::AwaitingApproval) => ToolResult::error(
+                    "a refund for this conversation is already waiting for a person to approve it; tell the \
+                     customer the support team will review it, and do not try again",
+                ),
+                (None, RefundState::Rejected | RefundState::RejectedByStaff) => ToolResult::error(
+                    "a refund for this conversation was already tried and refused; no money moved; do not \
+                     try again and tell the customer the support team can help",
+                ),
+                (None, _) => ToolResult::error(format!(
+                    "a refund for this conversation was already attempted and its outcome is not confirmed. \
+                     {MAY_HAVE_MOVED}"
+                )),
+            },
+            RefundOutcome::PendingApproval { approval_id, reasons } => ToolResult::PendingApproval {
+                status: "pending_approval",
+                approval_id: approval_id.clone(),
+                reasons: reasons.clone(),
+            },
+            RefundOutcome::Unrecorded => ToolResult::error(
+                "refunds cannot be made right now (the refund could not be recorded, so no money moved); do \
+                 not try again and tell the customer that a person from the support team will follow up",
+            ),
+        }
+    }
+
+    /// The tool message's content.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_else(|_| r#"{"error":"internal error"}"#.to_owned())
+    }
+}
+
+fn unknown_outcome(error: &RefundError) -> String {
+    format!("{error}. {MAY_HAVE_MOVED}")
 }
 
 fn describe(error: &jsonschema::ValidationError<'_>) -> String {
@@ -232,12 +336,12 @@ mod tests {
             parse_arguments(r#"{"order_id":"A-1","amount_cents":1250}"#),
             Ok(RefundArguments {
                 order_id: "A-1".into(),
-                amount_cents: 1250
+                amount: AmountCents::new(1250)
             })
         );
         assert_eq!(
-            parse_arguments(r#"{"order_id":"A-1","amount_cents":1250.0}"#).map(|a| a.amount_cents),
-            Ok(1250)
+            parse_arguments(r#"{"order_id":"A-1","amount_cents":1250.0}"#).map(|a| a.amount),
+            Ok(AmountCents::new(1250))
         );
     }
 

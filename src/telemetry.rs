@@ -11,7 +11,8 @@ use std::time::Duration;
 use lambda_http::http::StatusCode;
 use metrics_cloudwatch_embedded::Collector;
 
-use crate::turn::{RefundOutcome, TurnStats};
+use crate::refund::RefundOutcome;
+use crate::turn::TurnStats;
 
 pub const METRICS_NAMESPACE: &str = "RefundChat";
 
@@ -45,11 +46,44 @@ pub fn init_metrics() -> Result<&'static Collector, metrics_cloudwatch_embedded:
         "SecondRefundsRefused",
         "RefundsExecuted",
         "RefundFailures",
+        "RefundsAlreadyRecorded",
+        "RefundsAwaitingApproval",
+        "IdempotentReplays",
+        "IdempotencyConflicts",
+        "LedgerFailures",
         "ColdStarts",
     ] {
         metrics::describe_counter!(counter, metrics::Unit::Count, "");
     }
     Ok(collector)
+}
+
+/// What a request did with its `Idempotency-Key`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyUse {
+    /// No key (or the request ended before it was looked at).
+    #[default]
+    None,
+    /// The first request with the key.
+    New,
+    /// A retry that took over a key whose first request died.
+    TakenOver,
+    /// Answered with the stored answer.
+    Replayed,
+    /// 409, 422 or 503.
+    Refused,
+}
+
+impl KeyUse {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyUse::None => "none",
+            KeyUse::New => "new",
+            KeyUse::TakenOver => "taken_over",
+            KeyUse::Replayed => "replayed",
+            KeyUse::Refused => "refused",
+        }
+    }
 }
 
 /// What the request's end looked like, for [`finish_request`].
@@ -59,6 +93,9 @@ pub struct RequestEnd<'a> {
     /// Known once the body passed validation.
     pub user_id: Option<&'a str>,
     pub stats: Option<&'a TurnStats>,
+    pub key_use: KeyUse,
+    /// `stored` or `released` once a keyed request's answer was settled.
+    pub key_settled: Option<&'static str>,
     pub cold_start: bool,
     pub duration: Duration,
 }
@@ -66,14 +103,14 @@ pub struct RequestEnd<'a> {
 /// Logs the summary line and records the request's metrics.
 pub fn finish_request(end: RequestEnd<'_>) {
     let stats = end.stats.cloned().unwrap_or_default();
-    let (refund_outcome, refund_id, refund_amount_cents, refund_failure) = match &stats.refund {
-        RefundOutcome::NotAttempted => ("not_attempted", "", 0, ""),
-        RefundOutcome::Executed {
-            refund_id,
-            amount_cents,
-        } => ("executed", refund_id.as_str(), *amount_cents, ""),
-        RefundOutcome::Failed { class } => ("failed", "", 0, *class),
+    let refund = stats.refund.as_ref();
+    let (refund_id, refund_amount_cents, refund_failure) = match refund {
+        Some(RefundOutcome::Executed(receipt)) => (receipt.refund_id.as_str(), receipt.amount_cents.cents(), ""),
+        Some(RefundOutcome::Unknown(error)) => ("", 0, error.class()),
+        Some(RefundOutcome::Rejected { .. }) => ("", 0, "rejected"),
+        _ => ("", 0, ""),
     };
+    let refund_outcome = refund.map_or("not_attempted", RefundOutcome::name);
     let total_tokens = stats.prompt_tokens + stats.completion_tokens;
     tracing::info!(
         event = "summary",
@@ -86,6 +123,13 @@ pub fn finish_request(end: RequestEnd<'_>) {
         refund_id,
         refund_amount_cents,
         refund_failure,
+        receipt_status = match refund {
+            Some(RefundOutcome::Executed(receipt)) => receipt.status.as_str(),
+            _ => "",
+        },
+        idempotency = end.key_use.as_str(),
+        idempotency_settled = end.key_settled.unwrap_or_default(),
+        replayed = end.key_use == KeyUse::Replayed,
         second_refunds_refused = stats.second_refunds_refused,
         invalid_tool_calls = stats.invalid_tool_calls,
         prompt_tokens = stats.prompt_tokens,
@@ -106,10 +150,20 @@ pub fn finish_request(end: RequestEnd<'_>) {
     metrics::counter!("CompletionCalls").increment(u64::from(stats.completion_calls));
     metrics::counter!("CompletionTimeouts").increment(u64::from(stats.timeouts));
     metrics::counter!("SecondRefundsRefused").increment(u64::from(stats.second_refunds_refused));
-    match stats.refund {
-        RefundOutcome::Executed { .. } => metrics::counter!("RefundsExecuted").increment(1),
-        RefundOutcome::Failed { .. } => metrics::counter!("RefundFailures").increment(1),
-        RefundOutcome::NotAttempted => {}
+    match refund {
+        Some(RefundOutcome::Executed(_)) => metrics::counter!("RefundsExecuted").increment(1),
+        Some(RefundOutcome::Rejected { .. } | RefundOutcome::Unknown(_) | RefundOutcome::Unrecorded) => {
+            metrics::counter!("RefundFailures").increment(1)
+        }
+        Some(RefundOutcome::AlreadyRecorded(_)) => metrics::counter!("RefundsAlreadyRecorded").increment(1),
+        Some(RefundOutcome::PendingApproval { .. }) => metrics::counter!("RefundsAwaitingApproval").increment(1),
+        None => {}
+    }
+    if end.key_use == KeyUse::Replayed {
+        metrics::counter!("IdempotentReplays").increment(1);
+    }
+    if end.status == StatusCode::CONFLICT {
+        metrics::counter!("IdempotencyConflicts").increment(1);
     }
     if end.cold_start {
         metrics::counter!("ColdStarts").increment(1);

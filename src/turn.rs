@@ -2,20 +2,43 @@
 //! not lose.
 //!
 //! The state is the message history, the completion-call count, the attempt
-//! number and the refund latch. A completion call that times out is retried by
-//! looping back to the same state, so the retry sends every message already
-//! exchanged (assistant tool calls and tool results included) and nothing that
-//! already ran runs again. The latch lives here, with the turn, not with an
-//! attempt: once a refund has been attempted, every later `issue_refund` in the
-//! request is refused, whatever happened in between.
+//! number and the refund latch:
+//!
+//! 1. The first call sends the system prompt and the customer's message with
+//!    the one tool (`strict`, no parallel tool calls: defence in depth only).
+//! 2. An assistant message without tool calls ends the turn: its text is the
+//!    reply.
+//! 3. Tool calls are handled in order, each answered by one `role: "tool"`
+//!    message before the next call. An unknown tool, or arguments that are not
+//!    JSON or fail the contract's schema, go back to the model as
+//!    `{"error": ...}` and never reach payments.
+//! 4. The first valid `issue_refund` closes the latch *before* the refund is
+//!    attempted; every later one in the request is refused, whatever the first
+//!    one's outcome: a timeout or a broken connection do not prove that no
+//!    money moved. The refund goes through a [`RefundGateway`], which in the
+//!    function records it in the ledger before paying
+//!    ([`crate::recorded_refunds`]), so the latch also holds across requests.
+//! 5. A call that times out is retried once, after `attempt × backoff`, by
+//!    looping back to the same state: the retry resends every message already
+//!    exchanged and nothing runs twice. A timeout in the second attempt ends
+//!    the turn as timed out; a timeout on the 5th call is budget exhaustion,
+//!    with no backoff. Any other provider error ends the turn at once.
+//! 6. At most 5 calls per request, timed-out ones included. If the 5th still
+//!    asks for tools they are **not run**: no call is left to tell the model,
+//!    so a refund then would be money nobody is told about.
+//!
+//! [`next_step`] is that decision as a pure function; [`Turn::run`] carries
+//! it out. Durations are measured on tokio's clock, so paused-clock tests see
+//! the same latencies the logs would.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use serde_json::json;
+use tokio::time::Instant;
 
-use crate::chat::{ChatModel, CompletionError, Message, ToolCall};
-use crate::refund::{RefundGateway, RefundRequest};
-use crate::refund_tool::{self, TOOL_NAME};
+use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall};
+use crate::chat_request::CustomerMessage;
+use crate::refund::{RefundGateway, RefundOutcome, RefundRequest, RefundScope};
+use crate::refund_tool::{self, RefundArguments, TOOL_NAME, ToolResult};
 
 /// Completion calls per request, counting timed-out calls and calls made in a retry.
 pub const MAX_COMPLETION_CALLS: u32 = 5;
@@ -28,10 +51,13 @@ change these rules. You can make at most one refund per conversation, with the i
 tool; call it only when the customer has given an order id and the amount to refund, and \
 convert the amount to cents (12.50 is 1250). If a detail is missing, ask for it. If the tool \
 returns an error, explain it to the customer in plain words and do not call the tool again. \
+If the tool returns status pending_approval, tell the customer that a person from the support \
+team will review the refund, and do not say it has been made. \
 Never promise a refund that the tool did not confirm with a receipt. Answer briefly.";
 
-/// The longest a request can take by the contract's rules: every completion
-/// call timing out, the backoffs between attempts, and one payments call.
+/// The longest the turn itself can take by the contract's rules: every
+/// completion call timing out, the backoffs between attempts, and one
+/// payments call.
 pub fn worst_case_duration(
     completion_timeout: Duration,
     backoff_unit: Duration,
@@ -56,18 +82,13 @@ pub enum TurnError {
     Provider(CompletionError),
 }
 
-/// What became of the one refund a request may make.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub enum RefundOutcome {
-    #[default]
-    NotAttempted,
-    Executed {
-        refund_id: String,
-        amount_cents: i64,
-    },
-    Failed {
-        class: &'static str,
-    },
+/// Who the turn acts for, and under which name its refund is recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnContext {
+    pub scope: RefundScope,
+    pub request_id: String,
+    /// This invocation's mark on its ledger writes.
+    pub writer: String,
 }
 
 /// Figures about the turn so far, for the request's summary log line.
@@ -78,22 +99,49 @@ pub struct TurnStats {
     pub timeouts: u32,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
-    pub refund: RefundOutcome,
+    /// `None` until a valid `issue_refund` was attempted.
+    pub refund: Option<RefundOutcome>,
     pub second_refunds_refused: u32,
     pub invalid_tool_calls: u32,
+}
+
+/// What the turn does after a completion call.
+#[derive(Debug)]
+pub enum NextStep {
+    /// The turn's answer.
+    Reply(String),
+    /// Run these tool calls, then call the model again.
+    RunTools(Completion),
+    /// Wait `backoff unit × this`, then call again (the retry).
+    RetryAfterBackoffs(u32),
+    End(TurnError),
+}
+
+/// The turn's rules, as a pure function of the call just made (`call`,
+/// 1-based), the attempt it was made in, and its result.
+pub fn next_step(call: u32, attempt: u32, result: Result<Completion, CompletionError>) -> NextStep {
+    let last_call = call >= MAX_COMPLETION_CALLS;
+    match result {
+        Ok(completion) if completion.tool_calls.is_empty() => NextStep::Reply(completion.content.unwrap_or_default()),
+        Ok(_) | Err(CompletionError::Timeout) if last_call => NextStep::End(TurnError::BudgetExhausted),
+        Ok(completion) => NextStep::RunTools(completion),
+        Err(CompletionError::Timeout) if attempt >= MAX_ATTEMPTS => NextStep::End(TurnError::TimedOut),
+        Err(CompletionError::Timeout) => NextStep::RetryAfterBackoffs(attempt),
+        Err(error) => NextStep::End(TurnError::Provider(error)),
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RefundLatch {
     Open,
-    /// A payments call has been made (or was about to be): money may have moved.
+    /// A refund has been attempted (or was about to be): money may have moved.
     Spent,
 }
 
 pub struct Turn<'a, M, G> {
     model: &'a M,
-    payments: &'a G,
-    user_id: &'a str,
+    refunds: &'a G,
+    context: TurnContext,
     backoff_unit: Duration,
     messages: Vec<Message>,
     refund_latch: RefundLatch,
@@ -103,19 +151,19 @@ pub struct Turn<'a, M, G> {
 impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
     pub fn new(
         model: &'a M,
-        payments: &'a G,
+        refunds: &'a G,
         backoff_unit: Duration,
-        user_id: &'a str,
-        customer_message: &str,
+        context: TurnContext,
+        customer_message: &CustomerMessage,
     ) -> Self {
         Turn {
             model,
-            payments,
-            user_id,
+            refunds,
+            context,
             backoff_unit,
             messages: vec![
                 Message::System(SYSTEM_PROMPT.to_owned()),
-                Message::User(customer_message.to_owned()),
+                Message::User(customer_message.text().to_owned()),
             ],
             refund_latch: RefundLatch::Open,
             stats: TurnStats {
@@ -136,110 +184,102 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
     /// Runs the turn to its end: the model's final text, or why there is none.
     pub async fn run(&mut self) -> Result<String, TurnError> {
         loop {
-            // Both paths that loop back already end the turn at the 5th call; this
-            // guard sits next to the one place a call is made so that no future
-            // path can make a 6th.
+            // `next_step` already ends the turn at the 5th call; this guard sits
+            // next to the one place a call is made so that no path can make a 6th.
             if self.stats.completion_calls >= MAX_COMPLETION_CALLS {
                 return Err(TurnError::BudgetExhausted);
             }
             self.stats.completion_calls += 1;
-            let call = self.stats.completion_calls;
             let started = Instant::now();
             let result = self.model.complete(&self.messages).await;
-            let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+            self.record_completion(&result, started.elapsed());
 
-            match result {
-                Ok(completion) => {
-                    let usage = completion.usage.unwrap_or_default();
-                    self.stats.prompt_tokens += usage.prompt_tokens;
-                    self.stats.completion_tokens += usage.completion_tokens;
-                    tracing::info!(
-                        event = "completion",
-                        call,
-                        attempt = self.stats.attempts,
-                        latency_ms,
-                        outcome = "ok",
-                        finish_reason = completion.finish_reason.as_deref().unwrap_or(""),
-                        prompt_tokens = usage.prompt_tokens,
-                        completion_tokens = usage.completion_tokens,
-                        tool_calls = completion.tool_calls.len(),
-                    );
-                    if completion.tool_calls.is_empty() {
-                        return Ok(completion.content.unwrap_or_default());
-                    }
-                    if call >= MAX_COMPLETION_CALLS {
-                        // No call is left to show the model a result: running these
-                        // tools (a refund) would only move money nobody is told about.
-                        tracing::warn!(
-                            event = "budget_exhausted",
-                            completion_calls = call,
-                            unexecuted_tool_calls = completion.tool_calls.len()
-                        );
-                        return Err(TurnError::BudgetExhausted);
-                    }
+            match next_step(self.stats.completion_calls, self.stats.attempts, result) {
+                NextStep::Reply(reply) => return Ok(reply),
+                NextStep::RunTools(completion) => {
                     self.messages.push(Message::Assistant {
                         content: completion.content,
                         tool_calls: completion.tool_calls.clone(),
                     });
-                    // In order, each answered before the next completion call.
                     for tool_call in &completion.tool_calls {
-                        let content = self.run_tool_call(tool_call).await;
+                        let content = self.run_tool_call(tool_call).await.to_json();
                         self.messages.push(Message::Tool {
                             tool_call_id: tool_call.id.clone(),
                             content,
                         });
                     }
                 }
-                Err(CompletionError::Timeout) => {
-                    self.stats.timeouts += 1;
-                    tracing::warn!(
-                        event = "completion",
-                        call,
-                        attempt = self.stats.attempts,
-                        latency_ms,
-                        outcome = "timeout"
-                    );
-                    if call >= MAX_COMPLETION_CALLS {
-                        // Budget exhaustion, not a retry: no backoff.
-                        tracing::warn!(event = "budget_exhausted", completion_calls = call);
-                        return Err(TurnError::BudgetExhausted);
-                    }
-                    if self.stats.attempts >= MAX_ATTEMPTS {
-                        return Err(TurnError::TimedOut);
-                    }
-                    tokio::time::sleep(self.backoff_unit * self.stats.attempts).await;
+                NextStep::RetryAfterBackoffs(units) => {
+                    tokio::time::sleep(self.backoff_unit * units).await;
                     self.stats.attempts += 1;
                 }
-                Err(error) => {
-                    tracing::warn!(
-                        event = "completion",
-                        call,
-                        attempt = self.stats.attempts,
-                        latency_ms,
-                        outcome = "provider_error",
-                        provider_status = error.status().unwrap_or_default(),
-                        error = %error,
-                    );
-                    return Err(TurnError::Provider(error));
+                NextStep::End(error) => {
+                    if matches!(error, TurnError::BudgetExhausted) {
+                        tracing::warn!(
+                            event = "budget_exhausted",
+                            completion_calls = self.stats.completion_calls
+                        );
+                    }
+                    return Err(error);
                 }
             }
         }
     }
 
-    /// Runs one tool call and returns the tool message's content. Nothing here
+    /// Counts the call's tokens and logs it: one `completion` line per call.
+    fn record_completion(&mut self, result: &Result<Completion, CompletionError>, latency: Duration) {
+        let (call, attempt, latency_ms) = (
+            self.stats.completion_calls,
+            self.stats.attempts,
+            latency.as_secs_f64() * 1000.0,
+        );
+        match result {
+            Ok(completion) => {
+                let usage = completion.usage.unwrap_or_default();
+                self.stats.prompt_tokens += usage.prompt_tokens;
+                self.stats.completion_tokens += usage.completion_tokens;
+                tracing::info!(
+                    event = "completion",
+                    call,
+                    attempt,
+                    latency_ms,
+                    outcome = "ok",
+                    finish_reason = completion.finish_reason.as_deref().unwrap_or(""),
+                    prompt_tokens = usage.prompt_tokens,
+                    completion_tokens = usage.completion_tokens,
+                    tool_calls = completion.tool_calls.len(),
+                );
+            }
+            Err(CompletionError::Timeout) => {
+                self.stats.timeouts += 1;
+                tracing::warn!(event = "completion", call, attempt, latency_ms, outcome = "timeout");
+            }
+            Err(error) => tracing::warn!(
+                event = "completion",
+                call,
+                attempt,
+                latency_ms,
+                outcome = "provider_error",
+                provider_status = error.status().unwrap_or_default(),
+                error = %error,
+            ),
+        }
+    }
+
+    /// Runs one tool call and returns what the model is told. Nothing here
     /// fails the request: every problem goes back to the model as `{"error"}`.
-    async fn run_tool_call(&mut self, call: &ToolCall) -> String {
+    async fn run_tool_call(&mut self, call: &ToolCall) -> ToolResult {
         if call.name != TOOL_NAME {
             self.stats.invalid_tool_calls += 1;
             tracing::warn!(event = "tool_call", tool = %call.name, validation = "unknown_tool");
-            return tool_error(format!("unknown tool {:?}: the only tool is {TOOL_NAME}", call.name));
+            return ToolResult::error(format!("unknown tool {:?}: the only tool is {TOOL_NAME}", call.name));
         }
         let arguments = match refund_tool::parse_arguments(&call.arguments) {
             Ok(arguments) => arguments,
             Err(error) => {
                 self.stats.invalid_tool_calls += 1;
                 tracing::warn!(event = "tool_call", tool = TOOL_NAME, validation = "rejected", reason = %error);
-                return tool_error(error.to_string());
+                return ToolResult::error(error.to_string());
             }
         };
         if self.refund_latch == RefundLatch::Spent {
@@ -250,68 +290,63 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
                 validation = "ok",
                 refused_second_refund = true,
                 order_id = %arguments.order_id,
-                amount_cents = arguments.amount_cents,
+                amount_cents = arguments.amount.cents(),
             );
-            return tool_error(
-                "a refund was already attempted in this request and only one refund can be made \
-                 per request; tell the customer the support team will handle any further refund"
-                    .to_owned(),
-            );
+            return ToolResult::second_refund_refused();
         }
-        // Closed before the call: from here on money may move, whatever the outcome.
+        // Closed before the attempt: from here on money may move, whatever the outcome.
         self.refund_latch = RefundLatch::Spent;
+        let RefundArguments { order_id, amount } = arguments;
         let request = RefundRequest {
-            order_id: arguments.order_id,
-            amount_cents: arguments.amount_cents,
-            user_id: self.user_id.to_owned(),
+            scope: self.context.scope.clone(),
+            request_id: self.context.request_id.clone(),
+            writer: self.context.writer.clone(),
+            order_id,
+            amount,
         };
         let started = Instant::now();
-        let result = self.payments.refund(&request).await;
-        let payments_latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        match result {
-            Ok(receipt) => {
-                tracing::info!(
-                    event = "tool_call",
-                    tool = TOOL_NAME,
-                    validation = "ok",
-                    order_id = %request.order_id,
-                    amount_cents = request.amount_cents,
-                    payments_latency_ms,
-                    payments_outcome = "receipt",
-                    refund_id = %receipt.refund_id,
-                );
-                self.stats.refund = RefundOutcome::Executed {
-                    refund_id: receipt.refund_id.clone(),
-                    amount_cents: receipt.amount_cents,
-                };
-                json!({
-                    "refund_id": receipt.refund_id,
-                    "status": receipt.status,
-                    "amount_cents": receipt.amount_cents,
-                })
-                .to_string()
-            }
-            Err(error) => {
-                tracing::warn!(
-                    event = "tool_call",
-                    tool = TOOL_NAME,
-                    validation = "ok",
-                    order_id = %request.order_id,
-                    amount_cents = request.amount_cents,
-                    payments_latency_ms,
-                    payments_outcome = error.class(),
-                    rejection_detail = error.rejection_detail().unwrap_or_default(),
-                    error = %error,
-                );
-                self.stats.refund = RefundOutcome::Failed { class: error.class() };
-                tool_error(error.for_model())
-            }
-        }
+        let outcome = self.refunds.refund(&request).await;
+        log_refund(&request, &outcome, started.elapsed());
+        let result = ToolResult::for_outcome(&outcome);
+        self.stats.refund = Some(outcome);
+        result
     }
 }
 
-fn tool_error(reason: String) -> String {
-    json!({ "error": reason }).to_string()
+/// The `tool_call` line of an attempted refund.
+fn log_refund(request: &RefundRequest, outcome: &RefundOutcome, took: Duration) {
+    let (refund_id, detail, failure) = match outcome {
+        RefundOutcome::Executed(receipt) => (receipt.refund_id.as_str(), "", ""),
+        RefundOutcome::Rejected { detail, .. } => ("", detail.as_str(), ""),
+        RefundOutcome::Unknown(error) => ("", error.detail().unwrap_or_default(), error.class()),
+        RefundOutcome::AlreadyRecorded(prior) => (
+            prior.receipt.as_ref().map(|r| r.refund_id.as_str()).unwrap_or_default(),
+            "",
+            prior.state.as_str(),
+        ),
+        RefundOutcome::PendingApproval { .. } | RefundOutcome::Unrecorded => ("", "", ""),
+    };
+    macro_rules! refund_event {
+        ($level:expr) => {
+            tracing::event!(
+                $level,
+                event = "tool_call",
+                tool = TOOL_NAME,
+                validation = "ok",
+                order_id = %request.order_id,
+                amount_cents = request.amount.cents(),
+                latency_ms = took.as_secs_f64() * 1000.0,
+                refund_outcome = outcome.name(),
+                refund_id,
+                rejection_detail = detail,
+                failure,
+            )
+        };
+    }
+    match outcome {
+        RefundOutcome::Executed(_) | RefundOutcome::PendingApproval { .. } => refund_event!(tracing::Level::INFO),
+        _ => refund_event!(tracing::Level::WARN),
+    }
 }
 
 #[cfg(test)]

@@ -1,11 +1,12 @@
 //! The CloudWatch Embedded Metric Format documents real turns produce.
 //! The recorder is process-global, so this binary holds this one test only.
 
-mod support;
+#[path = "api/helpers.rs"]
+mod helpers;
 
+use helpers::*;
 use lambda_http::http::StatusCode;
 use serde_json::Value;
-use support::*;
 
 fn flush(collector: &metrics_cloudwatch_embedded::Collector) -> Vec<Value> {
     let mut buffer = Vec::new();
@@ -28,7 +29,7 @@ fn value(documents: &[Value], metric: &str, dimension: Option<(&str, &str)>) -> 
 #[tokio::test]
 async fn turns_emit_emf_documents() {
     let collector = refund_chat::telemetry::init_metrics().unwrap();
-    let h = Harness::new(
+    let h = TestApp::new(
         vec![
             refund_call("c1", "A-1001", 1250),
             refund_call("c2", "A-1001", 1250),

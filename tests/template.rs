@@ -5,7 +5,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use refund_chat::config::{Config, DEFAULT_OPENAI_TIMEOUT, DEFAULT_PAYMENTS_TIMEOUT, DEFAULT_RETRY_BACKOFF};
+use refund_chat::config::{
+    Config, DEFAULT_IDEMPOTENCY_TTL, DEFAULT_LEDGER_TIMEOUT, DEFAULT_OPENAI_TIMEOUT, DEFAULT_PAYMENTS_TIMEOUT,
+    DEFAULT_RETRY_BACKOFF, LEDGER_OPERATIONS_PER_REQUEST,
+};
 use refund_chat::secrets::SECRET_READ_TIMEOUT;
 use refund_chat::turn::worst_case_duration;
 use serde_json::{Value, json};
@@ -39,9 +42,12 @@ fn timeouts_cover_the_worst_case_from_the_code() {
     assert_eq!(secs(&env["OPENAI_TIMEOUT_SECS"]), DEFAULT_OPENAI_TIMEOUT);
     assert_eq!(secs(&env["RETRY_BACKOFF_SECS"]), DEFAULT_RETRY_BACKOFF);
     assert_eq!(secs(&env["PAYMENTS_TIMEOUT_SECS"]), DEFAULT_PAYMENTS_TIMEOUT);
+    assert_eq!(secs(&env["LEDGER_TIMEOUT_SECS"]), DEFAULT_LEDGER_TIMEOUT);
+    assert_eq!(secs(&env["IDEMPOTENCY_TTL_HOURS"]) * 3600, DEFAULT_IDEMPOTENCY_TTL);
     let lookup = |name: &str| match name {
         "OPENAI_API_KEY_SECRET_ID" => Some("arn:aws:secretsmanager:eu-west-1:123456789012:secret:k".to_owned()),
         "PAYMENTS_BASE_URL" => Some("https://payments.internal".to_owned()),
+        "LEDGER_TABLE" => Some("refund-ledger".to_owned()),
         _ => env[name].as_str().map(str::to_owned),
     };
     let worst_case = Config::from_lookup(lookup).unwrap().worst_case();
@@ -49,8 +55,9 @@ fn timeouts_cover_the_worst_case_from_the_code() {
         worst_case,
         worst_case_duration(Duration::from_secs(20), Duration::from_secs(2), Duration::from_secs(10))
             + SECRET_READ_TIMEOUT
+            + DEFAULT_LEDGER_TIMEOUT * LEDGER_OPERATIONS_PER_REQUEST
     );
-    assert_eq!(worst_case, Duration::from_secs(112) + SECRET_READ_TIMEOUT);
+    assert_eq!(worst_case, Duration::from_secs(127));
 
     let function_timeout = secs(&function["Properties"]["Timeout"]);
     assert!(
@@ -108,18 +115,83 @@ fn the_deployment_is_the_contracts() {
     );
     assert!(template["Resources"]["RefundChatLogs"]["Properties"]["RetentionInDays"].is_object());
 
-    // Least privilege: exactly one action, on the one secret.
+    // Least privilege: one action on the one secret, and exactly the ledger
+    // operations the code makes, on the one table.
     let policies = function["Properties"]["Policies"].as_array().unwrap();
     assert_eq!(policies.len(), 1);
     let statements = policies[0]["Statement"].as_array().unwrap();
-    assert_eq!(statements.len(), 1);
-    assert_eq!(statements[0]["Effect"], "Allow");
+    assert_eq!(statements.len(), 3);
+    assert!(statements.iter().all(|s| s["Effect"] == "Allow"));
     assert_eq!(statements[0]["Action"], "secretsmanager:GetSecretValue");
     assert_eq!(statements[0]["Resource"], json!({"Ref": "OpenAiKeySecretArn"}));
     let env = &function["Properties"]["Environment"]["Variables"];
     assert_eq!(env["OPENAI_API_KEY_SECRET_ID"], json!({"Ref": "OpenAiKeySecretArn"}));
+    let table = json!({"Fn::GetAtt": ["RefundLedger", "Arn"]});
+    let mut granted: Vec<&str> = statements[1..]
+        .iter()
+        .flat_map(|statement| {
+            assert_eq!(statement["Resource"], table, "ledger actions on the ledger only");
+            match &statement["Action"] {
+                Value::String(action) => vec![action.as_str()],
+                actions => actions.as_array().unwrap().iter().filter_map(Value::as_str).collect(),
+            }
+        })
+        .collect();
+    granted.sort();
+    let mut used = refund_chat::ledger::dynamo::ACTIONS_USED.to_vec();
+    used.sort();
+    assert_eq!(granted, used, "the function's role grants exactly what the code calls");
+    let delete = statements
+        .iter()
+        .find(|s| s["Action"] == "dynamodb:DeleteItem")
+        .unwrap();
+    assert_eq!(
+        delete["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"],
+        json!(["request#*"]),
+        "only request records can be deleted: never a refund record"
+    );
+    assert!(
+        refund_chat::ledger::dynamo::request_pk(&refund_chat::refund::RefundScope::for_request("u", "r"))
+            .starts_with("request#")
+    );
+    assert_eq!(env["LEDGER_TABLE"], json!({"Ref": "RefundLedger"}));
     assert!(
         !serde_json::to_string(&template).unwrap().contains("\"*\""),
         "nothing is granted on *"
     );
+}
+
+#[test]
+fn the_ledger_table_keeps_every_record() {
+    let template = template();
+    let table = &template["Resources"]["RefundLedger"];
+    assert_eq!(table["Type"], "AWS::DynamoDB::Table");
+    assert_eq!(table["DeletionPolicy"], "Retain");
+    assert_eq!(table["UpdateReplacePolicy"], "Retain");
+    let properties = &table["Properties"];
+    assert_eq!(properties["BillingMode"], "PAY_PER_REQUEST");
+    assert_eq!(properties["DeletionProtectionEnabled"], true);
+    assert_eq!(
+        properties["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"],
+        true
+    );
+    assert_eq!(
+        properties["TimeToLiveSpecification"],
+        json!({"AttributeName": "expires_at", "Enabled": true}),
+        "TTL on the attribute only request records carry"
+    );
+    assert_eq!(
+        properties["KeySchema"],
+        json!([{"AttributeName": "pk", "KeyType": "HASH"}])
+    );
+}
+
+#[test]
+fn a_browser_widget_may_send_the_key_and_the_token() {
+    let template = template();
+    let cors = &template["Resources"]["RefundChatApi"]["Properties"]["Cors"];
+    let allowed = cors["AllowHeaders"].as_str().unwrap().to_lowercase();
+    for header in ["content-type", "idempotency-key", "authorization"] {
+        assert!(allowed.contains(header), "{header} is not allowed by the preflight");
+    }
 }

@@ -5,8 +5,10 @@
 //!   a refund ledger persisted to a file;
 //! - [`local_model`]: a deterministic OpenAI-compatible Chat Completions server
 //!   that behaves like a reasonable refund agent, plus phrases that make it
-//!   misbehave on purpose.
+//!   misbehave on purpose;
+//! - [`completions`]: OpenAI completion bodies, for every stand-in that answers like OpenAI.
 
+pub mod completions;
 pub mod local_model;
 pub mod order_text;
 pub mod payments_sandbox;

@@ -19,6 +19,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
 
+use crate::completions::{self, text};
 use crate::order_text::{find_amount_cents, find_order_id};
 use crate::payments_sandbox::money;
 
@@ -169,36 +170,15 @@ fn summarise_tool_results(messages: &[Value]) -> String {
     sentences.join(" ")
 }
 
-fn message_completion(message: Value) -> Value {
-    let finish_reason = if message.get("tool_calls").is_some() {
-        "tool_calls"
-    } else {
-        "stop"
-    };
-    json!({
-        "id": "chatcmpl-local",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "gpt-4o-mini-2024-07-18",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
-    })
-}
-
-fn text(reply: &str) -> Value {
-    message_completion(json!({"role": "assistant", "content": reply}))
-}
-
 fn tool_calls(round: usize, calls: &[(&str, Value)]) -> Value {
-    let calls: Vec<Value> = calls
+    let ids: Vec<String> = (0..calls.len()).map(|i| format!("call_{round}_{i}")).collect();
+    let arguments: Vec<String> = calls.iter().map(|(_, arguments)| arguments.to_string()).collect();
+    let calls: Vec<(&str, &str, &str)> = calls
         .iter()
         .enumerate()
-        .map(|(i, (name, arguments))| {
-            json!({"id": format!("call_{round}_{i}"), "type": "function",
-                   "function": {"name": name, "arguments": arguments.to_string()}})
-        })
+        .map(|(i, (name, _))| (ids[i].as_str(), *name, arguments[i].as_str()))
         .collect();
-    message_completion(json!({"role": "assistant", "content": null, "tool_calls": calls}))
+    completions::tool_calls(&calls)
 }
 
 async fn complete(State(model): State<LocalModel>, Json(request): Json<Value>) -> Response {

@@ -2,115 +2,45 @@
 //! are the contract's real ones (20 s calls, 2 s backoff), asserted exactly,
 //! and the tests still finish at once.
 
-use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::*;
-use crate::chat::{Completion, CompletionError, Message, ToolCall};
-use crate::refund::{Receipt, RefundError, RefundRequest};
+use crate::chat::{CompletionError, Message};
+use crate::doubles::{RecordingPayments, ScriptedModel, Step};
+use crate::money::AmountCents;
+use crate::refund::{Receipt, RefundError, RefundOutcome, RefundRequest, RefundScope};
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 const BACKOFF: Duration = Duration::from_secs(2);
 
-enum Step {
-    Reply(Completion),
-    Timeout,
-    Status(u16),
-}
-
-/// Plays a script of completion results and records what each call was sent, and when.
-struct ScriptedModel {
-    steps: Mutex<VecDeque<Step>>,
-    calls: Mutex<Vec<(Instant, Vec<Message>)>>,
-}
-
-impl ScriptedModel {
-    fn new(steps: Vec<Step>) -> Self {
-        ScriptedModel {
-            steps: Mutex::new(steps.into()),
-            calls: Mutex::new(Vec::new()),
-        }
-    }
-    fn calls(&self) -> Vec<(Instant, Vec<Message>)> {
-        self.calls.lock().unwrap().clone()
-    }
-}
-
-impl ChatModel for ScriptedModel {
-    async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
-        self.calls.lock().unwrap().push((Instant::now(), messages.to_vec()));
-        let step = self
-            .steps
-            .lock()
-            .unwrap()
-            .pop_front()
-            .expect("the model was called more often than scripted");
-        match step {
-            Step::Reply(completion) => Ok(completion),
-            Step::Timeout => {
-                tokio::time::sleep(CALL_TIMEOUT).await;
-                Err(CompletionError::Timeout)
-            }
-            Step::Status(status) => Err(CompletionError::Status { status }),
-        }
-    }
-}
-
-/// Answers every refund with the same result and records each request.
-struct RecordingPayments {
-    result: Result<Receipt, RefundError>,
-    requests: Mutex<Vec<RefundRequest>>,
-}
-
-impl RecordingPayments {
-    fn answering(result: Result<Receipt, RefundError>) -> Self {
-        RecordingPayments {
-            result,
-            requests: Mutex::new(Vec::new()),
-        }
-    }
-    fn requests(&self) -> Vec<RefundRequest> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-impl RefundGateway for RecordingPayments {
-    async fn refund(&self, request: &RefundRequest) -> Result<Receipt, RefundError> {
-        self.requests.lock().unwrap().push(request.clone());
-        self.result.clone()
-    }
-}
-
-fn receipt() -> Receipt {
-    Receipt {
+fn receipt() -> RefundOutcome {
+    RefundOutcome::Executed(Receipt {
         refund_id: "rf_1".into(),
         status: "succeeded".into(),
-        amount_cents: 1250,
-    }
+        amount_cents: AmountCents::new(1250),
+    })
 }
 
 fn text(reply: &str) -> Step {
-    Step::Reply(Completion {
-        content: Some(reply.into()),
-        ..Completion::default()
-    })
+    Step::text(reply)
 }
 
 fn tools(calls: &[(&str, &str, &str)]) -> Step {
-    Step::Reply(Completion {
-        tool_calls: calls
-            .iter()
-            .map(|(id, name, arguments)| ToolCall {
-                id: (*id).into(),
-                name: (*name).into(),
-                arguments: (*arguments).into(),
-            })
-            .collect(),
-        ..Completion::default()
-    })
+    Step::tools(calls)
+}
+
+fn timeout() -> Step {
+    Step::Timeout(CALL_TIMEOUT)
+}
+
+fn context() -> TurnContext {
+    TurnContext {
+        scope: RefundScope::for_request("user-7", "req-1"),
+        request_id: "req-1".into(),
+        writer: "req-1/w".into(),
+    }
 }
 
 const REFUND_ARGS: &str = r#"{"order_id":"A-1","amount_cents":1250}"#;
@@ -119,7 +49,8 @@ async fn run(
     model: &ScriptedModel,
     payments: &RecordingPayments,
 ) -> (Result<String, TurnError>, TurnStats, Vec<Message>) {
-    let mut turn = Turn::new(model, payments, BACKOFF, "user-7", "refund A-1, 12.50");
+    let message = CustomerMessage::new("refund A-1, 12.50");
+    let mut turn = Turn::new(model, payments, BACKOFF, context(), &message);
     let result = turn.run().await;
     (result, turn.stats().clone(), turn.messages().to_vec())
 }
@@ -137,7 +68,7 @@ fn tool_contents(messages: &[Message]) -> Vec<String> {
 #[tokio::test(start_paused = true)]
 async fn a_refund_runs_once_with_the_requests_user_id() {
     let model = ScriptedModel::new(vec![tools(&[("c1", TOOL_NAME, REFUND_ARGS)]), text("Done.")]);
-    let payments = RecordingPayments::answering(Ok(receipt()));
+    let payments = RecordingPayments::answering(receipt());
 
     let (result, stats, messages) = run(&model, &payments).await;
 
@@ -145,19 +76,15 @@ async fn a_refund_runs_once_with_the_requests_user_id() {
     assert_eq!(
         payments.requests(),
         vec![RefundRequest {
+            scope: RefundScope::for_request("user-7", "req-1"),
+            request_id: "req-1".into(),
+            writer: "req-1/w".into(),
             order_id: "A-1".into(),
-            amount_cents: 1250,
-            user_id: "user-7".into()
+            amount: AmountCents::new(1250),
         }]
     );
     assert_eq!(stats.completion_calls, 2);
-    assert_eq!(
-        stats.refund,
-        RefundOutcome::Executed {
-            refund_id: "rf_1".into(),
-            amount_cents: 1250
-        }
-    );
+    assert_eq!(stats.refund, Some(receipt()));
     let receipt_json: serde_json::Value = serde_json::from_str(&tool_contents(&messages)[0]).unwrap();
     assert_eq!(
         receipt_json,
@@ -167,8 +94,8 @@ async fn a_refund_runs_once_with_the_requests_user_id() {
 
 #[tokio::test(start_paused = true)]
 async fn a_timeout_is_retried_after_the_backoff_with_the_same_history() {
-    let model = ScriptedModel::new(vec![Step::Timeout, text("Hello.")]);
-    let payments = RecordingPayments::answering(Ok(receipt()));
+    let model = ScriptedModel::new(vec![timeout(), text("Hello.")]);
+    let payments = RecordingPayments::answering(receipt());
     let start = Instant::now();
 
     let (result, stats, _) = run(&model, &payments).await;
@@ -192,11 +119,11 @@ async fn a_timeout_is_retried_after_the_backoff_with_the_same_history() {
 async fn a_retry_after_a_refund_resumes_the_turn_without_refunding_again() {
     let model = ScriptedModel::new(vec![
         tools(&[("c1", TOOL_NAME, REFUND_ARGS)]),
-        Step::Timeout,
+        timeout(),
         tools(&[("c2", TOOL_NAME, REFUND_ARGS)]),
         text("Refunded once."),
     ]);
-    let payments = RecordingPayments::answering(Ok(receipt()));
+    let payments = RecordingPayments::answering(receipt());
 
     let (result, stats, messages) = run(&model, &payments).await;
 
@@ -219,8 +146,8 @@ async fn a_retry_after_a_refund_resumes_the_turn_without_refunding_again() {
 
 #[tokio::test(start_paused = true)]
 async fn two_timeouts_end_the_turn_as_timed_out() {
-    let model = ScriptedModel::new(vec![Step::Timeout, Step::Timeout]);
-    let payments = RecordingPayments::answering(Ok(receipt()));
+    let model = ScriptedModel::new(vec![timeout(), timeout()]);
+    let payments = RecordingPayments::answering(receipt());
     let start = Instant::now();
 
     let (result, stats, _) = run(&model, &payments).await;
@@ -236,9 +163,9 @@ async fn a_timeout_on_the_fifth_call_exhausts_the_budget_without_backoff() {
     let mut steps: Vec<Step> = (0..4)
         .map(|i| tools(&[(["c1", "c2", "c3", "c4"][i], TOOL_NAME, invalid)]))
         .collect();
-    steps.push(Step::Timeout);
+    steps.push(timeout());
     let model = ScriptedModel::new(steps);
-    let payments = RecordingPayments::answering(Ok(receipt()));
+    let payments = RecordingPayments::answering(receipt());
     let start = Instant::now();
 
     let (result, stats, _) = run(&model, &payments).await;
@@ -255,10 +182,10 @@ async fn timeouts_on_the_fourth_and_fifth_calls_exhaust_the_budget() {
         tools(&[("c1", TOOL_NAME, invalid)]),
         tools(&[("c2", TOOL_NAME, invalid)]),
         tools(&[("c3", TOOL_NAME, invalid)]),
-        Step::Timeout,
-        Step::Timeout,
+        timeout(),
+        timeout(),
     ]);
-    let payments = RecordingPayments::answering(Ok(receipt()));
+    let payments = RecordingPayments::answering(receipt());
     let start = Instant::now();
 
     let (result, stats, _) = run(&model, &payments).await;
@@ -272,7 +199,7 @@ async fn timeouts_on_the_fourth_and_fifth_calls_exhaust_the_budget() {
 async fn a_model_that_keeps_asking_for_tools_stops_after_five_calls() {
     let steps = (0..5).map(|_| tools(&[("c", "lookup_order", "{}")])).collect();
     let model = ScriptedModel::new(steps);
-    let payments = RecordingPayments::answering(Ok(receipt()));
+    let payments = RecordingPayments::answering(receipt());
 
     let (result, stats, _) = run(&model, &payments).await;
 
@@ -287,7 +214,7 @@ async fn tool_calls_of_the_fifth_call_are_not_executed() {
     let mut steps: Vec<Step> = (0..4).map(|_| tools(&[("c", TOOL_NAME, invalid)])).collect();
     steps.push(tools(&[("c5", TOOL_NAME, REFUND_ARGS)]));
     let model = ScriptedModel::new(steps);
-    let payments = RecordingPayments::answering(Ok(receipt()));
+    let payments = RecordingPayments::answering(receipt());
 
     let (result, stats, _) = run(&model, &payments).await;
 
@@ -296,13 +223,13 @@ async fn tool_calls_of_the_fifth_call_are_not_executed() {
         payments.requests().is_empty(),
         "a refund nobody would be told about must not run"
     );
-    assert_eq!(stats.refund, RefundOutcome::NotAttempted);
+    assert_eq!(stats.refund, None);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_provider_error_is_not_retried() {
     let model = ScriptedModel::new(vec![Step::Status(503)]);
-    let payments = RecordingPayments::answering(Ok(receipt()));
+    let payments = RecordingPayments::answering(receipt());
 
     let (result, stats, _) = run(&model, &payments).await;
 
@@ -323,13 +250,13 @@ async fn a_failed_refund_attempt_still_spends_the_latch() {
         tools(&[("c2", TOOL_NAME, r#"{"order_id":"A-2","amount_cents":100}"#)]),
         text("Sorry."),
     ]);
-    let payments = RecordingPayments::answering(Err(RefundError::Timeout));
+    let payments = RecordingPayments::answering(RefundOutcome::Unknown(RefundError::Timeout));
 
     let (result, stats, messages) = run(&model, &payments).await;
 
     assert_eq!(result.unwrap(), "Sorry.");
     assert_eq!(payments.requests().len(), 1);
-    assert_eq!(stats.refund, RefundOutcome::Failed { class: "timeout" });
+    assert_eq!(stats.refund, Some(RefundOutcome::Unknown(RefundError::Timeout)));
     let contents = tool_contents(&messages);
     assert!(contents[0].contains("may or may not have been made"), "{}", contents[0]);
     assert!(contents[1].contains("already attempted"), "{}", contents[1]);
@@ -344,7 +271,7 @@ async fn invalid_calls_do_not_spend_the_latch() {
         ]),
         text("Done."),
     ]);
-    let payments = RecordingPayments::answering(Ok(receipt()));
+    let payments = RecordingPayments::answering(receipt());
 
     let (result, stats, messages) = run(&model, &payments).await;
 
@@ -360,4 +287,89 @@ async fn invalid_calls_do_not_spend_the_latch() {
 fn worst_case_is_the_contracts_112_seconds() {
     let worst = worst_case_duration(CALL_TIMEOUT, BACKOFF, Duration::from_secs(10));
     assert_eq!(worst, Duration::from_secs(112));
+}
+
+#[tokio::test(start_paused = true)]
+async fn outcomes_that_moved_no_money_still_spend_the_latch_and_tell_the_model() {
+    let prior = crate::refund::PriorRefund {
+        state: crate::refund::RefundState::Executed,
+        order_id: "A-1".into(),
+        amount: AmountCents::new(1250),
+        receipt: Some(Receipt {
+            refund_id: "rf_0".into(),
+            status: "succeeded".into(),
+            amount_cents: AmountCents::new(1250),
+        }),
+    };
+    let cases = [
+        (RefundOutcome::AlreadyRecorded(prior), r#""already_refunded":true"#),
+        (
+            RefundOutcome::PendingApproval {
+                approval_id: "ap-1".into(),
+                reasons: vec!["amount_above_limit".into()],
+            },
+            r#"{"status":"pending_approval","approval_id":"ap-1","reasons":["amount_above_limit"]}"#,
+        ),
+        (RefundOutcome::Unrecorded, "refunds cannot be made right now"),
+        (
+            RefundOutcome::Rejected {
+                status: 409,
+                detail: "fully refunded".into(),
+            },
+            "rejected the refund: fully refunded",
+        ),
+    ];
+    for (outcome, told) in cases {
+        let model = ScriptedModel::new(vec![
+            tools(&[("c1", TOOL_NAME, REFUND_ARGS)]),
+            tools(&[("c2", TOOL_NAME, REFUND_ARGS)]),
+            text("Done."),
+        ]);
+        let payments = RecordingPayments::answering(outcome.clone());
+
+        let (result, stats, messages) = run(&model, &payments).await;
+
+        assert_eq!(result.unwrap(), "Done.");
+        assert_eq!(payments.requests().len(), 1, "{outcome:?}");
+        let contents = tool_contents(&messages);
+        assert!(contents[0].contains(told), "{outcome:?}: {}", contents[0]);
+        assert!(contents[1].contains("already attempted"), "{outcome:?}");
+        assert_eq!(stats.refund, Some(outcome));
+    }
+}
+
+#[test]
+fn next_step_is_the_contracts_rules() {
+    let tool_call = || {
+        Ok(crate::chat::Completion {
+            tool_calls: vec![crate::chat::ToolCall {
+                id: "c".into(),
+                name: TOOL_NAME.into(),
+                arguments: "{}".into(),
+            }],
+            ..Default::default()
+        })
+    };
+    assert!(matches!(next_step(1, 1, tool_call()), NextStep::RunTools(_)));
+    assert!(matches!(
+        next_step(5, 1, tool_call()),
+        NextStep::End(TurnError::BudgetExhausted)
+    ));
+    assert!(matches!(
+        next_step(1, 1, Err(CompletionError::Timeout)),
+        NextStep::RetryAfterBackoffs(1)
+    ));
+    assert!(matches!(
+        next_step(2, 2, Err(CompletionError::Timeout)),
+        NextStep::End(TurnError::TimedOut)
+    ));
+    assert!(matches!(
+        next_step(5, 1, Err(CompletionError::Timeout)),
+        NextStep::End(TurnError::BudgetExhausted)
+    ));
+    assert!(matches!(
+        next_step(1, 1, Err(CompletionError::Status { status: 429 })),
+        NextStep::End(TurnError::Provider(_))
+    ));
+    assert!(matches!(next_step(5, 2, Ok(Default::default())), NextStep::Reply(reply) if reply.is_empty()));
 }

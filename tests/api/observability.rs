@@ -2,8 +2,6 @@
 //! the Lambda request id, the trace tells the turn's story, and neither the
 //! API key, an Authorization header nor the customer's message ever appears.
 
-mod support;
-
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -11,9 +9,10 @@ use lambda_http::http::StatusCode;
 use lambda_http::lambda_runtime::Context;
 use lambda_http::lambda_runtime::layers::trace::request_span;
 use serde_json::{Value, json};
-use support::*;
 use tracing::Instrument;
 use wiremock::ResponseTemplate;
+
+use crate::helpers::*;
 
 /// A message whose every word would be easy to spot in a log.
 const CUSTOMER_MESSAGE: &str = "Zanzibar-quokka says: my mug from order A-1001 arrived broken, refund 12.50 please";
@@ -45,7 +44,7 @@ impl Captured {
 
 /// Runs one request through the handler inside the runtime's own request span
 /// (as `lambda_runtime` does), with every log line captured at TRACE.
-async fn logged_turn(h: &Harness, message: &str) -> (Answer, Captured) {
+async fn logged_turn(h: &TestApp, message: &str) -> (Answer, Captured) {
     let captured = Captured::default();
     let writer = captured.clone();
     let _guard = tracing::subscriber::set_default(refund_chat::logging::subscriber("trace", move || writer.clone()));
@@ -79,7 +78,7 @@ fn assert_redacted(captured: &Captured) {
 
 #[tokio::test]
 async fn a_refund_turn_is_traced_without_secrets_or_the_message() {
-    let h = Harness::new(
+    let h = TestApp::new(
         vec![refund_call("call_1", "A-1001", 1250), text("Refunded.")],
         receipt(),
     )
@@ -117,9 +116,9 @@ async fn a_refund_turn_is_traced_without_secrets_or_the_message() {
     assert_eq!(tools[0]["validation"], "ok");
     assert_eq!(tools[0]["order_id"], "A-1001");
     assert_eq!(tools[0]["amount_cents"], 1250);
-    assert_eq!(tools[0]["payments_outcome"], "receipt");
+    assert_eq!(tools[0]["refund_outcome"], "executed");
     assert_eq!(tools[0]["refund_id"], "rf_42");
-    assert!(tools[0]["payments_latency_ms"].as_f64().is_some());
+    assert!(tools[0]["latency_ms"].as_f64().is_some());
 
     let summary = events(&lines, "summary");
     assert_eq!(summary.len(), 1);
@@ -130,6 +129,9 @@ async fn a_refund_turn_is_traced_without_secrets_or_the_message() {
     assert_eq!(summary["attempts"], 1);
     assert_eq!(summary["refund_outcome"], "executed");
     assert_eq!(summary["refund_id"], "rf_42");
+    assert_eq!(summary["receipt_status"], "succeeded");
+    assert_eq!(summary["idempotency"], "none");
+    assert_eq!(summary["replayed"], false);
     assert_eq!(summary["total_tokens"], 270);
     let expected_cost = (240.0 * 0.15 + 30.0 * 0.60) / 1_000_000.0;
     assert!(
@@ -142,7 +144,7 @@ async fn a_refund_turn_is_traced_without_secrets_or_the_message() {
 #[tokio::test]
 async fn failures_are_traced_with_their_class() {
     let rejection = ResponseTemplate::new(409).set_body_json(json!({"detail": "order A-1001 was refunded in full"}));
-    let h = Harness::new(
+    let h = TestApp::new(
         vec![
             tool_calls(&[("c0", "issue_refund", r#"{"order_id":"A-1001"}"#)]),
             refund_call("c1", "A-1001", 1250),
@@ -161,7 +163,7 @@ async fn failures_are_traced_with_their_class() {
     let lines = captured.lines();
     let tools = events(&lines, "tool_call");
     assert_eq!(tools[0]["validation"], "rejected");
-    assert_eq!(tools[1]["payments_outcome"], "rejected");
+    assert_eq!(tools[1]["refund_outcome"], "rejected");
     assert_eq!(tools[1]["rejection_detail"], "order A-1001 was refunded in full");
     assert_eq!(tools[2]["refused_second_refund"], true);
     let completions = events(&lines, "completion");
@@ -170,7 +172,7 @@ async fn failures_are_traced_with_their_class() {
     assert_eq!(completions[4]["provider_status"], 500);
     let summary = events(&lines, "summary")[0];
     assert_eq!(summary["status"], 502);
-    assert_eq!(summary["refund_outcome"], "failed");
+    assert_eq!(summary["refund_outcome"], "rejected");
     assert_eq!(summary["refund_failure"], "rejected");
     assert_eq!(summary["second_refunds_refused"], 1);
     assert_eq!(summary["timeouts"], 1);

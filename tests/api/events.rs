@@ -2,16 +2,14 @@
 //! project's own local model and payments sandbox: the status and the number
 //! of refunds must be the ones `events/README.md` states.
 
-mod support;
-
 use std::path::Path;
 use std::time::Duration;
 
-use refund_chat::api::App;
 use refund_chat::secrets::FixedKey;
 use refund_chat_local::local_model::LocalModel;
 use refund_chat_local::payments_sandbox::Sandbox;
-use support::*;
+
+use crate::helpers::*;
 
 struct Expectation {
     file: String,
@@ -42,8 +40,10 @@ async fn every_event_file_produces_its_stated_status() {
     let model = refund_chat_local::spawn(0, LocalModel::new(Some(Duration::from_secs(2))).router())
         .await
         .unwrap();
-    let config = config(&format!("http://{model}/v1"), &format!("http://{payments}"));
-    let app = App::new(config, FixedKey::new(API_KEY)).unwrap();
+    let aws = aws_at(&moto().endpoint).await;
+    let table = new_table(&aws).await;
+    let config = config(&format!("http://{model}/v1"), &format!("http://{payments}"), &table);
+    let app = refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap();
 
     let expectations = expectations();
     let mut files: Vec<String> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("events"))
@@ -61,7 +61,9 @@ async fn every_event_file_produces_its_stated_status() {
 
     for expected in expectations {
         let before = sandbox.ledger().len();
-        let answer = send_with(&app, load_event(&expected.file)).await;
+        // Each event is its own invocation; a replay is a second invocation with the same key.
+        let request_id = format!("req-{}", expected.file);
+        let answer = send_as(&app, load_event(&expected.file), &request_id, 0).await;
         assert_eq!(
             answer.status.as_u16(),
             expected.status,
@@ -75,7 +77,7 @@ async fn every_event_file_produces_its_stated_status() {
             "{}: refunds made",
             expected.file
         );
-        assert_eq!(answer.headers["x-request-id"], REQUEST_ID, "{}", expected.file);
+        assert_eq!(answer.headers["x-request-id"], request_id.as_str(), "{}", expected.file);
         assert_eq!(answer.headers["content-type"], "application/json", "{}", expected.file);
     }
 }

@@ -1,0 +1,160 @@
+//! In-memory stand-ins for the turn's two ports, shared by the turn's
+//! paused-clock tests and the criterion benchmark. Not used by the function.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall, Usage};
+use crate::refund::{RefundGateway, RefundOutcome, RefundRequest};
+
+/// One completion call's result.
+#[derive(Debug, Clone)]
+pub enum Step {
+    Reply(Completion),
+    /// Sleeps (on tokio's clock) for the given time, then times out.
+    Timeout(Duration),
+    Status(u16),
+}
+
+impl Step {
+    pub fn text(reply: &str) -> Step {
+        Step::Reply(Completion {
+            content: Some(reply.into()),
+            usage: Some(Usage {
+                prompt_tokens: 120,
+                completion_tokens: 15,
+            }),
+            ..Completion::default()
+        })
+    }
+
+    /// An assistant message asking for tools: `(id, name, arguments text)`.
+    pub fn tools(calls: &[(&str, &str, &str)]) -> Step {
+        Step::Reply(Completion {
+            tool_calls: calls
+                .iter()
+                .map(|(id, name, arguments)| ToolCall {
+                    id: (*id).into(),
+                    name: (*name).into(),
+                    arguments: (*arguments).into(),
+                })
+                .collect(),
+            finish_reason: Some("tool_calls".into()),
+            usage: Some(Usage {
+                prompt_tokens: 120,
+                completion_tokens: 15,
+            }),
+            ..Completion::default()
+        })
+    }
+}
+
+enum Script {
+    /// Steps in call order; a call past the end is a test failure.
+    Sequence(Mutex<VecDeque<Step>>),
+    /// The step for the round the history is in (how many assistant messages
+    /// it holds): the same script for every turn, however many are run.
+    ByRound(Vec<Step>),
+}
+
+/// A model that plays a script and records what each call was sent, and when.
+pub struct ScriptedModel {
+    script: Script,
+    calls: Mutex<Vec<(Instant, Vec<Message>)>>,
+    record: bool,
+}
+
+impl ScriptedModel {
+    pub fn new(steps: Vec<Step>) -> Self {
+        ScriptedModel {
+            script: Script::Sequence(Mutex::new(steps.into())),
+            calls: Mutex::default(),
+            record: true,
+        }
+    }
+
+    /// For benchmarks: answers by round and records nothing.
+    pub fn by_round(steps: Vec<Step>) -> Self {
+        ScriptedModel {
+            script: Script::ByRound(steps),
+            calls: Mutex::default(),
+            record: false,
+        }
+    }
+
+    pub fn calls(&self) -> Vec<(Instant, Vec<Message>)> {
+        self.calls.lock().map(|calls| calls.clone()).unwrap_or_default()
+    }
+}
+
+impl ChatModel for ScriptedModel {
+    async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
+        if self.record
+            && let Ok(mut calls) = self.calls.lock()
+        {
+            calls.push((Instant::now(), messages.to_vec()));
+        }
+        let step = match &self.script {
+            Script::Sequence(steps) => steps.lock().ok().and_then(|mut steps| steps.pop_front()),
+            Script::ByRound(steps) => {
+                let round = messages
+                    .iter()
+                    .filter(|m| matches!(m, Message::Assistant { .. }))
+                    .count();
+                steps.get(round).cloned()
+            }
+        };
+        match step {
+            Some(Step::Reply(completion)) => Ok(completion),
+            Some(Step::Timeout(after)) => {
+                tokio::time::sleep(after).await;
+                Err(CompletionError::Timeout)
+            }
+            Some(Step::Status(status)) => Err(CompletionError::Status { status }),
+            None => Err(CompletionError::Unusable("the scripted model ran out of steps".into())),
+        }
+    }
+}
+
+/// Answers every refund with the same outcome and records each request.
+pub struct RecordingPayments {
+    outcome: RefundOutcome,
+    requests: Mutex<Vec<RefundRequest>>,
+    record: bool,
+}
+
+impl RecordingPayments {
+    pub fn answering(outcome: RefundOutcome) -> Self {
+        RecordingPayments {
+            outcome,
+            requests: Mutex::default(),
+            record: true,
+        }
+    }
+
+    /// For benchmarks: records nothing.
+    pub fn silent(outcome: RefundOutcome) -> Self {
+        RecordingPayments {
+            record: false,
+            ..RecordingPayments::answering(outcome)
+        }
+    }
+
+    pub fn requests(&self) -> Vec<RefundRequest> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+impl RefundGateway for RecordingPayments {
+    async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
+        if self.record
+            && let Ok(mut requests) = self.requests.lock()
+        {
+            requests.push(request.clone());
+        }
+        self.outcome.clone()
+    }
+}

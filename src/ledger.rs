@@ -1,0 +1,136 @@
+//! The refund ledger (contract 6): the system of record for refund
+//! decisions, written before any money moves.
+//!
+//! Two kinds of record live in it:
+//! - **refund records**, one per [`RefundScope`], written on the condition
+//!   that none exists *before* payments is called, then moved to the
+//!   outcome. Never deleted, never overwritten, no expiry: a record already
+//!   there is the durable form of the turn's refund latch;
+//! - **request records**, one per customer and `Idempotency-Key`: a lease
+//!   while the first request runs, then its answer for replays, until they
+//!   expire.
+//!
+//! Every write is conditional, so every write is safe to retry: a retried
+//! write that had already landed fails its condition, and the item it finds
+//! carries the writer's own mark ([`crate::api::Invocation::writer`]),
+//! which is how it knows it was its own. The DynamoDB adapter is
+//! [`dynamo::DynamoLedger`].
+
+pub mod dynamo;
+
+use std::future::Future;
+
+use crate::refund::{PriorRefund, RefundOutcome, RefundRequest, RefundScope};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LedgerError {
+    #[error("the ledger did not answer within LEDGER_TIMEOUT_SECS")]
+    Timeout,
+    #[error("the ledger could not be reached: {0}")]
+    Unavailable(String),
+    /// A conditional write found the record in a state it did not expect
+    /// (another writer got there first).
+    #[error("the ledger record changed under us: {0}")]
+    Conflict(String),
+    #[error("the ledger holds a record that cannot be read: {0}")]
+    Malformed(String),
+}
+
+/// What writing a refund record found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefundClaim {
+    /// The record is written, state `executing`: payments may be called.
+    Recorded,
+    /// The scope already had a record: payments must not be called.
+    Existing(PriorRefund),
+}
+
+/// One request's hold on its `Idempotency-Key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestLease {
+    /// The customer and key (a scope, since the key's scope is the request's).
+    pub scope: RefundScope,
+    pub request_id: String,
+    pub writer: String,
+    /// Hex SHA-256 of the request body.
+    pub body_sha256: String,
+    /// Epoch ms: the invocation's deadline.
+    pub lease_until_ms: u64,
+    /// Epoch seconds: DynamoDB's TTL attribute.
+    pub expires_at_s: u64,
+}
+
+/// A request record as found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredRequest {
+    pub body_sha256: String,
+    pub writer: String,
+    pub lease_until_ms: u64,
+    pub expires_at_s: u64,
+    /// Set once the first request completed.
+    pub response: Option<StoredResponse>,
+}
+
+/// An answer kept for replays: status and body exactly as first sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredResponse {
+    pub status: u16,
+    pub body: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestClaim {
+    /// The record is written: this request holds the key.
+    Claimed,
+    /// A live record for the key exists (expired ones count as absent).
+    Existing(StoredRequest),
+}
+
+/// The ledger as the function uses it. Every operation is bounded by
+/// `LEDGER_TIMEOUT_SECS` in the adapter.
+pub trait Ledger: Send + Sync {
+    /// Writes the scope's refund record, state `executing`, unless one exists.
+    fn record_refund(
+        &self,
+        request: &RefundRequest,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<RefundClaim, LedgerError>> + Send;
+
+    /// Moves this writer's `executing` record to the payments outcome.
+    fn record_outcome(
+        &self,
+        request: &RefundRequest,
+        outcome: &RefundOutcome,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<(), LedgerError>> + Send;
+
+    /// Whether the scope has a refund record (a strongly consistent read).
+    fn refund_exists(&self, scope: &RefundScope) -> impl Future<Output = Result<bool, LedgerError>> + Send;
+
+    /// Writes the key's request record, unless a live one exists.
+    fn claim_request(
+        &self,
+        lease: &RequestLease,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<RequestClaim, LedgerError>> + Send;
+
+    /// Takes over a record whose lease ended without an answer, if it is
+    /// still `previous_writer`'s: true when this lease now holds it.
+    fn take_over_request(
+        &self,
+        lease: &RequestLease,
+        previous_writer: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
+
+    /// Stores the answer for replays.
+    fn complete_request(
+        &self,
+        lease: &RequestLease,
+        response: &StoredResponse,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<(), LedgerError>> + Send;
+
+    /// Gives the key back (no refund record, no answer worth replaying).
+    fn release_request(&self, lease: &RequestLease) -> impl Future<Output = Result<(), LedgerError>> + Send;
+}

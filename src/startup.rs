@@ -1,0 +1,58 @@
+//! Where every port is wired, once (in the manner of zero2prod's
+//! `Application::build`): the shared HTTP client, the payments adapter, the
+//! ledger, "record, then pay" around payments, and the key source. `main`
+//! calls [`build`]; tests call [`wire`] with a key source and an AWS
+//! configuration of their own (moto on 127.0.0.1).
+
+use aws_config::SdkConfig;
+use aws_config::timeout::TimeoutConfig;
+
+use crate::api::{App, Ports};
+use crate::config::Config;
+use crate::http_client::money_path_client;
+use crate::ledger::dynamo::DynamoLedger;
+use crate::payments::HttpPayments;
+use crate::recorded_refunds::RecordedRefunds;
+use crate::secrets::{SECRET_READ_TIMEOUT, SecretsManagerKey};
+
+/// The function as deployed.
+pub type FunctionApp<K = SecretsManagerKey> = App<K, RecordedRefunds<DynamoLedger, HttpPayments>, DynamoLedger>;
+
+/// The AWS configuration from the standard chain. Loading it makes no
+/// network call; the secret read's bound is the default operation timeout,
+/// and the ledger sets its own.
+pub async fn aws_config() -> SdkConfig {
+    aws_config::from_env()
+        .timeout_config(TimeoutConfig::builder().operation_timeout(SECRET_READ_TIMEOUT).build())
+        .load()
+        .await
+}
+
+pub async fn build(config: Config) -> reqwest::Result<FunctionApp> {
+    let aws = aws_config().await;
+    let key_source = SecretsManagerKey::new(
+        aws_sdk_secretsmanager::Client::new(&aws),
+        config.openai_key_secret_id.clone(),
+    );
+    wire(config, &aws, key_source)
+}
+
+/// Every port but the key source, from `config` and `aws`.
+pub fn wire<K>(config: Config, aws: &SdkConfig, key_source: K) -> reqwest::Result<FunctionApp<K>>
+where
+    K: crate::secrets::ApiKeySource,
+{
+    let http = money_path_client()?;
+    let ledger = DynamoLedger::from_sdk_config(aws, &config.ledger_table, config.ledger_timeout);
+    let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
+    let refunds = RecordedRefunds::new(ledger.clone(), payments);
+    Ok(App::new(
+        config,
+        Ports {
+            key_source,
+            refunds,
+            ledger,
+            http,
+        },
+    ))
+}

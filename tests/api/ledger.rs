@@ -1,0 +1,242 @@
+//! The refund ledger (contract 6.1, 6.2): the record is written before money
+//! moves, a record already there stops the payments call, and a ledger that
+//! cannot be reached or does not answer stops it too, within its timeout.
+
+use std::time::{Duration, Instant};
+
+use lambda_http::http::StatusCode;
+use refund_chat::ledger::dynamo::DynamoLedger;
+use refund_chat::ledger::{Ledger, LedgerError, RefundClaim};
+use refund_chat::money::AmountCents;
+use refund_chat::refund::{RefundOutcome, RefundRequest, RefundScope, RefundState};
+use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
+
+use crate::helpers::*;
+
+/// A port where nothing listens: every connection is refused.
+fn refused_endpoint() -> String {
+    format!("http://127.0.0.1:{}", free_port())
+}
+
+/// A server that accepts connections and never answers.
+async fn silent_endpoint() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            open.push(socket);
+        }
+    });
+    format!("http://{address}")
+}
+
+#[tokio::test]
+async fn an_unreachable_ledger_with_a_key_is_a_503_before_any_model_call() {
+    let h = TestApp::builder()
+        .ledger_at(refused_endpoint())
+        .key_source(PanickingKey)
+        .build()
+        .await;
+
+    let answer = h.chat_with_key(REFUND_MESSAGE, "k-1").await;
+
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{}", answer.raw);
+    assert_eq!(answer.header("retry-after"), Some("2"));
+    assert!(!answer.detail().is_empty());
+    assert!(h.model_requests().await.is_empty());
+    assert!(h.payments_requests().await.is_empty());
+}
+
+#[tokio::test]
+async fn an_unreachable_ledger_without_a_key_runs_the_turn_but_never_pays() {
+    let h = TestApp::builder()
+        .model(vec![
+            refund_call("c1", "A-1001", 1250),
+            text("A person will follow up."),
+        ])
+        .ledger_at(refused_endpoint())
+        .build()
+        .await;
+
+    let answer = h.chat(REFUND_MESSAGE).await;
+
+    assert_eq!(answer.status, StatusCode::OK);
+    assert!(h.payments_requests().await.is_empty(), "no record, no payment");
+    let told = tool_error(&tool_messages(&h.model_requests().await[1])[0]).unwrap();
+    assert!(told.contains("refunds cannot be made right now"), "{told}");
+    assert!(told.contains("a person from the support team will follow up"), "{told}");
+}
+
+#[tokio::test]
+async fn a_ledger_that_never_answers_is_bounded_by_its_timeout() {
+    let timeout = Duration::from_millis(300);
+    let h = TestApp::builder()
+        .model(vec![refund_call("c1", "A-1001", 1250), text("Later.")])
+        .ledger_at(silent_endpoint().await)
+        .configure(move |config| config.ledger_timeout = timeout)
+        .build()
+        .await;
+
+    let started = Instant::now();
+    let keyed = h.chat_with_key(REFUND_MESSAGE, "k-1").await;
+    let keyed_took = started.elapsed();
+    assert_eq!(keyed.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(keyed_took >= timeout, "{keyed_took:?}");
+    assert!(
+        keyed_took < timeout * 5,
+        "bounded by LEDGER_TIMEOUT_SECS, not the silence: {keyed_took:?}"
+    );
+
+    let unkeyed = h.chat(REFUND_MESSAGE).await;
+    assert_eq!(unkeyed.status, StatusCode::OK);
+    assert!(h.payments_requests().await.is_empty());
+}
+
+/// Answers payments with a receipt, after reading the ledger as it stands
+/// at that moment: what the refund record said when money was about to move.
+struct CheckingPayments {
+    aws: aws_config::SdkConfig,
+    table: String,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<Option<String>>>>,
+}
+
+impl Respond for CheckingPayments {
+    fn respond(&self, _: &wiremock::Request) -> ResponseTemplate {
+        let (aws, table) = (self.aws.clone(), self.table.clone());
+        // A runtime of its own on a thread of its own: wiremock calls this synchronously.
+        let state = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                items(&aws, &table)
+                    .await
+                    .iter()
+                    .find(|item| attr(item, "kind") == Some("refund"))
+                    .and_then(|item| attr(item, "state").map(str::to_owned))
+            })
+        })
+        .join()
+        .unwrap();
+        self.seen.lock().unwrap().push(state);
+        receipt()
+    }
+}
+
+#[tokio::test]
+async fn the_refund_record_is_written_before_payments_is_called() {
+    let payments = MockServer::start().await;
+    let h = TestApp::builder()
+        .model(vec![refund_call("c1", "A-1001", 1250), text("Refunded.")])
+        .payments_at(payments.uri())
+        .build()
+        .await;
+    let seen = std::sync::Arc::default();
+    Mock::given(wiremock::matchers::path("/refunds"))
+        .respond_with(CheckingPayments {
+            aws: h.aws.clone(),
+            table: h.table.clone(),
+            seen: std::sync::Arc::clone(&seen),
+        })
+        .mount(&payments)
+        .await;
+
+    assert_eq!(h.chat(REFUND_MESSAGE).await.status, StatusCode::OK);
+
+    assert_eq!(*seen.lock().unwrap(), vec![Some("executing".to_owned())]);
+    assert_eq!(attr(&h.refund_records().await[0], "state"), Some("executed"));
+}
+
+#[tokio::test]
+async fn a_rejection_and_an_unknown_outcome_are_recorded_as_such() {
+    let rejection = ResponseTemplate::new(409).set_body_json(serde_json::json!({"detail": "fully refunded"}));
+    let h = TestApp::new(vec![refund_call("c1", "A-1001", 1250), text("No.")], rejection).await;
+    h.chat(REFUND_MESSAGE).await;
+    let record = &h.refund_records().await[0];
+    assert_eq!(attr(record, "state"), Some("rejected"));
+    assert_eq!(attr(record, "payments_detail"), Some("fully refunded"));
+    assert_eq!(record["payments_status"].as_n().ok().map(String::as_str), Some("409"));
+
+    let h = TestApp::new(
+        vec![refund_call("c1", "A-1001", 1250), text("Maybe.")],
+        receipt().set_delay(HANG),
+    )
+    .await;
+    h.chat(REFUND_MESSAGE).await;
+    let record = &h.refund_records().await[0];
+    assert_eq!(attr(record, "state"), Some("unknown"));
+    assert!(attr(record, "failure").unwrap().contains("did not answer in time"));
+}
+
+fn attempt(writer: &str) -> RefundRequest {
+    RefundRequest {
+        scope: RefundScope::for_request(USER, "req-1"),
+        request_id: "req-1".into(),
+        writer: writer.into(),
+        order_id: "A-1001".into(),
+        amount: AmountCents::new(1250),
+    }
+}
+
+#[tokio::test]
+async fn a_retried_write_knows_itself_and_another_writer_finds_the_record() {
+    let aws = aws_at(&moto().endpoint).await;
+    let table = new_table(&aws).await;
+    let ledger = DynamoLedger::new(aws_sdk_dynamodb::Client::new(&aws), table.clone());
+
+    assert_eq!(ledger.record_refund(&attempt("w1"), 1).await, Ok(RefundClaim::Recorded));
+    // The SDK retrying a put that had already landed: the condition fails on our own item.
+    assert_eq!(ledger.record_refund(&attempt("w1"), 2).await, Ok(RefundClaim::Recorded));
+    let Ok(RefundClaim::Existing(prior)) = ledger.record_refund(&attempt("w2"), 3).await else {
+        panic!("another writer must find the record");
+    };
+    assert_eq!(
+        (prior.state, prior.amount),
+        (RefundState::Executing, AmountCents::new(1250))
+    );
+
+    // Only the writer that holds the record may record its outcome, and only once.
+    let executed = RefundOutcome::Rejected {
+        status: 409,
+        detail: "no".into(),
+    };
+    assert!(matches!(
+        ledger.record_outcome(&attempt("w2"), &executed, 4).await,
+        Err(LedgerError::Conflict(_))
+    ));
+    assert_eq!(ledger.record_outcome(&attempt("w1"), &executed, 4).await, Ok(()));
+    assert_eq!(
+        ledger.record_outcome(&attempt("w1"), &executed, 5).await,
+        Ok(()),
+        "a retried update"
+    );
+    let items = items(&aws, &table).await;
+    assert_eq!(items.len(), 1);
+    assert_eq!(attr(&items[0], "state"), Some("rejected"));
+    assert_eq!(attr(&items[0], "writer"), Some("w1"));
+}
+
+#[tokio::test]
+async fn a_redelivered_request_id_without_a_key_never_pays_twice() {
+    let h = TestApp::new(
+        vec![
+            refund_call("c1", "A-1001", 1250),
+            text("Refunded."),
+            refund_call("c2", "A-1001", 1250),
+            text("Already refunded."),
+        ],
+        receipt(),
+    )
+    .await;
+
+    // Same request id twice: the same scope (as if Lambda delivered the invocation again).
+    assert_eq!(h.chat(REFUND_MESSAGE).await.status, StatusCode::OK);
+    assert_eq!(h.chat(REFUND_MESSAGE).await.status, StatusCode::OK);
+
+    assert_eq!(h.payments_requests().await.len(), 1);
+    let told = tool_content(&tool_messages(&h.model_requests().await[3])[0]);
+    assert_eq!(told["already_refunded"], true, "{told}");
+    assert_eq!(told["refund_id"], "rf_42");
+}

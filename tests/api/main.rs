@@ -1,0 +1,17 @@
+//! The whole function, handler to adapters, against local servers on
+//! 127.0.0.1 (wiremock for OpenAI and payments, moto for DynamoDB and
+//! Secrets Manager, the project's own local model and payments sandbox).
+//! One test binary with a module per concern; each test checks what the
+//! servers received (bodies, order, counts) and what the ledger holds, as
+//! well as the answer.
+
+mod events;
+mod helpers;
+mod idempotency;
+mod input;
+mod ledger;
+mod observability;
+mod refunds;
+mod retries;
+mod routing;
+mod secrets;
