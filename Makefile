@@ -5,7 +5,7 @@ VENV     := .venv
 TOOLS    := $(VENV)/.installed
 EVENT    ?= events/refund.json
 
-.PHONY: run test invoke bench build reset-ledger clean-local
+.PHONY: run test invoke ledger bench build reset-ledger clean-local
 
 $(TOOLS): tools/requirements.txt
 	python3 -m venv $(VENV)
@@ -26,6 +26,10 @@ invoke: $(TOOLS)
 	$(VENV)/bin/cargo-lambda lambda invoke refund-chat --data-file $(EVENT) \
 	  --invoke-address 127.0.0.1 --invoke-port 9000
 
+## ledger: the refund ledger (DynamoDB in moto) of the stack make run started, oldest first
+ledger: $(TOOLS)
+	$(VENV)/bin/python tools/local_aws.py ledger
+
 ## bench: the release bootstrap through a Runtime API emulator (one table), then the in-process turn loop
 # Built one package at a time, so the bench's features never leak into the measured bootstrap.
 bench:
@@ -38,7 +42,8 @@ bench:
 build: $(TOOLS)
 	PATH=$(abspath $(VENV))/bin:$$PATH cargo lambda build --release --arm64 --package refund-chat
 
-## reset-ledger: forget the local refunds (make run starts from the seeded orders)
+## reset-ledger: forget the payments sandbox's refunds (make run starts from the seeded orders;
+## the refund ledger lives in moto's memory and starts empty on every make run)
 reset-ledger:
 	rm -f .local/ledger.jsonl
 

@@ -36,6 +36,7 @@ async fn turns_emit_emf_documents() {
             text("Refunded."),
             hang(),
             hang(),
+            text("Hello."),
         ],
         receipt(),
     )
@@ -92,6 +93,12 @@ async fn turns_emit_emf_documents() {
         "only the first request is a cold start"
     );
     assert_eq!(value(&documents, "RefundsExecuted", None), None);
+
+    let first = h.chat_with_key("hello", "k-1").await;
+    let replay = h.chat_with_key("hello", "k-1").await;
+    assert_eq!(replay.raw, first.raw);
+    let documents = flush(collector);
+    assert_eq!(value(&documents, "IdempotentReplays", None), Some(1.into()));
 
     let bad = h.post("{").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);

@@ -58,15 +58,11 @@ wait_for_port moto "$MOTO_PORT"
 wait_for_port payments "$PAYMENTS_PORT"
 wait_for_port model "$MODEL_PORT"
 
-# The key the function reads through the real Secrets Manager client. The local
-# model ignores it; a real OpenAI-compatible server would need a real one.
-"$VENV/bin/python" - "$MOTO_PORT" "$SECRET_ID" "${OPENAI_API_KEY:-sk-local-not-a-real-key}" <<'PY'
-import json, sys, boto3
-port, secret_id, key = sys.argv[1:]
-sm = boto3.client("secretsmanager", region_name="eu-west-1", endpoint_url=f"http://127.0.0.1:{port}",
-                  aws_access_key_id="local", aws_secret_access_key="local")
-sm.create_secret(Name=secret_id, SecretString=json.dumps({"api_key": key}))
-PY
+# The key the function reads through the real Secrets Manager client (the local
+# model ignores it; a real OpenAI-compatible server would need a real one), and
+# the refund ledger table. moto keeps both in memory: every run starts afresh.
+MOTO_ENDPOINT="http://127.0.0.1:$MOTO_PORT" "$VENV/bin/python" tools/local_aws.py setup \
+  "${OPENAI_API_KEY:-sk-local-not-a-real-key}"
 
 start function "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --env-file local.env \
   --invoke-address 127.0.0.1 --invoke-port "$FUNCTION_PORT"
@@ -80,6 +76,7 @@ cat <<TXT
 refund-chat is running at $URL
 
   Secrets Manager (moto)  http://127.0.0.1:$MOTO_PORT   secret $SECRET_ID
+  DynamoDB (moto)         http://127.0.0.1:$MOTO_PORT   refund ledger table refund-chat-ledger
   payments sandbox        http://127.0.0.1:$PAYMENTS_PORT   ledger: $STATE/ledger.jsonl
   local model             http://127.0.0.1:$MODEL_PORT/v1
   logs                    $STATE/*.log  (the function's trace: $STATE/function.log)
@@ -90,7 +87,15 @@ Refund a seeded order (u-1001 paid 12.50 for order A-1001):
     -d '{"user_id":"u-1001","message":"My mug from order A-1001 arrived broken, please refund 12.50"}'
 
 Run it twice: the second time the payments rejection reaches you in words.
-See the ledger:   curl -s http://127.0.0.1:$PAYMENTS_PORT/ledger
+
+With an Idempotency-Key (what the chat widget sends), the same request twice is
+one refund, and the second answer is the first, replayed:
+
+  curl -si $URL -H 'content-type: application/json' -H 'idempotency-key: demo-1' \
+    -d '{"user_id":"u-1001","message":"Order A-1002: the shade is cracked, please refund 5.00"}'
+
+Money moved:      curl -s http://127.0.0.1:$PAYMENTS_PORT/ledger
+Refund ledger:    make ledger
 Replay an event:  make invoke EVENT=events/refund.json
 Start afresh:     make reset-ledger (while stopped)
 

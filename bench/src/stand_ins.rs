@@ -1,6 +1,6 @@
-//! Zero-latency stand-ins for OpenAI, payments and Secrets Manager: canned
-//! answers, each handler timing itself (so its own time can be subtracted)
-//! and remembering which client connections it saw.
+//! Zero-latency stand-ins for OpenAI, payments, Secrets Manager and DynamoDB:
+//! canned answers, each handler timing itself (so its own time can be
+//! subtracted) and remembering which client connections it saw.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -14,9 +14,8 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use axum::routing::post;
+use refund_chat_local::completions;
 
-const TOOL_CALL: &str = r#"{"id":"chatcmpl-bench","object":"chat.completion","created":0,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"issue_refund","arguments":"{\"order_id\":\"A-1001\",\"amount_cents\":1250}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":180,"completion_tokens":22,"total_tokens":202}}"#;
-const REPLY: &str = r#"{"id":"chatcmpl-bench","object":"chat.completion","created":0,"model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,"message":{"role":"assistant","content":"Done: 12.50 is on its way back to your card."},"finish_reason":"stop"}],"usage":{"prompt_tokens":240,"completion_tokens":14,"total_tokens":254}}"#;
 const RECEIPT: &str = r#"{"refund_id":"rf_bench","status":"succeeded","amount_cents":1250}"#;
 const SECRET: &str = r#"{"ARN":"arn:aws:secretsmanager:eu-west-1:123456789012:secret:bench-AbCdEf","Name":"bench","SecretString":"{\"api_key\":\"sk-bench\"}","VersionId":"v1","VersionStages":["AWSCURRENT"],"CreatedDate":1.7E9}"#;
 
@@ -36,20 +35,40 @@ impl Meter {
         self.requests.load(Ordering::Relaxed)
     }
     pub fn connections(&self) -> usize {
-        self.connections.lock().unwrap().len()
+        self.connections.lock().map(|c| c.len()).unwrap_or_default()
     }
     fn record(&self, peer: SocketAddr, started: Instant) {
         self.requests.fetch_add(1, Ordering::Relaxed);
-        self.connections.lock().unwrap().insert(peer);
+        if let Ok(mut connections) = self.connections.lock() {
+            connections.insert(peer);
+        }
         self.busy_ns
             .fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 }
 
+/// The model's two answers of a refund turn, rendered once.
+#[derive(Clone)]
+struct Answers {
+    tool_call: String,
+    reply: String,
+    meter: Meter,
+}
+
 pub fn openai(meter: &Meter) -> Router {
+    let answers = Answers {
+        tool_call: completions::tool_calls(&[(
+            "call_1",
+            "issue_refund",
+            r#"{"order_id":"A-1001","amount_cents":1250}"#,
+        )])
+        .to_string(),
+        reply: completions::text("Done: 12.50 is on its way back to your card.").to_string(),
+        meter: meter.clone(),
+    };
     Router::new()
         .route("/v1/chat/completions", post(complete))
-        .with_state(meter.clone())
+        .with_state(answers)
 }
 
 pub fn payments(meter: &Meter) -> Router {
@@ -61,15 +80,21 @@ pub fn secrets(meter: &Meter) -> Router {
     Router::new().route("/", post(secret)).with_state(meter.clone())
 }
 
+/// DynamoDB's JSON protocol too. Every conditional write succeeds with `{}`
+/// (the item was not there), which is the path of a new keyed refund turn.
+pub fn dynamodb(meter: &Meter) -> Router {
+    Router::new().route("/", post(dynamodb_ok)).with_state(meter.clone())
+}
+
 async fn complete(
-    State(meter): State<Meter>,
+    State(answers): State<Answers>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     body: Bytes,
 ) -> impl IntoResponse {
     let started = Instant::now();
     let after_tool = body.windows(13).any(|w| w == br#""role":"tool""#);
-    let answer = if after_tool { REPLY } else { TOOL_CALL };
-    meter.record(peer, started);
+    let answer = if after_tool { answers.reply } else { answers.tool_call };
+    answers.meter.record(peer, started);
     ([(CONTENT_TYPE, "application/json")], answer)
 }
 
@@ -83,4 +108,10 @@ async fn secret(State(meter): State<Meter>, ConnectInfo(peer): ConnectInfo<Socke
     let started = Instant::now();
     meter.record(peer, started);
     ([(CONTENT_TYPE, "application/x-amz-json-1.1")], SECRET)
+}
+
+async fn dynamodb_ok(State(meter): State<Meter>, ConnectInfo(peer): ConnectInfo<SocketAddr>) -> impl IntoResponse {
+    let started = Instant::now();
+    meter.record(peer, started);
+    ([(CONTENT_TYPE, "application/x-amz-json-1.0")], "{}")
 }

@@ -178,3 +178,34 @@ async fn failures_are_traced_with_their_class() {
     assert_eq!(summary["timeouts"], 1);
     assert_eq!(summary["attempts"], 2);
 }
+
+#[tokio::test]
+async fn a_keyed_turn_and_its_replay_are_traced_without_the_message() {
+    let h = TestApp::new(vec![refund_call("c1", "A-1001", 1250), text("Refunded.")], receipt()).await;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let _guard = tracing::subscriber::set_default(refund_chat::logging::subscriber("trace", move || writer.clone()));
+    let mut context = Context::default();
+    context.request_id = REQUEST_ID.to_owned();
+
+    for _ in 0..2 {
+        let answer = h
+            .chat_with_key(CUSTOMER_MESSAGE, "key-1")
+            .instrument(request_span(&context))
+            .await;
+        assert_eq!(answer.status, StatusCode::OK);
+    }
+
+    assert_redacted(&captured);
+    let lines = captured.lines();
+    let summaries = events(&lines, "summary");
+    assert_eq!(summaries.len(), 2);
+    assert_eq!(summaries[0]["idempotency"], "new");
+    assert_eq!(summaries[0]["idempotency_settled"], "stored");
+    assert_eq!(summaries[0]["refund_outcome"], "executed");
+    assert_eq!(summaries[1]["idempotency"], "replayed");
+    assert_eq!(summaries[1]["replayed"], true);
+    assert_eq!(summaries[1]["completion_calls"], 0);
+    assert_eq!(events(&lines, "request")[0]["idempotency_key"], true);
+    assert!(!captured.text().contains("key-1"), "the key is the customer's: not logged either");
+}

@@ -1,0 +1,236 @@
+//! Running the function and measuring it: cold starts, warm turns (CPU, RSS,
+//! connections), the emulator's floor, and the bootstrap's size. Nothing here
+//! judges a figure; [`crate::report`] does.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use tokio::process::{Child, Command};
+
+use crate::Error;
+use crate::procfs;
+use crate::runtime_api::RuntimeApi;
+use crate::stand_ins::{self, Meter};
+
+pub struct StandIns {
+    pub openai: (SocketAddr, Meter),
+    pub payments: (SocketAddr, Meter),
+    pub secrets: (SocketAddr, Meter),
+    pub dynamodb: (SocketAddr, Meter),
+}
+
+impl StandIns {
+    pub async fn start() -> Result<Self, Error> {
+        let meters = [Meter::default(), Meter::default(), Meter::default(), Meter::default()];
+        let [openai, payments, secrets, dynamodb] = meters;
+        Ok(StandIns {
+            openai: (serve(stand_ins::openai(&openai)).await?, openai),
+            payments: (serve(stand_ins::payments(&payments)).await?, payments),
+            secrets: (serve(stand_ins::secrets(&secrets)).await?, secrets),
+            dynamodb: (serve(stand_ins::dynamodb(&dynamodb)).await?, dynamodb),
+        })
+    }
+
+    /// The stand-ins' own handler time so far, all together.
+    fn busy_ns(&self) -> u64 {
+        [&self.openai.1, &self.payments.1, &self.secrets.1, &self.dynamodb.1]
+            .iter()
+            .map(|meter| meter.busy_ns())
+            .sum()
+    }
+}
+
+async fn serve(router: axum::Router) -> Result<SocketAddr, Error> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>()).await;
+    });
+    Ok(address)
+}
+
+async fn start_runtime_api() -> Result<(RuntimeApi, SocketAddr), Error> {
+    let api = RuntimeApi::new();
+    let address = serve(api.router()).await?;
+    Ok((api, address))
+}
+
+/// The function as Lambda starts it: a clean environment, the Runtime API
+/// address, and the contract's configuration pointing at the stand-ins.
+fn spawn_function(bootstrap: &Path, runtime_api: SocketAddr, stand_ins: &StandIns) -> Result<Child, Error> {
+    Ok(Command::new(bootstrap)
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", runtime_api.to_string())
+        .env("AWS_LAMBDA_FUNCTION_NAME", "refund-chat")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
+        .env("AWS_LAMBDA_LOG_LEVEL", "INFO")
+        .env("AWS_REGION", "eu-west-1")
+        .env("AWS_ACCESS_KEY_ID", "bench")
+        .env("AWS_SECRET_ACCESS_KEY", "bench")
+        .env("AWS_ENDPOINT_URL_SECRETS_MANAGER", format!("http://{}", stand_ins.secrets.0))
+        .env("AWS_ENDPOINT_URL_DYNAMODB", format!("http://{}", stand_ins.dynamodb.0))
+        .env("OPENAI_API_KEY_SECRET_ID", "bench")
+        .env("OPENAI_BASE_URL", format!("http://{}/v1", stand_ins.openai.0))
+        .env("PAYMENTS_BASE_URL", format!("http://{}", stand_ins.payments.0))
+        .env("LEDGER_TABLE", "bench-ledger")
+        // As template.yaml does on Lambda: one bundle, not the bundle plus a directory.
+        .env(
+            "SSL_CERT_FILE",
+            std::env::var("SSL_CERT_FILE").unwrap_or_else(|_| "/etc/ssl/certs/ca-certificates.crt".into()),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()?)
+}
+
+fn spawn_noop(runtime_api: SocketAddr) -> Result<Child, Error> {
+    Ok(Command::new(std::env::current_exe()?.with_file_name("noop-runtime"))
+        .env("AWS_LAMBDA_RUNTIME_API", runtime_api.to_string())
+        .kill_on_drop(true)
+        .spawn()?)
+}
+
+/// Invokes with `event` and checks that the function answered 200 with a
+/// reply (a benchmark of wrong answers would measure nothing).
+async fn refund_turn(api: &RuntimeApi, event: Bytes) -> Result<Duration, Error> {
+    let (answer, latency) = api.invoke(event).await;
+    let answer = answer.map_err(|e| format!("the function failed: {}", String::from_utf8_lossy(&e)))?;
+    let text = String::from_utf8_lossy(&answer);
+    if !(text.contains(r#""statusCode":200"#) && text.contains("reply")) {
+        return Err(format!("unexpected answer: {text}").into());
+    }
+    Ok(latency)
+}
+
+/// The emulator's own round trip, with a runtime that does nothing.
+pub async fn floor(event: &Bytes, turns: usize) -> Result<Vec<Duration>, Error> {
+    let (api, address) = start_runtime_api().await?;
+    let _noop = spawn_noop(address)?;
+    let mut latencies = Vec::with_capacity(turns);
+    for _ in 0..turns + 10 {
+        latencies.push(api.invoke(event.clone()).await.1);
+    }
+    Ok(latencies.split_off(10))
+}
+
+/// Process start to first answer, `runs` times.
+pub async fn cold_starts(
+    bootstrap: &Path,
+    stand_ins: &StandIns,
+    event: &Bytes,
+    runs: usize,
+) -> Result<Vec<Duration>, Error> {
+    let mut starts = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let (api, address) = start_runtime_api().await?;
+        // The event waits in the queue, so the figure is process start to first answer.
+        let event = event.clone();
+        let invocation = tokio::spawn(async move { refund_turn(&api, event).await.map_err(|e| e.to_string()) });
+        let started = std::time::Instant::now();
+        let mut function = spawn_function(bootstrap, address, stand_ins)?;
+        invocation.await??;
+        starts.push(started.elapsed());
+        stop(&mut function).await?;
+    }
+    Ok(starts)
+}
+
+pub struct Warm {
+    pub latency: Vec<Duration>,
+    /// Latency minus the stand-ins' own handler time.
+    pub added: Vec<Duration>,
+    pub cpu_per_turn: Duration,
+    /// The share of that CPU time spent in user space (the rest is the kernel).
+    pub user_share: f64,
+    pub peak_rss_kib: u64,
+    pub openai_connections: usize,
+    pub openai_requests: u64,
+    pub dynamodb_connections: usize,
+    pub dynamodb_requests: u64,
+}
+
+/// One warm container answering `events` in turn, after a first (cold) one.
+pub async fn warm(bootstrap: &Path, stand_ins: &StandIns, events: Vec<Bytes>) -> Result<Warm, Error> {
+    let turns = events.len().saturating_sub(1).max(1);
+    let (api, address) = start_runtime_api().await?;
+    let (openai_connections, openai_requests) = (stand_ins.openai.1.connections(), stand_ins.openai.1.requests());
+    let (dynamodb_connections, dynamodb_requests) =
+        (stand_ins.dynamodb.1.connections(), stand_ins.dynamodb.1.requests());
+    let mut function = spawn_function(bootstrap, address, stand_ins)?;
+    let pid = function.id().ok_or("the function exited at once")?;
+    let mut events = events.into_iter();
+    refund_turn(&api, events.next().ok_or("no events")?).await?; // the cold start, not measured here
+
+    let cpu_before = procfs::cpu_ns(pid);
+    let ticks_before = procfs::cpu_ticks(pid);
+    let mut latency = Vec::with_capacity(turns);
+    let mut added = Vec::with_capacity(turns);
+    for event in events {
+        let busy_before = stand_ins.busy_ns();
+        let took = refund_turn(&api, event).await?;
+        let stand_in_time = Duration::from_nanos(stand_ins.busy_ns() - busy_before);
+        latency.push(took);
+        added.push(took.saturating_sub(stand_in_time));
+    }
+    let cpu_per_turn = Duration::from_nanos((procfs::cpu_ns(pid) - cpu_before) / turns as u64);
+    let ticks_after = procfs::cpu_ticks(pid);
+    let (user, system) = (ticks_after.0 - ticks_before.0, ticks_after.1 - ticks_before.1);
+    let user_share = if user + system == 0 {
+        0.0
+    } else {
+        user as f64 / (user + system) as f64
+    };
+    let peak_rss_kib = procfs::peak_rss_kib(pid);
+    stop(&mut function).await?;
+    Ok(Warm {
+        latency,
+        added,
+        cpu_per_turn,
+        user_share,
+        peak_rss_kib,
+        openai_connections: stand_ins.openai.1.connections() - openai_connections,
+        openai_requests: stand_ins.openai.1.requests() - openai_requests,
+        dynamodb_connections: stand_ins.dynamodb.1.connections() - dynamodb_connections,
+        dynamodb_requests: stand_ins.dynamodb.1.requests() - dynamodb_requests,
+    })
+}
+
+/// Stops the function as Lambda does, with SIGTERM, so that a wrapper such as
+/// `perf record` can finish its output; SIGKILL if it lingers.
+async fn stop(function: &mut Child) -> Result<(), Error> {
+    if let Some(pid) = function.id() {
+        std::process::Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()?;
+        if tokio::time::timeout(Duration::from_secs(10), function.wait())
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+    }
+    Ok(function.kill().await?)
+}
+
+/// The bootstrap's size, raw and as a Lambda deployment zip (deflate, via Python's zipfile).
+pub fn sizes(bootstrap: &Path) -> Result<(u64, u64), Error> {
+    let raw = std::fs::metadata(bootstrap)?.len();
+    let zip = std::env::temp_dir().join(format!("refund-chat-bench-{}.zip", std::process::id()));
+    let status = std::process::Command::new("python3")
+        .args(["-c", "import sys, zipfile; zipfile.ZipFile(sys.argv[1], 'w', zipfile.ZIP_DEFLATED).write(sys.argv[2], 'bootstrap')"])
+        .arg(&zip)
+        .arg(bootstrap)
+        .status()?;
+    if !status.success() {
+        return Err("zipping the bootstrap failed".into());
+    }
+    let zipped = std::fs::metadata(&zip)?.len();
+    std::fs::remove_file(&zip)?;
+    Ok((raw, zipped))
+}

@@ -1,0 +1,153 @@
+//! Refund policy (contract 8): the model proposes a refund, code decides
+//! whether it runs now or waits for a person. Pure: the rules see the amount
+//! and what the ledger knows, and name every reason that fires.
+//!
+//! 1. The amount is above `AUTO_REFUND_LIMIT_CENTS`.
+//! 2. The order already has a refund record from the last
+//!    `ORDER_REFUND_WINDOW_HOURS` that may have moved money (any customer's).
+//! 3. The customer's automatic refunds of the current UTC day, plus this one,
+//!    exceed `USER_DAILY_AUTO_LIMIT_CENTS`.
+//!
+//! Rules 2 and 3 need history, and history changes under concurrent
+//! requests, so the ledger does not read it and then write: it writes the
+//! refund record together with guard items in one DynamoDB transaction
+//! whose conditions *are* rules 2 and 3 ([`crate::ledger::dynamo`]). The
+//! facts it reports back come here to be judged, so there is one set of rules.
+
+use std::time::Duration;
+
+use crate::money::AmountCents;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub auto_refund_limit: AmountCents,
+    pub order_window: Duration,
+    pub user_daily_auto_limit: AmountCents,
+}
+
+/// Why a refund waits for a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Reason {
+    AmountAboveLimit,
+    OrderRefundedRecently,
+    DailyLimitExceeded,
+}
+
+impl Reason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::AmountAboveLimit => "amount_above_limit",
+            Reason::OrderRefundedRecently => "order_refunded_recently",
+            Reason::DailyLimitExceeded => "daily_limit_exceeded",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Reason> {
+        [Reason::AmountAboveLimit, Reason::OrderRefundedRecently, Reason::DailyLimitExceeded]
+            .into_iter()
+            .find(|reason| reason.as_str() == text)
+    }
+}
+
+/// What the ledger knows that the rules need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct History {
+    /// The order has a refund record within the window that may have moved money.
+    pub order_refunded_recently: bool,
+    /// The customer's automatic refunds of the current UTC day that may have
+    /// moved money (executed, executing, unknown).
+    pub automatic_today: AmountCents,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Automatic,
+    /// Every reason that fired, in rule order.
+    Approval(Vec<Reason>),
+}
+
+pub fn decide(limits: &Limits, amount: AmountCents, history: &History) -> Decision {
+    let mut reasons = Vec::new();
+    if amount > limits.auto_refund_limit {
+        reasons.push(Reason::AmountAboveLimit);
+    }
+    if history.order_refunded_recently {
+        reasons.push(Reason::OrderRefundedRecently);
+    }
+    // An overflowing total is certainly above any limit.
+    if history
+        .automatic_today
+        .checked_add(amount)
+        .is_none_or(|total| total > limits.user_daily_auto_limit)
+    {
+        reasons.push(Reason::DailyLimitExceeded);
+    }
+    if reasons.is_empty() {
+        Decision::Automatic
+    } else {
+        Decision::Approval(reasons)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: Limits = Limits {
+        auto_refund_limit: AmountCents::new(5000),
+        order_window: Duration::from_secs(24 * 3600),
+        user_daily_auto_limit: AmountCents::new(10000),
+    };
+
+    fn cents(n: u64) -> AmountCents {
+        AmountCents::new(n)
+    }
+
+    #[test]
+    fn the_rules_alone_and_together() {
+        use Reason::*;
+        let quiet = History::default();
+        let busy_order = History {
+            order_refunded_recently: true,
+            ..History::default()
+        };
+        let spent = |n| History {
+            automatic_today: cents(n),
+            ..History::default()
+        };
+        let table: [(&str, u64, History, Decision); 9] = [
+            ("a small refund", 1250, quiet, Decision::Automatic),
+            ("exactly at the limit", 5000, quiet, Decision::Automatic),
+            ("one cent above the limit", 5001, quiet, Decision::Approval(vec![AmountAboveLimit])),
+            ("the order was refunded", 100, busy_order, Decision::Approval(vec![OrderRefundedRecently])),
+            ("exactly the daily limit", 1000, spent(9000), Decision::Automatic),
+            ("one cent over the daily limit", 1001, spent(9000), Decision::Approval(vec![DailyLimitExceeded])),
+            ("overflowing total", 1, spent(u64::MAX), Decision::Approval(vec![DailyLimitExceeded])),
+            (
+                "every rule",
+                6000,
+                History {
+                    order_refunded_recently: true,
+                    automatic_today: cents(9000),
+                },
+                Decision::Approval(vec![AmountAboveLimit, OrderRefundedRecently, DailyLimitExceeded]),
+            ),
+            (
+                "above both limits at once",
+                10001,
+                quiet,
+                Decision::Approval(vec![AmountAboveLimit, DailyLimitExceeded]),
+            ),
+        ];
+        for (case, amount, history, expected) in table {
+            assert_eq!(decide(&LIMITS, cents(amount), &history), expected, "{case}");
+        }
+    }
+
+    #[test]
+    fn reasons_round_trip() {
+        for reason in [Reason::AmountAboveLimit, Reason::OrderRefundedRecently, Reason::DailyLimitExceeded] {
+            assert_eq!(Reason::parse(reason.as_str()), Some(reason));
+        }
+    }
+}
