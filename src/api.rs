@@ -5,9 +5,9 @@
 //!
 //! Every answer is `Ok(Response)` with a JSON body and an `x-request-id`: an
 //! `Err` from a Lambda handler becomes an opaque runtime error, not an answer.
-//! Checks run in the contract's order (1): route, method, body, key syntax —
-//! none touches the ledger, the secret, the model or payments — then the
-//! key's record, then the turn.
+//! Checks run in the contract's order (1): route, method, identity, body,
+//! identity match, key syntax — none touches the ledger, the secret, the
+//! model or payments — then the key's record, then the turn.
 
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -23,6 +23,7 @@ use crate::chat_request::{ChatRequest, InputError};
 use crate::clock::now_ms;
 use crate::config::Config;
 use crate::idempotency::{self, Admission, IdempotencyKey, MalformedKey, Refusal};
+use crate::identity::{self, IdentityError};
 use crate::ledger::{Ledger, LedgerError, RequestLease, StoredResponse};
 use crate::openai::OpenAiChat;
 use crate::refund::{RefundGateway, RefundScope};
@@ -46,6 +47,8 @@ pub enum ApiError {
     NotFound,
     #[error("method not allowed")]
     MethodNotAllowed,
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
     #[error(transparent)]
     MalformedKey(#[from] MalformedKey),
     #[error("the Idempotency-Key was used with a different request body")]
@@ -77,6 +80,8 @@ impl ApiError {
             ApiError::Input(InputError::InvalidField(_)) | ApiError::KeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::Identity(IdentityError::Unauthenticated) => StatusCode::UNAUTHORIZED,
+            ApiError::Identity(IdentityError::Mismatch) => StatusCode::FORBIDDEN,
             ApiError::InProgress { .. } => StatusCode::CONFLICT,
             ApiError::LedgerUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Secret(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -92,6 +97,8 @@ impl ApiError {
             ApiError::Input(error) => error.to_string(),
             ApiError::NotFound => format!("no route here: the endpoint is POST {ROUTE}"),
             ApiError::MethodNotAllowed => format!("{ROUTE} accepts POST only"),
+            ApiError::Identity(IdentityError::Unauthenticated) => "sign in to use the refund assistant".into(),
+            ApiError::Identity(IdentityError::Mismatch) => "user_id must be the signed-in customer's own id".into(),
             ApiError::MalformedKey(error) => error.to_string(),
             ApiError::KeyReused => {
                 "this Idempotency-Key was already used with a different request body; use a new key for a new \
@@ -210,6 +217,8 @@ impl Answer {
 
 /// A request that passed every check that needs no I/O.
 struct Checked {
+    /// The customer: the authenticated one (or, in body mode, the body's).
+    customer: String,
     chat: ChatRequest,
     key: Option<(IdempotencyKey, String)>,
 }
@@ -277,11 +286,11 @@ impl<K: ApiKeySource, R: RefundGateway, L: Ledger> App<K, R, L> {
     }
 
     async fn answer(&self, request: &Request, invocation: &Invocation, trace: &mut RequestTrace) -> Answer {
-        let checked = match check(request) {
+        let checked = match check(request, &self.config.identity) {
             Ok(checked) => checked,
             Err(error) => return Answer::of(Err(error)),
         };
-        let user_id = checked.chat.user_id.clone();
+        let user_id = checked.customer.clone();
         trace.user_id = Some(user_id.clone());
         tracing::info!(
             event = "request",
@@ -443,7 +452,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: Ledger> App<K, R, L> {
 }
 
 /// The checks that need no I/O, in the contract's order.
-fn check(request: &Request) -> Result<Checked, ApiError> {
+fn check(request: &Request, identity: &crate::identity::IdentitySource) -> Result<Checked, ApiError> {
     // The raw path: a REST API stage prefixes `uri().path()` with `/Prod`.
     if request.raw_http_path() != ROUTE {
         return Err(ApiError::NotFound);
@@ -451,13 +460,15 @@ fn check(request: &Request) -> Result<Checked, ApiError> {
     if request.method() != Method::POST {
         return Err(ApiError::MethodNotAllowed);
     }
+    let authenticated = identity.authenticated(request)?;
     let body = request.body().as_ref();
     let chat = ChatRequest::parse(body)?;
+    let customer = identity::customer(authenticated, &chat.user_id)?;
     let mut keys = request.headers().get_all(idempotency::HEADER).iter();
     let key = match (keys.next(), keys.next()) {
         (None, _) => None,
         (Some(value), None) => Some((IdempotencyKey::parse(value.as_bytes())?, idempotency::body_sha256(body))),
         (Some(_), Some(_)) => return Err(MalformedKey.into()),
     };
-    Ok(Checked { chat, key })
+    Ok(Checked { customer, chat, key })
 }

@@ -6,6 +6,9 @@
 
 use std::time::Duration;
 
+use crate::identity::IdentitySource;
+use crate::money::AmountCents;
+use crate::policy::Limits;
 use crate::secrets::SECRET_READ_TIMEOUT;
 use crate::turn;
 
@@ -15,6 +18,12 @@ pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_secs(2);
 pub const DEFAULT_PAYMENTS_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_LEDGER_TIMEOUT: Duration = Duration::from_secs(2);
 pub const DEFAULT_IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 3600);
+pub const DEFAULT_USER_ID_CLAIM: &str = "sub";
+pub const DEFAULT_LIMITS: Limits = Limits {
+    auto_refund_limit: AmountCents::new(5000),
+    order_window: Duration::from_secs(24 * 3600),
+    user_daily_auto_limit: AmountCents::new(10000),
+};
 
 /// Ledger operations one request can make at most, each bounded by
 /// `LEDGER_TIMEOUT_SECS`: claim the key and take it over (2), write the
@@ -34,6 +43,8 @@ pub struct Config {
     pub ledger_table: String,
     pub ledger_timeout: Duration,
     pub idempotency_ttl: Duration,
+    pub identity: IdentitySource,
+    pub limits: Limits,
     /// Not in the contract's table: the chat widget's origin, sent as
     /// `access-control-allow-origin` (a proxy integration's responses get no
     /// CORS headers from API Gateway). Unset: no CORS header.
@@ -63,6 +74,14 @@ impl Config {
         let get = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
         let required = |name: &'static str| get(name).ok_or(ConfigError::Missing(name));
         let url = |name: &'static str, value: String| parse_url(name, value);
+        let cents = |name: &'static str, default: AmountCents| match get(name) {
+            None => Ok(default),
+            Some(value) => value.parse().map(AmountCents::new).map_err(|_| ConfigError::Malformed {
+                name,
+                expected: "a whole number of cents, 0 or more",
+                value,
+            }),
+        };
         let secs = |name: &'static str, default: Duration, allow_zero: bool| match get(name) {
             None => Ok(default),
             Some(value) => parse_secs(name, value, allow_zero),
@@ -82,6 +101,27 @@ impl Config {
             idempotency_ttl: match get("IDEMPOTENCY_TTL_HOURS") {
                 None => DEFAULT_IDEMPOTENCY_TTL,
                 Some(hours) => parse_hours("IDEMPOTENCY_TTL_HOURS", hours)?,
+            },
+            identity: match get("USER_IDENTITY").as_deref() {
+                None | Some("authorizer") => IdentitySource::Authorizer {
+                    claim: get("USER_ID_CLAIM").unwrap_or_else(|| DEFAULT_USER_ID_CLAIM.to_owned()),
+                },
+                Some("body") => IdentitySource::Body,
+                Some(other) => {
+                    return Err(ConfigError::Malformed {
+                        name: "USER_IDENTITY",
+                        expected: "authorizer or body",
+                        value: other.to_owned(),
+                    });
+                }
+            },
+            limits: Limits {
+                auto_refund_limit: cents("AUTO_REFUND_LIMIT_CENTS", DEFAULT_LIMITS.auto_refund_limit)?,
+                order_window: match get("ORDER_REFUND_WINDOW_HOURS") {
+                    None => DEFAULT_LIMITS.order_window,
+                    Some(hours) => parse_hours("ORDER_REFUND_WINDOW_HOURS", hours)?,
+                },
+                user_daily_auto_limit: cents("USER_DAILY_AUTO_LIMIT_CENTS", DEFAULT_LIMITS.user_daily_auto_limit)?,
             },
             cors_allow_origin: get("CORS_ALLOW_ORIGIN")
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
@@ -187,6 +227,9 @@ mod tests {
             ("PAYMENTS_TIMEOUT_SECS", "1.5"),
             ("LEDGER_TIMEOUT_SECS", "0.5"),
             ("IDEMPOTENCY_TTL_HOURS", "0.5"),
+            ("ORDER_REFUND_WINDOW_HOURS", "1.5"),
+            ("AUTO_REFUND_LIMIT_CENTS", "0"),
+            ("USER_IDENTITY", "body"),
         ]);
         let config = config(&vars).unwrap();
         assert_eq!(config.openai_timeout, Duration::from_millis(250));
@@ -194,6 +237,9 @@ mod tests {
         assert_eq!(config.payments_timeout, Duration::from_millis(1500));
         assert_eq!(config.ledger_timeout, Duration::from_millis(500));
         assert_eq!(config.idempotency_ttl, Duration::from_secs(1800));
+        assert_eq!(config.limits.order_window, Duration::from_secs(5400));
+        assert_eq!(config.limits.auto_refund_limit, AmountCents::ZERO);
+        assert_eq!(config.identity, IdentitySource::Body);
     }
 
     #[test]
@@ -211,6 +257,10 @@ mod tests {
             ("OPENAI_BASE_URL", "api.openai.com"),
             ("LEDGER_TIMEOUT_SECS", "0"),
             ("IDEMPOTENCY_TTL_HOURS", "-24"),
+            ("USER_IDENTITY", "cookie"),
+            ("AUTO_REFUND_LIMIT_CENTS", "50.00"),
+            ("USER_DAILY_AUTO_LIMIT_CENTS", "-1"),
+            ("ORDER_REFUND_WINDOW_HOURS", "0"),
         ] {
             let mut vars = REQUIRED.to_vec();
             vars.push((name, value));

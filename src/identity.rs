@@ -16,7 +16,9 @@ use lambda_http::{Request, RequestExt};
 /// Where the customer's identity comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IdentitySource {
-    Authorizer { claim: String },
+    Authorizer {
+        claim: String,
+    },
     /// Local development only: the body's `user_id` is trusted.
     Body,
 }

@@ -20,6 +20,7 @@ pub mod dynamo;
 
 use std::future::Future;
 
+use crate::policy::{History, Limits, Reason};
 use crate::refund::{PriorRefund, RefundOutcome, RefundRequest, RefundScope};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,10 +40,31 @@ pub enum LedgerError {
 /// What writing a refund record found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RefundClaim {
-    /// The record is written, state `executing`: payments may be called.
+    /// The record is written.
     Recorded,
     /// The scope already had a record: payments must not be called.
     Existing(PriorRefund),
+}
+
+/// What writing an automatic refund's record found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AutomaticClaim {
+    /// The record is written, state `executing`, and counted against rules 2
+    /// and 3: payments may be called.
+    Recorded,
+    /// The scope already had a record: payments must not be called.
+    Existing(PriorRefund),
+    /// Rule 2 or 3 refused it (nothing was written): what the ledger knew.
+    Refused(History),
+}
+
+/// How a refund counts for the policy's history: every refund that may
+/// have moved money counts for rule 2; automatic ones count for rule 3 on
+/// the UTC day they were recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Counted {
+    Automatic { day: String },
+    Approved,
 }
 
 /// One request's hold on its `Idempotency-Key`.
@@ -89,18 +111,41 @@ pub enum RequestClaim {
 /// The ledger as the function uses it. Every operation is bounded by
 /// `LEDGER_TIMEOUT_SECS` in the adapter.
 pub trait Ledger: Send + Sync {
-    /// Writes the scope's refund record, state `executing`, unless one exists.
-    fn record_refund(
+    /// Writes the scope's refund record, state `executing`, unless one exists
+    /// or policy rules 2 and 3 refuse it; the write and the rules are one
+    /// atomic step, so concurrent requests cannot both pass.
+    fn record_automatic(
         &self,
         request: &RefundRequest,
+        limits: &Limits,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<AutomaticClaim, LedgerError>> + Send;
+
+    /// Writes the scope's refund record, state `awaiting_approval`, with the
+    /// reasons and the customer's message, unless one exists.
+    fn record_for_approval(
+        &self,
+        request: &RefundRequest,
+        reasons: &[Reason],
         now_ms: u64,
     ) -> impl Future<Output = Result<RefundClaim, LedgerError>> + Send;
 
-    /// Moves this writer's `executing` record to the payments outcome.
+    /// What rules 2 and 3 would see now (a plain read: for the reasons of a
+    /// refund that goes to a person anyway).
+    fn history(
+        &self,
+        request: &RefundRequest,
+        limits: &Limits,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<History, LedgerError>> + Send;
+
+    /// Moves this writer's `executing` record to the payments outcome. A
+    /// rejection (no money moved) also takes the refund out of rules 2 and 3.
     fn record_outcome(
         &self,
         request: &RefundRequest,
         outcome: &RefundOutcome,
+        counted: &Counted,
         now_ms: u64,
     ) -> impl Future<Output = Result<(), LedgerError>> + Send;
 

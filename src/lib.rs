@@ -14,8 +14,10 @@
 //! - [`refund`], [`money`]: refund scopes, requests, outcomes, amounts;
 //! - [`chat`], [`chat_request`]: the conversation and the request body;
 //! - [`ledger`]: the refund ledger's port and records;
-//! - [`recorded_refunds`]: "record, then pay" around any refund gateway;
-//! - [`idempotency`]: the `Idempotency-Key` header's rules.
+//! - [`recorded_refunds`]: "decide, record, then pay" around any refund gateway;
+//! - [`idempotency`]: the `Idempotency-Key` header's rules;
+//! - [`policy`]: the refund rules that send a refund to a person;
+//! - [`identity`]: who the customer is (the authorizer's, not the body's).
 //!
 //! Adapters:
 //! - [`api`]: the HTTP edge (routing, input, keys, error-to-status map);
@@ -35,11 +37,13 @@ pub mod config;
 pub mod doubles;
 pub mod http_client;
 pub mod idempotency;
+pub mod identity;
 pub mod ledger;
 pub mod logging;
 pub mod money;
 pub mod openai;
 pub mod payments;
+pub mod policy;
 pub mod recorded_refunds;
 pub mod redact;
 pub mod refund;

@@ -124,6 +124,7 @@ mod tests {
             writer: "req-1/w".into(),
             order_id: "A-1001".into(),
             amount: AmountCents::new(1250),
+            message: crate::chat_request::CustomerMessage::new("refund A-1001"),
         }
     }
 

@@ -43,9 +43,13 @@ impl Reason {
     }
 
     pub fn parse(text: &str) -> Option<Reason> {
-        [Reason::AmountAboveLimit, Reason::OrderRefundedRecently, Reason::DailyLimitExceeded]
-            .into_iter()
-            .find(|reason| reason.as_str() == text)
+        [
+            Reason::AmountAboveLimit,
+            Reason::OrderRefundedRecently,
+            Reason::DailyLimitExceeded,
+        ]
+        .into_iter()
+        .find(|reason| reason.as_str() == text)
     }
 }
 
@@ -118,11 +122,31 @@ mod tests {
         let table: [(&str, u64, History, Decision); 9] = [
             ("a small refund", 1250, quiet, Decision::Automatic),
             ("exactly at the limit", 5000, quiet, Decision::Automatic),
-            ("one cent above the limit", 5001, quiet, Decision::Approval(vec![AmountAboveLimit])),
-            ("the order was refunded", 100, busy_order, Decision::Approval(vec![OrderRefundedRecently])),
+            (
+                "one cent above the limit",
+                5001,
+                quiet,
+                Decision::Approval(vec![AmountAboveLimit]),
+            ),
+            (
+                "the order was refunded",
+                100,
+                busy_order,
+                Decision::Approval(vec![OrderRefundedRecently]),
+            ),
             ("exactly the daily limit", 1000, spent(9000), Decision::Automatic),
-            ("one cent over the daily limit", 1001, spent(9000), Decision::Approval(vec![DailyLimitExceeded])),
-            ("overflowing total", 1, spent(u64::MAX), Decision::Approval(vec![DailyLimitExceeded])),
+            (
+                "one cent over the daily limit",
+                1001,
+                spent(9000),
+                Decision::Approval(vec![DailyLimitExceeded]),
+            ),
+            (
+                "overflowing total",
+                1,
+                spent(u64::MAX),
+                Decision::Approval(vec![DailyLimitExceeded]),
+            ),
             (
                 "every rule",
                 6000,
@@ -146,7 +170,11 @@ mod tests {
 
     #[test]
     fn reasons_round_trip() {
-        for reason in [Reason::AmountAboveLimit, Reason::OrderRefundedRecently, Reason::DailyLimitExceeded] {
+        for reason in [
+            Reason::AmountAboveLimit,
+            Reason::OrderRefundedRecently,
+            Reason::DailyLimitExceeded,
+        ] {
             assert_eq!(Reason::parse(reason.as_str()), Some(reason));
         }
     }

@@ -1,50 +1,58 @@
-//! "Record, then pay": the [`RefundGateway`] that writes the scope's refund
-//! record before the payments call and its outcome after (contract 6.2).
+//! "Decide, record, then pay": the [`RefundGateway`] that applies the refund
+//! policy ([`crate::policy`]) and writes the scope's refund record before the
+//! payments call, and its outcome after (contract 6.2 and 8).
 //!
 //! It wraps any gateway, so the function's wiring decides whether refunds
 //! are recorded, and the turn neither knows nor cares. What it guarantees:
-//! - payments is called only after the conditional write succeeded, so a
-//!   scope reaches payments at most once, across requests and invocations;
+//! - payments is called only after the conditional write of an automatic
+//!   refund succeeded, so a scope reaches payments at most once, across
+//!   requests and invocations, and rules 2 and 3 held at that write;
+//! - a refund the rules send to a person is recorded `awaiting_approval`,
+//!   with the reasons and the customer's message, and payments is not called;
 //! - a record already there means no payments call; the turn is told what
 //!   the record says;
 //! - a ledger failure means no payments call;
 //! - a failed outcome update leaves the record `executing`, which readers
 //!   treat as unknown: logged, never retried by calling payments again.
 
-use crate::clock::now_ms;
-use crate::ledger::{Ledger, RefundClaim};
+use crate::clock::{now_ms, utc_day};
+use crate::ledger::{AutomaticClaim, Counted, Ledger, LedgerError, RefundClaim};
+use crate::policy::{self, Decision, History, Limits, Reason};
 use crate::refund::{RefundGateway, RefundOutcome, RefundRequest};
 
 pub struct RecordedRefunds<L, G> {
     ledger: L,
     payments: G,
+    limits: Limits,
 }
 
 impl<L, G> RecordedRefunds<L, G> {
-    pub fn new(ledger: L, payments: G) -> Self {
-        RecordedRefunds { ledger, payments }
-    }
-
-    pub fn ledger(&self) -> &L {
-        &self.ledger
+    pub fn new(ledger: L, payments: G, limits: Limits) -> Self {
+        RecordedRefunds {
+            ledger,
+            payments,
+            limits,
+        }
     }
 }
 
-impl<L: Ledger, G: RefundGateway + Sync> RefundGateway for RecordedRefunds<L, G> {
-    async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
-        match self.ledger.record_refund(request, now_ms()).await {
-            Ok(RefundClaim::Recorded) => {}
-            Ok(RefundClaim::Existing(prior)) => {
-                tracing::warn!(event = "ledger", op = "record_refund", found = %prior.state, "the scope already has a refund record: payments not called");
-                return RefundOutcome::AlreadyRecorded(prior);
-            }
-            Err(error) => {
-                tracing::error!(event = "ledger", op = "record_refund", error = %error, "payments not called");
-                return RefundOutcome::Unrecorded;
+impl<L: Ledger, G: RefundGateway + Sync> RecordedRefunds<L, G> {
+    async fn automatic(&self, request: &RefundRequest, now: u64) -> Result<RefundOutcome, LedgerError> {
+        match self.ledger.record_automatic(request, &self.limits, now).await? {
+            AutomaticClaim::Recorded => {}
+            AutomaticClaim::Existing(prior) => return Ok(already_recorded(prior)),
+            AutomaticClaim::Refused(history) => {
+                // Rule 2 or 3 fired at the write; the reasons come from the one set of rules.
+                let reasons = match policy::decide(&self.limits, request.amount, &history) {
+                    Decision::Approval(reasons) => reasons,
+                    Decision::Automatic => vec![Reason::OrderRefundedRecently],
+                };
+                return self.for_approval(request, reasons, now).await;
             }
         }
         let outcome = self.payments.refund(request).await;
-        if let Err(error) = self.ledger.record_outcome(request, &outcome, now_ms()).await {
+        let counted = Counted::Automatic { day: utc_day(now) };
+        if let Err(error) = self.ledger.record_outcome(request, &outcome, &counted, now_ms()).await {
             tracing::error!(
                 event = "ledger",
                 op = "record_outcome",
@@ -53,6 +61,59 @@ impl<L: Ledger, G: RefundGateway + Sync> RefundGateway for RecordedRefunds<L, G>
                 "the refund record stays executing (read as unknown)"
             );
         }
-        outcome
+        Ok(outcome)
     }
+
+    async fn for_approval(
+        &self,
+        request: &RefundRequest,
+        reasons: Vec<Reason>,
+        now: u64,
+    ) -> Result<RefundOutcome, LedgerError> {
+        match self.ledger.record_for_approval(request, &reasons, now).await? {
+            RefundClaim::Recorded => Ok(RefundOutcome::PendingApproval {
+                approval_id: request.scope.record_id(),
+                reasons: reasons.iter().map(|reason| reason.as_str().to_owned()).collect(),
+            }),
+            RefundClaim::Existing(prior) => Ok(already_recorded(prior)),
+        }
+    }
+}
+
+fn already_recorded(prior: crate::refund::PriorRefund) -> RefundOutcome {
+    tracing::warn!(event = "ledger", op = "record_refund", found = %prior.state, "the scope already has a refund record: payments not called");
+    RefundOutcome::AlreadyRecorded(prior)
+}
+
+impl<L: Ledger, G: RefundGateway + Sync> RefundGateway for RecordedRefunds<L, G> {
+    async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
+        let now = now_ms();
+        // Rule 1 (and rule 3 for an amount above the daily limit alone) needs
+        // no history; the others are checked by the ledger's write itself.
+        let result = match policy::decide(&self.limits, request.amount, &History::default()) {
+            Decision::Automatic => self.automatic(request, now).await,
+            Decision::Approval(_) => {
+                // Going to a person anyway: read the history for the full reasons.
+                let history = self.ledger.history(request, &self.limits, now).await.unwrap_or_else(|error| {
+                    tracing::warn!(event = "ledger", op = "history", error = %error, "reasons from the amount only");
+                    History::default()
+                });
+                match policy::decide(&self.limits, request.amount, &history) {
+                    Decision::Approval(reasons) => self.for_approval(request, reasons, now).await,
+                    Decision::Automatic => unreachable_automatic(request),
+                }
+            }
+        };
+        result.unwrap_or_else(|error| {
+            tracing::error!(event = "ledger", op = "record_refund", error = %error, "payments not called");
+            RefundOutcome::Unrecorded
+        })
+    }
+}
+
+/// More history never turns an approval into an automatic refund; should
+/// that ever be broken, the refund is declined rather than paid.
+fn unreachable_automatic(request: &RefundRequest) -> Result<RefundOutcome, LedgerError> {
+    tracing::error!(event = "policy", order_id = %request.order_id, "rules disagreed: refund declined");
+    Ok(RefundOutcome::Unrecorded)
 }

@@ -11,7 +11,9 @@ use std::fmt;
 use std::future::Future;
 
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
+use crate::chat_request::CustomerMessage;
 use crate::money::AmountCents;
 
 /// Whose refund, and under which name it may happen at most once: the
@@ -55,6 +57,15 @@ impl RefundScope {
         }
     }
 
+    /// The id of the scope's refund record (also its approval id): `rr-` and
+    /// the first 128 bits of the SHA-256 of [`RefundScope::id`], in hex:
+    /// short enough for a person to type, and reveals neither customer nor key.
+    pub fn record_id(&self) -> String {
+        let digest = Sha256::digest(self.id().as_bytes());
+        let hex: String = digest.iter().take(16).map(|byte| format!("{byte:02x}")).collect();
+        format!("rr-{hex}")
+    }
+
     /// The scope's name in the ledger. The user id is length-prefixed, so no
     /// choice of user id and key can make two customers' scopes collide.
     pub fn id(&self) -> String {
@@ -79,6 +90,9 @@ pub struct RefundRequest {
     pub writer: String,
     pub order_id: String,
     pub amount: AmountCents,
+    /// What the customer wrote: kept in the ledger only when a person must
+    /// approve the refund (their context), never logged.
+    pub message: CustomerMessage,
 }
 
 /// A refund receipt: what the payments service answers with on 2xx.
@@ -176,6 +190,14 @@ impl fmt::Display for RefundState {
     }
 }
 
+/// What the support team recorded for a refund whose outcome was unknown,
+/// once payments confirmed it. Kept beside the original state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    Executed { refund_id: String },
+    NotExecuted,
+}
+
 /// What an existing refund record says, for a request that finds one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PriorRefund {
@@ -184,6 +206,15 @@ pub struct PriorRefund {
     pub amount: AmountCents,
     /// Set once payments confirmed the refund.
     pub receipt: Option<Receipt>,
+    pub resolution: Option<Resolution>,
+}
+
+impl PriorRefund {
+    /// Whether the record proves that no money moved.
+    pub fn moved_no_money(&self) -> bool {
+        matches!(self.state, RefundState::Rejected | RefundState::RejectedByStaff)
+            || self.resolution == Some(Resolution::NotExecuted)
+    }
 }
 
 /// What became of the one refund a request may make.

@@ -16,7 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::money::AmountCents;
-use crate::refund::{RefundError, RefundOutcome, RefundState};
+use crate::refund::{RefundError, RefundOutcome, RefundState, Resolution};
 
 pub const TOOL_NAME: &str = "issue_refund";
 
@@ -225,27 +225,34 @@ impl ToolResult {
                 ToolResult::error(format!("the payments service rejected the refund: {detail}"))
             }
             RefundOutcome::Unknown(error) => ToolResult::error(unknown_outcome(error)),
-            RefundOutcome::AlreadyRecorded(prior) => match (&prior.receipt, prior.state) {
-                (Some(receipt), _) => ToolResult::AlreadyRefunded {
-                    refund_id: receipt.refund_id.clone(),
-                    status: receipt.status.clone(),
-                    amount_cents: receipt.amount_cents,
-                    already_refunded: true,
-                    note: "this refund was already made for this conversation; do not make it again",
-                },
-                (None, RefundState::AwaitingApproval) => ToolResult::error(
-                    "a refund for this conversation is already waiting for a person to approve it; tell the \
-                     customer the support team will review it, and do not try again",
-                ),
-                (None, RefundState::Rejected | RefundState::RejectedByStaff) => ToolResult::error(
-                    "a refund for this conversation was already tried and refused; no money moved; do not \
-                     try again and tell the customer the support team can help",
-                ),
-                (None, _) => ToolResult::error(format!(
-                    "a refund for this conversation was already attempted and its outcome is not confirmed. \
-                     {MAY_HAVE_MOVED}"
-                )),
-            },
+            RefundOutcome::AlreadyRecorded(prior) => {
+                let confirmed = match (&prior.receipt, &prior.resolution) {
+                    (Some(receipt), _) => Some((receipt.refund_id.clone(), receipt.status.clone())),
+                    (None, Some(Resolution::Executed { refund_id })) => Some((refund_id.clone(), "confirmed".into())),
+                    _ => None,
+                };
+                match confirmed {
+                    Some((refund_id, status)) => ToolResult::AlreadyRefunded {
+                        refund_id,
+                        status,
+                        amount_cents: prior.amount,
+                        already_refunded: true,
+                        note: "this refund was already made for this conversation; do not make it again",
+                    },
+                    None if prior.moved_no_money() => ToolResult::error(
+                        "a refund for this conversation was already tried and refused; no money moved; do not \
+                         try again and tell the customer the support team can help",
+                    ),
+                    None if prior.state == RefundState::AwaitingApproval => ToolResult::error(
+                        "a refund for this conversation is already waiting for a person to approve it; tell the \
+                         customer the support team will review it, and do not try again",
+                    ),
+                    None => ToolResult::error(format!(
+                        "a refund for this conversation was already attempted and its outcome is not confirmed. \
+                         {MAY_HAVE_MOVED}"
+                    )),
+                }
+            }
             RefundOutcome::PendingApproval { approval_id, reasons } => ToolResult::PendingApproval {
                 status: "pending_approval",
                 approval_id: approval_id.clone(),

@@ -29,6 +29,12 @@ pub async fn aws_config() -> SdkConfig {
 }
 
 pub async fn build(config: Config) -> reqwest::Result<FunctionApp> {
+    if config.identity == crate::identity::IdentitySource::Body {
+        tracing::warn!(
+            event = "configuration",
+            "USER_IDENTITY=body: the request body's user_id is trusted; for local development only"
+        );
+    }
     let aws = aws_config().await;
     let key_source = SecretsManagerKey::new(
         aws_sdk_secretsmanager::Client::new(&aws),
@@ -45,7 +51,7 @@ where
     let http = money_path_client()?;
     let ledger = DynamoLedger::from_sdk_config(aws, &config.ledger_table, config.ledger_timeout);
     let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
-    let refunds = RecordedRefunds::new(ledger.clone(), payments);
+    let refunds = RecordedRefunds::new(ledger.clone(), payments, config.limits);
     Ok(App::new(
         config,
         Ports {

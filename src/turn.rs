@@ -142,6 +142,7 @@ pub struct Turn<'a, M, G> {
     model: &'a M,
     refunds: &'a G,
     context: TurnContext,
+    customer_message: CustomerMessage,
     backoff_unit: Duration,
     messages: Vec<Message>,
     refund_latch: RefundLatch,
@@ -160,6 +161,7 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
             model,
             refunds,
             context,
+            customer_message: customer_message.clone(),
             backoff_unit,
             messages: vec![
                 Message::System(SYSTEM_PROMPT.to_owned()),
@@ -303,6 +305,7 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
             writer: self.context.writer.clone(),
             order_id,
             amount,
+            message: self.customer_message.clone(),
         };
         let started = Instant::now();
         let outcome = self.refunds.refund(&request).await;

@@ -54,22 +54,30 @@ async fn main() -> Result<(), Error> {
     let (raw, zipped) = measure::sizes(&bootstrap)?;
 
     let mut rows = vec![
-        Row::millis(format!("cold start to first answer, median of {cold_runs}"), percentile(&cold, 0.5))
-            .target(Target::Below(15.0)),
+        Row::millis(
+            format!("cold start to first answer, median of {cold_runs}"),
+            percentile(&cold, 0.5),
+        )
+        .target(Target::Below(15.0)),
         Row::millis("runtime emulator floor p50 (no-op runtime)", floor),
     ];
     rows.extend(warm_rows("refund turn", &unkeyed, floor, 0.35, Some(0.4)));
     rows.extend(warm_rows("keyed refund turn", &keyed, floor, 1.2, None));
     rows.push(
         Row::new(
-            format!("TCP connections to DynamoDB, keyed ({} requests)", keyed.dynamodb_requests),
+            format!(
+                "TCP connections to DynamoDB, keyed ({} requests)",
+                keyed.dynamodb_requests
+            ),
             keyed.dynamodb_connections as f64,
             Unit::Count,
         )
         .target(Target::Exactly(1.0)),
     );
     rows.push(Row::new("bootstrap size", raw as f64 / MIB, Unit::Mebibytes));
-    rows.push(Row::new("bootstrap size, zipped", zipped as f64 / MIB, Unit::Mebibytes).target(Target::Below(8e6 / MIB)));
+    rows.push(
+        Row::new("bootstrap size, zipped", zipped as f64 / MIB, Unit::Mebibytes).target(Target::Below(8e6 / MIB)),
+    );
     report::print(&rows);
     Ok(())
 }
@@ -89,13 +97,25 @@ fn keyed_events(count: usize) -> Result<Vec<Bytes>, Error> {
 }
 
 /// The rows of one warm loop, with its own-work p50 and CPU targets.
-fn warm_rows(name: &str, warm: &Warm, floor: Duration, own_work_target_ms: f64, cpu_target_ms: Option<f64>) -> Vec<Row> {
+fn warm_rows(
+    name: &str,
+    warm: &Warm,
+    floor: Duration,
+    own_work_target_ms: f64,
+    cpu_target_ms: Option<f64>,
+) -> Vec<Row> {
     let own_work: Vec<Duration> = warm.added.iter().map(|d| d.saturating_sub(floor)).collect();
     let turns = warm.latency.len();
     vec![
-        Row::millis(format!("{name}: latency p50 ({turns} turns)"), percentile(&warm.latency, 0.5)),
+        Row::millis(
+            format!("{name}: latency p50 ({turns} turns)"),
+            percentile(&warm.latency, 0.5),
+        ),
         Row::millis(format!("{name}: latency p99"), percentile(&warm.latency, 0.99)),
-        Row::millis(format!("{name}: added beyond stand-ins p50"), percentile(&warm.added, 0.5)),
+        Row::millis(
+            format!("{name}: added beyond stand-ins p50"),
+            percentile(&warm.added, 0.5),
+        ),
         Row::millis(
             format!("{name}: own work p50 (beyond stand-ins and floor)"),
             percentile(&own_work, 0.5),

@@ -72,7 +72,10 @@ fn spawn_function(bootstrap: &Path, runtime_api: SocketAddr, stand_ins: &StandIn
         .env("AWS_REGION", "eu-west-1")
         .env("AWS_ACCESS_KEY_ID", "bench")
         .env("AWS_SECRET_ACCESS_KEY", "bench")
-        .env("AWS_ENDPOINT_URL_SECRETS_MANAGER", format!("http://{}", stand_ins.secrets.0))
+        .env(
+            "AWS_ENDPOINT_URL_SECRETS_MANAGER",
+            format!("http://{}", stand_ins.secrets.0),
+        )
         .env("AWS_ENDPOINT_URL_DYNAMODB", format!("http://{}", stand_ins.dynamodb.0))
         .env("OPENAI_API_KEY_SECRET_ID", "bench")
         .env("OPENAI_BASE_URL", format!("http://{}/v1", stand_ins.openai.0))

@@ -156,11 +156,20 @@ fn summarise_tool_results(messages: &[Value]) -> String {
                 .as_str()
                 .and_then(|c| serde_json::from_str(c).ok())
                 .unwrap_or(Value::Null);
+            if content["status"] == "pending_approval" {
+                return format!(
+                    "A person from our support team will review this refund (reference {}) and get back to you.",
+                    content["approval_id"].as_str().unwrap_or("pending")
+                );
+            }
             match (
                 content["refund_id"].as_str(),
                 content["amount_cents"].as_u64(),
                 content["error"].as_str(),
             ) {
+                (Some(id), Some(cents), _) if content["already_refunded"] == true => {
+                    format!("That refund was already made: {} (refund {id}).", money(cents))
+                }
                 (Some(id), Some(cents), _) => format!("Done: I refunded {} (refund {id}).", money(cents)),
                 (_, _, Some(error)) => format!("I could not do that: {error}."),
                 _ => "Something unexpected came back, so a person will check your refund.".to_owned(),

@@ -26,6 +26,9 @@ pub const SEED_ORDERS: &[(&str, &str, u64, u64)] = &[
     ("A-1002", "u-1001", 4999, 1000),
     ("B-2001", "u-2002", 4000, 0),
     ("C-3001", "u-3003", 1999, 1999),
+    // Its full refund is above the function's automatic limit (50.00): it waits for approval.
+    ("A-1003", "u-1001", 3000, 0),
+    ("D-4001", "u-1001", 12000, 0),
 ];
 
 #[derive(Debug, Clone, Serialize)]

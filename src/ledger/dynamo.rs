@@ -1,19 +1,25 @@
-//! The ledger on DynamoDB: one table, string partition key `pk`, no sort key.
+//! The ledger on DynamoDB: one table, string partition key `pk`, no sort
+//! key, and one sparse index, `waiting`, of the refund records that wait for
+//! someone (an approval, or an outcome to confirm).
 //!
 //! | item | `pk` | attributes |
 //! | --- | --- | --- |
-//! | refund record | `refund#<scope>` | `kind`, `scope`, `user_id`, `order_id`, `amount_cents`, `request_id`, `writer`, `idempotency_key`, `decision`, `state`, `created_at`, `created_at_ms`, then `updated_at`, `refund_id`, `receipt_status`, `payments_status`, `payments_detail`, `failure` |
+//! | refund record | `refund#<record id>` | `kind`, `record_id`, `scope`, `user_id`, `order_id`, `amount_cents`, `request_id`, `writer`, `idempotency_key`, `decision` (`automatic`/`approval`), `reasons`, `customer_message` (approvals only), `state`, `waiting_for`, `day`, `created_at`, `created_at_ms`, `executing_since_ms`; then `updated_at`, `refund_id`, `receipt_status`, `payments_status`, `payments_detail`, `failure`; staff: `decided_by`, `decided_at`, `rejection_reason`, `resolution`, `resolved_refund_id`, `resolved_by`, `resolved_at` |
 //! | request record | `request#<scope>` | `kind`, `state` (`in_progress`/`completed`), `body_sha256`, `request_id`, `writer`, `lease_until_ms`, `expires_at` (the TTL attribute, epoch seconds), `created_at`, then `response_status`, `response_body` |
+//! | order guard (rule 2) | `order#<order id>` | `live_count` (refunds of the order that may have moved money), `last_at_ms`, `expires_at` |
+//! | daily total (rule 3) | `daily#<user>#<UTC day>` | `total_cents` (automatic refunds that may have moved money), `expires_at` |
 //!
-//! `<scope>` is [`RefundScope::id`]. Refund records carry no `expires_at`,
-//! so TTL never touches them. TTL deletes lazily, so every read of a request
-//! record checks `expires_at` itself.
+//! `<scope>` is [`RefundScope::id`]; a refund record's id is
+//! [`RefundScope::record_id`], a hash of it, short enough for a person to type. Refund records carry no
+//! `expires_at`, so TTL never touches them; TTL deletes lazily, so every read
+//! of a request record checks `expires_at` itself.
 //!
 //! Retries: the SDK's standard retries stay on, inside the one
 //! `LEDGER_TIMEOUT_SECS` operation timeout. That is safe because every write
-//! here is conditional: a retry of a write that already landed fails its
-//! condition, and the item returned with the failure carries our own
-//! `writer`, which we recognise as success. No write can apply twice.
+//! here is conditional (transactions also carry the SDK's idempotency
+//! token): a retry of a write that already landed fails its condition, and
+//! the item returned with the failure carries our own `writer`, which we
+//! recognise as success. No write can apply twice.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -21,12 +27,15 @@ use std::time::Duration;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
-use super::{LedgerError, RefundClaim, RequestClaim, RequestLease, StoredRequest, StoredResponse};
-use crate::clock::rfc3339;
+use super::{
+    AutomaticClaim, Counted, LedgerError, RefundClaim, RequestClaim, RequestLease, StoredRequest, StoredResponse,
+};
+use crate::clock::{rfc3339, utc_day};
 use crate::money::AmountCents;
-use crate::refund::{PriorRefund, Receipt, RefundOutcome, RefundRequest, RefundScope, RefundState};
+use crate::policy::{History, Limits, Reason};
+use crate::refund::{PriorRefund, Receipt, RefundOutcome, RefundRequest, RefundScope, RefundState, Resolution};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -57,13 +66,123 @@ impl DynamoLedger {
         &self.client
     }
 
+    /// A refund record's put, on the condition that the scope has none.
+    fn put_refund(&self, item: Item) -> Result<Put, LedgerError> {
+        Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(malformed)
+    }
+
+    /// The updates that take a refund that moved no money out of rules 2
+    /// and 3 (the daily total counts automatic refunds only).
+    pub(crate) fn releases(
+        &self,
+        request: &RefundRequest,
+        counted: &Counted,
+    ) -> Result<Vec<TransactWriteItem>, LedgerError> {
+        let order = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(order_pk(&request.order_id)))
+            .update_expression("ADD live_count :minus_one")
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
+            .build()
+            .map_err(malformed)?;
+        let mut items = vec![TransactWriteItem::builder().update(order).build()];
+        if let Counted::Automatic { day } = counted {
+            let daily = Update::builder()
+                .table_name(&self.table)
+                .key("pk", s(daily_pk(request.scope.user_id(), day)))
+                .update_expression("ADD total_cents :minus_amount")
+                .expression_attribute_values(
+                    ":minus_amount",
+                    AttributeValue::N(format!("-{}", request.amount.cents())),
+                )
+                .build()
+                .map_err(malformed)?;
+            items.push(TransactWriteItem::builder().update(daily).build());
+        }
+        Ok(items)
+    }
+
+    /// Runs a transaction. `Ok(None)`: it was applied. `Ok(Some(items))`: a
+    /// condition failed; for each item, what it found when its own condition
+    /// failed (`None` where it did not).
+    pub(crate) async fn transact(
+        &self,
+        items: impl IntoIterator<Item = TransactWriteItem>,
+    ) -> Result<Option<Vec<Option<Item>>>, LedgerError> {
+        let items: Vec<TransactWriteItem> = items.into_iter().collect();
+        let count = items.len();
+        match self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+        {
+            Ok(_) => Ok(None),
+            Err(error) => {
+                use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException as Cancelled;
+                let Some(Cancelled(cancelled)) = error.as_service_error() else {
+                    return Err(unavailable(error));
+                };
+                let reasons = cancelled.cancellation_reasons();
+                if !reasons.iter().any(|r| r.code() == Some("ConditionalCheckFailed")) {
+                    // A conflict with a concurrent transaction, or throttling.
+                    return Err(LedgerError::Conflict(
+                        reasons.iter().filter_map(|r| r.code()).collect::<Vec<_>>().join(","),
+                    ));
+                }
+                Ok(Some(
+                    (0..count)
+                        .map(|i| {
+                            reasons
+                                .get(i)
+                                .filter(|r| r.code() == Some("ConditionalCheckFailed"))
+                                .map(|r| r.item().cloned().unwrap_or_default())
+                        })
+                        .collect(),
+                ))
+            }
+        }
+    }
+
+    /// For a refund record a conditional write found: `None` when it is our
+    /// own (a retried write that had landed), else what it says.
+    fn own_or_prior(&self, existing: &Item, writer: &str) -> Result<Option<PriorRefund>, LedgerError> {
+        if text(existing, "writer") == Some(writer) {
+            Ok(None)
+        } else {
+            prior_refund(existing).map(Some)
+        }
+    }
+
+    pub(crate) async fn get(&self, pk: &str) -> Result<Option<Item>, LedgerError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(output.item().cloned())
+    }
+
     pub fn table(&self) -> &str {
         &self.table
     }
 }
 
-/// The DynamoDB actions this adapter calls: the function's role grants exactly
-/// these (`template.yaml`; `tests/template.rs` checks it).
+/// The DynamoDB actions the function calls: its role grants exactly these
+/// (`template.yaml`; `tests/template.rs` checks it). Transactions need no
+/// action of their own: each of their items is authorised as the `PutItem`
+/// or `UpdateItem` it is.
 pub const ACTIONS_USED: &[&str] = &[
     "dynamodb:GetItem",
     "dynamodb:PutItem",
@@ -71,8 +190,31 @@ pub const ACTIONS_USED: &[&str] = &[
     "dynamodb:DeleteItem",
 ];
 
+/// The sparse index of refund records that wait for someone: hash key
+/// `waiting_for` (`awaiting_approval`, `executing`, `unknown`: the states
+/// that need a person or an outcome), range key `created_at`. The attribute
+/// is removed when a record reaches a final state.
+pub const WAITING_INDEX: &str = "waiting";
+
+pub fn refund_pk_of(record_id: &str) -> String {
+    format!("refund#{record_id}")
+}
+
 pub fn refund_pk(scope: &RefundScope) -> String {
-    format!("refund#{}", scope.id())
+    refund_pk_of(&scope.record_id())
+}
+
+fn order_pk(order_id: &str) -> String {
+    format!("order#{order_id}")
+}
+
+fn daily_pk(user_id: &str, day: &str) -> String {
+    format!("daily#u{}:{user_id}#{day}", user_id.len())
+}
+
+/// Guards outlive what they guard by a day, then TTL may remove them.
+fn guard_expiry_s(now_ms: u64, window: Duration) -> u64 {
+    now_ms / 1000 + window.as_secs().max(86_400) + 86_400
 }
 
 pub fn request_pk(scope: &RefundScope) -> String {
@@ -112,6 +254,48 @@ where
     }
 }
 
+fn malformed(error: aws_sdk_dynamodb::error::BuildError) -> LedgerError {
+    LedgerError::Malformed(error.to_string())
+}
+
+/// A new refund record.
+fn refund_item(request: &RefundRequest, decision: &str, state: RefundState, reasons: &[Reason], now_ms: u64) -> Item {
+    let mut item: Item = [
+        ("pk", s(refund_pk(&request.scope))),
+        ("kind", s("refund")),
+        ("record_id", s(request.scope.record_id())),
+        ("scope", s(request.scope.id())),
+        ("user_id", s(request.scope.user_id())),
+        ("order_id", s(&request.order_id)),
+        ("amount_cents", n(request.amount.cents())),
+        ("request_id", s(&request.request_id)),
+        ("writer", s(&request.writer)),
+        ("decision", s(decision)),
+        ("state", s(state.as_str())),
+        ("waiting_for", s(state.as_str())),
+        ("day", s(utc_day(now_ms))),
+        ("created_at", s(rfc3339(now_ms))),
+        ("created_at_ms", n(now_ms)),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect();
+    if let Some(key) = request.scope.idempotency_key() {
+        item.insert("idempotency_key".into(), s(key));
+    }
+    if state == RefundState::Executing {
+        item.insert("executing_since_ms".into(), n(now_ms));
+    }
+    if state == RefundState::AwaitingApproval {
+        item.insert(
+            "reasons".into(),
+            AttributeValue::L(reasons.iter().map(|reason| s(reason.as_str())).collect()),
+        );
+        item.insert("customer_message".into(), s(request.message.text()));
+    }
+    item
+}
+
 /// A refund record as the turn needs to see it.
 pub fn prior_refund(item: &Item) -> Result<PriorRefund, LedgerError> {
     let state = RefundState::parse(required(item, "state")?)
@@ -124,11 +308,19 @@ pub fn prior_refund(item: &Item) -> Result<PriorRefund, LedgerError> {
         }),
         _ => None,
     };
+    let resolution = match text(item, "resolution") {
+        Some("executed") => Some(Resolution::Executed {
+            refund_id: text(item, "resolved_refund_id").unwrap_or_default().to_owned(),
+        }),
+        Some("not_executed") => Some(Resolution::NotExecuted),
+        _ => None,
+    };
     Ok(PriorRefund {
         state,
         order_id: required(item, "order_id")?.to_owned(),
         amount: AmountCents::new(number(item, "amount_cents").unwrap_or_default()),
         receipt,
+        resolution,
     })
 }
 
@@ -161,54 +353,143 @@ macro_rules! condition_failed_item {
 }
 
 impl super::Ledger for DynamoLedger {
-    async fn record_refund(&self, request: &RefundRequest, now_ms: u64) -> Result<RefundClaim, LedgerError> {
-        let mut put = self
-            .client
-            .put_item()
+    async fn record_automatic(
+        &self,
+        request: &RefundRequest,
+        limits: &Limits,
+        now_ms: u64,
+    ) -> Result<AutomaticClaim, LedgerError> {
+        // Rule 3 cannot pass for an amount above the daily limit on its own.
+        let Some(headroom) = limits.user_daily_auto_limit.cents().checked_sub(request.amount.cents()) else {
+            return Ok(AutomaticClaim::Refused(self.history(request, limits, now_ms).await?));
+        };
+        let day = utc_day(now_ms);
+        let window_start = now_ms.saturating_sub(limits.order_window.as_millis() as u64);
+        let expires = guard_expiry_s(now_ms, limits.order_window);
+        let record = self.put_refund(refund_item(request, "automatic", RefundState::Executing, &[], now_ms))?;
+        // Rule 2: no live refund of the order within the window.
+        let order = Update::builder()
             .table_name(&self.table)
-            .item("pk", s(refund_pk(&request.scope)))
-            .item("kind", s("refund"))
-            .item("scope", s(request.scope.id()))
-            .item("user_id", s(request.scope.user_id()))
-            .item("order_id", s(&request.order_id))
-            .item("amount_cents", n(request.amount.cents()))
-            .item("request_id", s(&request.request_id))
-            .item("writer", s(&request.writer))
-            .item("decision", s("automatic"))
-            .item("state", s(RefundState::Executing.as_str()))
-            .item("created_at", s(rfc3339(now_ms)))
-            .item("created_at_ms", n(now_ms))
-            .condition_expression("attribute_not_exists(pk)")
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        if let Some(key) = request.scope.idempotency_key() {
-            put = put.item("idempotency_key", s(key));
+            .key("pk", s(order_pk(&request.order_id)))
+            .update_expression("ADD live_count :one SET last_at_ms = :now, expires_at = :expires, #kind = :kind")
+            .condition_expression("attribute_not_exists(pk) OR live_count < :one OR last_at_ms < :window_start")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":now", n(now_ms))
+            .expression_attribute_values(":expires", n(expires))
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":kind", s("order_guard"))
+            .expression_attribute_values(":window_start", n(window_start))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(malformed)?;
+        // Rule 3: today's automatic total, this refund included, within the limit.
+        let daily = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(daily_pk(request.scope.user_id(), &day)))
+            .update_expression("ADD total_cents :amount SET expires_at = :expires, #kind = :kind")
+            .condition_expression("attribute_not_exists(total_cents) OR total_cents <= :headroom")
+            .expression_attribute_values(":amount", n(request.amount.cents()))
+            .expression_attribute_values(":expires", n(expires))
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":kind", s("daily_total"))
+            .expression_attribute_values(":headroom", n(headroom))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(malformed)?;
+        let items = [
+            TransactWriteItem::builder().put(record).build(),
+            TransactWriteItem::builder().update(order).build(),
+            TransactWriteItem::builder().update(daily).build(),
+        ];
+        let failed = match self.transact(items).await? {
+            None => return Ok(AutomaticClaim::Recorded),
+            Some(failed) => failed,
+        };
+        if let Some(existing) = &failed[0] {
+            return Ok(match self.own_or_prior(existing, &request.writer)? {
+                None => AutomaticClaim::Recorded,
+                Some(prior) => AutomaticClaim::Existing(prior),
+            });
         }
-        match put.send().await {
-            Ok(_) => Ok(RefundClaim::Recorded),
-            Err(error) => {
-                use aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException as Failed;
-                match condition_failed_item!(error, Failed) {
-                    Some(item) if text(&item, "writer") == Some(request.writer.as_str()) => Ok(RefundClaim::Recorded),
-                    Some(item) => Ok(RefundClaim::Existing(prior_refund(&item)?)),
-                    None => Err(unavailable(error)),
+        Ok(AutomaticClaim::Refused(History {
+            order_refunded_recently: failed[1].is_some(),
+            automatic_today: match &failed[2] {
+                // The total that did not leave room; unknown counts as the limit.
+                Some(daily) => {
+                    AmountCents::new(number(daily, "total_cents").unwrap_or(limits.user_daily_auto_limit.cents()))
                 }
-            }
+                None => AmountCents::ZERO,
+            },
+        }))
+    }
+
+    async fn record_for_approval(
+        &self,
+        request: &RefundRequest,
+        reasons: &[Reason],
+        now_ms: u64,
+    ) -> Result<RefundClaim, LedgerError> {
+        let record = self.put_refund(refund_item(
+            request,
+            "approval",
+            RefundState::AwaitingApproval,
+            reasons,
+            now_ms,
+        ))?;
+        // A refund waiting for a person counts for rule 2 too: it may move money.
+        let order = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(order_pk(&request.order_id)))
+            .update_expression("ADD live_count :one SET last_at_ms = :now, expires_at = :expires, #kind = :kind")
+            .expression_attribute_values(":one", n(1))
+            .expression_attribute_values(":now", n(now_ms))
+            .expression_attribute_values(":expires", n(guard_expiry_s(now_ms, Duration::ZERO)))
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":kind", s("order_guard"))
+            .build()
+            .map_err(malformed)?;
+        let items = [
+            TransactWriteItem::builder().put(record).build(),
+            TransactWriteItem::builder().update(order).build(),
+        ];
+        match self.transact(items).await? {
+            None => Ok(RefundClaim::Recorded),
+            Some(failed) => match &failed[0] {
+                Some(existing) => Ok(match self.own_or_prior(existing, &request.writer)? {
+                    None => RefundClaim::Recorded,
+                    Some(prior) => RefundClaim::Existing(prior),
+                }),
+                None => Err(LedgerError::Conflict("the approval record was not written".into())),
+            },
         }
+    }
+
+    async fn history(&self, request: &RefundRequest, limits: &Limits, now_ms: u64) -> Result<History, LedgerError> {
+        let window_start = now_ms.saturating_sub(limits.order_window.as_millis() as u64);
+        let order = self.get(&order_pk(&request.order_id)).await?.unwrap_or_default();
+        let daily = self
+            .get(&daily_pk(request.scope.user_id(), &utc_day(now_ms)))
+            .await?
+            .unwrap_or_default();
+        Ok(History {
+            order_refunded_recently: number(&order, "live_count").is_some_and(|live| live > 0)
+                && number(&order, "last_at_ms").is_some_and(|at| at >= window_start),
+            automatic_today: AmountCents::new(number(&daily, "total_cents").unwrap_or_default()),
+        })
     }
 
     async fn record_outcome(
         &self,
         request: &RefundRequest,
         outcome: &RefundOutcome,
+        counted: &Counted,
         now_ms: u64,
     ) -> Result<(), LedgerError> {
         let Some(state) = outcome.payments_state() else {
             return Ok(());
         };
         let mut set = vec!["#state = :state", "updated_at = :now"];
-        let mut update = self
-            .client
-            .update_item()
+        let mut update = Update::builder()
             .table_name(&self.table)
             .key("pk", s(refund_pk(&request.scope)))
             .condition_expression("#state = :executing AND writer = :writer")
@@ -218,6 +499,7 @@ impl super::Ledger for DynamoLedger {
             .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
             .expression_attribute_values(":writer", s(&request.writer))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let mut remove_queue = true;
         match outcome {
             RefundOutcome::Executed(receipt) => {
                 set.extend(["refund_id = :refund_id", "receipt_status = :receipt_status"]);
@@ -232,29 +514,40 @@ impl super::Ledger for DynamoLedger {
                     .expression_attribute_values(":detail", s(detail));
             }
             RefundOutcome::Unknown(error) => {
-                set.push("failure = :failure");
+                set.extend(["failure = :failure", "waiting_for = :state"]);
                 update = update.expression_attribute_values(":failure", s(error.to_string()));
+                remove_queue = false;
             }
             _ => {}
         }
-        match update.update_expression(format!("SET {}", set.join(", "))).send().await {
-            Ok(_) => Ok(()),
-            Err(error) => {
-                use aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException as Failed;
-                match condition_failed_item!(error, Failed) {
-                    Some(item)
-                        if text(&item, "writer") == Some(request.writer.as_str())
-                            && text(&item, "state") == Some(state.as_str()) =>
-                    {
-                        Ok(())
-                    }
-                    Some(item) => Err(LedgerError::Conflict(format!(
-                        "refund record is {:?}, not executing",
-                        text(&item, "state")
-                    ))),
-                    None => Err(unavailable(error)),
+        let expression = format!(
+            "SET {}{}",
+            set.join(", "),
+            if remove_queue { " REMOVE waiting_for" } else { "" }
+        );
+        let mut items = vec![
+            TransactWriteItem::builder()
+                .update(update.update_expression(expression).build().map_err(malformed)?)
+                .build(),
+        ];
+        if state == RefundState::Rejected {
+            items.extend(self.releases(request, counted)?);
+        }
+        match self.transact(items).await? {
+            None => Ok(()),
+            Some(failed) => match &failed[0] {
+                Some(item)
+                    if text(item, "writer") == Some(request.writer.as_str())
+                        && text(item, "state") == Some(state.as_str()) =>
+                {
+                    Ok(())
                 }
-            }
+                Some(item) => Err(LedgerError::Conflict(format!(
+                    "refund record is {:?}, not executing",
+                    text(item, "state")
+                ))),
+                None => Err(LedgerError::Conflict("the outcome was not recorded".into())),
+            },
         }
     }
 

@@ -81,6 +81,7 @@ async fn a_refund_runs_once_with_the_requests_user_id() {
             writer: "req-1/w".into(),
             order_id: "A-1".into(),
             amount: AmountCents::new(1250),
+            message: CustomerMessage::new("refund A-1, 12.50"),
         }]
     );
     assert_eq!(stats.completion_calls, 2);
@@ -300,6 +301,7 @@ async fn outcomes_that_moved_no_money_still_spend_the_latch_and_tell_the_model()
             status: "succeeded".into(),
             amount_cents: AmountCents::new(1250),
         }),
+        resolution: None,
     };
     let cases = [
         (RefundOutcome::AlreadyRecorded(prior), r#""already_refunded":true"#),

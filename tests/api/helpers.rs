@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType,
 };
 use lambda_http::http::{HeaderMap, StatusCode};
 use lambda_http::lambda_runtime::Context;
@@ -120,23 +121,36 @@ pub async fn new_table(aws: &SdkConfig) -> String {
         std::process::id(),
         TABLES.fetch_add(1, Ordering::SeqCst)
     );
+    let attribute = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .expect("attribute")
+    };
+    let key = |name: &str, kind: KeyType| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(kind)
+            .build()
+            .expect("key")
+    };
     aws_sdk_dynamodb::Client::new(aws)
         .create_table()
         .table_name(&name)
         .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name("pk")
-                .attribute_type(ScalarAttributeType::S)
+        .attribute_definitions(attribute("pk"))
+        .attribute_definitions(attribute("waiting_for"))
+        .attribute_definitions(attribute("created_at"))
+        .key_schema(key("pk", KeyType::Hash))
+        .global_secondary_indexes(
+            GlobalSecondaryIndex::builder()
+                .index_name(refund_chat::ledger::dynamo::WAITING_INDEX)
+                .key_schema(key("waiting_for", KeyType::Hash))
+                .key_schema(key("created_at", KeyType::Range))
+                .projection(Projection::builder().projection_type(ProjectionType::All).build())
                 .build()
-                .expect("attribute"),
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name("pk")
-                .key_type(KeyType::Hash)
-                .build()
-                .expect("key"),
+                .expect("index"),
         )
         .send()
         .await
@@ -172,6 +186,8 @@ pub fn config(openai_base: &str, payments_base: &str, table: &str) -> Config {
         ("PAYMENTS_TIMEOUT_SECS", PAYMENTS_TIMEOUT.as_secs_f64().to_string()),
         ("LEDGER_TABLE", table.to_owned()),
         ("LEDGER_TIMEOUT_SECS", LEDGER_TIMEOUT.as_secs_f64().to_string()),
+        // As deployed: the customer is the authorizer's (the events carry one).
+        ("USER_IDENTITY", "authorizer".to_owned()),
     ];
     Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone())).expect("test config")
 }
@@ -386,10 +402,23 @@ pub fn chat_body(message: &str) -> String {
     json!({"user_id": USER, "message": message}).to_string()
 }
 
-/// An HTTP API v2 event POSTing `body` to the route.
+/// An HTTP API v2 event POSTing `body` to the route, signed in (JWT
+/// authorizer) as the body's `user_id`, or as [`USER`] when it has no
+/// usable one.
 pub fn post_event(body: &str, headers: &[(&str, &str)]) -> Value {
+    let user = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|value| value["user_id"].as_str().map(str::to_owned))
+        .filter(|user| !user.is_empty())
+        .unwrap_or_else(|| USER.to_owned());
+    post_event_as(&user, body, headers)
+}
+
+/// The same, signed in as `user`.
+pub fn post_event_as(user: &str, body: &str, headers: &[(&str, &str)]) -> Value {
     let mut event = load_event("http-api-v2-refund.json");
     event["body"] = Value::String(body.to_owned());
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = Value::String(user.to_owned());
     for (name, value) in headers {
         event["headers"][*name] = Value::String((*value).to_owned());
     }

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use lambda_http::http::StatusCode;
+use refund_chat::chat_request::CustomerMessage;
 use refund_chat::clock::now_ms;
 use refund_chat::idempotency::body_sha256;
 use refund_chat::ledger::Ledger;
@@ -164,8 +165,12 @@ async fn a_retry_after_a_dead_invocation_takes_over_and_never_pays_again() {
         writer: "req-dead/0".into(),
         order_id: "A-1001".into(),
         amount: AmountCents::new(1250),
+        message: CustomerMessage::new(REFUND_MESSAGE),
     };
-    ledger.record_refund(&dead_attempt, now - 60_000).await.unwrap();
+    ledger
+        .record_automatic(&dead_attempt, &refund_chat::config::DEFAULT_LIMITS, now - 60_000)
+        .await
+        .unwrap();
 
     let answer = h.chat_with_key(REFUND_MESSAGE, KEY).await;
 

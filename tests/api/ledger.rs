@@ -5,8 +5,9 @@
 use std::time::{Duration, Instant};
 
 use lambda_http::http::StatusCode;
+use refund_chat::chat_request::CustomerMessage;
 use refund_chat::ledger::dynamo::DynamoLedger;
-use refund_chat::ledger::{Ledger, LedgerError, RefundClaim};
+use refund_chat::ledger::{AutomaticClaim, Counted, Ledger, LedgerError};
 use refund_chat::money::AmountCents;
 use refund_chat::refund::{RefundOutcome, RefundRequest, RefundScope, RefundState};
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
@@ -177,6 +178,7 @@ fn attempt(writer: &str) -> RefundRequest {
         writer: writer.into(),
         order_id: "A-1001".into(),
         amount: AmountCents::new(1250),
+        message: CustomerMessage::new(REFUND_MESSAGE),
     }
 }
 
@@ -186,10 +188,17 @@ async fn a_retried_write_knows_itself_and_another_writer_finds_the_record() {
     let table = new_table(&aws).await;
     let ledger = DynamoLedger::new(aws_sdk_dynamodb::Client::new(&aws), table.clone());
 
-    assert_eq!(ledger.record_refund(&attempt("w1"), 1).await, Ok(RefundClaim::Recorded));
-    // The SDK retrying a put that had already landed: the condition fails on our own item.
-    assert_eq!(ledger.record_refund(&attempt("w1"), 2).await, Ok(RefundClaim::Recorded));
-    let Ok(RefundClaim::Existing(prior)) = ledger.record_refund(&attempt("w2"), 3).await else {
+    let limits = refund_chat::config::DEFAULT_LIMITS;
+    assert_eq!(
+        ledger.record_automatic(&attempt("w1"), &limits, 1).await,
+        Ok(AutomaticClaim::Recorded)
+    );
+    // The SDK retrying a write that had already landed: the condition fails on our own item.
+    assert_eq!(
+        ledger.record_automatic(&attempt("w1"), &limits, 2).await,
+        Ok(AutomaticClaim::Recorded)
+    );
+    let Ok(AutomaticClaim::Existing(prior)) = ledger.record_automatic(&attempt("w2"), &limits, 3).await else {
         panic!("another writer must find the record");
     };
     assert_eq!(
@@ -198,24 +207,34 @@ async fn a_retried_write_knows_itself_and_another_writer_finds_the_record() {
     );
 
     // Only the writer that holds the record may record its outcome, and only once.
+    let counted = Counted::Automatic {
+        day: refund_chat::clock::utc_day(1),
+    };
     let executed = RefundOutcome::Rejected {
         status: 409,
         detail: "no".into(),
     };
     assert!(matches!(
-        ledger.record_outcome(&attempt("w2"), &executed, 4).await,
+        ledger.record_outcome(&attempt("w2"), &executed, &counted, 4).await,
         Err(LedgerError::Conflict(_))
     ));
-    assert_eq!(ledger.record_outcome(&attempt("w1"), &executed, 4).await, Ok(()));
     assert_eq!(
-        ledger.record_outcome(&attempt("w1"), &executed, 5).await,
+        ledger.record_outcome(&attempt("w1"), &executed, &counted, 4).await,
+        Ok(())
+    );
+    assert_eq!(
+        ledger.record_outcome(&attempt("w1"), &executed, &counted, 5).await,
         Ok(()),
         "a retried update"
     );
     let items = items(&aws, &table).await;
-    assert_eq!(items.len(), 1);
-    assert_eq!(attr(&items[0], "state"), Some("rejected"));
-    assert_eq!(attr(&items[0], "writer"), Some("w1"));
+    let records: Vec<_> = items
+        .iter()
+        .filter(|item| attr(item, "kind") == Some("refund"))
+        .collect();
+    assert_eq!(records.len(), 1);
+    assert_eq!(attr(records[0], "state"), Some("rejected"));
+    assert_eq!(attr(records[0], "writer"), Some("w1"));
 }
 
 #[tokio::test]

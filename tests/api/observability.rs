@@ -207,5 +207,8 @@ async fn a_keyed_turn_and_its_replay_are_traced_without_the_message() {
     assert_eq!(summaries[1]["replayed"], true);
     assert_eq!(summaries[1]["completion_calls"], 0);
     assert_eq!(events(&lines, "request")[0]["idempotency_key"], true);
-    assert!(!captured.text().contains("key-1"), "the key is the customer's: not logged either");
+    assert!(
+        !captured.text().contains("key-1"),
+        "the key is the customer's: not logged either"
+    );
 }

@@ -33,4 +33,3 @@ async fn noop_runtime() -> Result<(), Error> {
             .await?;
     }
 }
-
