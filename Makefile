@@ -5,7 +5,7 @@ VENV     := .venv
 TOOLS    := $(VENV)/.installed
 EVENT    ?= events/refund.json
 
-.PHONY: run test invoke ledger bench build reset-ledger clean-local
+.PHONY: run test invoke ledger admin bench build reset-ledger clean-local
 
 $(TOOLS): tools/requirements.txt
 	python3 -m venv $(VENV)
@@ -29,6 +29,10 @@ invoke: $(TOOLS)
 ## ledger: the refund ledger (DynamoDB in moto) of the stack make run started, oldest first
 ledger: $(TOOLS)
 	$(VENV)/bin/python tools/local_aws.py ledger
+
+## admin: refund-chat-admin against the stack make run started, e.g. make admin ARGS="pending"
+admin:
+	set -a && . ./local.env && set +a && cargo run --quiet --bin refund-chat-admin -- $(ARGS)
 
 ## bench: the release bootstrap through a Runtime API emulator (one table), then the in-process turn loop
 # Built one package at a time, so the bench's features never leak into the measured bootstrap.

@@ -9,8 +9,7 @@
 //! identity match, key syntax — none touches the ledger, the secret, the
 //! model or payments — then the key's record, then the turn.
 
-use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use lambda_http::http::{HeaderValue, Method, StatusCode, header};
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -152,21 +151,11 @@ impl Invocation {
             .unwrap_or_else(|| "unknown".to_owned());
         let deadline_ms = context.map(|context| context.deadline).unwrap_or_default();
         Invocation {
-            writer: format!("{request_id}/{:016x}", random_u64()),
+            writer: crate::ledger::new_writer(&request_id),
             request_id,
             deadline_ms,
         }
     }
-}
-
-/// A random number from std's per-process random hasher keys, varied by a
-/// counter: enough to tell two writers apart, with no extra dependency.
-fn random_u64() -> u64 {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut hasher = std::hash::RandomState::new().build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u64(now_ms());
-    hasher.finish()
 }
 
 /// What the summary line needs from however far a request got.

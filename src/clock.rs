@@ -30,6 +30,44 @@ pub fn utc_day(ms: u64) -> String {
     rfc3339(ms)[..10].to_owned()
 }
 
+/// Epoch milliseconds of `2026-11-30` (midnight UTC) or of an RFC 3339 UTC
+/// time (`2026-11-30T18:47:15Z`, fractions allowed).
+pub fn parse_utc(text: &str) -> Option<u64> {
+    let number = |range: std::ops::Range<usize>| text.get(range)?.parse::<u64>().ok();
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    if text.get(4..5) != Some("-")
+        || text.get(7..8) != Some("-")
+        || !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+    {
+        return None;
+    }
+    let mut ms = days_from_civil(year as i64, month as u32, day as u32).checked_mul(86_400_000)?;
+    if text.len() > 10 {
+        let rest = text.get(10..)?;
+        let time = rest.strip_prefix('T').and_then(|t| t.strip_suffix('Z'))?;
+        let (hms, fraction) = time.split_once('.').unwrap_or((time, ""));
+        let parts: Vec<u64> = hms.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
+        let [h, m, s] = parts[..] else { return None };
+        if h > 23 || m > 59 || s > 60 {
+            return None;
+        }
+        let millis = format!("{fraction:0<3}").get(..3)?.parse::<u64>().ok()?;
+        ms += (h * 3600 + m * 60 + s) * 1000 + millis;
+    }
+    Some(ms)
+}
+
+fn days_from_civil(year: i64, month: u32, day: u32) -> u64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = i64::from((month + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    (era * 146_097 + doe - 719_468).max(0) as u64
+}
+
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
@@ -53,5 +91,16 @@ mod tests {
         assert_eq!(rfc3339(1_795_860_000_123), "2026-11-28T10:00:00.123Z");
         assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(utc_day(1_795_860_000_123), "2026-11-28");
+    }
+
+    #[test]
+    fn parses_what_it_formats() {
+        for ms in [0, 951_782_400_000, 1_795_860_000_123] {
+            assert_eq!(parse_utc(&rfc3339(ms)), Some(ms));
+        }
+        assert_eq!(parse_utc("2026-11-28"), Some(1_795_824_000_000));
+        for bad in ["", "2026-13-01", "2026/11/28", "2026-11-28T25:00:00Z", "yesterday"] {
+            assert_eq!(parse_utc(bad), None, "{bad}");
+        }
     }
 }

@@ -71,40 +71,22 @@ impl Config {
     /// Reads the configuration through `lookup`, so tests need not touch the
     /// process environment. Empty values count as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
-        let get = |name: &str| lookup(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-        let required = |name: &'static str| get(name).ok_or(ConfigError::Missing(name));
-        let url = |name: &'static str, value: String| parse_url(name, value);
-        let cents = |name: &'static str, default: AmountCents| match get(name) {
-            None => Ok(default),
-            Some(value) => value.parse().map(AmountCents::new).map_err(|_| ConfigError::Malformed {
-                name,
-                expected: "a whole number of cents, 0 or more",
-                value,
-            }),
-        };
-        let secs = |name: &'static str, default: Duration, allow_zero: bool| match get(name) {
-            None => Ok(default),
-            Some(value) => parse_secs(name, value, allow_zero),
-        };
+        let vars = Vars(lookup);
         Ok(Config {
-            openai_key_secret_id: required("OPENAI_API_KEY_SECRET_ID")?,
-            openai_base_url: url(
-                "OPENAI_BASE_URL",
-                get("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_OPENAI_BASE_URL.to_owned()),
-            )?,
-            payments_base_url: url("PAYMENTS_BASE_URL", required("PAYMENTS_BASE_URL")?)?,
-            openai_timeout: secs("OPENAI_TIMEOUT_SECS", DEFAULT_OPENAI_TIMEOUT, false)?,
-            retry_backoff: secs("RETRY_BACKOFF_SECS", DEFAULT_RETRY_BACKOFF, true)?,
-            payments_timeout: secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,
-            ledger_table: required("LEDGER_TABLE")?,
-            ledger_timeout: secs("LEDGER_TIMEOUT_SECS", DEFAULT_LEDGER_TIMEOUT, false)?,
-            idempotency_ttl: match get("IDEMPOTENCY_TTL_HOURS") {
-                None => DEFAULT_IDEMPOTENCY_TTL,
-                Some(hours) => parse_hours("IDEMPOTENCY_TTL_HOURS", hours)?,
-            },
-            identity: match get("USER_IDENTITY").as_deref() {
+            openai_key_secret_id: vars.required("OPENAI_API_KEY_SECRET_ID")?,
+            openai_base_url: vars.url("OPENAI_BASE_URL", Some(DEFAULT_OPENAI_BASE_URL))?,
+            payments_base_url: vars.url("PAYMENTS_BASE_URL", None)?,
+            openai_timeout: vars.secs("OPENAI_TIMEOUT_SECS", DEFAULT_OPENAI_TIMEOUT, false)?,
+            retry_backoff: vars.secs("RETRY_BACKOFF_SECS", DEFAULT_RETRY_BACKOFF, true)?,
+            payments_timeout: vars.secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,
+            ledger_table: vars.required("LEDGER_TABLE")?,
+            ledger_timeout: vars.secs("LEDGER_TIMEOUT_SECS", DEFAULT_LEDGER_TIMEOUT, false)?,
+            idempotency_ttl: vars.hours("IDEMPOTENCY_TTL_HOURS", DEFAULT_IDEMPOTENCY_TTL)?,
+            identity: match vars.get("USER_IDENTITY").as_deref() {
                 None | Some("authorizer") => IdentitySource::Authorizer {
-                    claim: get("USER_ID_CLAIM").unwrap_or_else(|| DEFAULT_USER_ID_CLAIM.to_owned()),
+                    claim: vars
+                        .get("USER_ID_CLAIM")
+                        .unwrap_or_else(|| DEFAULT_USER_ID_CLAIM.to_owned()),
                 },
                 Some("body") => IdentitySource::Body,
                 Some(other) => {
@@ -116,14 +98,13 @@ impl Config {
                 }
             },
             limits: Limits {
-                auto_refund_limit: cents("AUTO_REFUND_LIMIT_CENTS", DEFAULT_LIMITS.auto_refund_limit)?,
-                order_window: match get("ORDER_REFUND_WINDOW_HOURS") {
-                    None => DEFAULT_LIMITS.order_window,
-                    Some(hours) => parse_hours("ORDER_REFUND_WINDOW_HOURS", hours)?,
-                },
-                user_daily_auto_limit: cents("USER_DAILY_AUTO_LIMIT_CENTS", DEFAULT_LIMITS.user_daily_auto_limit)?,
+                auto_refund_limit: vars.cents("AUTO_REFUND_LIMIT_CENTS", DEFAULT_LIMITS.auto_refund_limit)?,
+                order_window: vars.hours("ORDER_REFUND_WINDOW_HOURS", DEFAULT_LIMITS.order_window)?,
+                user_daily_auto_limit: vars
+                    .cents("USER_DAILY_AUTO_LIMIT_CENTS", DEFAULT_LIMITS.user_daily_auto_limit)?,
             },
-            cors_allow_origin: get("CORS_ALLOW_ORIGIN")
+            cors_allow_origin: vars
+                .get("CORS_ALLOW_ORIGIN")
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
                 .transpose()?,
         })
@@ -135,6 +116,77 @@ impl Config {
         turn::worst_case_duration(self.openai_timeout, self.retry_backoff, self.payments_timeout)
             + SECRET_READ_TIMEOUT
             + self.ledger_timeout * LEDGER_OPERATIONS_PER_REQUEST
+    }
+}
+
+/// What `refund-chat-admin` needs (contract 9): the ledger and payments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StaffConfig {
+    pub ledger_table: String,
+    pub ledger_timeout: Duration,
+    pub payments_base_url: String,
+    pub payments_timeout: Duration,
+}
+
+impl StaffConfig {
+    pub fn from_env() -> Result<StaffConfig, ConfigError> {
+        StaffConfig::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<StaffConfig, ConfigError> {
+        let vars = Vars(lookup);
+        Ok(StaffConfig {
+            ledger_table: vars.required("LEDGER_TABLE")?,
+            ledger_timeout: vars.secs("LEDGER_TIMEOUT_SECS", DEFAULT_LEDGER_TIMEOUT, false)?,
+            payments_base_url: vars.url("PAYMENTS_BASE_URL", None)?,
+            payments_timeout: vars.secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,
+        })
+    }
+}
+
+/// The function's timeout in `template.yaml` (`tests/template.rs` checks
+/// that they agree): an `executing` record older than this has no
+/// invocation left that could still record its outcome.
+pub const FUNCTION_TIMEOUT: Duration = Duration::from_secs(130);
+
+/// Environment variables, read one rule at a time. Empty values count as unset.
+struct Vars<F>(F);
+
+impl<F: Fn(&str) -> Option<String>> Vars<F> {
+    fn get(&self, name: &str) -> Option<String> {
+        (self.0)(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    }
+
+    fn required(&self, name: &'static str) -> Result<String, ConfigError> {
+        self.get(name).ok_or(ConfigError::Missing(name))
+    }
+
+    /// An http(s) URL; required when there is no default.
+    fn url(&self, name: &'static str, default: Option<&str>) -> Result<String, ConfigError> {
+        match (self.get(name), default) {
+            (Some(value), _) => parse_url(name, value),
+            (None, Some(default)) => Ok(default.to_owned()),
+            (None, None) => Err(ConfigError::Missing(name)),
+        }
+    }
+
+    fn secs(&self, name: &'static str, default: Duration, allow_zero: bool) -> Result<Duration, ConfigError> {
+        self.get(name)
+            .map_or(Ok(default), |value| parse_secs(name, value, allow_zero))
+    }
+
+    fn hours(&self, name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
+        self.get(name).map_or(Ok(default), |value| parse_hours(name, value))
+    }
+
+    fn cents(&self, name: &'static str, default: AmountCents) -> Result<AmountCents, ConfigError> {
+        self.get(name).map_or(Ok(default), |value| {
+            value.parse().map(AmountCents::new).map_err(|_| ConfigError::Malformed {
+                name,
+                expected: "a whole number of cents, 0 or more",
+                value,
+            })
+        })
     }
 }
 

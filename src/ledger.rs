@@ -17,11 +17,26 @@
 //! [`dynamo::DynamoLedger`].
 
 pub mod dynamo;
+pub mod staff;
 
 use std::future::Future;
 
 use crate::policy::{History, Limits, Reason};
 use crate::refund::{PriorRefund, RefundOutcome, RefundRequest, RefundScope};
+
+/// A new writer's mark: `owner` (a Lambda request id, or an approver)
+/// and a random part, so that no two writers ever share one, even an
+/// invocation delivered twice with the same request id.
+pub fn new_writer(owner: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    // std's per-process random hasher keys, varied by a counter and the clock.
+    let mut hasher = std::hash::RandomState::new().build_hasher();
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    hasher.write_u64(crate::clock::now_ms());
+    format!("{owner}/{:016x}", hasher.finish())
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LedgerError {
@@ -178,4 +193,110 @@ pub trait Ledger: Send + Sync {
 
     /// Gives the key back (no refund record, no answer worth replaying).
     fn release_request(&self, lease: &RequestLease) -> impl Future<Output = Result<(), LedgerError>> + Send;
+}
+
+/// A refund record as the support team sees it: every field, for `show`,
+/// `pending`, `unknown` and the audit export.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RefundRecord {
+    pub record_id: String,
+    pub state: String,
+    pub user_id: String,
+    pub order_id: String,
+    pub amount_cents: u64,
+    pub created_at: String,
+    pub created_at_ms: u64,
+    pub request_id: String,
+    pub idempotency_key: Option<String>,
+    pub decision: String,
+    pub reasons: Vec<String>,
+    pub customer_message: Option<String>,
+    pub executing_since_ms: Option<u64>,
+    pub updated_at: Option<String>,
+    pub refund_id: Option<String>,
+    pub receipt_status: Option<String>,
+    pub payments_status: Option<u64>,
+    pub payments_detail: Option<String>,
+    pub failure: Option<String>,
+    pub decided_by: Option<String>,
+    pub decided_at: Option<String>,
+    pub rejection_reason: Option<String>,
+    pub resolution: Option<String>,
+    pub resolved_refund_id: Option<String>,
+    pub resolved_by: Option<String>,
+    pub resolved_at: Option<String>,
+}
+
+impl RefundRecord {
+    /// The columns of the audit trail, in order.
+    pub const COLUMNS: [&'static str; 26] = [
+        "record_id",
+        "state",
+        "user_id",
+        "order_id",
+        "amount_cents",
+        "created_at",
+        "created_at_ms",
+        "request_id",
+        "idempotency_key",
+        "decision",
+        "reasons",
+        "customer_message",
+        "executing_since_ms",
+        "updated_at",
+        "refund_id",
+        "receipt_status",
+        "payments_status",
+        "payments_detail",
+        "failure",
+        "decided_by",
+        "decided_at",
+        "rejection_reason",
+        "resolution",
+        "resolved_refund_id",
+        "resolved_by",
+        "resolved_at",
+    ];
+
+    /// Every field as text, in [`RefundRecord::COLUMNS`] order; empty when unset.
+    pub fn values(&self) -> [String; 26] {
+        let opt = |value: &Option<String>| value.clone().unwrap_or_default();
+        let num = |value: Option<u64>| value.map(|n| n.to_string()).unwrap_or_default();
+        [
+            self.record_id.clone(),
+            self.state.clone(),
+            self.user_id.clone(),
+            self.order_id.clone(),
+            self.amount_cents.to_string(),
+            self.created_at.clone(),
+            self.created_at_ms.to_string(),
+            self.request_id.clone(),
+            opt(&self.idempotency_key),
+            self.decision.clone(),
+            self.reasons.join(" "),
+            opt(&self.customer_message),
+            num(self.executing_since_ms),
+            opt(&self.updated_at),
+            opt(&self.refund_id),
+            opt(&self.receipt_status),
+            num(self.payments_status),
+            opt(&self.payments_detail),
+            opt(&self.failure),
+            opt(&self.decided_by),
+            opt(&self.decided_at),
+            opt(&self.rejection_reason),
+            opt(&self.resolution),
+            opt(&self.resolved_refund_id),
+            opt(&self.resolved_by),
+            opt(&self.resolved_at),
+        ]
+    }
+
+    /// The refund scope the record belongs to.
+    pub fn scope(&self) -> RefundScope {
+        match &self.idempotency_key {
+            Some(key) => RefundScope::for_idempotency_key(&self.user_id, key),
+            None => RefundScope::for_request(&self.user_id, &self.request_id),
+        }
+    }
 }

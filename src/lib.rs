@@ -17,19 +17,25 @@
 //! - [`recorded_refunds`]: "decide, record, then pay" around any refund gateway;
 //! - [`idempotency`]: the `Idempotency-Key` header's rules;
 //! - [`policy`]: the refund rules that send a refund to a person;
-//! - [`identity`]: who the customer is (the authorizer's, not the body's).
+//! - [`approvals`]: a person approving what the rules would not pay alone.
 //!
 //! Adapters:
 //! - [`api`]: the HTTP edge (routing, input, keys, error-to-status map);
+//! - [`identity`]: who the customer is (the authorizer's, not the body's);
 //! - [`openai`], [`payments`], [`secrets`], [`ledger::dynamo`]: the services;
+//! - [`ledger::staff`]: the support team's reads and decisions on the ledger;
 //! - [`http_client`]: the outbound HTTP client they share;
 //! - [`config`], [`startup`]: configuration and the one place ports are wired;
 //! - [`logging`], [`telemetry`], [`redact`]: logs, metrics, and what they may not contain;
 //! - [`clock`]: wall-clock time for records.
 //!
+//! Binaries: `refund-chat` (the function, `src/main.rs`) and
+//! `refund-chat-admin` (approvals and the audit trail, `src/bin/`).
+//!
 //! [`doubles`] holds in-memory stand-ins for tests and benchmarks.
 
 pub mod api;
+pub mod approvals;
 pub mod chat;
 pub mod chat_request;
 pub mod clock;

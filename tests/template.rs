@@ -60,6 +60,11 @@ fn timeouts_cover_the_worst_case_from_the_code() {
     assert_eq!(worst_case, Duration::from_secs(127));
 
     let function_timeout = secs(&function["Properties"]["Timeout"]);
+    assert_eq!(
+        function_timeout,
+        refund_chat::config::FUNCTION_TIMEOUT,
+        "refund-chat-admin reads `executing` records older than this as unknown"
+    );
     assert!(
         function_timeout > worst_case,
         "function Timeout {function_timeout:?} must exceed {worst_case:?}"
@@ -155,6 +160,21 @@ fn the_deployment_is_the_contracts() {
             .starts_with("request#")
     );
     assert_eq!(env["LEDGER_TABLE"], json!({"Ref": "RefundLedger"}));
+    assert_eq!(
+        env["USER_IDENTITY"], "authorizer",
+        "production trusts the authorizer, never the body"
+    );
+    assert_eq!(env["USER_ID_CLAIM"], "sub");
+    let limits = refund_chat::config::DEFAULT_LIMITS;
+    assert_eq!(
+        secs(&env["AUTO_REFUND_LIMIT_CENTS"]).as_secs(),
+        limits.auto_refund_limit.cents()
+    );
+    assert_eq!(
+        secs(&env["USER_DAILY_AUTO_LIMIT_CENTS"]).as_secs(),
+        limits.user_daily_auto_limit.cents()
+    );
+    assert_eq!(secs(&env["ORDER_REFUND_WINDOW_HOURS"]) * 3600, limits.order_window);
     assert!(
         !serde_json::to_string(&template).unwrap().contains("\"*\""),
         "nothing is granted on *"
@@ -183,6 +203,27 @@ fn the_ledger_table_keeps_every_record() {
     assert_eq!(
         properties["KeySchema"],
         json!([{"AttributeName": "pk", "KeyType": "HASH"}])
+    );
+}
+
+#[test]
+fn every_route_needs_a_signed_in_customer() {
+    let template = template();
+    let auth = &template["Resources"]["RefundChatApi"]["Properties"]["Auth"];
+    assert_eq!(auth["DefaultAuthorizer"], "CustomerCognito");
+    assert_eq!(
+        auth["Authorizers"]["CustomerCognito"]["UserPoolArn"],
+        json!({"Ref": "CustomerUserPoolArn"})
+    );
+    assert_eq!(
+        auth["AddDefaultAuthorizerToCorsPreflight"], false,
+        "a preflight carries no token"
+    );
+    let index = &template["Resources"]["RefundLedger"]["Properties"]["GlobalSecondaryIndexes"][0];
+    assert_eq!(index["IndexName"], refund_chat::ledger::dynamo::WAITING_INDEX);
+    assert_eq!(
+        index["KeySchema"],
+        json!([{"AttributeName": "waiting_for", "KeyType": "HASH"}, {"AttributeName": "created_at", "KeyType": "RANGE"}])
     );
 }
 

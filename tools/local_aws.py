@@ -25,8 +25,15 @@ def setup(api_key):
     dynamodb.create_table(
         TableName=TABLE,
         BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        AttributeDefinitions=[{"AttributeName": name, "AttributeType": "S"}
+                              for name in ("pk", "waiting_for", "created_at")],
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        GlobalSecondaryIndexes=[{
+            "IndexName": "waiting",
+            "KeySchema": [{"AttributeName": "waiting_for", "KeyType": "HASH"},
+                          {"AttributeName": "created_at", "KeyType": "RANGE"}],
+            "Projection": {"ProjectionType": "ALL"},
+        }],
     )
     dynamodb.update_time_to_live(TableName=TABLE,
                                  TimeToLiveSpecification={"AttributeName": "expires_at", "Enabled": True})

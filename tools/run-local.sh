@@ -64,7 +64,7 @@ wait_for_port model "$MODEL_PORT"
 MOTO_ENDPOINT="http://127.0.0.1:$MOTO_PORT" "$VENV/bin/python" tools/local_aws.py setup \
   "${OPENAI_API_KEY:-sk-local-not-a-real-key}"
 
-start function "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --env-file local.env \
+start function "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --bin refund-chat --env-file local.env \
   --invoke-address 127.0.0.1 --invoke-port "$FUNCTION_PORT"
 wait_for_port function "$FUNCTION_PORT"
 URL="http://127.0.0.1:$FUNCTION_PORT/support/refund-chat"

@@ -192,6 +192,88 @@ pub fn config(openai_base: &str, payments_base: &str, table: &str) -> Config {
     Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone())).expect("test config")
 }
 
+/// A model stand-in that answers each request by looking at it.
+type ModelResponder = Box<dyn Fn(&Request) -> ResponseTemplate + Send + Sync>;
+
+struct FnResponder(ModelResponder);
+
+impl Respond for FnResponder {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        (self.0)(request)
+    }
+}
+
+/// A model that refunds what the customer's message names, as
+/// "refund ORDER CENTS", then answers in words once it sees the tool result.
+pub fn refunding_model(request: &Request) -> ResponseTemplate {
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    if messages.iter().any(|m| m["role"] == "tool") {
+        return text("Done.");
+    }
+    let said = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let words: Vec<&str> = said.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "refund").unwrap_or(0);
+    let order = words.get(at + 1).copied().unwrap_or("A-1001");
+    let cents = words.get(at + 2).and_then(|c| c.parse().ok()).unwrap_or(1250u64);
+    refund_call("call_1", order, cents)
+}
+
+/// A proxy that forwards one request at a time to `target`. moto's server
+/// is not atomic under concurrent requests (two conditional writes of the
+/// same item at the same moment can both pass), so concurrency tests put
+/// this in front of it: one request at a time is what DynamoDB guarantees
+/// per item.
+pub async fn one_at_a_time(target: &str) -> String {
+    use axum::extract::State;
+    #[derive(Clone)]
+    struct Forward {
+        target: String,
+        http: reqwest::Client,
+        turn: Arc<tokio::sync::Mutex<()>>,
+    }
+    async fn forward(State(forward): State<Forward>, request: axum::extract::Request) -> axum::response::Response {
+        let (parts, body) = request.into_parts();
+        let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+        let _turn = forward.turn.lock().await;
+        let mut outgoing = forward
+            .http
+            .request(parts.method, format!("{}{}", forward.target, parts.uri))
+            .body(body);
+        for (name, value) in parts.headers.iter().filter(|(name, _)| *name != "host") {
+            outgoing = outgoing.header(name, value);
+        }
+        match outgoing.send().await {
+            Ok(answer) => {
+                let mut response = axum::response::Response::builder().status(answer.status());
+                for (name, value) in answer.headers() {
+                    response = response.header(name, value);
+                }
+                let bytes = answer.bytes().await.unwrap_or_default();
+                response.body(axum::body::Body::from(bytes)).unwrap_or_default()
+            }
+            Err(_) => axum::response::Response::builder()
+                .status(502)
+                .body(axum::body::Body::empty())
+                .unwrap_or_default(),
+        }
+    }
+    let state = Forward {
+        target: target.to_owned(),
+        http: reqwest::Client::new(),
+        turn: Arc::default(),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let address = listener.local_addr().expect("address");
+    let router = axum::Router::new().fallback(forward).with_state(state);
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    format!("http://{address}")
+}
+
 /// Answers requests from a script, in order, and records when each arrived.
 #[derive(Clone)]
 pub struct Script {
@@ -253,6 +335,7 @@ type ConfigChange = Box<dyn FnOnce(&mut Config)>;
 /// Builds a [`TestApp`]; every part has a default a test may replace.
 pub struct Builder<K> {
     model: Vec<ResponseTemplate>,
+    model_responder: Option<ModelResponder>,
     payments: ResponseTemplate,
     key_source: K,
     payments_base: Option<String>,
@@ -264,6 +347,7 @@ impl TestApp<FixedKey> {
     pub fn builder() -> Builder<FixedKey> {
         Builder {
             model: Vec::new(),
+            model_responder: None,
             payments: receipt(),
             key_source: FixedKey::new(API_KEY),
             payments_base: None,
@@ -281,6 +365,11 @@ impl TestApp<FixedKey> {
 impl<K: ApiKeySource> Builder<K> {
     pub fn model(mut self, model: Vec<ResponseTemplate>) -> Self {
         self.model = model;
+        self
+    }
+    /// The model answers each request with `respond(request)` instead of a script.
+    pub fn model_responder(mut self, respond: impl Fn(&Request) -> ResponseTemplate + Send + Sync + 'static) -> Self {
+        self.model_responder = Some(Box::new(respond));
         self
     }
     pub fn payments(mut self, payments: ResponseTemplate) -> Self {
@@ -304,6 +393,7 @@ impl<K: ApiKeySource> Builder<K> {
     pub fn key_source<K2: ApiKeySource>(self, key_source: K2) -> Builder<K2> {
         Builder {
             model: self.model,
+            model_responder: self.model_responder,
             payments: self.payments,
             key_source,
             payments_base: self.payments_base,
@@ -316,11 +406,13 @@ impl<K: ApiKeySource> Builder<K> {
         let openai = MockServer::start().await;
         let payments = MockServer::start().await;
         let model_script = Script::new(self.model);
-        Mock::given(method("POST"))
-            .and(path("/v1/chat/completions"))
-            .respond_with(model_script.clone())
-            .mount(&openai)
-            .await;
+        let model_mock = Mock::given(method("POST")).and(path("/v1/chat/completions"));
+        match self.model_responder {
+            Some(respond) => model_mock.respond_with(FnResponder(respond)),
+            None => model_mock.respond_with(model_script.clone()),
+        }
+        .mount(&openai)
+        .await;
         Mock::given(method("POST"))
             .and(path("/refunds"))
             .respond_with(self.payments)

@@ -5,12 +5,15 @@
 //! servers received (bodies, order, counts) and what the ledger holds, as
 //! well as the answer.
 
+mod approvals;
 mod events;
 mod helpers;
 mod idempotency;
+mod identity;
 mod input;
 mod ledger;
 mod observability;
+mod policy;
 mod refunds;
 mod retries;
 mod routing;

@@ -1,0 +1,290 @@
+//! What the support team does with the ledger (contract 9), on DynamoDB:
+//! read records, list what waits (through the `waiting` index, never a
+//! scan), and decide: approve, reject, resolve. Every decision is one
+//! conditional write, so of two people deciding the same record at once,
+//! exactly one succeeds and the other is told what the record now says.
+//! Only the audit export scans: it reads the whole trail by design.
+
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+
+use super::dynamo::{DynamoLedger, WAITING_INDEX, number, refund_pk_of, text};
+use super::{Counted, LedgerError, RefundRecord};
+use crate::clock::rfc3339;
+use crate::money::AmountCents;
+use crate::refund::{RefundRequest, RefundState};
+
+type Item = std::collections::HashMap<String, AttributeValue>;
+
+/// What a staff decision found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StaffClaim {
+    /// Decided: the record as it was before the decision.
+    Done(RefundRecord),
+    /// Refused: the record is not in a state this decision applies to.
+    Refused(RefundRecord),
+    NotFound,
+}
+
+/// What payments confirmed for a refund whose outcome was unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confirmed {
+    Executed { refund_id: String },
+    NotExecuted,
+}
+
+fn s(value: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(value.into())
+}
+
+fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn opt(item: &Item, name: &str) -> Option<String> {
+    text(item, name).map(str::to_owned)
+}
+
+pub fn record_of(item: &Item) -> RefundRecord {
+    RefundRecord {
+        record_id: opt(item, "record_id").unwrap_or_default(),
+        state: opt(item, "state").unwrap_or_default(),
+        user_id: opt(item, "user_id").unwrap_or_default(),
+        order_id: opt(item, "order_id").unwrap_or_default(),
+        amount_cents: number(item, "amount_cents").unwrap_or_default(),
+        created_at: opt(item, "created_at").unwrap_or_default(),
+        created_at_ms: number(item, "created_at_ms").unwrap_or_default(),
+        request_id: opt(item, "request_id").unwrap_or_default(),
+        idempotency_key: opt(item, "idempotency_key"),
+        decision: opt(item, "decision").unwrap_or_default(),
+        reasons: item
+            .get("reasons")
+            .and_then(|v| v.as_l().ok())
+            .map(|list| list.iter().filter_map(|v| v.as_s().ok().cloned()).collect())
+            .unwrap_or_default(),
+        customer_message: opt(item, "customer_message"),
+        executing_since_ms: number(item, "executing_since_ms"),
+        updated_at: opt(item, "updated_at"),
+        refund_id: opt(item, "refund_id"),
+        receipt_status: opt(item, "receipt_status"),
+        payments_status: number(item, "payments_status"),
+        payments_detail: opt(item, "payments_detail"),
+        failure: opt(item, "failure"),
+        decided_by: opt(item, "decided_by"),
+        decided_at: opt(item, "decided_at"),
+        rejection_reason: opt(item, "rejection_reason"),
+        resolution: opt(item, "resolution"),
+        resolved_refund_id: opt(item, "resolved_refund_id"),
+        resolved_by: opt(item, "resolved_by"),
+        resolved_at: opt(item, "resolved_at"),
+    }
+}
+
+/// The request a record stands for, to pay or to release it as `writer`.
+pub fn request_of(record: &RefundRecord, writer: &str) -> RefundRequest {
+    RefundRequest {
+        scope: record.scope(),
+        request_id: record.request_id.clone(),
+        writer: writer.to_owned(),
+        order_id: record.order_id.clone(),
+        amount: AmountCents::new(record.amount_cents),
+        message: crate::chat_request::CustomerMessage::new(""),
+    }
+}
+
+fn counted(record: &RefundRecord) -> Counted {
+    if record.decision == "automatic" {
+        Counted::Automatic {
+            day: record.created_at.get(..10).unwrap_or_default().to_owned(),
+        }
+    } else {
+        Counted::Approved
+    }
+}
+
+impl DynamoLedger {
+    /// One refund record, by its id.
+    pub async fn record(&self, record_id: &str) -> Result<Option<RefundRecord>, LedgerError> {
+        Ok(self
+            .get(&refund_pk_of(record_id))
+            .await?
+            .filter(|item| text(item, "kind") == Some("refund"))
+            .map(|item| record_of(&item)))
+    }
+
+    /// The records waiting for `state`, oldest first (the `waiting` index).
+    pub async fn waiting(&self, state: RefundState) -> Result<Vec<RefundRecord>, LedgerError> {
+        let pages = self
+            .client()
+            .query()
+            .table_name(self.table())
+            .index_name(WAITING_INDEX)
+            .key_condition_expression("waiting_for = :state")
+            .expression_attribute_values(":state", s(state.as_str()))
+            .scan_index_forward(true)
+            .into_paginator()
+            .items()
+            .send();
+        let items: Vec<Item> = pages.collect::<Result<Vec<_>, _>>().await.map_err(|error| {
+            LedgerError::Unavailable(aws_sdk_dynamodb::error::DisplayErrorContext(error).to_string())
+        })?;
+        Ok(items.iter().map(record_of).collect())
+    }
+
+    /// Every refund record created at or after `since_ms`, oldest first.
+    pub async fn all_refunds(&self, since_ms: u64) -> Result<Vec<RefundRecord>, LedgerError> {
+        let pages = self
+            .client()
+            .scan()
+            .table_name(self.table())
+            .filter_expression("#kind = :refund AND created_at_ms >= :since")
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":refund", s("refund"))
+            .expression_attribute_values(":since", n(since_ms))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send();
+        let items: Vec<Item> = pages.collect::<Result<Vec<_>, _>>().await.map_err(|error| {
+            LedgerError::Unavailable(aws_sdk_dynamodb::error::DisplayErrorContext(error).to_string())
+        })?;
+        let mut records: Vec<RefundRecord> = items.iter().map(record_of).collect();
+        records.sort_by(|a, b| (a.created_at_ms, &a.record_id).cmp(&(b.created_at_ms, &b.record_id)));
+        Ok(records)
+    }
+
+    /// Moves `awaiting_approval` to `executing`, approver and time recorded,
+    /// `writer` taking the record for the payments call.
+    pub async fn claim_approval(
+        &self,
+        record_id: &str,
+        by: &str,
+        writer: &str,
+        now_ms: u64,
+    ) -> Result<StaffClaim, LedgerError> {
+        let update = self
+            .decision(record_id, RefundState::AwaitingApproval, by, now_ms)
+            .update_expression(
+                "SET #state = :executing, waiting_for = :executing, decided_by = :by, decided_at = :at, \
+                 writer = :writer, executing_since_ms = :now_ms",
+            )
+            .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
+            .expression_attribute_values(":writer", s(writer))
+            .expression_attribute_values(":now_ms", n(now_ms));
+        self.decide(update, Vec::new(), record_id).await
+    }
+
+    /// `awaiting_approval` to `rejected_by_staff`: no money moves, and the
+    /// refund stops counting for rule 2.
+    pub async fn reject(
+        &self,
+        record_id: &str,
+        by: &str,
+        reason: &str,
+        now_ms: u64,
+    ) -> Result<StaffClaim, LedgerError> {
+        let Some(record) = self.record(record_id).await? else {
+            return Ok(StaffClaim::NotFound);
+        };
+        let update = self
+            .decision(record_id, RefundState::AwaitingApproval, by, now_ms)
+            .update_expression(
+                "SET #state = :rejected, decided_by = :by, decided_at = :at, rejection_reason = :reason \
+                 REMOVE waiting_for",
+            )
+            .expression_attribute_values(":rejected", s(RefundState::RejectedByStaff.as_str()))
+            .expression_attribute_values(":reason", s(reason));
+        let releases = self.releases(&request_of(&record, ""), &counted(&record))?;
+        self.decide(update, releases, record_id).await
+    }
+
+    /// Records what payments confirmed for an `unknown` record, or an
+    /// `executing` one whose invocation cannot still be running (older than
+    /// `stale_before_ms`). The state stays; the resolution sits beside it.
+    pub async fn resolve(
+        &self,
+        record_id: &str,
+        confirmed: &Confirmed,
+        by: &str,
+        stale_before_ms: u64,
+        now_ms: u64,
+    ) -> Result<StaffClaim, LedgerError> {
+        let Some(record) = self.record(record_id).await? else {
+            return Ok(StaffClaim::NotFound);
+        };
+        let mut update = Update::builder()
+            .table_name(self.table())
+            .key("pk", s(refund_pk_of(record_id)))
+            .condition_expression(
+                "attribute_not_exists(resolution) AND (#state = :unknown OR \
+                 (#state = :executing AND executing_since_ms < :stale_before))",
+            )
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":unknown", s(RefundState::Unknown.as_str()))
+            .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
+            .expression_attribute_values(":stale_before", n(stale_before_ms))
+            .expression_attribute_values(":by", s(by))
+            .expression_attribute_values(":at", s(rfc3339(now_ms)))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let mut releases = Vec::new();
+        update = match confirmed {
+            Confirmed::Executed { refund_id } => update
+                .update_expression(
+                    "SET resolution = :executed, resolved_refund_id = :refund_id, resolved_by = :by, \
+                     resolved_at = :at REMOVE waiting_for",
+                )
+                .expression_attribute_values(":executed", s("executed"))
+                .expression_attribute_values(":refund_id", s(refund_id)),
+            Confirmed::NotExecuted => {
+                releases = self.releases(&request_of(&record, ""), &counted(&record))?;
+                update
+                    .update_expression(
+                        "SET resolution = :not_executed, resolved_by = :by, resolved_at = :at REMOVE waiting_for",
+                    )
+                    .expression_attribute_values(":not_executed", s("not_executed"))
+            }
+        };
+        self.decide(update, releases, record_id).await
+    }
+
+    /// An update of a record in `from`, by `by` at `now_ms`.
+    fn decision(
+        &self,
+        record_id: &str,
+        from: RefundState,
+        by: &str,
+        now_ms: u64,
+    ) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
+        Update::builder()
+            .table_name(self.table())
+            .key("pk", s(refund_pk_of(record_id)))
+            .condition_expression("#state = :from")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":from", s(from.as_str()))
+            .expression_attribute_values(":by", s(by))
+            .expression_attribute_values(":at", s(rfc3339(now_ms)))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+    }
+
+    /// Applies a decision (and the releases that go with it) in one transaction.
+    async fn decide(
+        &self,
+        update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
+        releases: Vec<TransactWriteItem>,
+        record_id: &str,
+    ) -> Result<StaffClaim, LedgerError> {
+        let Some(before) = self.record(record_id).await? else {
+            return Ok(StaffClaim::NotFound);
+        };
+        let update = update
+            .build()
+            .map_err(|error| LedgerError::Malformed(error.to_string()))?;
+        let items = std::iter::once(TransactWriteItem::builder().update(update).build()).chain(releases);
+        match self.transact(items).await? {
+            None => Ok(StaffClaim::Done(before)),
+            Some(failed) => match &failed[0] {
+                Some(found) if !found.is_empty() => Ok(StaffClaim::Refused(record_of(found))),
+                _ => Ok(StaffClaim::NotFound),
+            },
+        }
+    }
+}

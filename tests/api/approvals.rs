@@ -1,0 +1,338 @@
+//! `refund-chat-admin` (contract 9), the real binary against moto and a
+//! mock payments service: approvals are exactly-once, rejections and
+//! resolutions never call payments, and the export is the whole trail.
+
+use std::process::Output;
+
+use serde_json::{Value, json};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::helpers::*;
+
+const BIG_REFUND: &str = "The sofa from order D-4001 arrived torn: refund D-4001 12000";
+
+/// Runs the admin binary against `ledger` (an AWS endpoint) and `payments`.
+async fn admin(table: &str, ledger: &str, payments: &str, args: &[&str]) -> Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_refund-chat-admin"))
+        .args(args)
+        .env_clear()
+        .env("LEDGER_TABLE", table)
+        .env("PAYMENTS_BASE_URL", payments)
+        .env("PAYMENTS_TIMEOUT_SECS", "0.5")
+        .env("AWS_ENDPOINT_URL", ledger)
+        .env("AWS_REGION", "eu-west-1")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .output()
+        .await
+        .expect("run refund-chat-admin")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+struct Desk {
+    h: TestApp,
+    payments: MockServer,
+}
+
+impl Desk {
+    /// The function, with the approver's payments service of its own.
+    async fn new(payments_answer: ResponseTemplate) -> Desk {
+        let h = TestApp::builder().model_responder(refunding_model).build().await;
+        let payments = MockServer::start().await;
+        Mock::given(wiremock::matchers::path("/refunds"))
+            .respond_with(payments_answer)
+            .mount(&payments)
+            .await;
+        Desk { h, payments }
+    }
+
+    async fn run(&self, args: &[&str]) -> Output {
+        admin(&self.h.table, &moto().endpoint, &self.payments.uri(), args).await
+    }
+
+    /// A refund the rules send to a person; its approval id.
+    async fn pending_refund(&self, request_id: &str) -> String {
+        let answer = send_as(&self.h.app, post_event(&chat_body(BIG_REFUND), &[]), request_id, 0).await;
+        assert_eq!(answer.status, lambda_http::http::StatusCode::OK);
+        let told = tool_content(&tool_messages(self.h.model_requests().await.last().unwrap())[0]);
+        assert_eq!(told["status"], "pending_approval", "{told}");
+        told["approval_id"].as_str().unwrap().to_owned()
+    }
+
+    async fn paid(&self) -> Vec<Value> {
+        bodies(&self.payments).await
+    }
+
+    async fn record(&self, id: &str) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+        self.h
+            .refund_records()
+            .await
+            .into_iter()
+            .find(|r| attr(r, "record_id") == Some(id))
+            .expect("the record")
+    }
+}
+
+#[tokio::test]
+async fn pending_then_approve_pays_once_with_the_records_customer_and_amount() {
+    let desk = Desk::new(receipt()).await;
+    let id = desk.pending_refund("req-1").await;
+
+    let pending = desk.run(&["pending"]).await;
+    assert_eq!(pending.status.code(), Some(0), "{}", stderr(&pending));
+    let table = stdout(&pending);
+    assert!(table.starts_with("ID "), "{table}");
+    for shown in [
+        id.as_str(),
+        "u-1001",
+        "D-4001",
+        "120.00",
+        "amount_above_limit",
+        "The sofa from order D-4001",
+    ] {
+        assert!(table.contains(shown), "{shown} missing from:\n{table}");
+    }
+
+    let approved = desk.run(&["approve", &id, "--by", "alice"]).await;
+    assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
+    assert!(stdout(&approved).contains("refunded 120.00"), "{}", stdout(&approved));
+    assert_eq!(
+        desk.paid().await,
+        vec![json!({"order_id": "D-4001", "amount_cents": 12000, "user_id": "u-1001"})]
+    );
+    let record = desk.record(&id).await;
+    assert_eq!(attr(&record, "state"), Some("executed"));
+    assert_eq!(attr(&record, "decided_by"), Some("alice"));
+    assert_eq!(attr(&record, "refund_id"), Some("rf_42"));
+    assert!(!record.contains_key("waiting_for"), "off the queue");
+    assert!(
+        stderr(&approved).contains(r#""by":"alice""#),
+        "the decision is logged with the approver"
+    );
+    assert!(!stderr(&approved).contains("sofa"), "never the customer's message");
+
+    let again = desk.run(&["approve", &id, "--by", "bob"]).await;
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("decided by alice"), "{}", stderr(&again));
+    assert_eq!(desk.paid().await.len(), 1);
+    assert!(stdout(&desk.run(&["pending"]).await).contains("no refunds are awaiting approval"));
+}
+
+#[tokio::test]
+async fn two_approvers_racing_make_one_payments_call() {
+    let desk = Desk::new(receipt()).await;
+    let id = desk.pending_refund("req-1").await;
+    // One DynamoDB request at a time, as DynamoDB serialises writes of one item.
+    let proxy = one_at_a_time(&moto().endpoint).await;
+
+    let payments = desk.payments.uri();
+    let (alice, bob) = (["approve", &id, "--by", "alice"], ["approve", &id, "--by", "bob"]);
+    let (a, b) = tokio::join!(
+        admin(&desk.h.table, &proxy, &payments, &alice),
+        admin(&desk.h.table, &proxy, &payments, &bob),
+    );
+
+    let mut codes = vec![a.status.code(), b.status.code()];
+    codes.sort();
+    assert_eq!(codes, vec![Some(0), Some(1)], "{} / {}", stderr(&a), stderr(&b));
+    assert_eq!(desk.paid().await.len(), 1);
+}
+
+#[tokio::test]
+async fn reject_makes_no_payments_call_and_approve_after_it_is_refused() {
+    let desk = Desk::new(receipt()).await;
+    let id = desk.pending_refund("req-1").await;
+
+    let rejected = desk
+        .run(&["reject", &id, "--by", "carol", "--reason", "torn by the customer"])
+        .await;
+    assert_eq!(rejected.status.code(), Some(0), "{}", stderr(&rejected));
+    let approve = desk.run(&["approve", &id, "--by", "alice"]).await;
+    assert_eq!(approve.status.code(), Some(1));
+    assert!(stderr(&approve).contains("rejected_by_staff"), "{}", stderr(&approve));
+
+    assert!(desk.paid().await.is_empty());
+    let record = desk.record(&id).await;
+    assert_eq!(attr(&record, "state"), Some("rejected_by_staff"));
+    assert_eq!(attr(&record, "rejection_reason"), Some("torn by the customer"));
+    // A rejected refund moved no money: the order may be refunded again automatically.
+    send_as(
+        &desk.h.app,
+        post_event(&chat_body("refund D-4001 1000"), &[]),
+        "req-2",
+        0,
+    )
+    .await;
+    assert_eq!(desk.h.payments_requests().await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_payments_rejection_during_approval_is_recorded_and_refused() {
+    let desk = Desk::new(ResponseTemplate::new(409).set_body_json(json!({"detail": "order already refunded"}))).await;
+    let id = desk.pending_refund("req-1").await;
+
+    let approve = desk.run(&["approve", &id, "--by", "alice"]).await;
+
+    assert_eq!(approve.status.code(), Some(1));
+    assert!(
+        stderr(&approve).contains("order already refunded"),
+        "{}",
+        stderr(&approve)
+    );
+    assert_eq!(attr(&desk.record(&id).await, "state"), Some("rejected"));
+}
+
+#[tokio::test]
+async fn an_unknown_outcome_is_listed_and_resolved_without_payments() {
+    let desk = Desk::new(receipt()).await;
+    // The function's own payments call times out: the refund may have moved.
+    let h = TestApp::new(
+        vec![refund_call("c1", "A-1001", 1250), text("A person will confirm.")],
+        receipt().set_delay(HANG),
+    )
+    .await;
+    h.chat(REFUND_MESSAGE).await;
+    let record = &h.refund_records().await[0];
+    let id = attr(record, "record_id").unwrap().to_owned();
+    let run = |args: Vec<String>| {
+        let (table, payments) = (h.table.clone(), desk.payments.uri());
+        async move {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            admin(&table, &moto().endpoint, &payments, &args).await
+        }
+    };
+
+    let unknown = run(vec!["unknown".into()]).await;
+    assert_eq!(unknown.status.code(), Some(0));
+    assert!(stdout(&unknown).contains(&id), "{}", stdout(&unknown));
+    assert!(
+        stdout(&unknown).contains("did not answer in time"),
+        "{}",
+        stdout(&unknown)
+    );
+
+    let resolved = run(vec![
+        "resolve".into(),
+        id.clone(),
+        "--executed".into(),
+        "rf_777".into(),
+        "--by".into(),
+        "dan".into(),
+    ])
+    .await;
+    assert_eq!(resolved.status.code(), Some(0), "{}", stderr(&resolved));
+    let twice = run(vec![
+        "resolve".into(),
+        id.clone(),
+        "--not-executed".into(),
+        "--by".into(),
+        "erin".into(),
+    ])
+    .await;
+    assert_eq!(twice.status.code(), Some(1));
+
+    assert!(desk.paid().await.is_empty(), "resolve never calls payments");
+    let record = &h.refund_records().await[0];
+    assert_eq!(attr(record, "state"), Some("unknown"), "the original state is kept");
+    assert_eq!(attr(record, "resolution"), Some("executed"));
+    assert_eq!(attr(record, "resolved_refund_id"), Some("rf_777"));
+    assert_eq!(attr(record, "resolved_by"), Some("dan"));
+    assert!(!stdout(&run(vec!["unknown".into()]).await).contains(&id));
+}
+
+#[tokio::test]
+async fn export_lists_every_state_with_who_decided_in_both_formats() {
+    let desk = Desk::new(receipt()).await;
+    let approved = desk.pending_refund("req-1").await;
+    desk.run(&["approve", &approved, "--by", "alice"]).await;
+    let rejected = {
+        let answer = send_as(
+            &desk.h.app,
+            post_event(&chat_body("refund D-4002 9000"), &[]),
+            "req-2",
+            0,
+        )
+        .await;
+        assert_eq!(answer.status, lambda_http::http::StatusCode::OK);
+        let told = tool_content(&tool_messages(desk.h.model_requests().await.last().unwrap())[0]);
+        told["approval_id"].as_str().unwrap().to_owned()
+    };
+    desk.run(&["reject", &rejected, "--by", "carol", "--reason", "duplicate"])
+        .await;
+    send_as(
+        &desk.h.app,
+        post_event(&chat_body("refund A-1001 1250"), &[]),
+        "req-3",
+        0,
+    )
+    .await;
+
+    let json_export = desk.run(&["export", "--format", "json"]).await;
+    assert_eq!(json_export.status.code(), Some(0), "{}", stderr(&json_export));
+    let records: Vec<Value> = serde_json::from_slice(&json_export.stdout).unwrap();
+    let states: Vec<&str> = records.iter().filter_map(|r| r["state"].as_str()).collect();
+    assert_eq!(states.len(), 3);
+    for state in ["executed", "rejected_by_staff"] {
+        assert!(states.contains(&state), "{states:?}");
+    }
+    let by_id = |id: &str| records.iter().find(|r| r["record_id"] == id).unwrap().clone();
+    assert_eq!(by_id(&approved)["decided_by"], "alice");
+    assert!(by_id(&approved)["decided_at"].is_string());
+    assert_eq!(by_id(&rejected)["decided_by"], "carol");
+    assert_eq!(by_id(&rejected)["rejection_reason"], "duplicate");
+
+    let csv_export = desk.run(&["export", "--format", "csv"]).await;
+    let mut reader = csv::Reader::from_reader(csv_export.stdout.as_slice());
+    let headers = reader.headers().unwrap().clone();
+    assert_eq!(
+        headers.iter().collect::<Vec<_>>(),
+        refund_chat::ledger::RefundRecord::COLUMNS.to_vec()
+    );
+    assert_eq!(reader.records().count(), 3);
+
+    let future = desk.run(&["export", "--since", "2999-01-01"]).await;
+    assert_eq!(serde_json::from_slice::<Vec<Value>>(&future.stdout).unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn refusals_and_usage_have_their_exit_statuses() {
+    let desk = Desk::new(receipt()).await;
+
+    assert_eq!(desk.run(&["show", "rr-nope"]).await.status.code(), Some(1));
+    assert_eq!(
+        desk.run(&["approve", "rr-nope", "--by", "a"]).await.status.code(),
+        Some(1)
+    );
+    assert_eq!(
+        desk.run(&["approve", "rr-nope"]).await.status.code(),
+        Some(2),
+        "--by is required"
+    );
+    assert_eq!(
+        desk.run(&["resolve", "rr-nope", "--by", "a"]).await.status.code(),
+        Some(2)
+    );
+    assert_eq!(
+        desk.run(&["export", "--since", "yesterday"]).await.status.code(),
+        Some(2)
+    );
+    let unconfigured = tokio::process::Command::new(env!("CARGO_BIN_EXE_refund-chat-admin"))
+        .arg("pending")
+        .env_clear()
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(unconfigured.status.code(), Some(2));
+    assert!(
+        stderr(&unconfigured).contains("LEDGER_TABLE"),
+        "{}",
+        stderr(&unconfigured)
+    );
+}
