@@ -37,6 +37,8 @@ async fn turns_emit_emf_documents() {
             hang(),
             hang(),
             text("Hello."),
+            refund_call("c9", "D-4001", 12000),
+            text("A person will review it."),
         ],
         receipt(),
     )
@@ -99,6 +101,12 @@ async fn turns_emit_emf_documents() {
     assert_eq!(replay.raw, first.raw);
     let documents = flush(collector);
     assert_eq!(value(&documents, "IdempotentReplays", None), Some(1.into()));
+
+    let big = h.chat("refund D-4001 120.00").await;
+    assert_eq!(big.status, StatusCode::OK);
+    let documents = flush(collector);
+    assert_eq!(value(&documents, "RefundsAwaitingApproval", None), Some(1.into()));
+    assert_eq!(value(&documents, "RefundsExecuted", None), None);
 
     let bad = h.post("{").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);

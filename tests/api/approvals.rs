@@ -245,6 +245,15 @@ async fn an_unknown_outcome_is_listed_and_resolved_without_payments() {
     assert_eq!(attr(record, "resolved_refund_id"), Some("rf_777"));
     assert_eq!(attr(record, "resolved_by"), Some("dan"));
     assert!(!stdout(&run(vec!["unknown".into()]).await).contains(&id));
+    let export: Vec<Value> = serde_json::from_slice(&run(vec!["export".into()]).await.stdout).unwrap();
+    assert_eq!(export[0]["resolved_by"], "dan");
+    assert!(export[0]["resolved_at"].is_string());
+    assert_eq!(
+        export[0]["failure"]
+            .as_str()
+            .map(|f| f.contains("did not answer in time")),
+        Some(true)
+    );
 }
 
 #[tokio::test]
@@ -273,13 +282,14 @@ async fn export_lists_every_state_with_who_decided_in_both_formats() {
         0,
     )
     .await;
+    let still_pending = desk.pending_refund("req-4").await;
 
     let json_export = desk.run(&["export", "--format", "json"]).await;
     assert_eq!(json_export.status.code(), Some(0), "{}", stderr(&json_export));
     let records: Vec<Value> = serde_json::from_slice(&json_export.stdout).unwrap();
     let states: Vec<&str> = records.iter().filter_map(|r| r["state"].as_str()).collect();
-    assert_eq!(states.len(), 3);
-    for state in ["executed", "rejected_by_staff"] {
+    assert_eq!(states.len(), 4);
+    for state in ["executed", "rejected_by_staff", "awaiting_approval"] {
         assert!(states.contains(&state), "{states:?}");
     }
     let by_id = |id: &str| records.iter().find(|r| r["record_id"] == id).unwrap().clone();
@@ -287,6 +297,7 @@ async fn export_lists_every_state_with_who_decided_in_both_formats() {
     assert!(by_id(&approved)["decided_at"].is_string());
     assert_eq!(by_id(&rejected)["decided_by"], "carol");
     assert_eq!(by_id(&rejected)["rejection_reason"], "duplicate");
+    assert!(by_id(&still_pending).get("decided_by").is_none());
 
     let csv_export = desk.run(&["export", "--format", "csv"]).await;
     let mut reader = csv::Reader::from_reader(csv_export.stdout.as_slice());
@@ -295,7 +306,7 @@ async fn export_lists_every_state_with_who_decided_in_both_formats() {
         headers.iter().collect::<Vec<_>>(),
         refund_chat::ledger::RefundRecord::COLUMNS.to_vec()
     );
-    assert_eq!(reader.records().count(), 3);
+    assert_eq!(reader.records().count(), 4);
 
     let future = desk.run(&["export", "--since", "2999-01-01"]).await;
     assert_eq!(serde_json::from_slice::<Vec<Value>>(&future.stdout).unwrap().len(), 0);
