@@ -102,7 +102,8 @@ async fn turns_emit_emf_documents() {
     let documents = flush(collector);
     assert_eq!(value(&documents, "IdempotentReplays", None), Some(1.into()));
 
-    let big = h.chat("refund D-4001 120.00").await;
+    // Its own invocation: a new refund scope.
+    let big = send_as(&h.app, post_event(&chat_body("refund D-4001 120.00"), &[]), "req-big", 0).await;
     assert_eq!(big.status, StatusCode::OK);
     let documents = flush(collector);
     assert_eq!(value(&documents, "RefundsAwaitingApproval", None), Some(1.into()));
