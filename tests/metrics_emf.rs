@@ -103,7 +103,13 @@ async fn turns_emit_emf_documents() {
     assert_eq!(value(&documents, "IdempotentReplays", None), Some(1.into()));
 
     // Its own invocation: a new refund scope.
-    let big = send_as(&h.app, post_event(&chat_body("refund D-4001 120.00"), &[]), "req-big", 0).await;
+    let big = send_as(
+        &h.app,
+        post_event(&chat_body("refund D-4001 120.00"), &[]),
+        "req-big",
+        0,
+    )
+    .await;
     assert_eq!(big.status, StatusCode::OK);
     let documents = flush(collector);
     assert_eq!(value(&documents, "RefundsAwaitingApproval", None), Some(1.into()));

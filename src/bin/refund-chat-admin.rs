@@ -144,15 +144,8 @@ async fn pending(ledger: &DynamoLedger) -> Outcome {
     let rows: Vec<Vec<String>> = records
         .iter()
         .map(|r| {
-            vec![
-                r.record_id.clone(),
-                r.created_at.get(..19).unwrap_or(&r.created_at).replace('T', " "),
-                r.user_id.clone(),
-                r.order_id.clone(),
-                AmountCents::new(r.amount_cents).to_string(),
-                r.reasons.join(", "),
-                one_line(r.customer_message.as_deref().unwrap_or_default(), 60),
-            ]
+            let message = one_line(r.customer_message.as_deref().unwrap_or_default(), 60);
+            row(r, [r.reasons.join(", "), message])
         })
         .collect();
     print_table(
@@ -269,19 +262,12 @@ async fn unknown(ledger: &DynamoLedger) -> Outcome {
     let rows: Vec<Vec<String>> = records
         .iter()
         .map(|r| {
-            vec![
-                r.record_id.clone(),
-                r.created_at.get(..19).unwrap_or(&r.created_at).replace('T', " "),
-                r.state.clone(),
-                r.user_id.clone(),
-                r.order_id.clone(),
-                AmountCents::new(r.amount_cents).to_string(),
-                one_line(r.failure.as_deref().unwrap_or("no outcome recorded"), 60),
-            ]
+            let why = one_line(r.failure.as_deref().unwrap_or("no outcome recorded"), 60);
+            row(r, [r.state.clone(), why])
         })
         .collect();
     print_table(
-        &["ID", "CREATED (UTC)", "STATE", "CUSTOMER", "ORDER", "AMOUNT", "WHY"],
+        &["ID", "CREATED (UTC)", "CUSTOMER", "ORDER", "AMOUNT", "STATE", "WHY"],
         &rows,
     );
     Ok(Ending::Done)
@@ -375,6 +361,26 @@ fn refused(id: &str, claim: StaffClaim, expected: &str) -> Ending {
         StaffClaim::NotFound => Ending::Refused(format!("no refund record {id}")),
         StaffClaim::Done(_) => Ending::Done,
     }
+}
+
+/// A table row: the record's id, time, customer, order and amount, then `more`.
+fn row<const N: usize>(record: &RefundRecord, more: [String; N]) -> Vec<String> {
+    let created = record
+        .created_at
+        .get(..19)
+        .unwrap_or(&record.created_at)
+        .replace('T', " ");
+    let amount = AmountCents::new(record.amount_cents).to_string();
+    [
+        record.record_id.clone(),
+        created,
+        record.user_id.clone(),
+        record.order_id.clone(),
+        amount,
+    ]
+    .into_iter()
+    .chain(more)
+    .collect()
 }
 
 /// `text` on one line, at most `max` characters.

@@ -242,7 +242,7 @@ fn required<'a>(item: &'a Item, name: &str) -> Result<&'a str, LedgerError> {
 }
 
 /// The SDK's error, with its cause (its `Display` alone says only "service error").
-fn unavailable<E, R>(error: SdkError<E, R>) -> LedgerError
+pub(crate) fn unavailable<E, R>(error: SdkError<E, R>) -> LedgerError
 where
     E: std::error::Error + 'static,
     R: std::fmt::Debug,

@@ -7,7 +7,7 @@
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
-use super::dynamo::{DynamoLedger, WAITING_INDEX, number, refund_pk_of, text};
+use super::dynamo::{DynamoLedger, WAITING_INDEX, number, refund_pk_of, text, unavailable};
 use super::{Counted, LedgerError, RefundRecord};
 use crate::clock::rfc3339;
 use crate::money::AmountCents;
@@ -124,9 +124,7 @@ impl DynamoLedger {
             .into_paginator()
             .items()
             .send();
-        let items: Vec<Item> = pages.collect::<Result<Vec<_>, _>>().await.map_err(|error| {
-            LedgerError::Unavailable(aws_sdk_dynamodb::error::DisplayErrorContext(error).to_string())
-        })?;
+        let items: Vec<Item> = pages.collect::<Result<Vec<_>, _>>().await.map_err(unavailable)?;
         Ok(items.iter().map(record_of).collect())
     }
 
@@ -144,9 +142,7 @@ impl DynamoLedger {
             .into_paginator()
             .items()
             .send();
-        let items: Vec<Item> = pages.collect::<Result<Vec<_>, _>>().await.map_err(|error| {
-            LedgerError::Unavailable(aws_sdk_dynamodb::error::DisplayErrorContext(error).to_string())
-        })?;
+        let items: Vec<Item> = pages.collect::<Result<Vec<_>, _>>().await.map_err(unavailable)?;
         let mut records: Vec<RefundRecord> = items.iter().map(record_of).collect();
         records.sort_by(|a, b| (a.created_at_ms, &a.record_id).cmp(&(b.created_at_ms, &b.record_id)));
         Ok(records)
