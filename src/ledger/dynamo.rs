@@ -56,8 +56,12 @@ impl DynamoLedger {
     /// A client on the shared AWS configuration (one HTTP client, one root
     /// store), every operation bounded by `timeout`.
     pub fn from_sdk_config(sdk: &aws_config::SdkConfig, table: impl Into<String>, timeout: Duration) -> Self {
+        // The operation timeout bounds every call, retries included, so the
+        // SDK's stalled-stream watchdog (a timer polled on every response) adds
+        // nothing but work on the hot path.
         let config = aws_sdk_dynamodb::config::Builder::from(sdk)
             .timeout_config(TimeoutConfig::builder().operation_timeout(timeout).build())
+            .stalled_stream_protection(aws_sdk_dynamodb::config::StalledStreamProtectionConfig::disabled())
             .build();
         DynamoLedger::new(Client::from_conf(config), table)
     }
