@@ -3,9 +3,14 @@
 
 VENV     := .venv
 TOOLS    := $(VENV)/.installed
+# Debian's headless Chromium and its WebDriver, for the chat page's browser test.
+BROWSER  := /usr/bin/chromedriver
 EVENT    ?= events/refund.json
 
 .PHONY: run test invoke ledger admin bench build reset-ledger clean-local
+
+$(BROWSER):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
 
 $(TOOLS): tools/requirements.txt
 	python3 -m venv $(VENV)
@@ -16,8 +21,8 @@ $(TOOLS): tools/requirements.txt
 run: $(TOOLS)
 	tools/run-local.sh
 
-## test: the whole suite (unit, mock-server, moto, events, template) and cfn-lint
-test: $(TOOLS)
+## test: the whole suite (unit, mock-server, moto, events, template, the page in Chromium) and cfn-lint
+test: $(TOOLS) $(BROWSER)
 	MOTO_SERVER=$(abspath $(VENV))/bin/moto_server cargo test --workspace --locked --no-fail-fast
 	$(VENV)/bin/cfn-lint template.yaml
 

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 VENV=.venv
 STATE=.local
-MOTO_PORT=5005 PAYMENTS_PORT=8081 MODEL_PORT=8082 FUNCTION_PORT=9000
+MOTO_PORT=5005 PAYMENTS_PORT=8081 MODEL_PORT=8082 FUNCTION_PORT=9000 PAGE_PORT=8080
 SECRET_ID=refund-chat/openai-api-key
 mkdir -p "$STATE"
 
@@ -38,7 +38,7 @@ wait_for_port() {
   exit 1
 }
 
-for port in $MOTO_PORT $PAYMENTS_PORT $MODEL_PORT $FUNCTION_PORT; do
+for port in $MOTO_PORT $PAYMENTS_PORT $MODEL_PORT $FUNCTION_PORT $PAGE_PORT; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "port $port on 127.0.0.1 is in use: stop whatever runs there (an earlier make run?) and try again" >&2
     exit 1
@@ -68,6 +68,8 @@ start function "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --bin
   --invoke-address 127.0.0.1 --invoke-port "$FUNCTION_PORT"
 wait_for_port function "$FUNCTION_PORT"
 URL="http://127.0.0.1:$FUNCTION_PORT/support/refund-chat"
+start page target/debug/refund-chat-local widget --port "$PAGE_PORT" --web web --function "$URL"
+wait_for_port page "$PAGE_PORT"
 # Warm-up: the first invocation waits for watch to start the function; a GET
 # is answered 405 without touching the model, payments or the secret.
 curl -s -o /dev/null --max-time 900 -X GET "$URL"
@@ -75,10 +77,14 @@ cat <<TXT
 
 refund-chat is running at $URL
 
+  Chat page:  http://127.0.0.1:$PAGE_PORT/   (pick a customer, type a message, press Enter)
+
   Secrets Manager (moto)  http://127.0.0.1:$MOTO_PORT   secret $SECRET_ID
   DynamoDB (moto)         http://127.0.0.1:$MOTO_PORT   refund ledger table refund-chat-ledger
   payments sandbox        http://127.0.0.1:$PAYMENTS_PORT   ledger: $STATE/ledger.jsonl
   local model             http://127.0.0.1:$MODEL_PORT/v1
+  chat page               http://127.0.0.1:$PAGE_PORT/   (same origin as the function: it passes chat requests on;
+                          curl -X POST http://127.0.0.1:$PAGE_PORT/__faults/drop-next-answer drops the next answer)
   logs                    $STATE/*.log  (the function's trace: $STATE/function.log)
 
 Refund a seeded order (u-1001 paid 12.50 for order A-1001):

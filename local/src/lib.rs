@@ -6,12 +6,14 @@
 //! - [`local_model`]: a deterministic OpenAI-compatible Chat Completions server
 //!   that behaves like a reasonable refund agent, plus phrases that make it
 //!   misbehave on purpose;
-//! - [`completions`]: OpenAI completion bodies, for every stand-in that answers like OpenAI.
+//! - [`completions`]: OpenAI completion bodies, for every stand-in that answers like OpenAI;
+//! - [`widget`]: the chat page, on the function's origin, with a fault that drops an answer.
 
 pub mod completions;
 pub mod local_model;
 pub mod order_text;
 pub mod payments_sandbox;
+pub mod widget;
 
 use std::net::SocketAddr;
 

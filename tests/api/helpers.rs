@@ -539,12 +539,68 @@ pub async fn send_as<K: ApiKeySource>(
         other => String::from_utf8_lossy(other.as_ref()).into_owned(),
     };
     let body = serde_json::from_str(&raw).unwrap_or(Value::Null);
+    // Every answer of the suite is checked against the published API description.
+    if let Err(problem) = openapi_check(status.as_u16(), &headers, &body) {
+        panic!("the answer does not match docs/openapi.yaml: {problem}\n{status} {raw}");
+    }
     Answer {
         status,
         headers,
         body,
         raw,
     }
+}
+
+// ---------------------------------------------------------------- docs/openapi.yaml
+
+/// The API description, as JSON.
+pub fn openapi() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/openapi.yaml"))
+            .expect("docs/openapi.yaml");
+        serde_yaml::from_str(&text).expect("docs/openapi.yaml is YAML")
+    })
+}
+
+/// The documented response for a status of `POST /support/refund-chat`.
+pub fn documented_response(status: u16) -> Option<&'static Value> {
+    openapi()["paths"]["/support/refund-chat"]["post"]["responses"]
+        .get(status.to_string())
+        .filter(|response| response.is_object())
+}
+
+/// Whether `instance` is valid against `schema`, whose `$ref`s point into the document.
+pub fn openapi_validate(schema: &Value, instance: &Value) -> Result<(), String> {
+    let mut rooted = schema.clone();
+    if let Value::Object(fields) = &mut rooted {
+        fields.insert("components".into(), openapi()["components"].clone());
+    }
+    let validator = jsonschema::validator_for(&rooted).map_err(|e| format!("bad schema: {e}"))?;
+    let errors: Vec<String> = validator.iter_errors(instance).map(|e| e.to_string()).collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+/// A response's status, headers and body against the document.
+pub fn openapi_check(status: u16, headers: &HeaderMap, body: &Value) -> Result<(), String> {
+    let response = documented_response(status).ok_or_else(|| format!("status {status} is not documented"))?;
+    for (name, header) in response["headers"].as_object().into_iter().flatten() {
+        let header = match header["$ref"].as_str() {
+            Some(reference) => &openapi()["components"]["headers"][reference.rsplit('/').next().unwrap_or_default()],
+            None => header,
+        };
+        match headers.get(name.as_str()).and_then(|v| v.to_str().ok()) {
+            Some(value) => openapi_validate(&header["schema"], &Value::String(value.to_owned()))
+                .map_err(|e| format!("header {name}: {e}"))?,
+            None if header["required"] == true => return Err(format!("header {name} is missing")),
+            None => {}
+        }
+    }
+    openapi_validate(&response["content"]["application/json"]["schema"], body).map_err(|e| format!("body: {e}"))
 }
 
 pub async fn bodies(server: &MockServer) -> Vec<Value> {

@@ -13,6 +13,7 @@ mod identity;
 mod input;
 mod ledger;
 mod observability;
+mod openapi;
 mod policy;
 mod refunds;
 mod retries;

@@ -1,0 +1,74 @@
+//! `docs/openapi.yaml` against the code: it documents exactly the contract's
+//! statuses, its examples are valid, its limits are the code's, and the
+//! check every other test runs (`helpers::send_as`) can fail.
+
+use lambda_http::http::HeaderMap;
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+
+#[test]
+fn every_status_of_the_contract_is_documented_and_no_other() {
+    let documented: Vec<u16> = openapi()["paths"]["/support/refund-chat"]["post"]["responses"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|status| status.parse().unwrap())
+        .collect();
+    assert_eq!(
+        documented,
+        vec![200, 400, 401, 403, 404, 405, 409, 422, 500, 502, 503, 504]
+    );
+}
+
+#[test]
+fn every_example_is_valid() {
+    for status in [200, 400, 401, 403, 404, 405, 409, 422, 500, 502, 503, 504] {
+        let content = &documented_response(status).unwrap()["content"]["application/json"];
+        let examples: Vec<Value> = match content.get("examples") {
+            Some(named) => named
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|e| e["value"].clone())
+                .collect(),
+            None => vec![content["example"].clone()],
+        };
+        assert!(!examples.is_empty(), "{status} has an example");
+        for example in examples {
+            openapi_validate(&content["schema"], &example).unwrap_or_else(|e| panic!("{status}: {e}"));
+        }
+    }
+    let request = &openapi()["paths"]["/support/refund-chat"]["post"]["requestBody"]["content"]["application/json"];
+    openapi_validate(&request["schema"], &request["example"]).unwrap();
+}
+
+#[test]
+fn the_documented_limits_are_the_codes() {
+    let schemas = &openapi()["components"]["schemas"];
+    assert_eq!(
+        schemas["ChatRequest"]["properties"]["message"]["maxLength"],
+        refund_chat::chat_request::MAX_MESSAGE_CHARS
+    );
+    let key = &openapi()["paths"]["/support/refund-chat"]["post"]["parameters"][0];
+    assert_eq!(key["name"], "Idempotency-Key");
+    let pattern = key["schema"]["pattern"].as_str().unwrap();
+    assert!(pattern.contains(&format!("{{1,{}}}", refund_chat::idempotency::MAX_KEY_LENGTH)));
+}
+
+#[test]
+fn the_check_catches_an_answer_that_drifted() {
+    let mut headers = HeaderMap::new();
+    headers.insert("x-request-id", "req-1".parse().unwrap());
+    assert!(openapi_check(200, &headers, &json!({"reply": "hi"})).is_ok());
+    assert!(openapi_check(200, &headers, &json!({"reply": "hi", "refund_id": "rf_1"})).is_err());
+    assert!(openapi_check(418, &headers, &json!({"detail": "teapot"})).is_err());
+    assert!(
+        openapi_check(409, &headers, &json!({"detail": "busy"})).is_err(),
+        "Retry-After is required"
+    );
+    assert!(
+        openapi_check(400, &HeaderMap::new(), &json!({"detail": "x"})).is_err(),
+        "x-request-id is required"
+    );
+}

@@ -1,0 +1,266 @@
+//! The chat page in a real browser (Debian's headless Chromium, driven over
+//! WebDriver by fantoccini and chromedriver), against the local stack in
+//! process: the page server of `make run`, the real handler, the local model,
+//! the payments sandbox and moto. Checks what a customer sees and what the
+//! sandbox's books say: one refund per message, whatever the network does.
+//!
+//! `make test` installs `chromium` and `chromium-driver` when they are missing.
+
+#[path = "api/helpers.rs"]
+mod helpers;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use helpers::*;
+use refund_chat::identity::IdentitySource;
+use refund_chat::secrets::FixedKey;
+use refund_chat::startup::FunctionApp;
+use refund_chat_local::local_model::LocalModel;
+use refund_chat_local::payments_sandbox::Sandbox;
+use refund_chat_local::widget::Widget;
+use serde_json::Value;
+
+const ENTER: &str = "\u{e007}";
+const WAIT: Duration = Duration::from_secs(20);
+
+/// The function behind an HTTP port, as `cargo lambda watch` serves it:
+/// each request becomes an API Gateway event for the real handler.
+async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
+    static INVOCATIONS: AtomicUsize = AtomicUsize::new(0);
+    let handler = move |request: axum::extract::Request| {
+        let app = Arc::clone(&app);
+        async move {
+            let (parts, body) = request.into_parts();
+            let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+            let headers: Vec<(String, String)> = parts
+                .headers
+                .iter()
+                .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+                .collect();
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+            let event = post_event(&String::from_utf8_lossy(&body), &headers);
+            let request_id = format!("req-widget-{}", INVOCATIONS.fetch_add(1, Ordering::SeqCst));
+            let answer = send_as(&app, event, &request_id, 0).await;
+            let mut response = axum::response::Response::builder().status(answer.status);
+            for (name, value) in &answer.headers {
+                response = response.header(name, value);
+            }
+            response.body(axum::body::Body::from(answer.raw)).unwrap_or_default()
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let router = axum::Router::new().route(refund_chat::api::ROUTE, axum::routing::post(handler));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    address
+}
+
+struct Stack {
+    page: String,
+    widget: Arc<Widget>,
+    sandbox: Sandbox,
+    _chromedriver: tokio::process::Child,
+    browser: Client,
+}
+
+impl Stack {
+    async fn start() -> Stack {
+        let sandbox = Sandbox::open(None).unwrap();
+        let payments = refund_chat_local::spawn(0, sandbox.router()).await.unwrap();
+        let model = refund_chat_local::spawn(0, LocalModel::new(Some(Duration::from_secs(2))).router())
+            .await
+            .unwrap();
+        let aws = aws_at(&moto().endpoint).await;
+        let table = new_table(&aws).await;
+        let mut config = config(&format!("http://{model}/v1"), &format!("http://{payments}"), &table);
+        config.identity = IdentitySource::Body; // as under make run: the page picks the customer
+        let app = Arc::new(refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap());
+        let function = serve_function(app).await;
+        let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
+        let widget = Widget::new(web, format!("http://{function}{}", refund_chat::api::ROUTE));
+        let page = refund_chat_local::widget::spawn(0, Arc::clone(&widget)).await.unwrap();
+        let (chromedriver, browser) = browser().await;
+        Stack {
+            page: format!("http://{page}/"),
+            widget,
+            sandbox,
+            _chromedriver: chromedriver,
+            browser,
+        }
+    }
+
+    async fn type_message(&self, text: &str) {
+        let input = self.browser.find(Locator::Id("message")).await.unwrap();
+        input.send_keys(text).await.unwrap();
+        input.send_keys(ENTER).await.unwrap();
+    }
+
+    /// The text of the `n`th (1-based) element matching `css`, once it exists.
+    async fn nth(&self, css: &str, n: usize) -> String {
+        let xpath = format!("(//*[{}])[{n}]", css_class_xpath(css));
+        self.browser
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::XPath(&xpath))
+            .await
+            .unwrap_or_else(|e| panic!("no {css} #{n}: {e}"))
+            .text()
+            .await
+            .unwrap()
+    }
+
+    async fn refunds(&self) -> usize {
+        self.sandbox.ledger().len()
+    }
+}
+
+fn css_class_xpath(class: &str) -> String {
+    format!("contains(concat(' ', normalize-space(@class), ' '), ' {class} ')")
+}
+
+/// chromedriver on a free port, and a headless Chromium session on it.
+async fn browser() -> (tokio::process::Child, Client) {
+    let port = free_port();
+    let chromedriver = tokio::process::Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("chromedriver (make test installs chromium-driver)");
+    let profile = std::env::temp_dir().join(format!("refund-chat-chromium-{}-{port}", std::process::id()));
+    let capabilities: serde_json::Map<String, Value> = serde_json::from_value(serde_json::json!({
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=390,844",
+                format!("--user-data-dir={}", profile.display()),
+            ]
+        }
+    }))
+    .unwrap();
+    // chromedriver listens within a moment; until then connections are refused.
+    let mut tries = 0;
+    while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
+        tries += 1;
+        assert!(tries < 200, "chromedriver did not start on port {port}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut builder = ClientBuilder::rustls().expect("rustls");
+    builder.capabilities(capabilities);
+    let client = builder
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .unwrap_or_else(|error| panic!("no browser session: {error}"));
+    (chromedriver, client)
+}
+
+fn artifact(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_customer_gets_refunds_through_the_page_and_a_dropped_answer_never_pays_twice() {
+    let stack = Stack::start().await;
+    let browser = &stack.browser;
+    browser.goto(&stack.page).await.unwrap();
+    assert_eq!(browser.title().await.unwrap(), "Refund assistant");
+
+    // Typed and sent with Enter: the keyboard alone.
+    stack
+        .type_message("My mug from order A-1001 arrived broken, please refund 12.50")
+        .await;
+    let reply = stack.nth("assistant", 1).await;
+    assert!(reply.contains("I refunded 12.50"), "{reply}");
+    assert_eq!(stack.refunds().await, 1);
+
+    // The network drops the answer: the function refunded, the page saw nothing.
+    stack.widget.drop_next_answer();
+    stack
+        .type_message("Order A-1003: the lamp shade is cracked, please refund 5.00")
+        .await;
+    let retry = browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#problem:not([hidden]) #retry"))
+        .await
+        .unwrap();
+    let problem = browser
+        .find(Locator::Id("problem-text"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(problem.contains("connection dropped"), "{problem}");
+    assert_eq!(stack.widget.answers_dropped(), 1);
+    assert_eq!(stack.refunds().await, 2, "the function made the refund");
+    retry.click().await.unwrap();
+    let reply = stack.nth("assistant", 2).await;
+    assert!(reply.contains("I refunded 5.00"), "{reply}");
+    let recovered = stack.nth("status", 1).await;
+    assert!(recovered.contains("nothing was done twice"), "{recovered}");
+    assert_eq!(
+        stack.refunds().await,
+        2,
+        "the retry reused the key: replayed, not refunded again"
+    );
+
+    // Above the automatic limit: the page shows it waits for a person.
+    stack
+        .type_message("The sofa from order D-4001 arrived torn. Please refund 120.00.")
+        .await;
+    let pending = stack.nth("pending-approval", 1).await;
+    assert!(
+        pending.contains("Waiting for our team") && pending.contains("review"),
+        "{pending}"
+    );
+    assert_eq!(stack.refunds().await, 2);
+
+    let png = browser.screenshot().await.unwrap();
+    std::fs::write(artifact("widget-conversation.png"), &png).unwrap();
+
+    // Too long: the field error, in words, and the text kept for editing.
+    browser
+        .execute(
+            "document.getElementById('message').value = 'x'.repeat(4001); \
+             document.getElementById('composer').requestSubmit();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#problem:not([hidden])"))
+        .await
+        .unwrap();
+    let problem = browser
+        .find(Locator::Id("problem-text"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(problem.contains("at most 4000 characters"), "{problem}");
+    let retry_shown = browser
+        .find(Locator::Id("retry"))
+        .await
+        .unwrap()
+        .is_displayed()
+        .await
+        .unwrap();
+    assert!(!retry_shown, "a 422 is not retried");
+
+    browser.clone().close().await.unwrap();
+}

@@ -1,0 +1,159 @@
+// The refund assistant's chat widget: no framework, no build step.
+//
+// Every customer message gets one Idempotency-Key (a UUID). A re-send of
+// that message (after a dropped connection, a 409 or a 503) reuses it, so
+// the function answers it once and replays that answer: a refund is never
+// made twice because the network or a double click got in the way. A new
+// message gets a new key. After a 200, 4xx, 502 or 504 the page never
+// re-sends by itself; it says what happened and offers "Try again".
+(() => {
+  "use strict";
+  const endpoint = document.querySelector('meta[name="refund-chat-endpoint"]').content;
+  const $ = (id) => document.getElementById(id);
+  const log = $("log"), form = $("composer"), input = $("message"), send = $("send");
+  const customer = $("customer"), problem = $("problem"), problemText = $("problem-text"), retry = $("retry");
+  const AUTOMATIC_RESENDS = 3; // for 409 and 503, each after its Retry-After
+
+  let current = null; // the message being answered: { key, text, body }
+
+  function say(kind, text, tag) {
+    const item = document.createElement("li");
+    item.className = kind;
+    if (tag) {
+      const label = document.createElement("span");
+      label.className = "tag";
+      label.textContent = tag;
+      item.append(label);
+    }
+    item.append(text);
+    log.append(item);
+    item.scrollIntoView({ block: "end" });
+    return item;
+  }
+
+  function setBusy(busy) {
+    send.disabled = busy;
+    form.setAttribute("aria-busy", String(busy));
+    document.body.dataset.state = busy ? "sending" : "idle";
+  }
+
+  function showProblem(text, canRetry) {
+    problemText.textContent = text;
+    retry.hidden = !canRetry;
+    problem.hidden = false;
+    if (canRetry) retry.focus();
+  }
+
+  function resendLater(message, resendsLeft, seconds, words) {
+    if (resendsLeft <= 0) {
+      setBusy(false);
+      showProblem(words + " Try again in a moment.", true);
+      return;
+    }
+    say("status", words + " Trying again in " + seconds + " s…");
+    setTimeout(() => deliver(message, resendsLeft - 1), seconds * 1000);
+  }
+
+  async function deliver(message, resendsLeft = AUTOMATIC_RESENDS) {
+    problem.hidden = true;
+    setBusy(true);
+    let response;
+    try {
+      response = await fetch(endpoint, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": message.key },
+        body: message.body,
+      });
+    } catch (_) {
+      setBusy(false);
+      showProblem(
+        "The connection dropped before the answer arrived. Your message may have reached us: " +
+          "try again, and nothing will be refunded twice.",
+        true,
+      );
+      return;
+    }
+    let answer = {};
+    try {
+      answer = await response.json();
+    } catch (_) {
+      // Every answer of the function is JSON; a proxy's error page is not.
+    }
+    const wait = Math.max(1, Number(response.headers.get("retry-after")) || 1);
+    switch (response.status) {
+      case 200:
+        setBusy(false);
+        current = null;
+        if (response.headers.get("idempotent-replayed") === "true") {
+          say("status", "Recovered the answer to your message; nothing was done twice.");
+        }
+        say(
+          /review/i.test(answer.reply || "") ? "assistant pending-approval" : "assistant",
+          answer.reply || "(no text)",
+          /review/i.test(answer.reply || "") ? "Waiting for our team" : null,
+        );
+        input.focus();
+        return;
+      case 409:
+        resendLater(message, resendsLeft, wait, "Your message is still being answered.");
+        return;
+      case 503:
+        resendLater(message, resendsLeft, wait, "The assistant is briefly unavailable.");
+        return;
+      case 400:
+      case 422:
+        setBusy(false);
+        current = null;
+        input.value = message.text;
+        showProblem("That message could not be sent: " + (answer.detail || "it is not valid") + ".", false);
+        input.focus();
+        return;
+      case 401:
+      case 403:
+        setBusy(false);
+        current = null;
+        showProblem("Please sign in again to use the refund assistant.", false);
+        return;
+      case 504:
+        setBusy(false);
+        showProblem(
+          "The assistant did not answer in time; your refund may still be checked by our team. " +
+            "You can try again: nothing is refunded twice.",
+          true,
+        );
+        return;
+      case 502:
+        setBusy(false);
+        showProblem("The assistant could not finish answering. You can try again: nothing is refunded twice.", true);
+        return;
+      default:
+        setBusy(false);
+        showProblem("Something went wrong on our side. You can try again: nothing is refunded twice.", true);
+    }
+  }
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = input.value.trim();
+    if (!text || send.disabled) return;
+    current = {
+      key: crypto.randomUUID(),
+      text,
+      body: JSON.stringify({ user_id: customer.value, message: text }),
+    };
+    say("customer", text);
+    input.value = "";
+    deliver(current);
+  });
+
+  input.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+
+  retry.addEventListener("click", () => {
+    if (current) deliver(current);
+  });
+})();
