@@ -116,3 +116,63 @@ mod tests {
         assert!(!format!("{parsed:?}").contains("secret"));
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// JSON values of every kind, for fields.
+    fn field() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            ".{0,8}".prop_map(Value::from),
+            (4000usize..4003).prop_map(|n| Value::from("é".repeat(n))),
+            Just(json!(["a"])),
+            Just(json!({"a": 1})),
+        ]
+    }
+
+    fn check(body: &[u8]) {
+        match ChatRequest::parse(body) {
+            Ok(request) => {
+                assert!(!request.user_id.is_empty());
+                assert!((1..=MAX_MESSAGE_CHARS).contains(&request.message.chars()));
+            }
+            Err(InputError::Malformed(_) | InputError::InvalidField(_)) => {}
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_are_answered_without_a_panic(body in proptest::collection::vec(any::<u8>(), 0..256)) {
+            check(&body);
+        }
+
+        #[test]
+        fn any_object_is_accepted_exactly_when_its_fields_obey_the_rules(
+            user_id in proptest::option::of(field()),
+            message in proptest::option::of(field()),
+            extra in proptest::option::of(field()),
+        ) {
+            let mut object = serde_json::Map::new();
+            if let Some(v) = &user_id { object.insert("user_id".into(), v.clone()); }
+            if let Some(v) = &message { object.insert("message".into(), v.clone()); }
+            if let Some(v) = &extra { object.insert("extra".into(), v.clone()); }
+            let body = Value::Object(object).to_string();
+            let valid_text = |v: &Option<Value>, max: usize| {
+                v.as_ref().and_then(Value::as_str).is_some_and(|s| (1..=max).contains(&s.chars().count()))
+            };
+            let expected = valid_text(&user_id, usize::MAX) && valid_text(&message, MAX_MESSAGE_CHARS);
+            let parsed = ChatRequest::parse(body.as_bytes());
+            prop_assert_eq!(parsed.is_ok(), expected, "{}", body);
+            if !expected {
+                prop_assert!(matches!(parsed, Err(InputError::InvalidField(_))), "a 422, not a 400");
+            }
+        }
+    }
+}

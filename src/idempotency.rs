@@ -173,3 +173,25 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        #[test]
+        fn a_key_is_accepted_exactly_when_it_is_1_to_255_visible_ascii(
+            key in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let expected = (1..=255).contains(&key.len()) && key.iter().all(|b| (0x21..=0x7e).contains(b));
+            prop_assert_eq!(IdempotencyKey::parse(&key).is_ok(), expected);
+        }
+
+        #[test]
+        fn visible_ascii_keys_round_trip(key in "[!-~]{1,255}") {
+            prop_assert_eq!(IdempotencyKey::parse(key.as_bytes()).map(|k| k.as_str().to_owned()), Ok(key));
+        }
+    }
+}

@@ -279,3 +279,85 @@ mod tests {
         assert_eq!(completion.usage.map(|u| u.prompt_tokens), Some(120));
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn any_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            ".{0,6}".prop_map(Value::from),
+            prop_oneof![Just("choices"), Just("message"), Just("tool_calls"), Just("function")].prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec(
+                    (
+                        prop_oneof![
+                            Just("choices".to_owned()),
+                            Just("message".to_owned()),
+                            Just("content".to_owned()),
+                            Just("tool_calls".to_owned()),
+                            Just("function".to_owned()),
+                            Just("arguments".to_owned()),
+                            Just("id".to_owned()),
+                            Just("name".to_owned()),
+                            Just("usage".to_owned()),
+                            ".{0,4}".prop_map(String::from)
+                        ],
+                        inner
+                    ),
+                    0..5
+                )
+                .prop_map(|fields| Value::Object(fields.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn parse(value: &Value) -> Result<Completion, CompletionError> {
+        serde_json::from_value::<WireCompletion>(value.clone())
+            .map_err(|e| CompletionError::Unusable(e.to_string()))
+            .and_then(WireCompletion::into_completion)
+    }
+
+    proptest! {
+        #[test]
+        fn any_json_is_parsed_or_refused_without_a_panic(value in any_json()) {
+            let _ = parse(&value);
+        }
+
+        #[test]
+        fn a_completion_reads_back_whatever_extra_fields_it_carries(
+            content in proptest::option::of(".{0,20}"),
+            calls in proptest::collection::vec(("[a-z0-9_]{1,8}", "[a-z_]{1,12}", any::<bool>()), 0..3),
+            extra in any_json(),
+        ) {
+            let tool_calls: Vec<Value> = calls
+                .iter()
+                .map(|(id, name, as_object)| {
+                    let arguments = if *as_object { json!({"order_id": "A-1"}) } else { json!(r#"{"order_id":"A-1"}"#) };
+                    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}, "extra": extra})
+                })
+                .collect();
+            let body = json!({
+                "choices": [{"message": {"role": "assistant", "content": content, "tool_calls": tool_calls, "x": extra}}],
+                "x": extra
+            });
+            let completion = parse(&body).unwrap();
+            prop_assert_eq!(completion.content, content);
+            prop_assert_eq!(completion.tool_calls.len(), calls.len());
+            for (call, (id, name, _)) in completion.tool_calls.iter().zip(&calls) {
+                prop_assert_eq!(&call.id, id);
+                prop_assert_eq!(&call.name, name);
+                prop_assert_eq!(serde_json::from_str::<Value>(&call.arguments).unwrap(), json!({"order_id": "A-1"}));
+            }
+        }
+    }
+}

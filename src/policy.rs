@@ -179,3 +179,52 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn limits() -> impl Strategy<Value = Limits> {
+        (0u64..20_000, 0u64..40_000).prop_map(|(auto, daily)| Limits {
+            auto_refund_limit: AmountCents::new(auto),
+            order_window: Duration::from_secs(3600),
+            user_daily_auto_limit: AmountCents::new(daily),
+        })
+    }
+
+    proptest! {
+        /// More history, or a larger amount, never turns an approval into an
+        /// automatic refund.
+        #[test]
+        fn the_rules_are_monotone(
+            limits in limits(),
+            amount in 0u64..30_000,
+            more_amount in 0u64..30_000,
+            today in 0u64..30_000,
+            more_today in 0u64..30_000,
+            recent in any::<bool>(),
+        ) {
+            let less = History { order_refunded_recently: recent, automatic_today: AmountCents::new(today) };
+            let more = History { order_refunded_recently: true, automatic_today: AmountCents::new(today + more_today) };
+            let (amount, larger) = (AmountCents::new(amount), AmountCents::new(amount + more_amount));
+            if decide(&limits, amount, &more) == Decision::Automatic {
+                prop_assert_eq!(decide(&limits, amount, &less), Decision::Automatic);
+            }
+            if decide(&limits, larger, &less) == Decision::Automatic {
+                prop_assert_eq!(decide(&limits, amount, &less), Decision::Automatic);
+            }
+        }
+
+        /// An automatic refund never takes the day over its limit, nor is above the single limit.
+        #[test]
+        fn an_automatic_refund_is_within_both_limits(limits in limits(), amount in 0u64..30_000, today in 0u64..30_000) {
+            let history = History { order_refunded_recently: false, automatic_today: AmountCents::new(today) };
+            if decide(&limits, AmountCents::new(amount), &history) == Decision::Automatic {
+                prop_assert!(amount <= limits.auto_refund_limit.cents());
+                prop_assert!(today + amount <= limits.user_daily_auto_limit.cents());
+            }
+        }
+    }
+}

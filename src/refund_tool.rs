@@ -379,3 +379,88 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    /// The contract's rules for `issue_refund`'s arguments, written out by
+    /// hand: a second, independent reading of the schema.
+    fn independently_valid(arguments: &Value) -> bool {
+        let Some(fields) = arguments.as_object() else {
+            return false;
+        };
+        let known = fields.keys().all(|k| k == "order_id" || k == "amount_cents");
+        let order_id = fields
+            .get("order_id")
+            .and_then(Value::as_str)
+            .is_some_and(|id| id.chars().count() >= 1);
+        let amount = match fields.get("amount_cents") {
+            Some(Value::Number(n)) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+                (Some(cents), _, _) => cents >= 1,
+                (None, Some(_), _) => false,
+                (None, None, Some(f)) => f.fract() == 0.0 && f >= 1.0,
+                _ => false,
+            },
+            _ => false,
+        };
+        known && order_id && amount
+    }
+
+    fn amount() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            (-2i64..3).prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            (-1e20f64..1e20).prop_map(Value::from),
+            Just(json!(1250.0)),
+            Just(json!(12.5)),
+            Just(json!(1e30)),
+            Just(json!("1250")),
+            Just(Value::Null),
+        ]
+    }
+
+    fn order_id() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::from("")),
+            ".{0,6}".prop_map(Value::from),
+            any::<i32>().prop_map(Value::from),
+            Just(Value::Null)
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn the_validator_agrees_with_the_rules(
+            order in proptest::option::weighted(0.9, order_id()),
+            amount in proptest::option::weighted(0.9, amount()),
+            extra in proptest::option::weighted(0.1, any::<bool>()),
+            not_an_object in proptest::bool::weighted(0.05),
+        ) {
+            let mut fields = serde_json::Map::new();
+            if let Some(v) = order { fields.insert("order_id".into(), v); }
+            if let Some(v) = amount { fields.insert("amount_cents".into(), v); }
+            if let Some(v) = extra { fields.insert("reason".into(), v.into()); }
+            let arguments = if not_an_object { Value::Array(fields.values().cloned().collect()) } else { Value::Object(fields) };
+            let parsed = parse_arguments(&arguments.to_string());
+            let too_large = arguments["amount_cents"].as_f64().is_some_and(|f| f > 9_007_199_254_740_992.0)
+                && arguments["amount_cents"].as_u64().is_none();
+            prop_assert_eq!(parsed.is_ok(), independently_valid(&arguments) && !too_large, "{}", arguments);
+            if let Ok(parsed) = parsed {
+                prop_assert_eq!(Some(parsed.order_id.as_str()), arguments["order_id"].as_str());
+                prop_assert_eq!(parsed.amount.cents() as f64, arguments["amount_cents"].as_f64().unwrap_or_default());
+            }
+        }
+
+        #[test]
+        fn any_text_is_answered_without_a_panic(raw in ".{0,64}") {
+            let _ = parse_arguments(&raw);
+        }
+    }
+}

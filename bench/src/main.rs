@@ -13,7 +13,6 @@
 mod measure;
 mod procfs;
 mod report;
-mod runtime_api;
 mod stand_ins;
 
 use std::path::PathBuf;

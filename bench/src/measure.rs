@@ -12,8 +12,8 @@ use tokio::process::{Child, Command};
 
 use crate::Error;
 use crate::procfs;
-use crate::runtime_api::RuntimeApi;
 use crate::stand_ins::{self, Meter};
+use refund_chat_local::runtime_api::RuntimeApi;
 
 pub struct StandIns {
     pub openai: (SocketAddr, Meter),

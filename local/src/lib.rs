@@ -7,12 +7,14 @@
 //!   that behaves like a reasonable refund agent, plus phrases that make it
 //!   misbehave on purpose;
 //! - [`completions`]: OpenAI completion bodies, for every stand-in that answers like OpenAI;
-//! - [`widget`]: the chat page, on the function's origin, with a fault that drops an answer.
+//! - [`widget`]: the chat page, on the function's origin, with a fault that drops an answer;
+//! - [`runtime_api`]: a Lambda Runtime API emulator, to run the function as Lambda does.
 
 pub mod completions;
 pub mod local_model;
 pub mod order_text;
 pub mod payments_sandbox;
+pub mod runtime_api;
 pub mod widget;
 
 use std::net::SocketAddr;

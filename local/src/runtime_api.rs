@@ -1,6 +1,8 @@
 //! A Lambda Runtime API emulator: enough of `/2018-06-01/runtime/...` for the
 //! Rust runtime client to poll for events and post responses, so the function
-//! runs exactly its production loop.
+//! runs exactly its production loop. Several function processes may poll one
+//! emulator: each event goes to whichever asks first, as Lambda spreads
+//! invocations over warm containers. Used by `make bench` and `make chaos`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,17 +23,31 @@ pub struct RuntimeApi {
 }
 
 struct Inner {
+    /// How long each invocation may run: its deadline is sent to the function.
+    timeout: Duration,
     sender: mpsc::UnboundedSender<(String, Bytes)>,
     receiver: Mutex<mpsc::UnboundedReceiver<(String, Bytes)>>,
     waiting: std::sync::Mutex<HashMap<String, oneshot::Sender<Result<Bytes, Bytes>>>>,
     next_id: AtomicU64,
 }
 
+impl Default for RuntimeApi {
+    fn default() -> Self {
+        RuntimeApi::new()
+    }
+}
+
 impl RuntimeApi {
+    /// Invocations with the deployed function's 130 s deadline.
     pub fn new() -> Self {
+        RuntimeApi::with_timeout(Duration::from_secs(130))
+    }
+
+    pub fn with_timeout(timeout: Duration) -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
         RuntimeApi {
             inner: Arc::new(Inner {
+                timeout,
                 sender,
                 receiver: Mutex::new(receiver),
                 waiting: std::sync::Mutex::default(),
@@ -52,16 +68,19 @@ impl RuntimeApi {
     /// Queues `event` and waits for the function's answer; the duration runs
     /// from queueing to the answer's arrival.
     pub async fn invoke(&self, event: Bytes) -> (Result<Bytes, Bytes>, Duration) {
-        let id = format!("bench-{:08}", self.inner.next_id.fetch_add(1, Ordering::Relaxed));
+        let (_, answer, took) = self.invoke_with_id(event).await;
+        (answer, took)
+    }
+
+    /// The same, with the request id the function was given.
+    pub async fn invoke_with_id(&self, event: Bytes) -> (String, Result<Bytes, Bytes>, Duration) {
+        let id = format!("inv-{:08}", self.inner.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         self.inner.waiting.lock().unwrap().insert(id.clone(), tx);
         let started = Instant::now();
-        self.inner
-            .sender
-            .send((id, event))
-            .expect("the emulator owns its receiver");
+        self.inner.sender.send((id.clone(), event)).ok();
         let answer = rx.await.unwrap_or_else(|_| Err(Bytes::from_static(b"no answer")));
-        (answer, started.elapsed())
+        (id, answer, started.elapsed())
     }
 
     fn complete(&self, id: &str, answer: Result<Bytes, Bytes>) -> StatusCode {
@@ -80,7 +99,7 @@ async fn next(State(api): State<RuntimeApi>) -> Response {
         return StatusCode::GONE.into_response();
     };
     let deadline_ms =
-        (SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default() + Duration::from_secs(120)).as_millis();
+        (SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default() + api.inner.timeout).as_millis();
     (
         [
             ("lambda-runtime-aws-request-id", id),
