@@ -7,7 +7,10 @@ TOOLS    := $(VENV)/.installed
 BROWSER  := /usr/bin/chromedriver
 EVENT    ?= events/refund.json
 
-.PHONY: run test invoke ledger admin bench build reset-ledger clean-local
+.PHONY: run test chaos invoke ledger admin bench build reset-ledger clean-local
+
+SEED     ?= 1
+REQUESTS ?= 10000
 
 $(BROWSER):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
@@ -21,10 +24,18 @@ $(TOOLS): tools/requirements.txt
 run: $(TOOLS)
 	tools/run-local.sh
 
-## test: the whole suite (unit, mock-server, moto, events, template, the page in Chromium) and cfn-lint
+## test: the whole suite (unit, property, mock-server, moto, events, template, the page in Chromium),
+## a short chaos run, and cfn-lint
 test: $(TOOLS) $(BROWSER)
 	MOTO_SERVER=$(abspath $(VENV))/bin/moto_server cargo test --workspace --locked --no-fail-fast
+	cargo build --locked --quiet -p refund-chat --bin refund-chat
+	cargo run --locked --quiet -p refund-chat-chaos -- --seed 2026 --requests 400 --time-limit 300
 	$(VENV)/bin/cfn-lint template.yaml
+
+## chaos: the function under a misbehaving model, payments, ledger and clients; SEED=, REQUESTS=
+chaos: $(TOOLS)
+	cargo build --locked --quiet -p refund-chat --bin refund-chat
+	cargo run --locked --quiet -p refund-chat-chaos -- --seed $(SEED) --requests $(REQUESTS)
 
 ## invoke: send EVENT (default events/refund.json) to the function started by make run
 invoke: $(TOOLS)

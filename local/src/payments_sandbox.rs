@@ -68,7 +68,12 @@ pub struct Sandbox {
 impl Sandbox {
     /// Seeded orders, with the refunds already in `ledger_file` (if any) applied.
     pub fn open(ledger_file: Option<PathBuf>) -> std::io::Result<Sandbox> {
-        let mut orders: BTreeMap<String, Order> = SEED_ORDERS
+        Sandbox::with_orders(SEED_ORDERS, ledger_file)
+    }
+
+    /// The same over other orders: (order id, user id, paid cents, already refunded cents).
+    pub fn with_orders(seed: &[(&str, &str, u64, u64)], ledger_file: Option<PathBuf>) -> std::io::Result<Sandbox> {
+        let mut orders: BTreeMap<String, Order> = seed
             .iter()
             .map(|&(order_id, user_id, paid_cents, refunded_cents)| {
                 (

@@ -1,0 +1,260 @@
+//! The books at the end of a run: what the sandbox paid, what the payments
+//! service was asked, what the DynamoDB ledger says, what the function
+//! logged, and what the clients saw; each invariant counted and checked.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde_json::Value;
+
+use crate::clients::Exchange;
+
+/// Everything a run left behind.
+pub struct Evidence<'a> {
+    pub exchanges: &'a [Exchange],
+    /// Refunds the sandbox made: (user, order, cents).
+    pub money_moved: Vec<(String, String, u64)>,
+    /// Bodies of the payments requests that reached the sandbox.
+    pub payments_requests: Vec<Value>,
+    /// Every ledger item (plain JSON: numbers as text).
+    pub ledger: Vec<Value>,
+    /// Every log line of every function process.
+    pub log_lines: Vec<String>,
+    pub secret_key: &'a str,
+    pub auto_refund_limit: u64,
+    pub daily_limit: u64,
+}
+
+pub struct Invariant {
+    pub name: &'static str,
+    pub checked: usize,
+    pub violations: Vec<String>,
+}
+
+type Key = (String, String, u64);
+
+fn count<I: IntoIterator<Item = Key>>(keys: I) -> HashMap<Key, usize> {
+    let mut counts = HashMap::new();
+    for key in keys {
+        *counts.entry(key).or_insert(0) += 1;
+    }
+    counts
+}
+
+fn text(item: &Value, name: &str) -> String {
+    item[name].as_str().unwrap_or_default().to_owned()
+}
+
+fn cents(item: &Value, name: &str) -> u64 {
+    item[name]
+        .as_str()
+        .and_then(|n| n.parse().ok())
+        .or(item[name].as_u64())
+        .unwrap_or_default()
+}
+
+/// `more` has at least as many of every key as `fewer`; else the keys short.
+fn covers(more: &HashMap<Key, usize>, fewer: &HashMap<Key, usize>) -> Vec<String> {
+    fewer
+        .iter()
+        .filter(|(key, n)| more.get(*key).copied().unwrap_or(0) < **n)
+        .map(|(key, n)| format!("{key:?}: {n} against {}", more.get(key).copied().unwrap_or(0)))
+        .collect()
+}
+
+pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
+    let refunds: Vec<&Value> = evidence.ledger.iter().filter(|i| i["kind"] == "refund").collect();
+    let records_in = |states: &[&str]| {
+        count(
+            refunds
+                .iter()
+                .filter(|r| states.contains(&r["state"].as_str().unwrap_or_default()))
+                .map(|r| (text(r, "user_id"), text(r, "order_id"), cents(r, "amount_cents"))),
+        )
+    };
+    let payments_keys = count(evidence.payments_requests.iter().map(|r| {
+        (
+            text(r, "user_id"),
+            text(r, "order_id"),
+            r["amount_cents"].as_u64().unwrap_or_default(),
+        )
+    }));
+    let moved = count(evidence.money_moved.iter().cloned());
+
+    // The function's own account, from its logs.
+    let lines: Vec<Value> = evidence
+        .log_lines
+        .iter()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let summaries: Vec<&Value> = lines.iter().filter(|l| l["event"] == "summary").collect();
+    let attempts: Vec<&Value> = lines
+        .iter()
+        .filter(|l| {
+            l["event"] == "tool_call"
+                && matches!(l["refund_outcome"].as_str(), Some("executed" | "rejected" | "unknown"))
+        })
+        .collect();
+    let signed_in: HashMap<&str, &str> = evidence
+        .exchanges
+        .iter()
+        .map(|e| (e.request_id.as_str(), e.signed_in.as_str()))
+        .collect();
+
+    let mut invariants = Vec::new();
+    let mut add = |name, checked, violations| {
+        invariants.push(Invariant {
+            name,
+            checked,
+            violations,
+        })
+    };
+
+    add(
+        "every refund scope reached payments at most once (payments calls <= refund records that allowed one)",
+        evidence.payments_requests.len(),
+        covers(
+            &records_in(&["executed", "rejected", "unknown", "executing"]),
+            &payments_keys,
+        ),
+    );
+    let mut per_request: HashMap<&str, usize> = HashMap::new();
+    for attempt in &attempts {
+        *per_request
+            .entry(attempt["requestId"].as_str().unwrap_or_default())
+            .or_insert(0) += 1;
+    }
+    add(
+        "every request made at most one payments call",
+        summaries.len(),
+        per_request
+            .iter()
+            .filter(|(_, n)| **n > 1)
+            .map(|(id, n)| format!("request {id}: {n} payments calls"))
+            .collect(),
+    );
+    add(
+        "every request made at most 5 completion calls",
+        summaries.len(),
+        summaries
+            .iter()
+            .filter(|s| s["completion_calls"].as_u64().unwrap_or(0) > 5)
+            .map(|s| format!("request {}: {} calls", s["requestId"], s["completion_calls"]))
+            .collect(),
+    );
+    add(
+        "every refund the sandbox made is in the ledger as executed, unknown or executing",
+        evidence.money_moved.len(),
+        covers(&records_in(&["executed", "unknown", "executing"]), &moved),
+    );
+    add(
+        "no refund above AUTO_REFUND_LIMIT_CENTS reached payments",
+        evidence.payments_requests.len(),
+        evidence
+            .payments_requests
+            .iter()
+            .filter(|r| r["amount_cents"].as_u64().unwrap_or(0) > evidence.auto_refund_limit)
+            .map(|r| r.to_string())
+            .collect(),
+    );
+    let mut per_order: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut per_user: BTreeMap<&str, u64> = BTreeMap::new();
+    for (user, order, amount) in &evidence.money_moved {
+        *per_order.entry(order).or_insert(0) += 1;
+        *per_user.entry(user).or_insert(0) += amount;
+    }
+    add(
+        "no second automatic refund of an order within the window",
+        per_order.len(),
+        per_order
+            .iter()
+            .filter(|(_, n)| **n > 1)
+            .map(|(order, n)| format!("order {order}: {n} refunds"))
+            .collect(),
+    );
+    add(
+        "no customer's automatic refunds exceeded USER_DAILY_AUTO_LIMIT_CENTS",
+        per_user.len(),
+        per_user
+            .iter()
+            .filter(|(_, total)| **total > evidence.daily_limit)
+            .map(|(user, total)| format!("{user}: {total} cents"))
+            .collect(),
+    );
+    let attempted_as_signed_in = count(attempts.iter().filter_map(|a| {
+        let user = signed_in.get(a["requestId"].as_str()?)?;
+        Some((user.to_string(), text(a, "order_id"), a["amount_cents"].as_u64()?))
+    }));
+    add(
+        "every payments request carried the signed-in customer",
+        evidence.payments_requests.len(),
+        covers(&attempted_as_signed_in, &payments_keys),
+    );
+
+    const STATUSES: [u16; 12] = [200, 400, 401, 403, 404, 405, 409, 422, 500, 502, 503, 504];
+    add(
+        "every answer: a contract status, a JSON body, x-request-id",
+        evidence.exchanges.len(),
+        evidence
+            .exchanges
+            .iter()
+            .filter(|e| {
+                !e.status.is_some_and(|s| STATUSES.contains(&s))
+                    || serde_json::from_str::<Value>(&e.body).is_err()
+                    || e.headers.get("x-request-id") != Some(&e.request_id)
+            })
+            .map(|e| format!("#{} {}: {:?} {}", e.index, e.request_id, e.status, e.body))
+            .collect(),
+    );
+    let stored: HashMap<String, String> = evidence
+        .ledger
+        .iter()
+        .filter(|i| i["kind"] == "request" && i["state"] == "completed")
+        .map(|i| (text(i, "pk"), text(i, "response_body")))
+        .collect();
+    let replays: Vec<&Exchange> = evidence.exchanges.iter().filter(|e| e.replayed()).collect();
+    add(
+        "every replay is byte-identical to the stored answer",
+        replays.len(),
+        replays
+            .iter()
+            .filter(|e| {
+                let pk = format!(
+                    "request#u{}:{}|k:{}",
+                    e.signed_in.len(),
+                    e.signed_in,
+                    e.key.clone().unwrap_or_default()
+                );
+                stored.get(&pk) != Some(&e.body)
+            })
+            .map(|e| format!("#{} {}: {}", e.index, e.request_id, e.body))
+            .collect(),
+    );
+    let markers: HashSet<&str> = evidence.exchanges.iter().map(|e| e.marker.as_str()).collect();
+    add(
+        "no log line holds the key, a Bearer header or a customer's message",
+        evidence.log_lines.len(),
+        evidence
+            .log_lines
+            .iter()
+            .filter(|line| {
+                line.contains(evidence.secret_key)
+                    || line.to_lowercase().contains("bearer")
+                    || line
+                        .split(|c: char| !c.is_ascii_alphanumeric())
+                        .any(|word| word.starts_with("zq") && markers.contains(word))
+            })
+            .map(|line| line.chars().take(200).collect())
+            .collect(),
+    );
+    add(
+        "every request was answered",
+        evidence.exchanges.len(),
+        evidence
+            .exchanges
+            .iter()
+            .filter(|e| e.status.is_none())
+            .map(|e| format!("#{} {}", e.index, e.request_id))
+            .collect(),
+    );
+    invariants
+}

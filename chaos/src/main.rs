@@ -1,0 +1,385 @@
+//! `make chaos`: the function run as Lambda runs it (several containers on a
+//! Runtime API), under a chaotic model, a faulty payments service, a faulty
+//! DynamoDB and impatient customers, all at once; then the books are checked.
+//! Only 127.0.0.1; bounded in requests and time.
+//!
+//! usage: refund-chat-chaos [--seed N] [--requests N] [--clients N]
+//!        [--functions N] [--bootstrap PATH] [--time-limit SECS]
+//!
+//! Exits 1 on any violated invariant, printing the seed to replay it.
+
+mod checks;
+mod clients;
+mod faults;
+mod model;
+mod rng;
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::{Duration, Instant};
+
+use clients::{Clients, Shop};
+use faults::{Fault, FaultProxy};
+use refund_chat_local::payments_sandbox::Sandbox;
+use refund_chat_local::runtime_api::RuntimeApi;
+use rng::Rng;
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+type Error = Box<dyn std::error::Error>;
+
+/// The function's settings for the run: short timeouts, so faults cost little time.
+const COMPLETION_TIMEOUT: Duration = Duration::from_millis(400);
+const PAYMENTS_TIMEOUT: Duration = Duration::from_millis(300);
+const LEDGER_TIMEOUT: Duration = Duration::from_millis(300);
+const AUTO_REFUND_LIMIT: u64 = 5000;
+const DAILY_LIMIT: u64 = 10000;
+
+struct Args {
+    seed: u64,
+    requests: usize,
+    clients: usize,
+    functions: usize,
+    bootstrap: PathBuf,
+    time_limit: Duration,
+}
+
+fn args() -> Result<Args, Error> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let value = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let number = |name: &str, default: u64| -> Result<u64, Error> {
+        Ok(value(name).map(|v| v.parse()).transpose()?.unwrap_or(default))
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    Ok(Args {
+        seed: number("--seed", 1)?,
+        requests: number("--requests", 10_000)? as usize,
+        clients: number("--clients", 6)? as usize,
+        functions: number("--functions", 4)? as usize,
+        bootstrap: value("--bootstrap").map_or_else(|| root.join("target/debug/refund-chat"), PathBuf::from),
+        time_limit: Duration::from_secs(number("--time-limit", 1800)?),
+    })
+}
+
+/// What the payments service does wrong, per request.
+fn payments_fault(rng: &mut Rng) -> Fault {
+    match rng.below(100) {
+        0..=59 => Fault::None,
+        60..=67 => Fault::RefuseBefore(409, r#"{"detail":"chaos: the refund was declined"}"#),
+        68..=75 => Fault::DelayAfter(PAYMENTS_TIMEOUT + Duration::from_millis(200)),
+        76..=83 => Fault::DropAfter,
+        84..=91 => Fault::ReplaceAfter(500, r#"{"detail":"chaos: failed after the refund was made"}"#),
+        _ => Fault::ReplaceAfter(200, r#"{"not":"a receipt"}"#),
+    }
+}
+
+/// What DynamoDB (moto, behind the proxy) does wrong, per request.
+fn ledger_fault(rng: &mut Rng) -> Fault {
+    const ERROR: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"chaos"}"#;
+    match rng.below(100) {
+        0..=89 => Fault::None,
+        90..=92 => Fault::DelayBefore(LEDGER_TIMEOUT + Duration::from_millis(200)),
+        93..=94 => Fault::DropBefore,
+        95..=96 => Fault::RefuseBefore(500, ERROR),
+        97..=98 => Fault::ReplaceAfter(500, ERROR),
+        _ => Fault::DropAfter,
+    }
+}
+
+/// moto's server on a free port; killed when this process exits (its shell
+/// waits on our end of a pipe).
+async fn start_moto(root: &Path) -> Result<(tokio::process::Child, String), Error> {
+    let binary = std::env::var_os("MOTO_SERVER").map_or_else(|| root.join(".venv/bin/moto_server"), PathBuf::from);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let mut child = tokio::process::Command::new("sh")
+        .args(["-c", r#""$0" -H 127.0.0.1 -p "$1" & pid=$!; read _; kill $pid"#])
+        .arg(&binary)
+        .arg(port.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let mut lines = BufReader::new(child.stderr.take().ok_or("no stderr")?).lines();
+    while let Some(line) = lines.next_line().await? {
+        if line.contains("Running on") {
+            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+            return Ok((child, format!("http://127.0.0.1:{port}")));
+        }
+    }
+    Err(format!("{} did not start (make test installs it into .venv)", binary.display()).into())
+}
+
+async fn local_aws(root: &Path, moto: &str, table: &str, args: &[&str]) -> Result<String, Error> {
+    let output = tokio::process::Command::new(root.join(".venv/bin/python"))
+        .arg(root.join("tools/local_aws.py"))
+        .args(args)
+        .env("MOTO_ENDPOINT", moto)
+        .env("LEDGER_TABLE", table)
+        .output()
+        .await?;
+    if !output.status.success() {
+        return Err(format!("local_aws.py {args:?}: {}", String::from_utf8_lossy(&output.stderr)).into());
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+async fn serve(router: axum::Router) -> Result<std::net::SocketAddr, Error> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    Ok(address)
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    match run().await {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(error) => {
+            eprintln!("chaos run failed to run: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run() -> Result<bool, Error> {
+    let args = args()?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let started = Instant::now();
+    let logs = root.join(format!("target/chaos/seed-{}", args.seed));
+    let _ = std::fs::remove_dir_all(&logs);
+    std::fs::create_dir_all(&logs)?;
+    println!(
+        "chaos run: seed {}, {} requests, {} clients, {} function containers",
+        args.seed, args.requests, args.clients, args.functions
+    );
+
+    let (_moto, moto) = start_moto(&root).await?;
+    let table = format!("chaos-{}", args.seed);
+    let secret_key = format!("sk-chaos-{:016x}", Rng::derived(args.seed, &[0x5EC]).next());
+    local_aws(&root, &moto, &table, &["setup", &secret_key]).await?;
+
+    let shop = Arc::new(Shop::new(args.seed, 40, 5));
+    let seed_orders: Vec<(&str, &str, u64, u64)> = shop
+        .orders
+        .iter()
+        .map(|(order, customer, paid)| (order.as_str(), customer.as_str(), *paid, 0))
+        .collect();
+    let sandbox = Sandbox::with_orders(&seed_orders, None)?;
+    let sandbox_address = refund_chat_local::spawn(0, sandbox.router()).await?;
+    let payments = FaultProxy::new(format!("http://{sandbox_address}"), args.seed, payments_fault, false);
+    let payments_address = faults::spawn(Arc::clone(&payments)).await?;
+    let ledger = FaultProxy::new(moto.clone(), args.seed ^ 0x1ED6E5, ledger_fault, true);
+    let ledger_address = faults::spawn(Arc::clone(&ledger)).await?;
+    let orders: Vec<String> = shop.orders.iter().map(|(order, _, _)| order.clone()).collect();
+    let model = model::ChaoticModel::new(args.seed, COMPLETION_TIMEOUT + Duration::from_millis(200), orders);
+    let model_address = serve(model.router()).await?;
+    let api = RuntimeApi::with_timeout(Duration::from_secs(8));
+    let api_address = serve(api.router()).await?;
+
+    let mut functions = Vec::new();
+    for n in 0..args.functions {
+        let log = std::fs::File::create(logs.join(format!("function-{n}.log")))?;
+        functions.push(
+            tokio::process::Command::new(&args.bootstrap)
+                .env_clear()
+                .env("AWS_LAMBDA_RUNTIME_API", api_address.to_string())
+                .env("AWS_LAMBDA_FUNCTION_NAME", "refund-chat")
+                .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+                .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+                .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
+                .env("AWS_LAMBDA_LOG_LEVEL", "INFO")
+                .env("AWS_REGION", "eu-west-1")
+                .env("AWS_ACCESS_KEY_ID", "local")
+                .env("AWS_SECRET_ACCESS_KEY", "local")
+                .env("AWS_ENDPOINT_URL_SECRETS_MANAGER", &moto)
+                .env("AWS_ENDPOINT_URL_DYNAMODB", format!("http://{ledger_address}"))
+                .env("OPENAI_API_KEY_SECRET_ID", "refund-chat/openai-api-key")
+                .env("OPENAI_BASE_URL", format!("http://{model_address}/v1"))
+                .env("PAYMENTS_BASE_URL", format!("http://{payments_address}"))
+                .env("OPENAI_TIMEOUT_SECS", COMPLETION_TIMEOUT.as_secs_f64().to_string())
+                .env("RETRY_BACKOFF_SECS", "0.05")
+                .env("PAYMENTS_TIMEOUT_SECS", PAYMENTS_TIMEOUT.as_secs_f64().to_string())
+                .env("LEDGER_TABLE", &table)
+                .env("LEDGER_TIMEOUT_SECS", LEDGER_TIMEOUT.as_secs_f64().to_string())
+                .env("IDEMPOTENCY_TTL_HOURS", "1")
+                .env("USER_IDENTITY", "authorizer")
+                .env("AUTO_REFUND_LIMIT_CENTS", AUTO_REFUND_LIMIT.to_string())
+                .env("USER_DAILY_AUTO_LIMIT_CENTS", DAILY_LIMIT.to_string())
+                .env("ORDER_REFUND_WINDOW_HOURS", "24")
+                .stdout(Stdio::from(log))
+                .stderr(Stdio::inherit())
+                .kill_on_drop(true)
+                .spawn()
+                .map_err(|e| format!("{}: {e} (build it first)", args.bootstrap.display()))?,
+        );
+    }
+
+    let clients = Arc::new(Clients {
+        seed: args.seed,
+        requests: args.requests,
+        shop: Arc::clone(&shop),
+        api,
+        next: AtomicUsize::new(0),
+        sent: AtomicUsize::new(0),
+        exchanges: std::sync::Mutex::default(),
+    });
+    let tasks: Vec<_> = (0..args.clients)
+        .map(|_| tokio::spawn(Arc::clone(&clients).run()))
+        .collect();
+    let progress = {
+        let clients = Arc::clone(&clients);
+        let total = args.requests;
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                let sent = clients.sent.load(std::sync::atomic::Ordering::SeqCst);
+                println!("  {sent} of {total} requests sent");
+            }
+        })
+    };
+    let finished = tokio::select! {
+        done = tokio::time::timeout(args.time_limit, futures_all(tasks)) => done.map_err(|_| {
+            format!("the run did not finish within {:?}", args.time_limit)
+        }),
+        exited = a_function_exits(&mut functions) => Err(exited),
+    };
+    progress.abort();
+    finished?;
+    for function in &mut functions {
+        if let Some(pid) = function.id() {
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), function.wait()).await;
+    }
+
+    let exchanges = clients.exchanges.lock().map(|e| e.clone()).unwrap_or_default();
+    let ledger_items: Vec<serde_json::Value> = local_aws(&root, &moto, &table, &["ledger"])
+        .await?
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    let mut log_lines = Vec::new();
+    for n in 0..args.functions {
+        let text = std::fs::read_to_string(logs.join(format!("function-{n}.log")))?;
+        log_lines.extend(text.lines().map(str::to_owned));
+    }
+    let evidence = checks::Evidence {
+        exchanges: &exchanges,
+        money_moved: sandbox
+            .ledger()
+            .into_iter()
+            .map(|e| (e.user_id, e.order_id, e.amount_cents))
+            .collect(),
+        payments_requests: payments
+            .passed()
+            .iter()
+            .filter_map(|p| serde_json::from_slice(&p.body).ok())
+            .collect(),
+        ledger: ledger_items,
+        log_lines,
+        secret_key: &secret_key,
+        auto_refund_limit: AUTO_REFUND_LIMIT,
+        daily_limit: DAILY_LIMIT,
+    };
+    let invariants = checks::check(&evidence);
+    report(&args, &exchanges, &evidence, &payments, &ledger, started.elapsed());
+    println!();
+    println!("| invariant | checked | violations |");
+    println!("| --- | --- | --- |");
+    let mut ok = true;
+    for invariant in &invariants {
+        println!(
+            "| {} | {} | {} |",
+            invariant.name,
+            invariant.checked,
+            invariant.violations.len()
+        );
+        ok &= invariant.violations.is_empty();
+    }
+    for invariant in invariants.iter().filter(|i| !i.violations.is_empty()) {
+        println!("\nVIOLATED: {}", invariant.name);
+        for violation in invariant.violations.iter().take(5) {
+            println!("  {violation}");
+        }
+    }
+    if !ok {
+        println!(
+            "\nreplay with: cargo run -p refund-chat-chaos -- --seed {} --requests {} (logs in {})",
+            args.seed,
+            args.requests,
+            logs.display()
+        );
+    }
+    Ok(ok)
+}
+
+/// Completes when a function container exits on its own: it crashed.
+async fn a_function_exits(functions: &mut [tokio::process::Child]) -> String {
+    loop {
+        for (n, function) in functions.iter_mut().enumerate() {
+            if let Ok(Some(status)) = function.try_wait() {
+                return format!("function container {n} exited ({status}): see its log");
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn futures_all(tasks: Vec<tokio::task::JoinHandle<()>>) {
+    for task in tasks {
+        let _ = task.await;
+    }
+}
+
+/// What happened, in numbers: statuses, outcomes, faults.
+fn report(
+    args: &Args,
+    exchanges: &[clients::Exchange],
+    evidence: &checks::Evidence<'_>,
+    payments: &FaultProxy,
+    ledger: &FaultProxy,
+    took: Duration,
+) {
+    let mut statuses = std::collections::BTreeMap::new();
+    for exchange in exchanges {
+        *statuses.entry(exchange.status.unwrap_or(0)).or_insert(0) += 1;
+    }
+    let replays = exchanges.iter().filter(|e| e.replayed()).count();
+    let faults = |proxy: &FaultProxy| {
+        let mut counts = std::collections::BTreeMap::new();
+        for fault in proxy.faults() {
+            *counts.entry(fault.name()).or_insert(0) += 1;
+        }
+        counts
+    };
+    let mut states = std::collections::BTreeMap::new();
+    for item in evidence.ledger.iter().filter(|i| i["kind"] == "refund") {
+        *states
+            .entry(item["state"].as_str().unwrap_or("?").to_owned())
+            .or_insert(0) += 1;
+    }
+    println!();
+    println!(
+        "seed {}: {} requests in {:.1} s ({:.0}/s); statuses {statuses:?}; {replays} replays",
+        args.seed,
+        exchanges.len(),
+        took.as_secs_f64(),
+        exchanges.len() as f64 / took.as_secs_f64()
+    );
+    println!(
+        "refund records by state: {states:?}; refunds the sandbox made: {}",
+        evidence.money_moved.len()
+    );
+    println!("payments faults: {:?}", faults(payments));
+    println!("DynamoDB faults: {:?}", faults(ledger));
+}

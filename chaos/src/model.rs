@@ -1,0 +1,148 @@
+//! A chaotic OpenAI-compatible model: for each completion call it draws, from
+//! the seed, the conversation's marker and the call, one behaviour: a plain
+//! reply, one to three `issue_refund` calls (valid, invalid, duplicate, above
+//! the limit, another customer's order), an unknown tool, a timeout, a 429 or
+//! 500, or a body that is not a completion. Everything a real model (or a
+//! prompt injection) can make the function face.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use refund_chat_local::completions;
+use serde_json::{Value, json};
+
+use crate::rng::{Rng, hash};
+
+#[derive(Clone)]
+pub struct ChaoticModel {
+    seed: u64,
+    /// Longer than the function's completion timeout.
+    hang: Duration,
+    /// Every order id of the run, for "another customer's order".
+    orders: Arc<Vec<String>>,
+    /// How often each (conversation, round) was asked: a retry draws anew.
+    asked: Arc<Mutex<HashMap<(String, usize), u64>>>,
+}
+
+impl ChaoticModel {
+    pub fn new(seed: u64, hang: Duration, orders: Vec<String>) -> ChaoticModel {
+        ChaoticModel {
+            seed,
+            hang,
+            orders: Arc::new(orders),
+            asked: Arc::default(),
+        }
+    }
+
+    pub fn router(self) -> axum::Router {
+        axum::Router::new()
+            .route("/v1/chat/completions", axum::routing::post(complete))
+            .with_state(self)
+    }
+}
+
+fn refund(id: &str, order: &str, cents: i64) -> (String, String, String) {
+    (
+        id.to_owned(),
+        "issue_refund".to_owned(),
+        json!({"order_id": order, "amount_cents": cents}).to_string(),
+    )
+}
+
+async fn complete(State(model): State<ChaoticModel>, Json(request): Json<Value>) -> Response {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let said = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let words: Vec<&str> = said.split_whitespace().collect();
+    let marker = words.first().copied().unwrap_or("none").to_owned();
+    let order = words
+        .iter()
+        .find(|w| w.starts_with("O-"))
+        .copied()
+        .unwrap_or("O-00-0")
+        .to_owned();
+    let cents: i64 = words.iter().find_map(|w| w.parse().ok()).unwrap_or(1000);
+    let round = messages.iter().filter(|m| m["role"] == "assistant").count();
+    let asked = {
+        let mut asked = model.asked.lock().unwrap_or_else(|e| e.into_inner());
+        let count = asked.entry((marker.clone(), round)).or_insert(0);
+        *count += 1;
+        *count
+    };
+    let mut rng = Rng::derived(model.seed, &[hash(&marker), round as u64, asked]);
+    let after_tools = messages.last().is_some_and(|m| m["role"] == "tool");
+    let roll = rng.below(100);
+
+    let calls: Vec<(String, String, String)> = match (after_tools, roll) {
+        (true, 0..=69) => return text("I have looked into it for you."),
+        (true, 70..=84) => vec![refund("again", &order, cents)],
+        (true, _) | (false, 0..=6) => return misbehave(&model, &mut rng).await,
+        (false, 7..=41) => vec![refund("c1", &order, cents)],
+        (false, 42..=49) => vec![refund("c1", &order, cents), refund("c2", &order, cents)],
+        (false, 50..=55) => vec![
+            refund("c1", &order, cents),
+            refund("c2", rng.pick(model.orders.as_slice()).as_str(), cents / 2 + 1),
+            refund("c3", &order, cents + 100),
+        ],
+        (false, 56..=63) => vec![refund("c1", &order, 5001 + rng.below(20_000) as i64)],
+        (false, 64..=71) => vec![refund("c1", rng.pick(model.orders.as_slice()).as_str(), cents)],
+        (false, 72..=79) => vec![(
+            "c1".into(),
+            "issue_refund".into(),
+            rng.pick(&[
+                json!({"order_id": order, "amount_cents": 0}).to_string(),
+                json!({"order_id": order}).to_string(),
+                json!({"order_id": order, "amount_cents": cents, "user_id": "someone-else"}).to_string(),
+                json!({"order_id": "", "amount_cents": cents}).to_string(),
+                "{not json".to_owned(),
+            ])
+            .clone(),
+        )],
+        (false, 80..=84) => vec![(
+            "c1".into(),
+            "lookup_order".into(),
+            json!({"order_id": order}).to_string(),
+        )],
+        (false, _) => return text("How can I help you with your order?"),
+    };
+    let calls: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
+        .collect();
+    Json(completions::tool_calls(&calls)).into_response()
+}
+
+fn text(reply: &str) -> Response {
+    Json(completions::text(reply)).into_response()
+}
+
+/// A timeout, a 429, a 500, or a body that is not a completion.
+async fn misbehave(model: &ChaoticModel, rng: &mut Rng) -> Response {
+    match rng.below(4) {
+        0 => {
+            tokio::time::sleep(model.hang).await;
+            text("too late")
+        }
+        1 => (
+            StatusCode::TOO_MANY_REQUESTS,
+            Json(json!({"error": {"message": "slow down"}})),
+        )
+            .into_response(),
+        2 => (StatusCode::INTERNAL_SERVER_ERROR, "upstream exploded").into_response(),
+        _ => (
+            StatusCode::OK,
+            [(axum::http::header::CONTENT_TYPE, "application/json")],
+            "{\"choices\": [ garbled",
+        )
+            .into_response(),
+    }
+}
