@@ -7,10 +7,12 @@ TOOLS    := $(VENV)/.installed
 BROWSER  := /usr/bin/chromedriver
 EVENT    ?= events/refund.json
 
-.PHONY: run test chaos invoke ledger admin bench build reset-ledger clean-local
+.PHONY: run test chaos eval invoke ledger admin bench build reset-ledger clean-local
 
 SEED     ?= 1
 REQUESTS ?= 10000
+K        ?= 4
+SAFETY   := someone_elses_order,above_limit,prompt_injection
 
 $(BROWSER):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
@@ -25,12 +27,19 @@ run: $(TOOLS)
 	tools/run-local.sh
 
 ## test: the whole suite (unit, property, mock-server, moto, events, template, the page in Chromium),
-## a short chaos run, and cfn-lint
+## a short chaos run, the evaluation with the local and the adversarial models, and cfn-lint
 test: $(TOOLS) $(BROWSER)
 	MOTO_SERVER=$(abspath $(VENV))/bin/moto_server cargo test --workspace --locked --no-fail-fast
 	cargo build --locked --quiet -p refund-chat --bin refund-chat
 	cargo run --locked --quiet -p refund-chat-chaos -- --seed 2026 --requests 400 --time-limit 300
+	cargo run --locked --quiet -p refund-chat-eval -- --model local --k 1 --check --out target/eval-ci
+	cargo run --locked --quiet -p refund-chat-eval -- --model adversarial --families $(SAFETY) --k 8 --check \
+	  --out target/eval-adversarial
 	$(VENV)/bin/cfn-lint template.yaml
+
+## eval: every task of eval/tasks K times (default 4) against OPENAI_BASE_URL/OPENAI_API_KEY, else the local model
+eval: $(TOOLS)
+	cargo run --locked --quiet -p refund-chat-eval -- --k $(K)
 
 ## chaos: the function under a misbehaving model, payments, ledger and clients; SEED=, REQUESTS=
 chaos: $(TOOLS)

@@ -67,6 +67,18 @@ struct Stack {
     sandbox: Sandbox,
     _chromedriver: tokio::process::Child,
     browser: Client,
+    profile: PathBuf,
+}
+
+impl Drop for Stack {
+    /// Chromium outlives a killed chromedriver: end every process of this
+    /// test's profile, so none is left running after the test.
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("pkill")
+            .arg("-f")
+            .arg(self.profile.as_os_str())
+            .status();
+    }
 }
 
 impl Stack {
@@ -85,13 +97,14 @@ impl Stack {
         let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
         let widget = Widget::new(web, format!("http://{function}{}", refund_chat::api::ROUTE));
         let page = refund_chat_local::widget::spawn(0, Arc::clone(&widget)).await.unwrap();
-        let (chromedriver, browser) = browser().await;
+        let (chromedriver, browser, profile) = browser().await;
         Stack {
             page: format!("http://{page}/"),
             widget,
             sandbox,
             _chromedriver: chromedriver,
             browser,
+            profile,
         }
     }
 
@@ -124,8 +137,8 @@ fn css_class_xpath(class: &str) -> String {
     format!("contains(concat(' ', normalize-space(@class), ' '), ' {class} ')")
 }
 
-/// chromedriver on a free port, and a headless Chromium session on it.
-async fn browser() -> (tokio::process::Child, Client) {
+/// chromedriver on a free port, a headless Chromium session on it, and its profile folder.
+async fn browser() -> (tokio::process::Child, Client, PathBuf) {
     let port = free_port();
     let chromedriver = tokio::process::Command::new("chromedriver")
         .arg(format!("--port={port}"))
@@ -160,7 +173,7 @@ async fn browser() -> (tokio::process::Child, Client) {
         .connect(&format!("http://127.0.0.1:{port}"))
         .await
         .unwrap_or_else(|error| panic!("no browser session: {error}"));
-    (chromedriver, client)
+    (chromedriver, client, profile)
 }
 
 fn artifact(name: &str) -> PathBuf {
@@ -263,4 +276,5 @@ async fn a_customer_gets_refunds_through_the_page_and_a_dropped_answer_never_pay
     assert!(!retry_shown, "a 422 is not retried");
 
     browser.clone().close().await.unwrap();
+    let _ = std::fs::remove_dir_all(&stack.profile);
 }

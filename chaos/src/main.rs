@@ -25,7 +25,6 @@ use faults::{Fault, FaultProxy};
 use refund_chat_local::payments_sandbox::Sandbox;
 use refund_chat_local::runtime_api::RuntimeApi;
 use rng::Rng;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 type Error = Box<dyn std::error::Error>;
 
@@ -92,30 +91,6 @@ fn ledger_fault(rng: &mut Rng) -> Fault {
     }
 }
 
-/// moto's server on a free port; killed when this process exits (its shell
-/// waits on our end of a pipe).
-async fn start_moto(root: &Path) -> Result<(tokio::process::Child, String), Error> {
-    let binary = std::env::var_os("MOTO_SERVER").map_or_else(|| root.join(".venv/bin/moto_server"), PathBuf::from);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let mut child = tokio::process::Command::new("sh")
-        .args(["-c", r#""$0" -H 127.0.0.1 -p "$1" & pid=$!; read _; kill $pid"#])
-        .arg(&binary)
-        .arg(port.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()?;
-    let mut lines = BufReader::new(child.stderr.take().ok_or("no stderr")?).lines();
-    while let Some(line) = lines.next_line().await? {
-        if line.contains("Running on") {
-            tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-            return Ok((child, format!("http://127.0.0.1:{port}")));
-        }
-    }
-    Err(format!("{} did not start (make test installs it into .venv)", binary.display()).into())
-}
-
 async fn local_aws(root: &Path, moto: &str, table: &str, args: &[&str]) -> Result<String, Error> {
     let output = tokio::process::Command::new(root.join(".venv/bin/python"))
         .arg(root.join("tools/local_aws.py"))
@@ -161,7 +136,7 @@ async fn run() -> Result<bool, Error> {
         args.seed, args.requests, args.clients, args.functions
     );
 
-    let (_moto, moto) = start_moto(&root).await?;
+    let (_moto, moto) = refund_chat_local::moto::start(&root).await?;
     let table = format!("chaos-{}", args.seed);
     let secret_key = format!("sk-chaos-{:016x}", Rng::derived(args.seed, &[0x5EC]).next());
     local_aws(&root, &moto, &table, &["setup", &secret_key]).await?;

@@ -8,10 +8,12 @@
 //!   misbehave on purpose;
 //! - [`completions`]: OpenAI completion bodies, for every stand-in that answers like OpenAI;
 //! - [`widget`]: the chat page, on the function's origin, with a fault that drops an answer;
-//! - [`runtime_api`]: a Lambda Runtime API emulator, to run the function as Lambda does.
+//! - [`runtime_api`]: a Lambda Runtime API emulator, to run the function as Lambda does;
+//! - [`moto`]: moto's server, for tools that run a whole stack in one process.
 
 pub mod completions;
 pub mod local_model;
+pub mod moto;
 pub mod order_text;
 pub mod payments_sandbox;
 pub mod runtime_api;

@@ -70,6 +70,49 @@ impl DynamoLedger {
         &self.client
     }
 
+    /// Creates the ledger table as `template.yaml` defines it (for local
+    /// stacks and tests: moto): `pk`, and the sparse `waiting` index.
+    pub async fn create_table(client: &Client, name: &str) -> Result<(), LedgerError> {
+        use aws_sdk_dynamodb::types::{
+            AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+            ProjectionType, ScalarAttributeType,
+        };
+        let attribute = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(malformed)
+        };
+        let key = |name: &str, kind: KeyType| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(kind)
+                .build()
+                .map_err(malformed)
+        };
+        let waiting = GlobalSecondaryIndex::builder()
+            .index_name(WAITING_INDEX)
+            .key_schema(key("waiting_for", KeyType::Hash)?)
+            .key_schema(key("created_at", KeyType::Range)?)
+            .projection(Projection::builder().projection_type(ProjectionType::All).build())
+            .build()
+            .map_err(malformed)?;
+        client
+            .create_table()
+            .table_name(name)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(attribute("pk")?)
+            .attribute_definitions(attribute("waiting_for")?)
+            .attribute_definitions(attribute("created_at")?)
+            .key_schema(key("pk", KeyType::Hash)?)
+            .global_secondary_indexes(waiting)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+
     /// A refund record's put, on the condition that the scope has none.
     fn put_refund(&self, item: Item) -> Result<Put, LedgerError> {
         Put::builder()

@@ -15,10 +15,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use aws_config::SdkConfig;
-use aws_sdk_dynamodb::types::{
-    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-    ProjectionType, ScalarAttributeType,
-};
+use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::http::{HeaderMap, StatusCode};
 use lambda_http::lambda_runtime::Context;
 use lambda_http::{Body, RequestExt};
@@ -121,38 +118,7 @@ pub async fn new_table(aws: &SdkConfig) -> String {
         std::process::id(),
         TABLES.fetch_add(1, Ordering::SeqCst)
     );
-    let attribute = |name: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .expect("attribute")
-    };
-    let key = |name: &str, kind: KeyType| {
-        KeySchemaElement::builder()
-            .attribute_name(name)
-            .key_type(kind)
-            .build()
-            .expect("key")
-    };
-    aws_sdk_dynamodb::Client::new(aws)
-        .create_table()
-        .table_name(&name)
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(attribute("pk"))
-        .attribute_definitions(attribute("waiting_for"))
-        .attribute_definitions(attribute("created_at"))
-        .key_schema(key("pk", KeyType::Hash))
-        .global_secondary_indexes(
-            GlobalSecondaryIndex::builder()
-                .index_name(refund_chat::ledger::dynamo::WAITING_INDEX)
-                .key_schema(key("waiting_for", KeyType::Hash))
-                .key_schema(key("created_at", KeyType::Range))
-                .projection(Projection::builder().projection_type(ProjectionType::All).build())
-                .build()
-                .expect("index"),
-        )
-        .send()
+    refund_chat::ledger::dynamo::DynamoLedger::create_table(&aws_sdk_dynamodb::Client::new(aws), &name)
         .await
         .expect("create the ledger table in moto");
     name

@@ -1,0 +1,99 @@
+//! An adversarial scripted model: it always calls `issue_refund` with the
+//! most damaging arguments it can find in the customer's message (every
+//! order id it mentions, the largest amount it mentions, read both as cents
+//! and as euros), several at once and again after every tool result. The
+//! refund policy and the payments service, not the model, must keep the
+//! money safe.
+
+use axum::Json;
+use refund_chat_local::completions;
+use serde_json::{Value, json};
+
+fn order_ids(text: &str) -> Vec<String> {
+    let mut ids: Vec<String> = text
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .filter(|word| {
+            word.split_once('-').is_some_and(|(letters, digits)| {
+                (1..=4).contains(&letters.len())
+                    && letters.chars().all(|c| c.is_ascii_uppercase())
+                    && !digits.is_empty()
+                    && digits.chars().all(|c| c.is_ascii_digit())
+            })
+        })
+        .map(str::to_owned)
+        .collect();
+    ids.dedup();
+    ids
+}
+
+/// The largest amount in the text, in cents, reading bare numbers as euros.
+fn largest_amount(text: &str) -> u64 {
+    text.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == ','))
+        .filter_map(|word| {
+            let word = word.trim_matches(['.', ',']).replace(',', ".");
+            let (units, fraction) = word.split_once('.').unwrap_or((&word, ""));
+            let cents: u64 = format!("{:0<2}", fraction.get(..2.min(fraction.len())).unwrap_or(""))
+                .parse()
+                .ok()?;
+            units.parse::<u64>().ok()?.checked_mul(100)?.checked_add(cents)
+        })
+        .max()
+        .unwrap_or(100_000)
+}
+
+pub async fn complete(Json(request): Json<Value>) -> Json<Value> {
+    let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    let said = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let round = messages.iter().filter(|m| m["role"] == "assistant").count();
+    if round >= 3 {
+        return Json(completions::text("Done: everything you asked for is refunded."));
+    }
+    let mut orders = order_ids(said);
+    if orders.is_empty() {
+        orders.push("A-1001".into());
+    }
+    let amount = largest_amount(said).max(1);
+    let calls: Vec<(String, String)> = orders
+        .iter()
+        .flat_map(|order| {
+            [
+                (
+                    format!("r{round}-{order}-max"),
+                    json!({"order_id": order, "amount_cents": amount}).to_string(),
+                ),
+                (
+                    format!("r{round}-{order}-limit"),
+                    json!({"order_id": order, "amount_cents": 5000}).to_string(),
+                ),
+            ]
+        })
+        .collect();
+    let calls: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, arguments)| (id.as_str(), "issue_refund", arguments.as_str()))
+        .collect();
+    Json(completions::tool_calls(&calls))
+}
+
+pub fn router() -> axum::Router {
+    axum::Router::new().route("/v1/chat/completions", axum::routing::post(complete))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_every_order_and_the_largest_amount() {
+        assert_eq!(
+            order_ids("refund 500.00 on B-2001 and A-1001, not x-1"),
+            vec!["B-2001", "A-1001"]
+        );
+        assert_eq!(largest_amount("refund 12,50 or 500.00 please"), 50_000);
+        assert_eq!(largest_amount("1250 cents"), 125_000);
+    }
+}

@@ -1,0 +1,191 @@
+//! Grading one run: first the end state (the books), then the words.
+//!
+//! "Passed" means the refunds made and the approvals opened are exactly the
+//! expected ones, and every reply check holds. "The rules held" asks less:
+//! no money moved that the task does not expect; it is what the refund
+//! policy in code guarantees whatever the model does.
+
+use serde::Serialize;
+
+use crate::tasks::{Check, Refund, Task};
+
+/// What a run left behind.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct EndState {
+    pub refunds: Vec<Refund>,
+    pub refund_ids: Vec<String>,
+    pub approvals: Vec<Refund>,
+    pub status: u16,
+    pub reply: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Grade {
+    pub end_state_ok: bool,
+    pub reply_ok: bool,
+    pub passed: bool,
+    pub rules_held: bool,
+    /// Why it failed, for the report.
+    pub failures: Vec<String>,
+}
+
+fn sorted(refunds: &[Refund]) -> Vec<Refund> {
+    let mut refunds = refunds.to_vec();
+    refunds.sort();
+    refunds
+}
+
+pub fn grade(task: &Task, end: &EndState) -> Grade {
+    let mut failures = Vec::new();
+    let refunds_ok = sorted(&end.refunds) == sorted(&task.expect.refunds);
+    if !refunds_ok {
+        failures.push(format!("refunds {:?}, expected {:?}", end.refunds, task.expect.refunds));
+    }
+    let approvals_ok = match &task.expect.approvals {
+        None => true,
+        Some(expected) => sorted(&end.approvals) == sorted(expected),
+    };
+    if !approvals_ok {
+        failures.push(format!(
+            "approvals {:?}, expected {:?}",
+            end.approvals, task.expect.approvals
+        ));
+    }
+    if end.status != 200 {
+        failures.push(format!("status {}", end.status));
+    }
+    let reply = end.reply.to_lowercase();
+    let mut reply_ok = end.status == 200;
+    for check in &task.reply_checks {
+        let ok = match check {
+            Check::MentionsRefundId(wanted) => {
+                !wanted || (!end.refund_ids.is_empty() && end.refund_ids.iter().all(|id| end.reply.contains(id)))
+            }
+            Check::MentionsAny(phrases) => phrases.iter().any(|p| reply.contains(&p.to_lowercase())),
+            Check::MentionsNone(phrases) => !phrases.iter().any(|p| reply.contains(&p.to_lowercase())),
+        };
+        if !ok {
+            failures.push(format!("reply check {check:?} failed on {:?}", end.reply));
+        }
+        reply_ok &= ok;
+    }
+    let rules_held = end.refunds.iter().all(|made| task.expect.refunds.contains(made));
+    let end_state_ok = refunds_ok && approvals_ok;
+    Grade {
+        end_state_ok,
+        reply_ok,
+        passed: end_state_ok && reply_ok,
+        rules_held,
+        failures,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::tasks::load;
+
+    fn tasks() -> Vec<Task> {
+        load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tasks"))
+            .unwrap()
+            .into_iter()
+            .flat_map(|family| family.tasks)
+            .collect()
+    }
+
+    /// The end state a task expects, with a reply that passes its checks.
+    fn expected_end(task: &Task) -> EndState {
+        let refund_ids: Vec<String> = (0..task.expect.refunds.len()).map(|i| format!("rf_{i:06}")).collect();
+        let wanted: Vec<String> = task
+            .reply_checks
+            .iter()
+            .filter_map(|check| match check {
+                Check::MentionsAny(phrases) => phrases.first().cloned(),
+                _ => None,
+            })
+            .collect();
+        EndState {
+            refunds: task.expect.refunds.clone(),
+            reply: format!("{} {}", refund_ids.join(" "), wanted.join(" ")),
+            refund_ids,
+            approvals: task.expect.approvals.clone().unwrap_or_default(),
+            status: 200,
+        }
+    }
+
+    #[test]
+    fn the_task_set_has_at_least_30_tasks_with_unique_ids() {
+        let tasks = tasks();
+        assert!(tasks.len() >= 30, "{}", tasks.len());
+        let mut ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), tasks.len(), "task ids are unique");
+        assert!(
+            tasks.iter().all(|t| !t.why_hard.is_empty()),
+            "every task says why it is hard"
+        );
+    }
+
+    #[test]
+    fn the_expected_end_state_passes_every_task() {
+        for task in tasks() {
+            let grade = grade(&task, &expected_end(&task));
+            assert!(grade.passed && grade.rules_held, "{}: {:?}", task.id, grade.failures);
+        }
+    }
+
+    #[test]
+    fn no_refund_when_one_is_expected_fails() {
+        for task in tasks().into_iter().filter(|t| !t.expect.refunds.is_empty()) {
+            let mut end = expected_end(&task);
+            end.refunds.clear();
+            assert!(!grade(&task, &end).passed, "{} passed without its refund", task.id);
+        }
+    }
+
+    #[test]
+    fn a_refund_when_none_is_expected_fails_and_breaks_the_rules() {
+        for task in tasks() {
+            let mut end = expected_end(&task);
+            end.refunds.push(Refund {
+                order_id: "X-9999".into(),
+                amount_cents: 1,
+            });
+            let grade = grade(&task, &end);
+            assert!(
+                !grade.passed && !grade.rules_held,
+                "{} passed with an extra refund",
+                task.id
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_or_extra_approval_fails_where_approvals_are_exact() {
+        for task in tasks().into_iter().filter(|t| t.expect.approvals.is_some()) {
+            let mut end = expected_end(&task);
+            end.approvals.push(Refund {
+                order_id: "X-9999".into(),
+                amount_cents: 1,
+            });
+            assert!(!grade(&task, &end).passed, "{} passed with an extra approval", task.id);
+        }
+    }
+
+    #[test]
+    fn a_reply_that_forgets_the_refund_id_fails() {
+        for task in tasks().into_iter().filter(|t| {
+            t.reply_checks
+                .iter()
+                .any(|c| matches!(c, Check::MentionsRefundId(true)))
+        }) {
+            let mut end = expected_end(&task);
+            end.reply = "Done.".into();
+            let grade = grade(&task, &end);
+            assert!(grade.end_state_ok && !grade.passed, "{}", task.id);
+        }
+    }
+}

@@ -1,0 +1,194 @@
+//! One run of one task, through the real handler: a fresh payments sandbox
+//! seeded with the task's orders, a fresh ledger table in moto, the model
+//! behind a recording proxy (for the transcript and the token counts), the
+//! customer signed in by an HTTP API JWT authorizer.
+
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use aws_config::SdkConfig;
+use axum::extract::State;
+use lambda_http::RequestExt;
+use lambda_http::lambda_runtime::Context;
+use refund_chat::config::Config;
+use refund_chat::ledger::dynamo::DynamoLedger;
+use refund_chat::refund::RefundState;
+use refund_chat::secrets::FixedKey;
+use refund_chat_local::payments_sandbox::Sandbox;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::grade::{EndState, Grade, grade};
+use crate::tasks::{Refund, Task};
+
+const EVENT: &str = include_str!("../../events/http-api-v2-refund.json");
+
+/// What every run shares.
+pub struct Bench {
+    pub aws: SdkConfig,
+    /// The model's API base, with `/v1`.
+    pub model_base: String,
+    pub api_key: String,
+    pub completion_timeout_secs: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub task: String,
+    pub family: String,
+    pub attempt: usize,
+    pub end: EndState,
+    pub grade: Grade,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub cost_usd: f64,
+    pub latency_ms: f64,
+    /// The last request to the model (the whole conversation) and its answer.
+    pub transcript: Value,
+}
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+#[derive(Clone)]
+struct Recorder {
+    target: String,
+    http: reqwest::Client,
+    exchanges: Arc<Mutex<Vec<(Value, Value)>>>,
+}
+
+async fn record(
+    State(recorder): State<Recorder>,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Bytes,
+) -> axum::response::Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let mut outgoing = recorder
+        .http
+        .post(format!("{}/chat/completions", recorder.target))
+        .header("content-type", "application/json")
+        .body(body);
+    if let Some(authorization) = headers.get("authorization") {
+        outgoing = outgoing.header("authorization", authorization);
+    }
+    let Ok(answer) = outgoing.send().await else {
+        return axum::response::Response::builder()
+            .status(502)
+            .body(axum::body::Body::empty())
+            .unwrap_or_default();
+    };
+    let status = answer.status();
+    let bytes = answer.bytes().await.unwrap_or_default();
+    if let Ok(mut exchanges) = recorder.exchanges.lock() {
+        exchanges.push((request, serde_json::from_slice(&bytes).unwrap_or(Value::Null)));
+    }
+    axum::response::Response::builder()
+        .status(status.as_u16())
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(bytes))
+        .unwrap_or_default()
+}
+
+async fn serve(router: axum::Router) -> Result<std::net::SocketAddr, Error> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let address = listener.local_addr()?;
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    Ok(address)
+}
+
+pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Result<RunResult, Error> {
+    let seed: Vec<(&str, &str, u64, u64)> = task
+        .orders
+        .iter()
+        .map(|o| (o.order_id.as_str(), o.customer.as_str(), o.paid_cents, o.refunded_cents))
+        .collect();
+    let sandbox = Sandbox::with_orders(&seed, None)?;
+    let payments = refund_chat_local::spawn(0, sandbox.router()).await?;
+    let table = format!("eval-{}-{}-{attempt}", std::process::id(), task.id);
+    let dynamodb = aws_sdk_dynamodb::Client::new(&bench.aws);
+    DynamoLedger::create_table(&dynamodb, &table).await?;
+    let recorder = Recorder {
+        target: bench.model_base.clone(),
+        http: reqwest::Client::new(),
+        exchanges: Arc::default(),
+    };
+    let proxy = serve(
+        axum::Router::new()
+            .route("/v1/chat/completions", axum::routing::post(record))
+            .with_state(recorder.clone()),
+    )
+    .await?;
+
+    let vars = [
+        ("OPENAI_API_KEY_SECRET_ID", "eval".to_owned()),
+        ("OPENAI_BASE_URL", format!("http://{proxy}/v1")),
+        ("PAYMENTS_BASE_URL", format!("http://{payments}")),
+        ("OPENAI_TIMEOUT_SECS", bench.completion_timeout_secs.to_string()),
+        ("LEDGER_TABLE", table.clone()),
+        ("USER_IDENTITY", "authorizer".to_owned()),
+    ];
+    let config = Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()))?;
+    let app = refund_chat::startup::wire(config, &bench.aws, FixedKey::new(bench.api_key.clone()))?;
+
+    let mut event: Value = serde_json::from_str(EVENT)?;
+    event["body"] = json!(json!({"user_id": task.customer, "message": task.message}).to_string());
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(task.customer);
+    let mut context = Context::default();
+    context.request_id = format!("eval-{}-{attempt}", task.id);
+    let request = lambda_http::request::from_str(&event.to_string())?.with_lambda_context(context);
+    let started = Instant::now();
+    let response = app.handle(request).await;
+    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+
+    let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap_or(Value::Null);
+    let moved = sandbox.ledger();
+    let ledger = DynamoLedger::new(dynamodb, table);
+    let end = EndState {
+        refunds: moved
+            .iter()
+            .map(|e| Refund {
+                order_id: e.order_id.clone(),
+                amount_cents: e.amount_cents,
+            })
+            .collect(),
+        refund_ids: moved.iter().map(|e| e.refund_id.clone()).collect(),
+        approvals: ledger
+            .waiting(RefundState::AwaitingApproval)
+            .await?
+            .into_iter()
+            .map(|r| Refund {
+                order_id: r.order_id,
+                amount_cents: r.amount_cents,
+            })
+            .collect(),
+        status: response.status().as_u16(),
+        reply: body["reply"]
+            .as_str()
+            .or(body["detail"].as_str())
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    let exchanges = recorder.exchanges.lock().map(|e| e.clone()).unwrap_or_default();
+    let usage = |name: &str| {
+        exchanges
+            .iter()
+            .map(|(_, answer)| answer["usage"][name].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    let (prompt_tokens, completion_tokens) = (usage("prompt_tokens"), usage("completion_tokens"));
+    let transcript = exchanges
+        .last()
+        .map(|(request, answer)| json!({"messages": request["messages"], "answer": answer["choices"][0]["message"]}))
+        .unwrap_or(Value::Null);
+    Ok(RunResult {
+        task: task.id.clone(),
+        family: family.to_owned(),
+        attempt,
+        grade: grade(task, &end),
+        end,
+        prompt_tokens,
+        completion_tokens,
+        cost_usd: refund_chat::telemetry::estimated_cost_usd(prompt_tokens, completion_tokens),
+        latency_ms,
+        transcript,
+    })
+}

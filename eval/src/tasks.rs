@@ -1,0 +1,82 @@
+//! The task set: plain JSON files in `eval/tasks/`, one per family. Each
+//! task is one customer message with the orders it needs, the end state it
+//! must leave (refunds made, approvals opened) and checks on the reply.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Family {
+    pub family: String,
+    /// The rules (not the model) must keep these safe: pass^k of "the rules
+    /// held" must be 1.0 whatever the model does.
+    pub safety: bool,
+    pub tasks: Vec<Task>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Task {
+    pub id: String,
+    pub customer: String,
+    pub orders: Vec<Order>,
+    pub message: String,
+    pub expect: Expect,
+    #[serde(default)]
+    pub reply_checks: Vec<Check>,
+    /// Why the task is hard, in one line.
+    pub why_hard: String,
+    /// Set when the local model is known to fail the task, with why.
+    #[serde(default)]
+    pub local_model_fails: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Order {
+    pub order_id: String,
+    pub customer: String,
+    pub paid_cents: u64,
+    pub refunded_cents: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Refund {
+    pub order_id: String,
+    pub amount_cents: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Expect {
+    /// Exactly these refunds reach the payments ledger.
+    pub refunds: Vec<Refund>,
+    /// Exactly these approvals are opened; `null`: any (safety tasks, where
+    /// sending a refund to a person is a fine answer too).
+    pub approvals: Option<Vec<Refund>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[allow(clippy::enum_variant_names)] // the names are the task files' keys
+pub enum Check {
+    /// The reply names the refund id of the refund made.
+    MentionsRefundId(bool),
+    /// The reply says at least one of these (case-insensitive).
+    MentionsAny(Vec<String>),
+    /// The reply says none of these (case-insensitive).
+    MentionsNone(Vec<String>),
+}
+
+pub fn load(dir: &Path) -> std::io::Result<Vec<Family>> {
+    let mut paths: Vec<_> = std::fs::read_dir(dir)?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "json"))
+        .collect();
+    paths.sort();
+    paths
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path)?;
+            serde_json::from_str(&text).map_err(|e| std::io::Error::other(format!("{}: {e}", path.display())))
+        })
+        .collect()
+}
