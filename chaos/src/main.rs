@@ -42,6 +42,10 @@ struct Args {
     functions: usize,
     bootstrap: PathBuf,
     time_limit: Duration,
+    /// Requests per segment: each segment is a fresh stack (moto's memory
+    /// grows with every transaction it has seen, about 1.4 MB each, so one
+    /// moto cannot hold a long run), checked on its own books.
+    segment: usize,
 }
 
 fn args() -> Result<Args, Error> {
@@ -63,6 +67,7 @@ fn args() -> Result<Args, Error> {
         functions: number("--functions", 4)? as usize,
         bootstrap: value("--bootstrap").map_or_else(|| root.join("target/debug/refund-chat"), PathBuf::from),
         time_limit: Duration::from_secs(number("--time-limit", 1800)?),
+        segment: number("--segment", 1000)?.max(1) as usize,
     })
 }
 
@@ -126,22 +131,92 @@ async fn main() -> ExitCode {
 
 async fn run() -> Result<bool, Error> {
     let args = args()?;
+    let started = Instant::now();
+    let segments = args.requests.div_ceil(args.segment);
+    println!(
+        "chaos run: seed {}, {} requests in {segments} segment(s) of up to {}, {} clients, {} function containers",
+        args.seed, args.requests, args.segment, args.clients, args.functions
+    );
+    let mut totals: Vec<checks::Invariant> = Vec::new();
+    let mut sent = 0;
+    for segment in 0..segments {
+        let requests = args.segment.min(args.requests.saturating_sub(sent)).max(1);
+        let seed = args.seed.wrapping_mul(1000).wrapping_add(segment as u64);
+        let (invariants, answered) = segment_run(&args, seed, requests, started).await?;
+        sent += answered;
+        for invariant in invariants {
+            let violations: Vec<String> = invariant
+                .violations
+                .into_iter()
+                .map(|v| format!("segment seed {seed}: {v}"))
+                .collect();
+            match totals.iter_mut().find(|t| t.name == invariant.name) {
+                Some(total) => {
+                    total.checked += invariant.checked;
+                    total.violations.extend(violations);
+                }
+                None => totals.push(checks::Invariant {
+                    name: invariant.name,
+                    checked: invariant.checked,
+                    violations,
+                }),
+            }
+        }
+    }
+    println!();
+    println!(
+        "{sent} requests in {:.0} s, seed {}: every invariant over every segment",
+        started.elapsed().as_secs_f64(),
+        args.seed
+    );
+    println!();
+    println!("| invariant | checked | violations |");
+    println!("| --- | --- | --- |");
+    let mut ok = true;
+    for invariant in &totals {
+        println!(
+            "| {} | {} | {} |",
+            invariant.name,
+            invariant.checked,
+            invariant.violations.len()
+        );
+        ok &= invariant.violations.is_empty();
+    }
+    for invariant in totals.iter().filter(|i| !i.violations.is_empty()) {
+        println!("\nVIOLATED: {}", invariant.name);
+        for violation in invariant.violations.iter().take(5) {
+            println!("  {violation}");
+        }
+    }
+    if !ok {
+        println!(
+            "\nreplay with: cargo run -p refund-chat-chaos -- --seed {} --requests {} --segment {} (logs in target/chaos/)",
+            args.seed, args.requests, args.segment
+        );
+    }
+    Ok(ok)
+}
+
+/// One segment: a fresh stack, `requests` requests, its books checked.
+/// Returns the invariants and how many requests were sent.
+async fn segment_run(
+    args: &Args,
+    seed: u64,
+    requests: usize,
+    run_started: Instant,
+) -> Result<(Vec<checks::Invariant>, usize), Error> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let started = Instant::now();
-    let logs = root.join(format!("target/chaos/seed-{}", args.seed));
+    let logs = root.join(format!("target/chaos/seed-{seed}"));
     let _ = std::fs::remove_dir_all(&logs);
     std::fs::create_dir_all(&logs)?;
-    println!(
-        "chaos run: seed {}, {} requests, {} clients, {} function containers",
-        args.seed, args.requests, args.clients, args.functions
-    );
 
     let (_moto, moto) = refund_chat_local::moto::start(&root).await?;
-    let table = format!("chaos-{}", args.seed);
-    let secret_key = format!("sk-chaos-{:016x}", Rng::derived(args.seed, &[0x5EC]).next());
+    let table = format!("chaos-{seed}");
+    let secret_key = format!("sk-chaos-{:016x}", Rng::derived(seed, &[0x5EC]).next());
     local_aws(&root, &moto, &table, &["setup", &secret_key]).await?;
 
-    let shop = Arc::new(Shop::new(args.seed, 40, 5));
+    let shop = Arc::new(Shop::new(seed, 40, 5));
     let seed_orders: Vec<(&str, &str, u64, u64)> = shop
         .orders
         .iter()
@@ -149,12 +224,12 @@ async fn run() -> Result<bool, Error> {
         .collect();
     let sandbox = Sandbox::with_orders(&seed_orders, None)?;
     let sandbox_address = refund_chat_local::spawn(0, sandbox.router()).await?;
-    let payments = FaultProxy::new(format!("http://{sandbox_address}"), args.seed, payments_fault, false);
+    let payments = FaultProxy::new(format!("http://{sandbox_address}"), seed, payments_fault, false);
     let payments_address = faults::spawn(Arc::clone(&payments)).await?;
-    let ledger = FaultProxy::new(moto.clone(), args.seed ^ 0x1ED6E5, ledger_fault, true);
+    let ledger = FaultProxy::new(moto.clone(), seed ^ 0x1ED6E5, ledger_fault, true);
     let ledger_address = faults::spawn(Arc::clone(&ledger)).await?;
     let orders: Vec<String> = shop.orders.iter().map(|(order, _, _)| order.clone()).collect();
-    let model = model::ChaoticModel::new(args.seed, COMPLETION_TIMEOUT + Duration::from_millis(200), orders);
+    let model = model::ChaoticModel::new(seed, COMPLETION_TIMEOUT + Duration::from_millis(200), orders);
     let model_address = serve(model.router()).await?;
     let api = RuntimeApi::with_timeout(Duration::from_secs(8));
     let api_address = serve(api.router()).await?;
@@ -198,8 +273,8 @@ async fn run() -> Result<bool, Error> {
     }
 
     let clients = Arc::new(Clients {
-        seed: args.seed,
-        requests: args.requests,
+        seed,
+        requests,
         shop: Arc::clone(&shop),
         api,
         next: AtomicUsize::new(0),
@@ -211,7 +286,7 @@ async fn run() -> Result<bool, Error> {
         .collect();
     let progress = {
         let clients = Arc::clone(&clients);
-        let total = args.requests;
+        let total = requests;
         tokio::spawn(async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(10)).await;
@@ -220,8 +295,9 @@ async fn run() -> Result<bool, Error> {
             }
         })
     };
+    let time_left = args.time_limit.saturating_sub(run_started.elapsed());
     let finished = tokio::select! {
-        done = tokio::time::timeout(args.time_limit, futures_all(tasks)) => done.map_err(|_| {
+        done = tokio::time::timeout(time_left, futures_all(tasks)) => done.map_err(|_| {
             format!("the run did not finish within {:?}", args.time_limit)
         }),
         exited = a_function_exits(&mut functions) => Err(exited),
@@ -267,35 +343,8 @@ async fn run() -> Result<bool, Error> {
         daily_limit: DAILY_LIMIT,
     };
     let invariants = checks::check(&evidence);
-    report(&args, &exchanges, &evidence, &payments, &ledger, started.elapsed());
-    println!();
-    println!("| invariant | checked | violations |");
-    println!("| --- | --- | --- |");
-    let mut ok = true;
-    for invariant in &invariants {
-        println!(
-            "| {} | {} | {} |",
-            invariant.name,
-            invariant.checked,
-            invariant.violations.len()
-        );
-        ok &= invariant.violations.is_empty();
-    }
-    for invariant in invariants.iter().filter(|i| !i.violations.is_empty()) {
-        println!("\nVIOLATED: {}", invariant.name);
-        for violation in invariant.violations.iter().take(5) {
-            println!("  {violation}");
-        }
-    }
-    if !ok {
-        println!(
-            "\nreplay with: cargo run -p refund-chat-chaos -- --seed {} --requests {} (logs in {})",
-            args.seed,
-            args.requests,
-            logs.display()
-        );
-    }
-    Ok(ok)
+    report(seed, &exchanges, &evidence, &payments, &ledger, started.elapsed());
+    Ok((invariants, exchanges.len()))
 }
 
 /// Completes when a function container exits on its own: it crashed.
@@ -318,7 +367,7 @@ async fn futures_all(tasks: Vec<tokio::task::JoinHandle<()>>) {
 
 /// What happened, in numbers: statuses, outcomes, faults.
 fn report(
-    args: &Args,
+    seed: u64,
     exchanges: &[clients::Exchange],
     evidence: &checks::Evidence<'_>,
     payments: &FaultProxy,
@@ -343,10 +392,8 @@ fn report(
             .entry(item["state"].as_str().unwrap_or("?").to_owned())
             .or_insert(0) += 1;
     }
-    println!();
     println!(
-        "seed {}: {} requests in {:.1} s ({:.0}/s); statuses {statuses:?}; {replays} replays",
-        args.seed,
+        "segment seed {seed}: {} requests in {:.1} s ({:.0}/s); statuses {statuses:?}; {replays} replays",
         exchanges.len(),
         took.as_secs_f64(),
         exchanges.len() as f64 / took.as_secs_f64()
