@@ -128,6 +128,23 @@ impl Stack {
             .unwrap()
     }
 
+    /// The problem the page shows, once it shows one.
+    async fn problem(&self) -> String {
+        self.browser
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css("#problem:not([hidden])"))
+            .await
+            .unwrap_or_else(|e| panic!("no problem shown: {e}"));
+        self.browser
+            .find(Locator::Id("problem-text"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     async fn refunds(&self) -> usize {
         self.sandbox.ledger().len()
     }
@@ -202,20 +219,9 @@ async fn a_customer_gets_refunds_through_the_page_and_a_dropped_answer_never_pay
     stack
         .type_message("Order A-1003: the lamp shade is cracked, please refund 5.00")
         .await;
-    let retry = browser
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("#problem:not([hidden]) #retry"))
-        .await
-        .unwrap();
-    let problem = browser
-        .find(Locator::Id("problem-text"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let problem = stack.problem().await;
     assert!(problem.contains("connection dropped"), "{problem}");
+    let retry = browser.find(Locator::Id("retry")).await.unwrap();
     assert_eq!(stack.widget.answers_dropped(), 1);
     assert_eq!(stack.refunds().await, 2, "the function made the refund");
     retry.click().await.unwrap();
@@ -252,19 +258,7 @@ async fn a_customer_gets_refunds_through_the_page_and_a_dropped_answer_never_pay
         )
         .await
         .unwrap();
-    browser
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("#problem:not([hidden])"))
-        .await
-        .unwrap();
-    let problem = browser
-        .find(Locator::Id("problem-text"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let problem = stack.problem().await;
     assert!(problem.contains("at most 4000 characters"), "{problem}");
     let retry_shown = browser
         .find(Locator::Id("retry"))

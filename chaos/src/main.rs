@@ -110,13 +110,6 @@ async fn local_aws(root: &Path, moto: &str, table: &str, args: &[&str]) -> Resul
     Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
-async fn serve(router: axum::Router) -> Result<std::net::SocketAddr, Error> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    Ok(address)
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
     match run().await {
@@ -230,9 +223,9 @@ async fn segment_run(
     let ledger_address = faults::spawn(Arc::clone(&ledger)).await?;
     let orders: Vec<String> = shop.orders.iter().map(|(order, _, _)| order.clone()).collect();
     let model = model::ChaoticModel::new(seed, COMPLETION_TIMEOUT + Duration::from_millis(200), orders);
-    let model_address = serve(model.router()).await?;
+    let model_address = refund_chat_local::spawn(0, model.router()).await?;
     let api = RuntimeApi::with_timeout(Duration::from_secs(8));
-    let api_address = serve(api.router()).await?;
+    let api_address = refund_chat_local::spawn(0, api.router()).await?;
 
     let mut functions = Vec::new();
     for n in 0..args.functions {

@@ -59,11 +59,9 @@ fn args() -> Result<Args, Error> {
     })
 }
 
+/// A model server on a free port: its API base.
 async fn serve(router: axum::Router) -> Result<String, Error> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    Ok(format!("http://{address}/v1"))
+    Ok(format!("http://{}/v1", refund_chat_local::spawn(0, router).await?))
 }
 
 #[tokio::main]

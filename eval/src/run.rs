@@ -88,13 +88,6 @@ async fn record(
         .unwrap_or_default()
 }
 
-async fn serve(router: axum::Router) -> Result<std::net::SocketAddr, Error> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let address = listener.local_addr()?;
-    tokio::spawn(async move { axum::serve(listener, router).await });
-    Ok(address)
-}
-
 pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Result<RunResult, Error> {
     let seed: Vec<(&str, &str, u64, u64)> = task
         .orders
@@ -111,7 +104,8 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
         http: reqwest::Client::new(),
         exchanges: Arc::default(),
     };
-    let proxy = serve(
+    let proxy = refund_chat_local::spawn(
+        0,
         axum::Router::new()
             .route("/v1/chat/completions", axum::routing::post(record))
             .with_state(recorder.clone()),
