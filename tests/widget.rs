@@ -21,7 +21,6 @@ use helpers::*;
 use refund_chat::identity::IdentitySource;
 use refund_chat::secrets::FixedKey;
 use refund_chat::startup::FunctionApp;
-use refund_chat_local::local_model::LocalModel;
 use refund_chat_local::payments_sandbox::Sandbox;
 use refund_chat_local::widget::Widget;
 use serde_json::Value;
@@ -83,14 +82,11 @@ impl Drop for Stack {
 
 impl Stack {
     async fn start() -> Stack {
-        let sandbox = Sandbox::open(None).unwrap();
-        let payments = refund_chat_local::spawn(0, sandbox.router()).await.unwrap();
-        let model = refund_chat_local::spawn(0, LocalModel::new(Some(Duration::from_secs(2))).router())
-            .await
-            .unwrap();
-        let aws = aws_at(&moto().endpoint).await;
-        let table = new_table(&aws).await;
-        let mut config = config(&format!("http://{model}/v1"), &format!("http://{payments}"), &table);
+        let LocalStack {
+            sandbox,
+            aws,
+            mut config,
+        } = local_stack().await;
         config.identity = IdentitySource::Body; // as under make run: the page picks the customer
         let app = Arc::new(refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap());
         let function = serve_function(app).await;

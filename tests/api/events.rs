@@ -3,11 +3,8 @@
 //! of refunds must be the ones `events/README.md` states.
 
 use std::path::Path;
-use std::time::Duration;
 
 use refund_chat::secrets::FixedKey;
-use refund_chat_local::local_model::LocalModel;
-use refund_chat_local::payments_sandbox::Sandbox;
 
 use crate::helpers::*;
 
@@ -35,14 +32,7 @@ fn expectations() -> Vec<Expectation> {
 
 #[tokio::test]
 async fn every_event_file_produces_its_stated_status() {
-    let sandbox = Sandbox::open(None).unwrap();
-    let payments = refund_chat_local::spawn(0, sandbox.router()).await.unwrap();
-    let model = refund_chat_local::spawn(0, LocalModel::new(Some(Duration::from_secs(2))).router())
-        .await
-        .unwrap();
-    let aws = aws_at(&moto().endpoint).await;
-    let table = new_table(&aws).await;
-    let config = config(&format!("http://{model}/v1"), &format!("http://{payments}"), &table);
+    let LocalStack { sandbox, aws, config } = local_stack().await;
     let app = refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap();
 
     let expectations = expectations();

@@ -142,6 +142,25 @@ pub fn attr<'a>(item: &'a std::collections::HashMap<String, AttributeValue>, nam
 
 // ---------------------------------------------------------------- the app
 
+/// `make run`'s stack in process: the local model, the seeded payments
+/// sandbox, a fresh ledger table, and the configuration that points at them.
+pub struct LocalStack {
+    pub sandbox: refund_chat_local::payments_sandbox::Sandbox,
+    pub aws: SdkConfig,
+    pub config: Config,
+}
+
+pub async fn local_stack() -> LocalStack {
+    let sandbox = refund_chat_local::payments_sandbox::Sandbox::open(None).expect("sandbox");
+    let payments = refund_chat_local::spawn(0, sandbox.router()).await.expect("payments");
+    let model = refund_chat_local::local_model::LocalModel::new(Some(Duration::from_secs(2)));
+    let model = refund_chat_local::spawn(0, model.router()).await.expect("model");
+    let aws = aws_at(&moto().endpoint).await;
+    let table = new_table(&aws).await;
+    let config = config(&format!("http://{model}/v1"), &format!("http://{payments}"), &table);
+    LocalStack { sandbox, aws, config }
+}
+
 pub fn config(openai_base: &str, payments_base: &str, table: &str) -> Config {
     let vars = [
         ("OPENAI_API_KEY_SECRET_ID", "openai-key".to_owned()),
