@@ -1,7 +1,7 @@
 //! moto's server (Secrets Manager and DynamoDB) for the tools that run a
 //! whole stack in one process (`make chaos`, `make eval`). It runs under a
-//! shell that kills it when our end of its stdin closes, that is when this
-//! process exits, however it exits.
+//! shell that kills it when our end of its stdin closes: when the returned
+//! child is dropped, or this process exits, however it exits.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -20,7 +20,8 @@ pub async fn start(root: &Path) -> std::io::Result<(tokio::process::Child, Strin
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
+        // Not killed on drop: killing the shell would orphan moto. Dropping
+        // the child closes its stdin instead, and the shell then stops moto.
         .spawn()?;
     let stderr = child.stderr.take().ok_or_else(|| std::io::Error::other("no stderr"))?;
     let mut lines = BufReader::new(stderr).lines();
