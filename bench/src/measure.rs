@@ -63,15 +63,7 @@ async fn start_runtime_api() -> Result<(RuntimeApi, SocketAddr), Error> {
 fn spawn_function(bootstrap: &Path, runtime_api: SocketAddr, stand_ins: &StandIns) -> Result<Child, Error> {
     Ok(Command::new(bootstrap)
         .env_clear()
-        .env("AWS_LAMBDA_RUNTIME_API", runtime_api.to_string())
-        .env("AWS_LAMBDA_FUNCTION_NAME", "refund-chat")
-        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-        .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
-        .env("AWS_LAMBDA_LOG_LEVEL", "INFO")
-        .env("AWS_REGION", "eu-west-1")
-        .env("AWS_ACCESS_KEY_ID", "bench")
-        .env("AWS_SECRET_ACCESS_KEY", "bench")
+        .envs(refund_chat_local::runtime_api::lambda_environment(runtime_api))
         .env(
             "AWS_ENDPOINT_URL_SECRETS_MANAGER",
             format!("http://{}", stand_ins.secrets.0),

@@ -17,6 +17,23 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
+/// What Lambda puts in a function's environment, with this emulator as its
+/// Runtime API (the runtime client refuses to start without them), plus a
+/// region and placeholder credentials for the AWS SDK.
+pub fn lambda_environment(runtime_api: std::net::SocketAddr) -> [(&'static str, String); 9] {
+    [
+        ("AWS_LAMBDA_RUNTIME_API", runtime_api.to_string()),
+        ("AWS_LAMBDA_FUNCTION_NAME", "refund-chat".into()),
+        ("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128".into()),
+        ("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST".into()),
+        ("AWS_LAMBDA_LOG_FORMAT", "JSON".into()),
+        ("AWS_LAMBDA_LOG_LEVEL", "INFO".into()),
+        ("AWS_REGION", "eu-west-1".into()),
+        ("AWS_ACCESS_KEY_ID", "local".into()),
+        ("AWS_SECRET_ACCESS_KEY", "local".into()),
+    ]
+}
+
 #[derive(Clone)]
 pub struct RuntimeApi {
     inner: Arc<Inner>,
