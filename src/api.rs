@@ -23,7 +23,7 @@ use crate::clock::now_ms;
 use crate::config::Config;
 use crate::idempotency::{self, Admission, IdempotencyKey, MalformedKey, Refusal};
 use crate::identity::{self, IdentityError};
-use crate::ledger::{Ledger, LedgerError, RequestLease, StoredResponse};
+use crate::ledger::{LedgerError, RequestLease, RequestLedger, StoredResponse};
 use crate::openai::OpenAiChat;
 use crate::refund::{RefundGateway, RefundScope};
 use crate::secrets::{ApiKeySource, SecretError};
@@ -238,7 +238,7 @@ pub struct Ports<K, R, L> {
     pub http: reqwest::Client,
 }
 
-impl<K: ApiKeySource, R: RefundGateway, L: Ledger> App<K, R, L> {
+impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
     pub fn new(config: Config, ports: Ports<K, R, L>) -> Self {
         crate::refund_tool::warm_up();
         App {
@@ -285,7 +285,6 @@ impl<K: ApiKeySource, R: RefundGateway, L: Ledger> App<K, R, L> {
             event = "request",
             user_id = %user_id,
             message_chars = checked.chat.message.chars(),
-            message_sha256_12 = %crate::redact::short_hash(checked.chat.message.text()),
             idempotency_key = checked.key.is_some(),
         );
         let Some((key, body_sha256)) = checked.key else {

@@ -26,11 +26,18 @@ pub const DEFAULT_LIMITS: Limits = Limits {
 };
 
 /// Ledger operations one request can make at most, each bounded by
-/// `LEDGER_TIMEOUT_SECS`: claim the key and take it over (2), write the
-/// refund record and its outcome (2), store or release the answer (1). A turn
-/// that wrote no refund record reads whether one exists instead of updating
-/// one, so 5 is the most.
-pub const LEDGER_OPERATIONS_PER_REQUEST: u32 = 5;
+/// `LEDGER_TIMEOUT_SECS`, counted per path from the code (and by
+/// `tests/api/ledger.rs` on the longest one):
+///
+/// | path | operations |
+/// | --- | --- |
+/// | above the limit, the approval write fails, the turn then fails | claim, take over, 2 history reads, the approval write, an existence read, the release: **7** |
+/// | automatic, rejected by payments after TTL removed both guards | claim, take over, the record, the outcome tried 3 times (each try drops a release whose guard is gone), store: 7 |
+/// | automatic, refused by rules 2 or 3 | claim, take over, the record, the approval write, store: 5 |
+/// | automatic, paid | claim, take over, the record, the outcome, store: 5 |
+///
+/// Without a key the first two and the last do not happen.
+pub const LEDGER_OPERATIONS_PER_REQUEST: u32 = 7;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
@@ -72,7 +79,7 @@ impl Config {
     /// process environment. Empty values count as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let vars = Vars(lookup);
-        Ok(Config {
+        let config = Config {
             openai_key_secret_id: vars.required("OPENAI_API_KEY_SECRET_ID")?,
             openai_base_url: vars.url("OPENAI_BASE_URL", Some(DEFAULT_OPENAI_BASE_URL))?,
             payments_base_url: vars.url("PAYMENTS_BASE_URL", None)?,
@@ -107,7 +114,19 @@ impl Config {
                 .get("CORS_ALLOW_ORIGIN")
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
                 .transpose()?,
-        })
+        };
+        // A request record must outlive its lease: one that expired under a
+        // live request could be replaced by a retry, which would run the turn
+        // beside it (contract 6.3).
+        let longest_request = config.worst_case().max(FUNCTION_TIMEOUT);
+        if config.idempotency_ttl < longest_request {
+            return Err(ConfigError::Malformed {
+                name: "IDEMPOTENCY_TTL_HOURS",
+                expected: "at least the longest a request can take (the function's timeout)",
+                value: vars.get("IDEMPOTENCY_TTL_HOURS").unwrap_or_default(),
+            });
+        }
+        Ok(config)
     }
 
     /// The longest one request can take with these settings, the first
@@ -119,13 +138,15 @@ impl Config {
     }
 }
 
-/// What `refund-chat-admin` needs (contract 9): the ledger and payments.
+/// What `refund-chat-admin` needs (contract 9): the ledger, payments, and
+/// rule 2's window (an approval counts for its order from when it pays).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StaffConfig {
     pub ledger_table: String,
     pub ledger_timeout: Duration,
     pub payments_base_url: String,
     pub payments_timeout: Duration,
+    pub limits: Limits,
 }
 
 impl StaffConfig {
@@ -140,6 +161,10 @@ impl StaffConfig {
             ledger_timeout: vars.secs("LEDGER_TIMEOUT_SECS", DEFAULT_LEDGER_TIMEOUT, false)?,
             payments_base_url: vars.url("PAYMENTS_BASE_URL", None)?,
             payments_timeout: vars.secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,
+            limits: Limits {
+                order_window: vars.hours("ORDER_REFUND_WINDOW_HOURS", DEFAULT_LIMITS.order_window)?,
+                ..DEFAULT_LIMITS
+            },
         })
     }
 }
@@ -266,7 +291,7 @@ mod tests {
         );
         assert_eq!(
             config.worst_case(),
-            Duration::from_secs(112) + SECRET_READ_TIMEOUT + Duration::from_secs(2 * 5)
+            Duration::from_secs(112) + SECRET_READ_TIMEOUT + Duration::from_secs(2 * 7)
         );
     }
 
@@ -292,6 +317,25 @@ mod tests {
         assert_eq!(config.limits.order_window, Duration::from_secs(5400));
         assert_eq!(config.limits.auto_refund_limit, AmountCents::ZERO);
         assert_eq!(config.identity, IdentitySource::Body);
+    }
+
+    #[test]
+    fn an_idempotency_ttl_shorter_than_one_request_stops_the_container() {
+        let mut vars = REQUIRED.to_vec();
+        // 36 s: a live request's record could expire under it and be replaced.
+        vars.push(("IDEMPOTENCY_TTL_HOURS", "0.01"));
+        let error = config(&vars).unwrap_err();
+        assert!(
+            matches!(
+                error,
+                ConfigError::Malformed {
+                    name: "IDEMPOTENCY_TTL_HOURS",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+        assert!(error.to_string().contains("at least"), "{error}");
     }
 
     #[test]

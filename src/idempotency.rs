@@ -9,7 +9,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::ledger::{Ledger, LedgerError, RequestClaim, RequestLease, StoredRequest, StoredResponse};
+use crate::ledger::{LedgerError, RequestClaim, RequestLease, RequestLedger, StoredRequest, StoredResponse, TakeOver};
 
 pub const HEADER: &str = "idempotency-key";
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
@@ -100,7 +100,7 @@ pub enum Refusal {
 }
 
 /// Claims the key for `lease`, or says why not.
-pub async fn admit<L: Ledger>(ledger: &L, lease: &RequestLease, now_ms: u64) -> Result<Admission, Refusal> {
+pub async fn admit<L: RequestLedger>(ledger: &L, lease: &RequestLease, now_ms: u64) -> Result<Admission, Refusal> {
     let existing = match ledger.claim_request(lease, now_ms).await? {
         RequestClaim::Claimed => return Ok(Admission::Proceed { taken_over: false }),
         RequestClaim::Existing(existing) => existing,
@@ -110,11 +110,12 @@ pub async fn admit<L: Ledger>(ledger: &L, lease: &RequestLease, now_ms: u64) -> 
         Verdict::DifferentBody => Err(Refusal::DifferentBody),
         Verdict::InProgress { retry_after_secs } => Err(Refusal::InProgress { retry_after_secs }),
         Verdict::TakeOver { previous_writer } => {
-            if ledger.take_over_request(lease, &previous_writer, now_ms).await? {
-                Ok(Admission::Proceed { taken_over: true })
-            } else {
-                // Another retry took it over first; its lease is fresh.
-                Err(Refusal::InProgress { retry_after_secs: 1 })
+            match ledger.take_over_request(lease, &previous_writer, now_ms).await? {
+                TakeOver::Won => Ok(Admission::Proceed { taken_over: true }),
+                // Another retry took it over first: wait for its lease.
+                TakeOver::Lost { lease_until_ms } => Err(Refusal::InProgress {
+                    retry_after_secs: retry_after_secs(lease_until_ms.saturating_sub(now_ms)),
+                }),
             }
         }
     }
@@ -171,6 +172,72 @@ mod tests {
                 previous_writer: "w1".into()
             }
         );
+    }
+}
+
+#[cfg(test)]
+mod admission {
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::refund::RefundScope;
+
+    /// A request ledger whose key was left by a dead invocation, and whose
+    /// takeover another retry wins first, with a lease ending at `winner_lease_ms`.
+    struct LostRace {
+        winner_lease_ms: u64,
+        calls: Mutex<Vec<&'static str>>,
+    }
+
+    impl RequestLedger for LostRace {
+        async fn claim_request(&self, lease: &RequestLease, _: u64) -> Result<RequestClaim, LedgerError> {
+            self.calls.lock().unwrap().push("claim");
+            Ok(RequestClaim::Existing(StoredRequest {
+                body_sha256: lease.body_sha256.clone(),
+                writer: "dead".into(),
+                lease_until_ms: 1,
+                expires_at_s: u64::MAX,
+                response: None,
+            }))
+        }
+        async fn take_over_request(&self, _: &RequestLease, previous: &str, _: u64) -> Result<TakeOver, LedgerError> {
+            assert_eq!(previous, "dead");
+            self.calls.lock().unwrap().push("take_over");
+            Ok(TakeOver::Lost {
+                lease_until_ms: self.winner_lease_ms,
+            })
+        }
+        async fn complete_request(&self, _: &RequestLease, _: &StoredResponse, _: u64) -> Result<(), LedgerError> {
+            unreachable!("admission never completes a request")
+        }
+        async fn release_request(&self, _: &RequestLease) -> Result<(), LedgerError> {
+            unreachable!("admission never releases a request")
+        }
+        async fn refund_exists(&self, _: &RefundScope) -> Result<bool, LedgerError> {
+            unreachable!("admission never reads refund records")
+        }
+    }
+
+    #[tokio::test]
+    async fn a_lost_takeover_race_waits_for_the_winners_lease() {
+        let now = 1_000_000;
+        let ledger = LostRace {
+            winner_lease_ms: now + 6_500,
+            calls: Mutex::default(),
+        };
+        let lease = RequestLease {
+            scope: RefundScope::for_idempotency_key("u-1", "k-1"),
+            request_id: "req-2".into(),
+            writer: "req-2/w".into(),
+            body_sha256: body_sha256(b"body"),
+            lease_until_ms: now + 60_000,
+            expires_at_s: u64::MAX,
+        };
+
+        let admission = admit(&ledger, &lease, now).await;
+
+        assert_eq!(admission, Err(Refusal::InProgress { retry_after_secs: 7 }));
+        assert_eq!(*ledger.calls.lock().unwrap(), vec!["claim", "take_over"]);
     }
 }
 

@@ -48,6 +48,10 @@ pub enum LedgerError {
     /// (another writer got there first).
     #[error("the ledger record changed under us: {0}")]
     Conflict(String),
+    /// DynamoDB cancelled a transaction because another one held one of its
+    /// items at that moment (`TransactionConflict`): nothing was written.
+    #[error("the ledger was busy with a concurrent write to the same item")]
+    Contended,
     #[error("the ledger holds a record that cannot be read: {0}")]
     Malformed(String),
 }
@@ -123,9 +127,53 @@ pub enum RequestClaim {
     Existing(StoredRequest),
 }
 
-/// The ledger as the function uses it. Every operation is bounded by
-/// `LEDGER_TIMEOUT_SECS` in the adapter.
-pub trait Ledger: Send + Sync {
+/// What taking over a dead invocation's key found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TakeOver {
+    /// This lease now holds the key.
+    Won,
+    /// Another retry took it over first; its lease ends at `lease_until_ms`.
+    Lost { lease_until_ms: u64 },
+}
+
+/// The request records, as the `Idempotency-Key` rules use them (6.3).
+/// Every operation is bounded by `LEDGER_TIMEOUT_SECS` in the adapter.
+pub trait RequestLedger: Send + Sync {
+    /// Writes the key's request record, unless a live one exists.
+    fn claim_request(
+        &self,
+        lease: &RequestLease,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<RequestClaim, LedgerError>> + Send;
+
+    /// Takes over a record whose lease ended without an answer, if it is
+    /// still `previous_writer`'s.
+    fn take_over_request(
+        &self,
+        lease: &RequestLease,
+        previous_writer: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<TakeOver, LedgerError>> + Send;
+
+    /// Stores the answer for replays.
+    fn complete_request(
+        &self,
+        lease: &RequestLease,
+        response: &StoredResponse,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<(), LedgerError>> + Send;
+
+    /// Gives the key back (no refund record, no answer worth replaying).
+    fn release_request(&self, lease: &RequestLease) -> impl Future<Output = Result<(), LedgerError>> + Send;
+
+    /// Whether the scope has a refund record (a strongly consistent read):
+    /// what decides between storing an answer and releasing the key.
+    fn refund_exists(&self, scope: &RefundScope) -> impl Future<Output = Result<bool, LedgerError>> + Send;
+}
+
+/// The refund records, as "decide, record, then pay" uses them (6.2, 8).
+/// Every operation is bounded by `LEDGER_TIMEOUT_SECS` in the adapter.
+pub trait RefundLedger: Send + Sync {
     /// Writes the scope's refund record, state `executing`, unless one exists
     /// or policy rules 2 and 3 refuse it; the write and the rules are one
     /// atomic step, so concurrent requests cannot both pass.
@@ -137,11 +185,13 @@ pub trait Ledger: Send + Sync {
     ) -> impl Future<Output = Result<AutomaticClaim, LedgerError>> + Send;
 
     /// Writes the scope's refund record, state `awaiting_approval`, with the
-    /// reasons and the customer's message, unless one exists.
+    /// reasons and the customer's message, unless one exists. It counts for
+    /// rule 2 from `now_ms`, for at least `limits`' window.
     fn record_for_approval(
         &self,
         request: &RefundRequest,
         reasons: &[Reason],
+        limits: &Limits,
         now_ms: u64,
     ) -> impl Future<Output = Result<RefundClaim, LedgerError>> + Send;
 
@@ -154,8 +204,9 @@ pub trait Ledger: Send + Sync {
         now_ms: u64,
     ) -> impl Future<Output = Result<History, LedgerError>> + Send;
 
-    /// Moves this writer's `executing` record to the payments outcome. A
-    /// rejection (no money moved) also takes the refund out of rules 2 and 3.
+    /// Moves this writer's `executing` record to the payments outcome, unless
+    /// a person resolved it meanwhile. A rejection (no money moved) also
+    /// takes the refund out of rules 2 and 3.
     fn record_outcome(
         &self,
         request: &RefundRequest,
@@ -163,36 +214,6 @@ pub trait Ledger: Send + Sync {
         counted: &Counted,
         now_ms: u64,
     ) -> impl Future<Output = Result<(), LedgerError>> + Send;
-
-    /// Whether the scope has a refund record (a strongly consistent read).
-    fn refund_exists(&self, scope: &RefundScope) -> impl Future<Output = Result<bool, LedgerError>> + Send;
-
-    /// Writes the key's request record, unless a live one exists.
-    fn claim_request(
-        &self,
-        lease: &RequestLease,
-        now_ms: u64,
-    ) -> impl Future<Output = Result<RequestClaim, LedgerError>> + Send;
-
-    /// Takes over a record whose lease ended without an answer, if it is
-    /// still `previous_writer`'s: true when this lease now holds it.
-    fn take_over_request(
-        &self,
-        lease: &RequestLease,
-        previous_writer: &str,
-        now_ms: u64,
-    ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
-
-    /// Stores the answer for replays.
-    fn complete_request(
-        &self,
-        lease: &RequestLease,
-        response: &StoredResponse,
-        now_ms: u64,
-    ) -> impl Future<Output = Result<(), LedgerError>> + Send;
-
-    /// Gives the key back (no refund record, no answer worth replaying).
-    fn release_request(&self, lease: &RequestLease) -> impl Future<Output = Result<(), LedgerError>> + Send;
 }
 
 /// A refund record as the support team sees it: every field, for `show`,
@@ -225,11 +246,15 @@ pub struct RefundRecord {
     pub resolved_refund_id: Option<String>,
     pub resolved_by: Option<String>,
     pub resolved_at: Option<String>,
+    /// On a reissue: the approved record that never reached payments.
+    pub reissue_of: Option<String>,
+    /// On that record: the reissue that pays it instead.
+    pub reissued_as: Option<String>,
 }
 
 impl RefundRecord {
     /// The columns of the audit trail, in order.
-    pub const COLUMNS: [&'static str; 26] = [
+    pub const COLUMNS: [&'static str; 28] = [
         "record_id",
         "state",
         "user_id",
@@ -256,10 +281,12 @@ impl RefundRecord {
         "resolved_refund_id",
         "resolved_by",
         "resolved_at",
+        "reissue_of",
+        "reissued_as",
     ];
 
     /// Every field as text, in [`RefundRecord::COLUMNS`] order; empty when unset.
-    pub fn values(&self) -> [String; 26] {
+    pub fn values(&self) -> [String; 28] {
         let opt = |value: &Option<String>| value.clone().unwrap_or_default();
         let num = |value: Option<u64>| value.map(|n| n.to_string()).unwrap_or_default();
         [
@@ -289,14 +316,17 @@ impl RefundRecord {
             opt(&self.resolved_refund_id),
             opt(&self.resolved_by),
             opt(&self.resolved_at),
+            opt(&self.reissue_of),
+            opt(&self.reissued_as),
         ]
     }
 
     /// The refund scope the record belongs to.
     pub fn scope(&self) -> RefundScope {
-        match &self.idempotency_key {
-            Some(key) => RefundScope::for_idempotency_key(&self.user_id, key),
-            None => RefundScope::for_request(&self.user_id, &self.request_id),
+        match (&self.reissue_of, &self.idempotency_key) {
+            (Some(original), _) => RefundScope::for_reissue(&self.user_id, original),
+            (None, Some(key)) => RefundScope::for_idempotency_key(&self.user_id, key),
+            (None, None) => RefundScope::for_request(&self.user_id, &self.request_id),
         }
     }
 }

@@ -26,7 +26,8 @@
 //! - [`ledger::staff`]: the support team's reads and decisions on the ledger;
 //! - [`http_client`]: the outbound HTTP client they share;
 //! - [`config`], [`startup`]: configuration and the one place ports are wired;
-//! - [`logging`], [`telemetry`], [`redact`]: logs, metrics, and what they may not contain;
+//! - [`logging`], [`telemetry`]: logs and metrics;
+//! - [`untrusted`]: customer- and model-written text, made safe for a terminal, a spreadsheet or a log;
 //! - [`clock`]: wall-clock time for records.
 //!
 //! Binaries: `refund-chat` (the function, `src/main.rs`) and
@@ -51,10 +52,10 @@ pub mod openai;
 pub mod payments;
 pub mod policy;
 pub mod recorded_refunds;
-pub mod redact;
 pub mod refund;
 pub mod refund_tool;
 pub mod secrets;
 pub mod startup;
 pub mod telemetry;
 pub mod turn;
+pub mod untrusted;

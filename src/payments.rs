@@ -79,15 +79,20 @@ impl HttpPayments {
             serde_json::Value::String(text) => text,
             other => other.to_string(),
         };
-        // The contract: any non-2xx carries a detail for the model. Only a 4xx
-        // says the refund was refused; a 5xx may come after the money moved.
+        // Only a 4xx says the refund was refused. A 5xx may come after the
+        // money moved, and a 1xx or 3xx is no answer the contract knows.
         let status = status.as_u16();
-        if (500..600).contains(&status) {
-            Err(RefundError::Failed { status, detail })
-        } else {
+        if proves_no_money_moved(status) {
             Err(RefundError::Rejected { status, detail })
+        } else {
+            Err(RefundError::Failed { status, detail })
         }
     }
+}
+
+/// Whether a payments status proves that no money moved (contract 3): a 4xx only.
+pub fn proves_no_money_moved(status: u16) -> bool {
+    (400..500).contains(&status)
 }
 
 fn transport(error: reqwest::Error) -> RefundError {
@@ -208,6 +213,72 @@ mod tests {
         for (response, expected) in cases {
             let (_server, payments) = payments_answering(response).await;
             assert_eq!(payments.refund(&request()).await, RefundOutcome::Unknown(expected));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_redirect_with_a_detail_is_unknown_and_never_followed() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/refunds"))
+            .respond_with(
+                ResponseTemplate::new(302)
+                    .insert_header("location", format!("{}/elsewhere", server.uri()))
+                    .set_body_json(json!({"detail": "moved"})),
+            )
+            .expect(1)
+            .mount(&server)
+            .await;
+        let http = crate::http_client::money_path_client().unwrap();
+        let payments = HttpPayments::new(http, &server.uri(), TIMEOUT);
+
+        let outcome = payments.refund(&request()).await;
+
+        assert_eq!(
+            outcome,
+            RefundOutcome::Unknown(RefundError::Failed {
+                status: 302,
+                detail: "moved".into()
+            })
+        );
+        assert_eq!(server.received_requests().await.unwrap().len(), 1, "not followed");
+    }
+
+    /// A server that answers every connection with `raw` bytes, then closes it.
+    async fn answering_raw(raw: &'static str) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut buffer = [0u8; 4096];
+                let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut buffer).await;
+                let _ = tokio::io::AsyncWriteExt::write_all(&mut socket, raw.as_bytes()).await;
+            }
+        });
+        format!("http://{address}")
+    }
+
+    #[tokio::test]
+    async fn a_1xx_class_answer_is_unknown_never_a_rejection() {
+        let base = answering_raw(
+            "HTTP/1.1 199 Odd\r\ncontent-type: application/json\r\ncontent-length: 18\r\n\r\n{\"detail\":\"odd!\"}",
+        )
+        .await;
+        let http = crate::http_client::money_path_client().unwrap();
+        let payments = HttpPayments::new(http, &base, TIMEOUT);
+
+        let outcome = payments.refund(&request()).await;
+
+        assert!(matches!(outcome, RefundOutcome::Unknown(_)), "{outcome:?}");
+    }
+
+    #[test]
+    fn only_a_4xx_proves_that_no_money_moved() {
+        for status in [100u16, 199, 300, 302, 399, 500, 599] {
+            assert!(!proves_no_money_moved(status), "{status}");
+        }
+        for status in [400u16, 404, 409, 422, 499] {
+            assert!(proves_no_money_moved(status), "{status}");
         }
     }
 

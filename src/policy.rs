@@ -25,6 +25,21 @@ pub struct Limits {
     pub user_daily_auto_limit: AmountCents,
 }
 
+impl Limits {
+    /// Rule 2's window: refunds recorded at or after this instant count.
+    pub fn window_start_ms(&self, now_ms: u64) -> u64 {
+        now_ms.saturating_sub(self.order_window.as_millis() as u64)
+    }
+}
+
+/// How rule 2 compares order ids (contract 8): surrounding white space
+/// removed, letters case-folded, so `A-1001` and `a-1001 ` are one order.
+/// Folding can only merge ids, so it sends more refunds to a person, never
+/// fewer. Per character, so the result never depends on a letter's neighbours.
+pub fn order_key(order_id: &str) -> String {
+    order_id.trim().chars().flat_map(char::to_lowercase).collect()
+}
+
 /// Why a refund waits for a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Reason {
@@ -166,6 +181,19 @@ mod tests {
         for (case, amount, history, expected) in table {
             assert_eq!(decide(&LIMITS, cents(amount), &history), expected, "{case}");
         }
+    }
+
+    #[test]
+    fn order_ids_compare_trimmed_and_case_folded() {
+        assert_eq!(order_key("A-1001"), order_key(" a-1001 \t"));
+        assert_eq!(order_key("ÄRGER-1"), order_key("ärger-1"));
+        assert_eq!(order_key("ΟΔΟΣ"), "οδοσ", "no context-dependent final sigma");
+        assert_ne!(order_key("A-1001"), order_key("A-1002"));
+        assert_ne!(
+            order_key("A 1001"),
+            order_key("A-1001"),
+            "inner white space is part of the id"
+        );
     }
 
     #[test]

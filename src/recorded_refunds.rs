@@ -16,7 +16,7 @@
 //!   treat as unknown: logged, never retried by calling payments again.
 
 use crate::clock::{now_ms, utc_day};
-use crate::ledger::{AutomaticClaim, Counted, Ledger, LedgerError, RefundClaim};
+use crate::ledger::{AutomaticClaim, Counted, LedgerError, RefundClaim, RefundLedger};
 use crate::policy::{self, Decision, History, Limits, Reason};
 use crate::refund::{RefundGateway, RefundOutcome, RefundRequest};
 
@@ -36,7 +36,7 @@ impl<L, G> RecordedRefunds<L, G> {
     }
 }
 
-impl<L: Ledger, G: RefundGateway + Sync> RecordedRefunds<L, G> {
+impl<L: RefundLedger, G: RefundGateway + Sync> RecordedRefunds<L, G> {
     async fn automatic(&self, request: &RefundRequest, now: u64) -> Result<RefundOutcome, LedgerError> {
         match self.ledger.record_automatic(request, &self.limits, now).await? {
             AutomaticClaim::Recorded => {}
@@ -70,7 +70,11 @@ impl<L: Ledger, G: RefundGateway + Sync> RecordedRefunds<L, G> {
         reasons: Vec<Reason>,
         now: u64,
     ) -> Result<RefundOutcome, LedgerError> {
-        match self.ledger.record_for_approval(request, &reasons, now).await? {
+        match self
+            .ledger
+            .record_for_approval(request, &reasons, &self.limits, now)
+            .await?
+        {
             RefundClaim::Recorded => Ok(RefundOutcome::PendingApproval {
                 approval_id: request.scope.record_id(),
                 reasons: reasons.iter().map(|reason| reason.as_str().to_owned()).collect(),
@@ -85,7 +89,7 @@ fn already_recorded(prior: crate::refund::PriorRefund) -> RefundOutcome {
     RefundOutcome::AlreadyRecorded(prior)
 }
 
-impl<L: Ledger, G: RefundGateway + Sync> RefundGateway for RecordedRefunds<L, G> {
+impl<L: RefundLedger, G: RefundGateway + Sync> RefundGateway for RecordedRefunds<L, G> {
     async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
         let now = now_ms();
         // Rule 1 (and rule 3 for an amount above the daily limit alone) needs

@@ -29,6 +29,9 @@ pub struct RefundScope {
 enum ScopeKey {
     Idempotency(String),
     Request(String),
+    /// A person paying an approved refund whose first attempt never reached
+    /// payments (contract 9): at most one reissue per original record.
+    Reissue(String),
 }
 
 impl RefundScope {
@@ -46,6 +49,13 @@ impl RefundScope {
         }
     }
 
+    pub fn for_reissue(user_id: impl Into<String>, original_record_id: impl Into<String>) -> Self {
+        RefundScope {
+            user_id: user_id.into(),
+            key: ScopeKey::Reissue(original_record_id.into()),
+        }
+    }
+
     pub fn user_id(&self) -> &str {
         &self.user_id
     }
@@ -53,7 +63,7 @@ impl RefundScope {
     pub fn idempotency_key(&self) -> Option<&str> {
         match &self.key {
             ScopeKey::Idempotency(key) => Some(key),
-            ScopeKey::Request(_) => None,
+            ScopeKey::Request(_) | ScopeKey::Reissue(_) => None,
         }
     }
 
@@ -72,6 +82,7 @@ impl RefundScope {
         let (tag, key) = match &self.key {
             ScopeKey::Idempotency(key) => ('k', key),
             ScopeKey::Request(id) => ('r', id),
+            ScopeKey::Reissue(original) => ('x', original),
         };
         format!("u{}:{}|{tag}:{key}", self.user_id.len(), self.user_id)
     }
@@ -109,7 +120,8 @@ pub enum RefundError {
     /// The service refused with a 4xx and a `detail`: no money moved.
     #[error("payments rejected the refund (HTTP {status}): {detail}")]
     Rejected { status: u16, detail: String },
-    /// A 5xx with a `detail`: the service failed, possibly after moving money.
+    /// Any status that is neither 2xx nor 4xx (1xx, 3xx, 5xx), with a
+    /// `detail`: the service failed or answered oddly, possibly after moving money.
     #[error("payments failed (HTTP {status}): {detail}")]
     Failed { status: u16, detail: String },
     /// No answer within the payments timeout: the refund may have gone through.
@@ -294,6 +306,10 @@ mod tests {
             RefundScope::for_idempotency_key("u-1", "abc").id()
         );
         assert_eq!(RefundScope::for_idempotency_key("u-1001", "k1").id(), "u6:u-1001|k:k1");
+        assert_ne!(
+            RefundScope::for_reissue("u-1", "rr-1").record_id(),
+            RefundScope::for_request("u-1", "rr-1").record_id()
+        );
     }
 
     #[test]

@@ -128,24 +128,46 @@ pub struct RefundArguments {
 pub enum ArgumentError {
     #[error("the arguments are not valid JSON")]
     NotJson,
-    #[error("the arguments do not match the issue_refund schema: {0}")]
-    Schema(String),
+    /// `problems` is for the model (it quotes the offending values);
+    /// `schema_paths` names only the schema's rules, for logs.
+    #[error("the arguments do not match the issue_refund schema: {problems}")]
+    Schema { problems: String, schema_paths: String },
     #[error("amount_cents is too large")]
     AmountOutOfRange,
+}
+
+impl ArgumentError {
+    /// What a log line may say of the failure: the schema's rules that
+    /// failed, never the values the model sent.
+    pub fn schema_paths(&self) -> &str {
+        match self {
+            ArgumentError::NotJson => "not_json",
+            ArgumentError::Schema { schema_paths, .. } => schema_paths,
+            ArgumentError::AmountOutOfRange => "/properties/amount_cents/range",
+        }
+    }
 }
 
 /// Parses and validates the raw arguments text of an `issue_refund` call.
 pub fn parse_arguments(raw: &str) -> Result<RefundArguments, ArgumentError> {
     let value: Value = serde_json::from_str(raw).map_err(|_| ArgumentError::NotJson)?;
-    let problems: Vec<String> = VALIDATOR.iter_errors(&value).map(|error| describe(&error)).collect();
-    if !problems.is_empty() {
-        return Err(ArgumentError::Schema(problems.join("; ")));
+    let errors: Vec<jsonschema::ValidationError<'_>> = VALIDATOR.iter_errors(&value).collect();
+    if !errors.is_empty() {
+        return Err(ArgumentError::Schema {
+            problems: errors.iter().map(describe).collect::<Vec<_>>().join("; "),
+            schema_paths: errors
+                .iter()
+                .map(|error| error.schema_path().to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+        });
     }
     // The schema guarantees both fields; they are read defensively anyway so a
     // schema change can never turn into a panic.
-    let order_id = value["order_id"]
-        .as_str()
-        .ok_or_else(|| ArgumentError::Schema("order_id must be a string".into()))?;
+    let order_id = value["order_id"].as_str().ok_or_else(|| ArgumentError::Schema {
+        problems: "order_id must be a string".into(),
+        schema_paths: "/properties/order_id/type".into(),
+    })?;
     let amount = whole_cents(&value["amount_cents"])?;
     Ok(RefundArguments {
         order_id: order_id.to_owned(),
@@ -164,7 +186,10 @@ fn whole_cents(value: &Value) -> Result<AmountCents, ArgumentError> {
     match value.as_f64() {
         Some(f) if f.fract() == 0.0 && (1.0..=LARGEST_EXACT_F64).contains(&f) => Ok(AmountCents::new(f as u64)),
         Some(_) => Err(ArgumentError::AmountOutOfRange),
-        None => Err(ArgumentError::Schema("amount_cents must be an integer".into())),
+        None => Err(ArgumentError::Schema {
+            problems: "amount_cents must be an integer".into(),
+            schema_paths: "/properties/amount_cents/type".into(),
+        }),
     }
 }
 
@@ -368,7 +393,7 @@ mod tests {
         ];
         for raw in rejected {
             assert!(
-                matches!(parse_arguments(raw), Err(ArgumentError::Schema(_))),
+                matches!(parse_arguments(raw), Err(ArgumentError::Schema { .. })),
                 "{raw} was accepted"
             );
         }

@@ -39,6 +39,7 @@ use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall};
 use crate::chat_request::CustomerMessage;
 use crate::refund::{RefundGateway, RefundOutcome, RefundRequest, RefundScope};
 use crate::refund_tool::{self, RefundArguments, TOOL_NAME, ToolResult};
+use crate::untrusted;
 
 /// Completion calls per request, counting timed-out calls and calls made in a retry.
 pub const MAX_COMPLETION_CALLS: u32 = 5;
@@ -273,14 +274,25 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
     async fn run_tool_call(&mut self, call: &ToolCall) -> ToolResult {
         if call.name != TOOL_NAME {
             self.stats.invalid_tool_calls += 1;
-            tracing::warn!(event = "tool_call", tool = %call.name, validation = "unknown_tool");
+            // The name is the model's: it may be the customer's words.
+            tracing::warn!(
+                event = "tool_call",
+                tool_chars = call.name.chars().count(),
+                validation = "unknown_tool"
+            );
             return ToolResult::error(format!("unknown tool {:?}: the only tool is {TOOL_NAME}", call.name));
         }
         let arguments = match refund_tool::parse_arguments(&call.arguments) {
             Ok(arguments) => arguments,
             Err(error) => {
                 self.stats.invalid_tool_calls += 1;
-                tracing::warn!(event = "tool_call", tool = TOOL_NAME, validation = "rejected", reason = %error);
+                // The model is told the offending values; the log names only the schema's rules.
+                tracing::warn!(
+                    event = "tool_call",
+                    tool = TOOL_NAME,
+                    validation = "rejected",
+                    schema_failures = error.schema_paths(),
+                );
                 return ToolResult::error(error.to_string());
             }
         };
@@ -291,7 +303,8 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
                 tool = TOOL_NAME,
                 validation = "ok",
                 refused_second_refund = true,
-                order_id = %arguments.order_id,
+                order_id = untrusted::order_id_for_log(&arguments.order_id),
+                order_id_chars = arguments.order_id.chars().count(),
                 amount_cents = arguments.amount.cents(),
             );
             return ToolResult::second_refund_refused();
@@ -336,12 +349,13 @@ fn log_refund(request: &RefundRequest, outcome: &RefundOutcome, took: Duration) 
                 event = "tool_call",
                 tool = TOOL_NAME,
                 validation = "ok",
-                order_id = %request.order_id,
+                order_id = untrusted::order_id_for_log(&request.order_id),
+                order_id_chars = request.order_id.chars().count(),
                 amount_cents = request.amount.cents(),
                 latency_ms = took.as_secs_f64() * 1000.0,
                 refund_outcome = outcome.name(),
-                refund_id,
-                rejection_detail = detail,
+                refund_id = untrusted::for_log(refund_id, 64),
+                rejection_detail = untrusted::for_log(detail, 200),
                 failure,
             )
         };

@@ -5,6 +5,9 @@
 //! payments rejected, or an outcome payments left unknown); 2 for bad usage,
 //! configuration, or a ledger that cannot be reached. Decisions are logged
 //! (JSON, on stderr) with the approver's name, never the customer's message.
+//!
+//! Everything printed for a person passes through [`untrusted::visible`]:
+//! a record's text fields hold what a customer or the model wrote.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -19,6 +22,7 @@ use refund_chat::ledger::{RefundRecord, new_writer};
 use refund_chat::money::AmountCents;
 use refund_chat::payments::HttpPayments;
 use refund_chat::refund::{RefundOutcome, RefundState};
+use refund_chat::untrusted::{self, visible};
 
 /// Approve, reject and resolve refunds, and export the audit trail.
 ///
@@ -56,6 +60,13 @@ enum Command {
     Unknown,
     /// Record what payments confirmed for an unknown outcome. Never calls payments.
     Resolve(Resolve),
+    /// Pay an approved refund that was resolved as not executed (its
+    /// approval never reached payments): a new record, linked, paid once.
+    Reissue {
+        id: String,
+        #[arg(long, value_name = "NAME")]
+        by: String,
+    },
     /// Every refund record (the audit trail) to stdout.
     Export {
         /// Only records created on or after this UTC date or time (2026-11-30, 2026-11-30T18:00:00Z).
@@ -97,6 +108,28 @@ enum Ending {
     Failed(String),
 }
 
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn wrapping_keeps_every_character_within_the_width() {
+        for (text, width) in [
+            ("", 5),
+            ("one two three", 5),
+            ("abcdefghijkl", 5),
+            ("abcde fghij", 5),
+            ("a  b", 3),
+        ] {
+            let lines = wrap(text, width);
+            assert!(lines.iter().all(|l| l.chars().count() <= width), "{text:?}: {lines:?}");
+            let rejoined: String = lines.concat();
+            assert_eq!(rejoined.replace(' ', ""), text.replace(' ', ""), "{text:?}: {lines:?}");
+        }
+        assert_eq!(wrap("one two three", 7), ["one two", "three"]);
+    }
+}
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -124,7 +157,8 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
     let result = match command {
         Command::Pending => pending(&ledger).await,
         Command::Show { id } => show(&ledger, &id).await,
-        Command::Approve { id, by } => approve(&ledger, config, &id, &by).await,
+        Command::Approve { id, by } => pay(&ledger, config, &id, &by, Payment::Approval).await,
+        Command::Reissue { id, by } => pay(&ledger, config, &id, &by, Payment::Reissue).await,
         Command::Reject { id, by, reason } => reject(&ledger, &id, &by, &reason).await,
         Command::Unknown => unknown(&ledger).await,
         Command::Resolve(resolve) => resolve_outcome(&ledger, resolve).await,
@@ -141,11 +175,14 @@ async fn pending(ledger: &DynamoLedger) -> Outcome {
         println!("no refunds are awaiting approval");
         return Ok(Ending::Done);
     }
+    // The whole message: an approver decides from it. Wrapped, in the last column.
     let rows: Vec<Vec<String>> = records
         .iter()
         .map(|r| {
-            let message = one_line(r.customer_message.as_deref().unwrap_or_default(), 60);
-            row(r, [r.reasons.join(", "), message])
+            row(
+                r,
+                [r.reasons.join(", "), r.customer_message.clone().unwrap_or_default()],
+            )
         })
         .collect();
     print_table(
@@ -169,57 +206,90 @@ async fn show(ledger: &DynamoLedger, id: &str) -> Outcome {
     };
     let width = RefundRecord::COLUMNS.iter().map(|c| c.len()).max().unwrap_or(0);
     for (column, value) in RefundRecord::COLUMNS.iter().zip(record.values()) {
-        println!("{column:<width$}  {}", if value.is_empty() { "-" } else { &value });
+        println!(
+            "{column:<width$}  {}",
+            if value.is_empty() { "-".into() } else { visible(&value) }
+        );
     }
     Ok(Ending::Done)
 }
 
-async fn approve(ledger: &DynamoLedger, config: &StaffConfig, id: &str, by: &str) -> Outcome {
+/// The two ways a person makes money move.
+#[derive(Clone, Copy)]
+enum Payment {
+    Approval,
+    Reissue,
+}
+
+async fn pay(ledger: &DynamoLedger, config: &StaffConfig, id: &str, by: &str, payment: Payment) -> Outcome {
     let http = match refund_chat::http_client::money_path_client() {
         Ok(http) => http,
         Err(error) => return Ok(Ending::Failed(format!("HTTP client: {error}"))),
     };
     let payments = HttpPayments::new(http, &config.payments_base_url, config.payments_timeout);
-    let approved = match approvals::approve(ledger, &payments, id, by, &new_writer(&format!("staff:{by}"))).await {
+    let writer = new_writer(&format!("staff:{by}"));
+    let (action, result) = match payment {
+        Payment::Approval => (
+            "approve",
+            approvals::approve(ledger, &payments, id, by, &writer, &config.limits).await,
+        ),
+        Payment::Reissue => (
+            "reissue",
+            approvals::reissue(ledger, &payments, id, by, &writer, &config.limits).await,
+        ),
+    };
+    let approved = match result {
         Ok(approved) => approved,
         Err(ApprovalError::Ledger(error)) => return Err(error),
-        Err(refused) => {
-            tracing::info!(
+        Err(uncertain @ ApprovalError::ClaimUncertain { .. }) => {
+            tracing::warn!(
                 event = "staff_decision",
-                action = "approve",
+                action,
                 record_id = id,
                 by,
-                result = "refused"
+                result = "uncertain"
             );
-            return Ok(Ending::Refused(refused.to_string()));
+            return Ok(Ending::Failed(visible(&uncertain.to_string()).into_owned()));
+        }
+        Err(refused) => {
+            tracing::info!(event = "staff_decision", action, record_id = id, by, result = "refused");
+            return Ok(Ending::Refused(visible(&refused.to_string()).into_owned()));
         }
     };
     let record = &approved.record;
     tracing::info!(
         event = "staff_decision",
-        action = "approve",
+        action,
         record_id = id,
+        paid_record_id = %record.record_id,
         by,
         refund_outcome = approved.outcome.name(),
         outcome_recorded = approved.outcome_recorded,
     );
     let amount = AmountCents::new(record.amount_cents);
+    let done = match payment {
+        Payment::Approval => format!("approved {id}"),
+        Payment::Reissue => format!("reissued {id} as {}", record.record_id),
+    };
     Ok(match &approved.outcome {
         RefundOutcome::Executed(receipt) => {
             println!(
-                "approved {id}: refunded {amount} on order {} to {} (refund {})",
-                record.order_id, record.user_id, receipt.refund_id
+                "{done}: refunded {amount} on order {} to {} (refund {})",
+                visible(&record.order_id),
+                visible(&record.user_id),
+                visible(&receipt.refund_id)
             );
             Ending::Done
         }
-        RefundOutcome::Rejected { detail, .. } => Ending::Refused(format!(
-            "payments rejected the refund ({detail}); recorded as rejected, no money moved"
+        RefundOutcome::Rejected { status, detail } => Ending::Refused(format!(
+            "payments rejected the refund with HTTP {status} ({}); recorded as rejected, no money moved",
+            visible(detail)
         )),
         other => Ending::Refused(format!(
             "the refund's outcome is unknown ({}); recorded for `refund-chat-admin unknown`: check it with \
              payments, then resolve it",
             match other {
-                RefundOutcome::Unknown(error) => error.to_string(),
+                RefundOutcome::Unknown(error) => visible(&error.to_string()).into_owned(),
                 other => other.name().to_owned(),
             }
         )),
@@ -262,7 +332,7 @@ async fn unknown(ledger: &DynamoLedger) -> Outcome {
     let rows: Vec<Vec<String>> = records
         .iter()
         .map(|r| {
-            let why = one_line(r.failure.as_deref().unwrap_or("no outcome recorded"), 60);
+            let why = r.failure.clone().unwrap_or_else(|| "no outcome recorded".to_owned());
             row(r, [r.state.clone(), why])
         })
         .collect();
@@ -307,27 +377,12 @@ async fn export(ledger: &DynamoLedger, since_ms: u64, format: Format) -> Outcome
     let records = ledger.all_refunds(since_ms).await?;
     let mut out = std::io::stdout().lock();
     let written = match format {
-        Format::Json => {
-            let objects: Vec<serde_json::Value> = records
-                .iter()
-                .map(|record| {
-                    RefundRecord::COLUMNS
-                        .iter()
-                        .zip(record.values())
-                        .filter(|(_, value)| !value.is_empty())
-                        .map(|(column, value)| (column.to_string(), serde_json::Value::String(value)))
-                        .collect::<serde_json::Map<_, _>>()
-                        .into()
-                })
-                .collect();
-            serde_json::to_writer_pretty(&mut out, &objects)
-                .map_err(|e| e.to_string())
-                .and_then(|()| writeln!(out).map_err(|e| e.to_string()))
-        }
+        Format::Json => write_json(&mut out, &records).map_err(|e| e.to_string()),
         Format::Csv => {
             let mut csv = csv::Writer::from_writer(&mut out);
+            let cells = |record: &RefundRecord| record.values().map(|v| untrusted::spreadsheet_cell(&v).into_owned());
             std::iter::once(csv.write_record(RefundRecord::COLUMNS))
-                .chain(records.iter().map(|record| csv.write_record(record.values())))
+                .chain(records.iter().map(|record| csv.write_record(cells(record))))
                 .collect::<Result<(), _>>()
                 .and_then(|()| csv.flush().map_err(csv::Error::from))
                 .map_err(|e| e.to_string())
@@ -337,6 +392,46 @@ async fn export(ledger: &DynamoLedger, since_ms: u64, format: Format) -> Outcome
         Ok(()) => Ending::Done,
         Err(error) => Ending::Failed(format!("writing the export: {error}")),
     })
+}
+
+/// The export as a JSON array, one record a line. Exact: every string is
+/// the stored one. serde_json leaves DEL, C1 controls and bidirectional
+/// overrides raw, and those act on a terminal, so they are written as
+/// `\uXXXX` escapes, which JSON reads back as the same characters.
+fn write_json(out: &mut impl Write, records: &[RefundRecord]) -> std::io::Result<()> {
+    struct TerminalSafe;
+    impl serde_json::ser::Formatter for TerminalSafe {
+        fn write_string_fragment<W: ?Sized + Write>(&mut self, writer: &mut W, fragment: &str) -> std::io::Result<()> {
+            let mut start = 0;
+            for (at, c) in fragment.char_indices() {
+                if untrusted::acts_on_a_terminal(c) {
+                    writer.write_all(&fragment.as_bytes()[start..at])?;
+                    for unit in c.encode_utf16(&mut [0; 2]) {
+                        write!(writer, "\\u{unit:04x}")?;
+                    }
+                    start = at + c.len_utf8();
+                }
+            }
+            writer.write_all(&fragment.as_bytes()[start..])
+        }
+    }
+    writeln!(out, "[")?;
+    for (i, record) in records.iter().enumerate() {
+        let object: serde_json::Map<String, serde_json::Value> = RefundRecord::COLUMNS
+            .iter()
+            .zip(record.values())
+            .filter(|(_, value)| !value.is_empty())
+            .map(|(column, value)| (column.to_string(), serde_json::Value::String(value)))
+            .collect();
+        write!(out, "  ")?;
+        serde::Serialize::serialize(
+            &object,
+            &mut serde_json::Serializer::with_formatter(&mut *out, TerminalSafe),
+        )
+        .map_err(std::io::Error::other)?;
+        writeln!(out, "{}", if i + 1 < records.len() { "," } else { "" })?;
+    }
+    writeln!(out, "]")
 }
 
 fn claim_name(claim: &StaffClaim) -> &'static str {
@@ -350,15 +445,16 @@ fn claim_name(claim: &StaffClaim) -> &'static str {
 fn refused(id: &str, claim: StaffClaim, expected: &str) -> Ending {
     match claim {
         StaffClaim::Refused(found) => Ending::Refused(format!(
-            "refund {id} is {}{}: not {expected}",
+            "refund {} is {}{}: not {expected}",
+            visible(id),
             found.state,
             found
                 .decided_by
                 .or(found.resolved_by)
-                .map(|by| format!(", decided by {by}"))
+                .map(|by| format!(", decided by {}", visible(&by)))
                 .unwrap_or_default()
         )),
-        StaffClaim::NotFound => Ending::Refused(format!("no refund record {id}")),
+        StaffClaim::NotFound => Ending::Refused(format!("no refund record {}", visible(id))),
         StaffClaim::Done(_) => Ending::Done,
     }
 }
@@ -383,22 +479,57 @@ fn row<const N: usize>(record: &RefundRecord, more: [String; N]) -> Vec<String> 
     .collect()
 }
 
-/// `text` on one line, at most `max` characters.
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        flat
-    } else {
-        format!("{}…", flat.chars().take(max - 1).collect::<String>())
+/// How wide the last column of a table may be before it wraps.
+const LAST_COLUMN_WIDTH: usize = 60;
+
+/// `text` (already visible) in lines of at most `width` characters, broken
+/// at spaces where it can be; a word longer than a line is cut.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line: Vec<char> = Vec::new();
+    for word in text.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        if !line.is_empty() && line.len() + 1 + word.len() > width {
+            lines.push(line.drain(..).collect());
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        while line.len() + word.len() > width {
+            let cut = width - line.len();
+            line.extend(word.drain(..cut));
+            lines.push(line.drain(..).collect());
+        }
+        line.extend(word);
     }
+    lines.push(line.into_iter().collect());
+    lines
 }
 
-/// A plain table for a terminal: columns padded to their widest cell.
+/// A plain table for a terminal: every cell made visible, columns padded to
+/// their widest cell, and the last column wrapped onto continuation lines.
 fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    let last = header.len() - 1;
+    let rows: Vec<Vec<Vec<String>>> = rows
+        .iter()
+        .map(|row| {
+            row.iter()
+                .enumerate()
+                .map(|(i, cell)| {
+                    let shown = visible(cell).into_owned();
+                    if i == last {
+                        wrap(&shown, LAST_COLUMN_WIDTH)
+                    } else {
+                        vec![shown]
+                    }
+                })
+                .collect()
+        })
+        .collect();
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             rows.iter()
-                .map(|row| row[i].chars().count())
+                .flat_map(|row| row[i].iter().map(|line| line.chars().count()))
                 .chain([header[i].len()])
                 .max()
                 .unwrap_or(0)
@@ -413,7 +544,10 @@ fn print_table(header: &[&str], rows: &[Vec<String>]) {
         println!("{}", padded.join("  ").trim_end());
     };
     line(header.to_vec());
-    for row in rows {
-        line(row.iter().map(String::as_str).collect());
+    for row in &rows {
+        let height = row.iter().map(Vec::len).max().unwrap_or(1);
+        for at in 0..height {
+            line(row.iter().map(|cell| cell.get(at).map_or("", String::as_str)).collect());
+        }
     }
 }

@@ -6,13 +6,25 @@
 //! | --- | --- | --- |
 //! | refund record | `refund#<record id>` | `kind`, `record_id`, `scope`, `user_id`, `order_id`, `amount_cents`, `request_id`, `writer`, `idempotency_key`, `decision` (`automatic`/`approval`), `reasons`, `customer_message` (approvals only), `state`, `waiting_for`, `day`, `created_at`, `created_at_ms`, `executing_since_ms`; then `updated_at`, `refund_id`, `receipt_status`, `payments_status`, `payments_detail`, `failure`; staff: `decided_by`, `decided_at`, `rejection_reason`, `resolution`, `resolved_refund_id`, `resolved_by`, `resolved_at` |
 //! | request record | `request#<scope>` | `kind`, `state` (`in_progress`/`completed`), `body_sha256`, `request_id`, `writer`, `lease_until_ms`, `expires_at` (the TTL attribute, epoch seconds), `created_at`, then `response_status`, `response_body` |
-//! | order guard (rule 2) | `order#<order id>` | `live_count` (refunds of the order that may have moved money), `last_at_ms`, `expires_at` |
-//! | daily total (rule 3) | `daily#<user>#<UTC day>` | `total_cents` (automatic refunds that may have moved money), `expires_at` |
+//! | order guard (rule 2) | `order#<order key>` | `live` (the ids of the order's refund records that may have moved money, a string set), `last_at_ms`, `expires_at` |
+//! | daily total (rule 3) | `daily#<user>#<UTC day>` | `total_cents` (automatic refunds that may have moved money), `live` (their record ids), `expires_at` |
 //!
 //! `<scope>` is [`RefundScope::id`]; a refund record's id is
 //! [`RefundScope::record_id`], a hash of it, short enough for a person to type. Refund records carry no
 //! `expires_at`, so TTL never touches them; TTL deletes lazily, so every read
-//! of a request record checks `expires_at` itself.
+//! of a request record checks `expires_at` itself. `<order key>` is
+//! [`order_key`]: rule 2 compares order ids trimmed and case-folded.
+//!
+//! Guards over time (contract 8). A guard names the records it counts, so a
+//! release takes out exactly its own record, on the condition that the guard
+//! still holds it: it never counts below zero, never creates a guard that TTL
+//! removed (an update on a missing item would), and never frees a later
+//! refund's guard. Once a guard no longer holds a record, it never will again
+//! (a record is added once, when it is written or approved), so a release
+//! whose condition fails is dropped and the transaction is tried again
+//! without it. Every write that adds to a guard sets its expiry to the window
+//! plus a day from now, which is never earlier than the expiry an earlier
+//! write set with the same window.
 //!
 //! Retries: the SDK's standard retries stay on, inside the one
 //! `LEDGER_TIMEOUT_SECS` operation timeout. That is safe because every write
@@ -31,10 +43,11 @@ use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckF
 
 use super::{
     AutomaticClaim, Counted, LedgerError, RefundClaim, RequestClaim, RequestLease, StoredRequest, StoredResponse,
+    TakeOver,
 };
 use crate::clock::{rfc3339, utc_day};
 use crate::money::AmountCents;
-use crate::policy::{History, Limits, Reason};
+use crate::policy::{History, Limits, Reason, order_key};
 use crate::refund::{PriorRefund, Receipt, RefundOutcome, RefundRequest, RefundScope, RefundState, Resolution};
 
 type Item = HashMap<String, AttributeValue>;
@@ -114,7 +127,7 @@ impl DynamoLedger {
     }
 
     /// A refund record's put, on the condition that the scope has none.
-    fn put_refund(&self, item: Item) -> Result<Put, LedgerError> {
+    pub(crate) fn put_refund(&self, item: Item) -> Result<Put, LedgerError> {
         Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
@@ -124,35 +137,88 @@ impl DynamoLedger {
             .map_err(malformed)
     }
 
+    /// Adds `record_id` to the order's guard: rule 2 counts it from `now_ms`
+    /// for the window. Unconditional: a caller adds its own condition.
+    pub(crate) fn guard_order(
+        &self,
+        order_id: &str,
+        record_id: &str,
+        limits: &Limits,
+        now_ms: u64,
+    ) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
+        Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(order_pk(order_id)))
+            .update_expression("ADD live :record SET last_at_ms = :now, expires_at = :expires, #kind = :kind")
+            .expression_attribute_values(":record", AttributeValue::Ss(vec![record_id.to_owned()]))
+            .expression_attribute_values(":now", n(now_ms))
+            .expression_attribute_values(":expires", n(guard_expiry_s(now_ms, limits.order_window)))
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":kind", s("order_guard"))
+    }
+
     /// The updates that take a refund that moved no money out of rules 2
-    /// and 3 (the daily total counts automatic refunds only).
+    /// and 3 (the daily total counts automatic refunds only), each on the
+    /// condition that its guard still counts the refund.
     pub(crate) fn releases(
         &self,
-        request: &RefundRequest,
+        released: &Released<'_>,
         counted: &Counted,
     ) -> Result<Vec<TransactWriteItem>, LedgerError> {
         let order = Update::builder()
             .table_name(&self.table)
-            .key("pk", s(order_pk(&request.order_id)))
-            .update_expression("ADD live_count :minus_one")
-            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
+            .key("pk", s(order_pk(released.order_id)))
+            .update_expression("DELETE live :record")
+            .condition_expression("contains(live, :record_id)")
+            .expression_attribute_values(":record", AttributeValue::Ss(vec![released.record_id.to_owned()]))
+            .expression_attribute_values(":record_id", s(released.record_id))
             .build()
             .map_err(malformed)?;
         let mut items = vec![TransactWriteItem::builder().update(order).build()];
         if let Counted::Automatic { day } = counted {
             let daily = Update::builder()
                 .table_name(&self.table)
-                .key("pk", s(daily_pk(request.scope.user_id(), day)))
-                .update_expression("ADD total_cents :minus_amount")
+                .key("pk", s(daily_pk(released.user_id, day)))
+                .update_expression("ADD total_cents :minus_amount DELETE live :record")
+                .condition_expression("contains(live, :record_id)")
                 .expression_attribute_values(
                     ":minus_amount",
-                    AttributeValue::N(format!("-{}", request.amount.cents())),
+                    AttributeValue::N(format!("-{}", released.amount.cents())),
                 )
+                .expression_attribute_values(":record", AttributeValue::Ss(vec![released.record_id.to_owned()]))
+                .expression_attribute_values(":record_id", s(released.record_id))
                 .build()
                 .map_err(malformed)?;
             items.push(TransactWriteItem::builder().update(daily).build());
         }
         Ok(items)
+    }
+
+    /// Runs `main` together with `releases`. A release whose guard no
+    /// longer counts the refund is dropped and the rest tried again (at most
+    /// once per release). `Ok(None)`: applied. `Ok(Some(found))`: a condition
+    /// of `main` failed; for each item of `main`, what it found when its own
+    /// condition failed (`None` where it did not).
+    pub(crate) async fn transact_releasing(
+        &self,
+        main: Vec<TransactWriteItem>,
+        mut releases: Vec<TransactWriteItem>,
+    ) -> Result<Option<Vec<Option<Item>>>, LedgerError> {
+        loop {
+            let items = main.iter().cloned().chain(releases.iter().cloned());
+            let Some(mut failed) = self.transact(items).await? else {
+                return Ok(None);
+            };
+            let released = failed.split_off(main.len());
+            if failed.iter().any(Option::is_some) || !released.iter().any(Option::is_some) {
+                return Ok(Some(failed));
+            }
+            releases = releases
+                .into_iter()
+                .zip(released)
+                .filter_map(|(release, found)| found.is_none().then_some(release))
+                .collect();
+        }
     }
 
     /// Runs a transaction. `Ok(None)`: it was applied. `Ok(Some(items))`: a
@@ -179,8 +245,11 @@ impl DynamoLedger {
                 };
                 let reasons = cancelled.cancellation_reasons();
                 if !reasons.iter().any(|r| r.code() == Some("ConditionalCheckFailed")) {
-                    // A conflict with a concurrent transaction, or throttling.
-                    return Err(LedgerError::Conflict(
+                    if reasons.iter().any(|r| r.code() == Some("TransactionConflict")) {
+                        return Err(LedgerError::Contended);
+                    }
+                    // Throttling, or a capacity or validation problem.
+                    return Err(LedgerError::Unavailable(
                         reasons.iter().filter_map(|r| r.code()).collect::<Vec<_>>().join(","),
                     ));
                 }
@@ -237,6 +306,25 @@ pub const ACTIONS_USED: &[&str] = &[
     "dynamodb:DeleteItem",
 ];
 
+/// A refund that moved no money, as its release from the guards needs it.
+pub(crate) struct Released<'a> {
+    pub record_id: &'a str,
+    pub order_id: &'a str,
+    pub user_id: &'a str,
+    pub amount: AmountCents,
+}
+
+impl<'a> Released<'a> {
+    pub(crate) fn of(request: &'a RefundRequest, record_id: &'a str) -> Self {
+        Released {
+            record_id,
+            order_id: &request.order_id,
+            user_id: request.scope.user_id(),
+            amount: request.amount,
+        }
+    }
+}
+
 /// The sparse index of refund records that wait for someone: hash key
 /// `waiting_for` (`awaiting_approval`, `executing`, `unknown`: the states
 /// that need a person or an outcome), range key `created_at`. The attribute
@@ -252,7 +340,7 @@ pub fn refund_pk(scope: &RefundScope) -> String {
 }
 
 fn order_pk(order_id: &str) -> String {
-    format!("order#{order_id}")
+    format!("order#{}", order_key(order_id))
 }
 
 fn daily_pk(user_id: &str, day: &str) -> String {
@@ -306,7 +394,13 @@ fn malformed(error: aws_sdk_dynamodb::error::BuildError) -> LedgerError {
 }
 
 /// A new refund record.
-fn refund_item(request: &RefundRequest, decision: &str, state: RefundState, reasons: &[Reason], now_ms: u64) -> Item {
+pub(crate) fn refund_item(
+    request: &RefundRequest,
+    decision: &str,
+    state: RefundState,
+    reasons: &[Reason],
+    now_ms: u64,
+) -> Item {
     let mut item: Item = [
         ("pk", s(refund_pk(&request.scope))),
         ("kind", s("refund")),
@@ -399,7 +493,7 @@ macro_rules! condition_failed_item {
     };
 }
 
-impl super::Ledger for DynamoLedger {
+impl super::RefundLedger for DynamoLedger {
     async fn record_automatic(
         &self,
         request: &RefundRequest,
@@ -411,21 +505,13 @@ impl super::Ledger for DynamoLedger {
             return Ok(AutomaticClaim::Refused(self.history(request, limits, now_ms).await?));
         };
         let day = utc_day(now_ms);
-        let window_start = now_ms.saturating_sub(limits.order_window.as_millis() as u64);
-        let expires = guard_expiry_s(now_ms, limits.order_window);
+        let record_id = request.scope.record_id();
         let record = self.put_refund(refund_item(request, "automatic", RefundState::Executing, &[], now_ms))?;
-        // Rule 2: no live refund of the order within the window.
-        let order = Update::builder()
-            .table_name(&self.table)
-            .key("pk", s(order_pk(&request.order_id)))
-            .update_expression("ADD live_count :one SET last_at_ms = :now, expires_at = :expires, #kind = :kind")
-            .condition_expression("attribute_not_exists(pk) OR live_count < :one OR last_at_ms < :window_start")
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":now", n(now_ms))
-            .expression_attribute_values(":expires", n(expires))
-            .expression_attribute_names("#kind", "kind")
-            .expression_attribute_values(":kind", s("order_guard"))
-            .expression_attribute_values(":window_start", n(window_start))
+        // Rule 2: no refund of the order that may have moved money within the window.
+        let order = self
+            .guard_order(&request.order_id, &record_id, limits, now_ms)
+            .condition_expression("attribute_not_exists(live) OR last_at_ms < :window_start")
+            .expression_attribute_values(":window_start", n(limits.window_start_ms(now_ms)))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(malformed)?;
@@ -433,10 +519,11 @@ impl super::Ledger for DynamoLedger {
         let daily = Update::builder()
             .table_name(&self.table)
             .key("pk", s(daily_pk(request.scope.user_id(), &day)))
-            .update_expression("ADD total_cents :amount SET expires_at = :expires, #kind = :kind")
+            .update_expression("ADD total_cents :amount, live :record SET expires_at = :expires, #kind = :kind")
             .condition_expression("attribute_not_exists(total_cents) OR total_cents <= :headroom")
             .expression_attribute_values(":amount", n(request.amount.cents()))
-            .expression_attribute_values(":expires", n(expires))
+            .expression_attribute_values(":record", AttributeValue::Ss(vec![record_id]))
+            .expression_attribute_values(":expires", n(guard_expiry_s(now_ms, limits.order_window)))
             .expression_attribute_names("#kind", "kind")
             .expression_attribute_values(":kind", s("daily_total"))
             .expression_attribute_values(":headroom", n(headroom))
@@ -474,6 +561,7 @@ impl super::Ledger for DynamoLedger {
         &self,
         request: &RefundRequest,
         reasons: &[Reason],
+        limits: &Limits,
         now_ms: u64,
     ) -> Result<RefundClaim, LedgerError> {
         let record = self.put_refund(refund_item(
@@ -484,15 +572,8 @@ impl super::Ledger for DynamoLedger {
             now_ms,
         ))?;
         // A refund waiting for a person counts for rule 2 too: it may move money.
-        let order = Update::builder()
-            .table_name(&self.table)
-            .key("pk", s(order_pk(&request.order_id)))
-            .update_expression("ADD live_count :one SET last_at_ms = :now, expires_at = :expires, #kind = :kind")
-            .expression_attribute_values(":one", n(1))
-            .expression_attribute_values(":now", n(now_ms))
-            .expression_attribute_values(":expires", n(guard_expiry_s(now_ms, Duration::ZERO)))
-            .expression_attribute_names("#kind", "kind")
-            .expression_attribute_values(":kind", s("order_guard"))
+        let order = self
+            .guard_order(&request.order_id, &request.scope.record_id(), limits, now_ms)
             .build()
             .map_err(malformed)?;
         let items = [
@@ -512,15 +593,16 @@ impl super::Ledger for DynamoLedger {
     }
 
     async fn history(&self, request: &RefundRequest, limits: &Limits, now_ms: u64) -> Result<History, LedgerError> {
-        let window_start = now_ms.saturating_sub(limits.order_window.as_millis() as u64);
         let order = self.get(&order_pk(&request.order_id)).await?.unwrap_or_default();
         let daily = self
             .get(&daily_pk(request.scope.user_id(), &utc_day(now_ms)))
             .await?
             .unwrap_or_default();
         Ok(History {
-            order_refunded_recently: number(&order, "live_count").is_some_and(|live| live > 0)
-                && number(&order, "last_at_ms").is_some_and(|at| at >= window_start),
+            order_refunded_recently: order
+                .get("live")
+                .is_some_and(|live| live.as_ss().is_ok_and(|l| !l.is_empty()))
+                && number(&order, "last_at_ms").is_some_and(|at| at >= limits.window_start_ms(now_ms)),
             automatic_today: AmountCents::new(number(&daily, "total_cents").unwrap_or_default()),
         })
     }
@@ -536,10 +618,12 @@ impl super::Ledger for DynamoLedger {
             return Ok(());
         };
         let mut set = vec!["#state = :state", "updated_at = :now"];
+        // Never on a record a person resolved meanwhile (contract 9): the
+        // resolution is what payments confirmed, and it already settled the guards.
         let mut update = Update::builder()
             .table_name(&self.table)
             .key("pk", s(refund_pk(&request.scope)))
-            .condition_expression("#state = :executing AND writer = :writer")
+            .condition_expression("#state = :executing AND writer = :writer AND attribute_not_exists(resolution)")
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":state", s(state.as_str()))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
@@ -572,15 +656,18 @@ impl super::Ledger for DynamoLedger {
             set.join(", "),
             if remove_queue { " REMOVE waiting_for" } else { "" }
         );
-        let mut items = vec![
+        let main = vec![
             TransactWriteItem::builder()
                 .update(update.update_expression(expression).build().map_err(malformed)?)
                 .build(),
         ];
-        if state == RefundState::Rejected {
-            items.extend(self.releases(request, counted)?);
-        }
-        match self.transact(items).await? {
+        let record_id = request.scope.record_id();
+        let releases = if state == RefundState::Rejected {
+            self.releases(&Released::of(request, &record_id), counted)?
+        } else {
+            Vec::new()
+        };
+        match self.transact_releasing(main, releases).await? {
             None => Ok(()),
             Some(failed) => match &failed[0] {
                 Some(item)
@@ -589,6 +676,10 @@ impl super::Ledger for DynamoLedger {
                 {
                     Ok(())
                 }
+                Some(item) if text(item, "resolution").is_some() => Err(LedgerError::Conflict(format!(
+                    "a person resolved the refund record as {:?} first: this outcome is not recorded",
+                    text(item, "resolution")
+                ))),
                 Some(item) => Err(LedgerError::Conflict(format!(
                     "refund record is {:?}, not executing",
                     text(item, "state")
@@ -597,7 +688,9 @@ impl super::Ledger for DynamoLedger {
             },
         }
     }
+}
 
+impl super::RequestLedger for DynamoLedger {
     async fn refund_exists(&self, scope: &RefundScope) -> Result<bool, LedgerError> {
         let output = self
             .client
@@ -650,7 +743,7 @@ impl super::Ledger for DynamoLedger {
         lease: &RequestLease,
         previous_writer: &str,
         now_ms: u64,
-    ) -> Result<bool, LedgerError> {
+    ) -> Result<TakeOver, LedgerError> {
         let result = self
             .client
             .update_item()
@@ -672,11 +765,15 @@ impl super::Ledger for DynamoLedger {
             .send()
             .await;
         match result {
-            Ok(_) => Ok(true),
+            Ok(_) => Ok(TakeOver::Won),
             Err(error) => {
                 use aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException as Failed;
                 match condition_failed_item!(error, Failed) {
-                    Some(item) => Ok(text(&item, "writer") == Some(lease.writer.as_str())),
+                    Some(item) if text(&item, "writer") == Some(lease.writer.as_str()) => Ok(TakeOver::Won),
+                    // The winner's item: its lease is the one to wait for.
+                    Some(item) => Ok(TakeOver::Lost {
+                        lease_until_ms: number(&item, "lease_until_ms").unwrap_or(now_ms),
+                    }),
                     None => Err(unavailable(error)),
                 }
             }

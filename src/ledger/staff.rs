@@ -7,11 +7,17 @@
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
-use super::dynamo::{DynamoLedger, WAITING_INDEX, number, refund_pk_of, text, unavailable};
+use super::dynamo::{DynamoLedger, Released, WAITING_INDEX, number, refund_pk_of, text, unavailable};
 use super::{Counted, LedgerError, RefundRecord};
 use crate::clock::rfc3339;
 use crate::money::AmountCents;
-use crate::refund::{RefundRequest, RefundState};
+use crate::policy::Limits;
+use crate::refund::{RefundRequest, RefundScope, RefundState};
+
+/// How often a decision is tried when DynamoDB cancels it for a concurrent
+/// transaction on one of its items that did not decide the record itself
+/// (say, an automatic refund of the same order updating its guard).
+const CONTENDED_ATTEMPTS: usize = 3;
 
 type Item = std::collections::HashMap<String, AttributeValue>;
 
@@ -76,6 +82,8 @@ pub fn record_of(item: &Item) -> RefundRecord {
         resolved_refund_id: opt(item, "resolved_refund_id"),
         resolved_by: opt(item, "resolved_by"),
         resolved_at: opt(item, "resolved_at"),
+        reissue_of: opt(item, "reissue_of"),
+        reissued_as: opt(item, "reissued_as"),
     }
 }
 
@@ -88,6 +96,15 @@ pub fn request_of(record: &RefundRecord, writer: &str) -> RefundRequest {
         order_id: record.order_id.clone(),
         amount: AmountCents::new(record.amount_cents),
         message: crate::chat_request::CustomerMessage::new(""),
+    }
+}
+
+fn released(record: &RefundRecord) -> Released<'_> {
+    Released {
+        record_id: &record.record_id,
+        order_id: &record.order_id,
+        user_id: &record.user_id,
+        amount: AmountCents::new(record.amount_cents),
     }
 }
 
@@ -148,15 +165,29 @@ impl DynamoLedger {
         Ok(records)
     }
 
+    /// The record and the mark of whoever last took it to pay (`writer`).
+    pub async fn record_and_writer(&self, record_id: &str) -> Result<Option<(RefundRecord, String)>, LedgerError> {
+        Ok(self
+            .get(&refund_pk_of(record_id))
+            .await?
+            .filter(|item| text(item, "kind") == Some("refund"))
+            .map(|item| (record_of(&item), text(&item, "writer").unwrap_or_default().to_owned())))
+    }
+
     /// Moves `awaiting_approval` to `executing`, approver and time recorded,
-    /// `writer` taking the record for the payments call.
+    /// `writer` taking the record for the payments call. The order's guard
+    /// counts it again from now: the money moves now, however long it waited.
     pub async fn claim_approval(
         &self,
         record_id: &str,
         by: &str,
         writer: &str,
         now_ms: u64,
+        limits: &Limits,
     ) -> Result<StaffClaim, LedgerError> {
+        let Some(before) = self.record(record_id).await? else {
+            return Ok(StaffClaim::NotFound);
+        };
         let update = self
             .decision(record_id, RefundState::AwaitingApproval, by, now_ms)
             .update_expression(
@@ -166,7 +197,12 @@ impl DynamoLedger {
             .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
             .expression_attribute_values(":writer", s(writer))
             .expression_attribute_values(":now_ms", n(now_ms));
-        self.decide(update, Vec::new(), record_id).await
+        let guard = self
+            .guard_order(&before.order_id, record_id, limits, now_ms)
+            .build()
+            .map_err(|error| LedgerError::Malformed(error.to_string()))?;
+        let guard = TransactWriteItem::builder().update(guard).build();
+        self.apply(record_id, before, update, vec![guard], Vec::new()).await
     }
 
     /// `awaiting_approval` to `rejected_by_staff`: no money moves, and the
@@ -178,7 +214,7 @@ impl DynamoLedger {
         reason: &str,
         now_ms: u64,
     ) -> Result<StaffClaim, LedgerError> {
-        let Some(record) = self.record(record_id).await? else {
+        let Some(before) = self.record(record_id).await? else {
             return Ok(StaffClaim::NotFound);
         };
         let update = self
@@ -189,8 +225,8 @@ impl DynamoLedger {
             )
             .expression_attribute_values(":rejected", s(RefundState::RejectedByStaff.as_str()))
             .expression_attribute_values(":reason", s(reason));
-        let releases = self.releases(&request_of(&record, ""), &counted(&record))?;
-        self.decide(update, releases, record_id).await
+        let releases = self.releases(&released(&before), &counted(&before))?;
+        self.apply(record_id, before, update, Vec::new(), releases).await
     }
 
     /// Records what payments confirmed for an `unknown` record, or an
@@ -204,7 +240,7 @@ impl DynamoLedger {
         stale_before_ms: u64,
         now_ms: u64,
     ) -> Result<StaffClaim, LedgerError> {
-        let Some(record) = self.record(record_id).await? else {
+        let Some(before) = self.record(record_id).await? else {
             return Ok(StaffClaim::NotFound);
         };
         let mut update = Update::builder()
@@ -231,7 +267,7 @@ impl DynamoLedger {
                 .expression_attribute_values(":executed", s("executed"))
                 .expression_attribute_values(":refund_id", s(refund_id)),
             Confirmed::NotExecuted => {
-                releases = self.releases(&request_of(&record, ""), &counted(&record))?;
+                releases = self.releases(&released(&before), &counted(&before))?;
                 update
                     .update_expression(
                         "SET resolution = :not_executed, resolved_by = :by, resolved_at = :at REMOVE waiting_for",
@@ -239,7 +275,70 @@ impl DynamoLedger {
                     .expression_attribute_values(":not_executed", s("not_executed"))
             }
         };
-        self.decide(update, releases, record_id).await
+        self.apply(record_id, before, update, Vec::new(), releases).await
+    }
+
+    /// Pays, under a new record, an approved refund that a person resolved
+    /// as not executed: its approval was recorded, but payments was never
+    /// reached (an approver whose claim's answer was lost). The original
+    /// gets `reissued_as`, the new record `reissue_of`, in one transaction,
+    /// so an original is reissued at most once. `Done` holds the new record,
+    /// `executing` and held by `writer`.
+    pub async fn claim_reissue(
+        &self,
+        record_id: &str,
+        by: &str,
+        writer: &str,
+        now_ms: u64,
+        limits: &Limits,
+    ) -> Result<StaffClaim, LedgerError> {
+        let Some(original) = self.record(record_id).await? else {
+            return Ok(StaffClaim::NotFound);
+        };
+        let scope = RefundScope::for_reissue(&original.user_id, &original.record_id);
+        let reissue_id = scope.record_id();
+        let request = RefundRequest {
+            scope,
+            request_id: original.request_id.clone(),
+            writer: writer.to_owned(),
+            order_id: original.order_id.clone(),
+            amount: AmountCents::new(original.amount_cents),
+            message: crate::chat_request::CustomerMessage::new(""),
+        };
+        let mut item = super::dynamo::refund_item(&request, "approval", RefundState::Executing, &[], now_ms);
+        item.insert(
+            "reasons".into(),
+            AttributeValue::L(original.reasons.iter().map(s).collect()),
+        );
+        item.insert("decided_by".into(), s(by));
+        item.insert("decided_at".into(), s(rfc3339(now_ms)));
+        item.insert("reissue_of".into(), s(&original.record_id));
+        let new_record = record_of(&item);
+        let link = Update::builder()
+            .table_name(self.table())
+            .key("pk", s(refund_pk_of(record_id)))
+            .update_expression("SET reissued_as = :reissue")
+            .condition_expression(
+                "resolution = :not_executed AND decision = :approval AND attribute_exists(decided_by) \
+                 AND attribute_not_exists(reissued_as)",
+            )
+            .expression_attribute_values(":reissue", s(&reissue_id))
+            .expression_attribute_values(":not_executed", s("not_executed"))
+            .expression_attribute_values(":approval", s("approval"))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let put = self.put_refund(item)?;
+        let guard = self
+            .guard_order(&original.order_id, &reissue_id, limits, now_ms)
+            .build()
+            .map_err(|error| LedgerError::Malformed(error.to_string()))?;
+        let extra = vec![
+            TransactWriteItem::builder().put(put).build(),
+            TransactWriteItem::builder().update(guard).build(),
+        ];
+        Ok(match self.apply(record_id, original, link, extra, Vec::new()).await? {
+            StaffClaim::Done(_) => StaffClaim::Done(new_record),
+            other => other,
+        })
     }
 
     /// An update of a record in `from`, by `by` at `now_ms`.
@@ -261,26 +360,45 @@ impl DynamoLedger {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
     }
 
-    /// Applies a decision (and the releases that go with it) in one transaction.
-    async fn decide(
+    /// Applies a decision on `record_id`, found as `before`, with the other
+    /// writes it goes with and the releases it makes, in one transaction.
+    /// Of two people deciding at once, the one DynamoDB refuses is told what
+    /// the record now says, whether it refused with a failed condition or by
+    /// cancelling the transaction for a concurrent one (contract 9).
+    async fn apply(
         &self,
-        update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
-        releases: Vec<TransactWriteItem>,
         record_id: &str,
+        before: RefundRecord,
+        update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
+        extra: Vec<TransactWriteItem>,
+        releases: Vec<TransactWriteItem>,
     ) -> Result<StaffClaim, LedgerError> {
-        let Some(before) = self.record(record_id).await? else {
-            return Ok(StaffClaim::NotFound);
-        };
         let update = update
             .build()
             .map_err(|error| LedgerError::Malformed(error.to_string()))?;
-        let items = std::iter::once(TransactWriteItem::builder().update(update).build()).chain(releases);
-        match self.transact(items).await? {
-            None => Ok(StaffClaim::Done(before)),
-            Some(failed) => match &failed[0] {
-                Some(found) if !found.is_empty() => Ok(StaffClaim::Refused(record_of(found))),
-                _ => Ok(StaffClaim::NotFound),
-            },
+        let main: Vec<TransactWriteItem> = std::iter::once(TransactWriteItem::builder().update(update).build())
+            .chain(extra)
+            .collect();
+        for _ in 0..CONTENDED_ATTEMPTS {
+            match self.transact_releasing(main.clone(), releases.clone()).await {
+                Ok(None) => return Ok(StaffClaim::Done(before)),
+                Ok(Some(failed)) => {
+                    return Ok(match &failed[0] {
+                        Some(found) if !found.is_empty() => StaffClaim::Refused(record_of(found)),
+                        Some(_) => StaffClaim::NotFound,
+                        // Another of its writes failed: the record is as it was.
+                        None => StaffClaim::Refused(before),
+                    });
+                }
+                Err(LedgerError::Contended) => match self.record(record_id).await? {
+                    None => return Ok(StaffClaim::NotFound),
+                    Some(now) if now != before => return Ok(StaffClaim::Refused(now)),
+                    // The concurrent write was to another item (a guard): try again.
+                    Some(_) => {}
+                },
+                Err(error) => return Err(error),
+            }
         }
+        Err(LedgerError::Contended)
     }
 }

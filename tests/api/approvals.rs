@@ -3,6 +3,8 @@
 //! resolutions never call payments, and the export is the whole trail.
 
 use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -13,9 +15,15 @@ const BIG_REFUND: &str = "The sofa from order D-4001 arrived torn: refund D-4001
 
 /// Runs the admin binary against `ledger` (an AWS endpoint) and `payments`.
 async fn admin(table: &str, ledger: &str, payments: &str, args: &[&str]) -> Output {
+    admin_with(table, ledger, payments, &[], args).await
+}
+
+/// The same, with more environment variables.
+async fn admin_with(table: &str, ledger: &str, payments: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_refund-chat-admin"))
         .args(args)
         .env_clear()
+        .envs(env.iter().copied())
         .env("LEDGER_TABLE", table)
         .env("PAYMENTS_BASE_URL", payments)
         .env("PAYMENTS_TIMEOUT_SECS", "0.5")
@@ -59,7 +67,12 @@ impl Desk {
 
     /// A refund the rules send to a person; its approval id.
     async fn pending_refund(&self, request_id: &str) -> String {
-        let answer = send_as(&self.h.app, post_event(&chat_body(BIG_REFUND), &[]), request_id, 0).await;
+        self.pending_refund_saying(request_id, BIG_REFUND).await
+    }
+
+    /// The same, for a customer's message of the test's own.
+    async fn pending_refund_saying(&self, request_id: &str, message: &str) -> String {
+        let answer = send_as(&self.h.app, post_event(&chat_body(message), &[]), request_id, 0).await;
         assert_eq!(answer.status, lambda_http::http::StatusCode::OK);
         let told = tool_content(&tool_messages(self.h.model_requests().await.last().unwrap())[0]);
         assert_eq!(told["status"], "pending_approval", "{told}");
@@ -346,4 +359,222 @@ async fn refusals_and_usage_have_their_exit_statuses() {
         "{}",
         stderr(&unconfigured)
     );
+}
+
+#[tokio::test]
+async fn the_loser_of_a_cancelled_transaction_is_told_who_decided() {
+    let desk = Desk::new(receipt()).await;
+    let id = desk.pending_refund("req-1").await;
+    // Bob's approval commits while Alice's transaction is in flight: DynamoDB
+    // cancels hers with TransactionConflict rather than a failed condition.
+    let (aws, table, bobs_id) = (desk.h.aws.clone(), desk.h.table.clone(), id.clone());
+    let injected = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let hook: Hook = Arc::new(move |proxied: Proxied| {
+        let (aws, table, id, injected) = (aws.clone(), table.clone(), bobs_id.clone(), injected.clone());
+        Box::pin(async move {
+            if proxied.operation != "TransactWriteItems" || injected.swap(true, Ordering::SeqCst) {
+                return Action::Forward;
+            }
+            let ledger = refund_chat::ledger::dynamo::DynamoLedger::from_sdk_config(&aws, &table, LEDGER_TIMEOUT);
+            let bob = ledger
+                .claim_approval(
+                    &id,
+                    "bob",
+                    "w-bob",
+                    refund_chat::clock::now_ms(),
+                    &refund_chat::config::DEFAULT_LIMITS,
+                )
+                .await;
+            assert!(
+                matches!(bob, Ok(refund_chat::ledger::staff::StaffClaim::Done(_))),
+                "{bob:?}"
+            );
+            transaction_conflict(proxied.body["TransactItems"].as_array().map_or(1, Vec::len))
+        })
+    });
+    let proxy = proxy(&moto().endpoint, false, hook).await;
+
+    let alice = admin(
+        &desk.h.table,
+        &proxy,
+        &desk.payments.uri(),
+        &["approve", &id, "--by", "alice"],
+    )
+    .await;
+
+    assert_eq!(alice.status.code(), Some(1), "{}", stderr(&alice));
+    assert!(stderr(&alice).contains("decided by bob"), "{}", stderr(&alice));
+    assert!(desk.paid().await.is_empty(), "Alice never reached payments");
+}
+
+#[tokio::test]
+async fn an_approval_whose_claim_answer_was_lost_still_pays_exactly_once() {
+    let desk = Desk::new(receipt()).await;
+    let id = desk.pending_refund("req-1").await;
+    // The claim lands in DynamoDB, but its answer arrives after LEDGER_TIMEOUT_SECS.
+    let stalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let log = OperationLog::default();
+    let hook = log.hook(move |proxied| {
+        if proxied.operation == "TransactWriteItems" && !stalled.swap(true, Ordering::SeqCst) {
+            Action::ForwardThenStall(std::time::Duration::from_millis(1500))
+        } else {
+            Action::Forward
+        }
+    });
+    let proxy = proxy(&moto().endpoint, false, hook).await;
+
+    let approved = admin_with(
+        &desk.h.table,
+        &proxy,
+        &desk.payments.uri(),
+        &[("LEDGER_TIMEOUT_SECS", "0.5")],
+        &["approve", &id, "--by", "alice"],
+    )
+    .await;
+
+    assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
+    assert_eq!(desk.paid().await.len(), 1);
+    let record = desk.record(&id).await;
+    assert_eq!(attr(&record, "state"), Some("executed"));
+    assert_eq!(attr(&record, "decided_by"), Some("alice"));
+}
+
+/// A customer's message that tries to rewrite the approver's screen: move the
+/// cursor up, erase the line, recolour, an 8-bit CSI, and a right-to-left override.
+const ESCAPING: &str =
+    "Sofa torn \u{1b}[7A\u{1b}[2K\u{1b}[31mAMOUNT 1.00\u{9b}2J\u{202e}00.021 refund D-4001\u{1b}[1A 12000";
+
+fn assert_no_control_characters(shown: &str) {
+    for forbidden in ['\u{1b}', '\u{9b}', '\u{202e}', '\u{7}'] {
+        assert!(
+            !shown.contains(forbidden),
+            "{forbidden:?} reached the terminal:\n{shown:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn control_characters_in_a_message_never_reach_the_approvers_terminal() {
+    let desk = Desk::new(receipt()).await;
+    let id = desk.pending_refund_saying("req-1", ESCAPING).await;
+
+    for args in [vec!["pending"], vec!["show", id.as_str()]] {
+        let output = desk.run(&args).await;
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let shown = stdout(&output);
+        assert_no_control_characters(&shown);
+        assert!(shown.contains("\\u{1b}[7A"), "made visible, not dropped: {shown}");
+        assert!(shown.contains("120.00") || shown.contains("12000"), "{shown}");
+    }
+    let exported = desk.run(&["export"]).await;
+    assert_no_control_characters(&stdout(&exported));
+    let records: Vec<Value> = serde_json::from_slice(&exported.stdout).unwrap();
+    assert_eq!(records[0]["customer_message"], ESCAPING, "the JSON export is exact");
+    let approved = desk.run(&["approve", &id, "--by", "alice"]).await;
+    assert_no_control_characters(&stdout(&approved));
+    assert_no_control_characters(&stderr(&approved));
+}
+
+#[tokio::test]
+async fn pending_shows_the_customers_whole_message() {
+    let desk = Desk::new(receipt()).await;
+    let words: Vec<String> = (1..=60).map(|i| format!("word{i}")).collect();
+    let message = format!("{} refund D-4001 12000", words.join(" "));
+    desk.pending_refund_saying("req-1", &message).await;
+
+    let shown = stdout(&desk.run(&["pending"]).await);
+
+    for word in &words {
+        assert!(shown.contains(word.as_str()), "{word} missing:\n{shown}");
+    }
+    let column = shown
+        .lines()
+        .next()
+        .and_then(|header| header.find("MESSAGE"))
+        .expect("a MESSAGE column");
+    assert!(shown.lines().count() > 2, "wrapped onto continuation lines:\n{shown}");
+    assert!(
+        shown.lines().all(|line| line.chars().count() <= column + 60),
+        "wrapped at 60 characters:\n{shown}"
+    );
+}
+
+#[tokio::test]
+async fn the_csv_export_neutralises_formulas_and_the_json_export_is_exact() {
+    let desk = Desk::new(receipt()).await;
+    let message = "=HYPERLINK(\"http://evil.example\",\"click\") refund @D-4001 12000";
+    desk.pending_refund_saying("req-1", message).await;
+
+    let csv_export = desk.run(&["export", "--format", "csv"]).await;
+    let mut reader = csv::Reader::from_reader(csv_export.stdout.as_slice());
+    let headers = reader.headers().unwrap().clone();
+    let row = reader.records().next().unwrap().unwrap();
+    let cell = |name: &str| {
+        row.get(headers.iter().position(|h| h == name).unwrap())
+            .unwrap()
+            .to_owned()
+    };
+    assert_eq!(cell("customer_message"), format!("'{message}"));
+    assert_eq!(cell("order_id"), "'@D-4001");
+    assert_eq!(cell("amount_cents"), "12000", "numbers are left alone");
+
+    let json_export: Vec<Value> = serde_json::from_slice(&desk.run(&["export"]).await.stdout).unwrap();
+    assert_eq!(json_export[0]["customer_message"], message);
+    assert_eq!(json_export[0]["order_id"], "@D-4001");
+}
+
+#[tokio::test]
+async fn a_stuck_approval_is_paid_only_after_a_person_resolved_it_and_only_once() {
+    let desk = Desk::new(receipt()).await;
+    let id = desk.pending_refund("req-1").await;
+    let ledger = refund_chat::ledger::dynamo::DynamoLedger::from_sdk_config(&desk.h.aws, &desk.h.table, LEDGER_TIMEOUT);
+    let now = refund_chat::clock::now_ms();
+    // Alice's claim landed and her process died before it called payments.
+    let claimed = ledger
+        .claim_approval(&id, "alice", "w-alice-lost", now, &refund_chat::config::DEFAULT_LIMITS)
+        .await;
+    assert!(matches!(claimed, Ok(refund_chat::ledger::staff::StaffClaim::Done(_))));
+
+    // Before a person has checked with payments, nothing pays it.
+    let early = desk.run(&["reissue", &id, "--by", "erin"]).await;
+    assert_eq!(early.status.code(), Some(1), "{}", stderr(&early));
+    let again = desk.run(&["approve", &id, "--by", "bob"]).await;
+    assert!(stderr(&again).contains("decided by alice"), "{}", stderr(&again));
+    // Dan checked with payments: no refund was made. (Playing `unknown`'s
+    // staleness with a cut-off in the future.)
+    let resolved = ledger
+        .resolve(
+            &id,
+            &refund_chat::ledger::staff::Confirmed::NotExecuted,
+            "dan",
+            now + 1,
+            now,
+        )
+        .await;
+    assert!(matches!(resolved, Ok(refund_chat::ledger::staff::StaffClaim::Done(_))));
+
+    let reissued = desk.run(&["reissue", &id, "--by", "erin"]).await;
+    let twice = desk.run(&["reissue", &id, "--by", "frank"]).await;
+
+    assert_eq!(reissued.status.code(), Some(0), "{}", stderr(&reissued));
+    assert!(stdout(&reissued).contains("refunded 120.00"), "{}", stdout(&reissued));
+    assert_eq!(twice.status.code(), Some(1), "{}", stderr(&twice));
+    assert!(stderr(&twice).contains("already reissued"), "{}", stderr(&twice));
+    assert_eq!(
+        desk.paid().await,
+        vec![json!({"order_id": "D-4001", "amount_cents": 12000, "user_id": "u-1001"})]
+    );
+    let original = desk.record(&id).await;
+    let reissue_id = attr(&original, "reissued_as")
+        .expect("linked to its reissue")
+        .to_owned();
+    assert_eq!(
+        attr(&original, "resolution"),
+        Some("not_executed"),
+        "the original is kept"
+    );
+    let reissue = desk.record(&reissue_id).await;
+    assert_eq!(attr(&reissue, "state"), Some("executed"));
+    assert_eq!(attr(&reissue, "reissue_of"), Some(id.as_str()));
+    assert_eq!(attr(&reissue, "decided_by"), Some("erin"));
 }

@@ -142,6 +142,18 @@ pub fn attr<'a>(item: &'a std::collections::HashMap<String, AttributeValue>, nam
 
 // ---------------------------------------------------------------- the app
 
+/// A global subscriber that keeps nothing but is interested in every
+/// callsite. Without one, a callsite first hit on a thread with no
+/// subscriber can be cached as "never" while another test's scoped
+/// subscriber is being registered (tracing's interest cache races), and
+/// that test then misses lines it logged.
+pub fn interested_global_subscriber() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
+    });
+}
+
 /// `make run`'s stack in process: the local model, the seeded payments
 /// sandbox, a fresh ledger table, and the configuration that points at them.
 pub struct LocalStack {
@@ -214,17 +226,98 @@ pub fn refunding_model(request: &Request) -> ResponseTemplate {
 /// this in front of it: one request at a time is what DynamoDB guarantees
 /// per item.
 pub async fn one_at_a_time(target: &str) -> String {
+    proxy(target, true, forward_all()).await
+}
+
+/// One request as a proxy hook sees it: DynamoDB's operation name (from
+/// `x-amz-target`, e.g. `TransactWriteItems`) and the JSON body.
+pub struct Proxied {
+    pub operation: String,
+    pub body: Value,
+}
+
+/// What a proxy does with one request.
+pub enum Action {
+    Forward,
+    /// Answer this instead of forwarding.
+    Reply(u16, Value),
+    /// Forward it, so that it lands, then hold the answer this long (a lost answer).
+    ForwardThenStall(Duration),
+}
+
+pub type Hook = Arc<dyn Fn(Proxied) -> futures::future::BoxFuture<'static, Action> + Send + Sync>;
+
+pub fn forward_all() -> Hook {
+    Arc::new(|_| Box::pin(async { Action::Forward }))
+}
+
+/// A DynamoDB error answer in the JSON protocol, as the SDK parses it.
+pub fn dynamo_error(kind: &str, message: &str, extra: Value) -> Action {
+    let mut body = json!({"__type": format!("com.amazonaws.dynamodb.v20120810#{kind}"), "message": message});
+    if let (Value::Object(body), Value::Object(extra)) = (&mut body, extra) {
+        body.extend(extra);
+    }
+    Action::Reply(400, body)
+}
+
+/// A transaction cancelled because another transaction held one of its items.
+pub fn transaction_conflict(items: usize) -> Action {
+    let reasons: Vec<Value> = (0..items)
+        .map(|i| {
+            if i == 0 {
+                json!({"Code": "TransactionConflict", "Message": "Transaction is ongoing for the item"})
+            } else {
+                json!({"Code": "None"})
+            }
+        })
+        .collect();
+    dynamo_error(
+        "TransactionCanceledException",
+        "Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]",
+        json!({"CancellationReasons": reasons}),
+    )
+}
+
+/// A forwarding proxy in front of `target`, on 127.0.0.1: every request goes
+/// through `hook` first; with `serialise`, one request at a time.
+pub async fn proxy(target: &str, serialise: bool, hook: Hook) -> String {
     use axum::extract::State;
     #[derive(Clone)]
     struct Forward {
         target: String,
         http: reqwest::Client,
-        turn: Arc<tokio::sync::Mutex<()>>,
+        turn: Option<Arc<tokio::sync::Mutex<()>>>,
+        hook: Hook,
     }
     async fn forward(State(forward): State<Forward>, request: axum::extract::Request) -> axum::response::Response {
         let (parts, body) = request.into_parts();
         let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-        let _turn = forward.turn.lock().await;
+        let operation = parts
+            .headers
+            .get("x-amz-target")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|target| target.rsplit('.').next())
+            .unwrap_or_default()
+            .to_owned();
+        let proxied = Proxied {
+            operation,
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        };
+        let stall = match (forward.hook)(proxied).await {
+            Action::Forward => None,
+            Action::ForwardThenStall(stall) => Some(stall),
+            Action::Reply(status, body) => {
+                return axum::response::Response::builder()
+                    .status(status)
+                    .header("content-type", "application/x-amz-json-1.0")
+                    .body(axum::body::Body::from(body.to_string()))
+                    .unwrap_or_default();
+            }
+        };
+        let _turn = match &forward.turn {
+            Some(turn) => Some(turn.lock().await),
+            None => None,
+        };
         let mut outgoing = forward
             .http
             .request(parts.method, format!("{}{}", forward.target, parts.uri))
@@ -232,7 +325,7 @@ pub async fn one_at_a_time(target: &str) -> String {
         for (name, value) in parts.headers.iter().filter(|(name, _)| *name != "host") {
             outgoing = outgoing.header(name, value);
         }
-        match outgoing.send().await {
+        let response = match outgoing.send().await {
             Ok(answer) => {
                 let mut response = axum::response::Response::builder().status(answer.status());
                 for (name, value) in answer.headers() {
@@ -245,18 +338,42 @@ pub async fn one_at_a_time(target: &str) -> String {
                 .status(502)
                 .body(axum::body::Body::empty())
                 .unwrap_or_default(),
+        };
+        if let Some(stall) = stall {
+            tokio::time::sleep(stall).await;
         }
+        response
     }
     let state = Forward {
         target: target.to_owned(),
         http: reqwest::Client::new(),
-        turn: Arc::default(),
+        turn: serialise.then(Arc::default),
+        hook,
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let address = listener.local_addr().expect("address");
     let router = axum::Router::new().fallback(forward).with_state(state);
     tokio::spawn(async move { axum::serve(listener, router).await });
     format!("http://{address}")
+}
+
+/// Counts the DynamoDB operations that pass through it, by name, in order.
+#[derive(Clone, Default)]
+pub struct OperationLog(Arc<Mutex<Vec<String>>>);
+
+impl OperationLog {
+    pub fn names(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+    /// A hook that records each operation, then lets `then` decide.
+    pub fn hook(&self, then: impl Fn(&Proxied) -> Action + Send + Sync + 'static) -> Hook {
+        let log = self.0.clone();
+        Arc::new(move |proxied| {
+            log.lock().unwrap().push(proxied.operation.clone());
+            let action = then(&proxied);
+            Box::pin(async move { action })
+        })
+    }
 }
 
 /// Answers requests from a script, in order, and records when each arrived.
@@ -388,6 +505,7 @@ impl<K: ApiKeySource> Builder<K> {
     }
 
     pub async fn build(self) -> TestApp<K> {
+        interested_global_subscriber();
         let openai = MockServer::start().await;
         let payments = MockServer::start().await;
         let model_script = Script::new(self.model);
@@ -500,6 +618,11 @@ pub fn post_event_as(user: &str, body: &str, headers: &[(&str, &str)]) -> Value 
         event["headers"][*name] = Value::String((*value).to_owned());
     }
     event
+}
+
+/// The customer's `message`, as the Lambda request `request_id` (a scope of its own).
+pub async fn chat_as<K: ApiKeySource>(h: &TestApp<K>, request_id: &str, message: &str) -> Answer {
+    send_as(&h.app, post_event(&chat_body(message), &[]), request_id, 0).await
 }
 
 /// Sends an API Gateway event through `app`'s handler as the runtime would,

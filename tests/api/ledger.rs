@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 use lambda_http::http::StatusCode;
 use refund_chat::chat_request::CustomerMessage;
 use refund_chat::ledger::dynamo::DynamoLedger;
-use refund_chat::ledger::{AutomaticClaim, Counted, Ledger, LedgerError};
+use refund_chat::ledger::{AutomaticClaim, Counted, LedgerError, RefundLedger, RequestLedger};
 use refund_chat::money::AmountCents;
 use refund_chat::refund::{RefundOutcome, RefundRequest, RefundScope, RefundState};
+use serde_json::json;
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
 use crate::helpers::*;
@@ -258,4 +259,63 @@ async fn a_redelivered_request_id_without_a_key_never_pays_twice() {
     let told = tool_content(&tool_messages(&h.model_requests().await[3])[0]);
     assert_eq!(told["already_refunded"], true, "{told}");
     assert_eq!(told["refund_id"], "rf_42");
+}
+
+#[tokio::test]
+async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
+    // A retry takes over a dead invocation's key, the refund is above the
+    // limit (the history is read for the reasons), the approval cannot be
+    // written, and the model then fails: the key is checked and released.
+    let log = OperationLog::default();
+    let proxy = proxy(
+        &moto().endpoint,
+        false,
+        log.hook(|proxied| match proxied.operation.as_str() {
+            "TransactWriteItems" => dynamo_error("ValidationException", "injected", json!({})),
+            _ => Action::Forward,
+        }),
+    )
+    .await;
+    let h = TestApp::builder()
+        .model(vec![
+            refund_call("c1", "D-4001", 12000),
+            ResponseTemplate::new(500).set_body_json(json!({"error": {"message": "boom"}})),
+        ])
+        .ledger_at(proxy)
+        .build()
+        .await;
+    let body = chat_body("refund D-4001 120.00");
+    let dead = refund_chat::ledger::RequestLease {
+        scope: RefundScope::for_idempotency_key(USER, "k-worst"),
+        request_id: "req-dead".into(),
+        writer: "req-dead/w".into(),
+        body_sha256: refund_chat::idempotency::body_sha256(body.as_bytes()),
+        lease_until_ms: refund_chat::clock::now_ms() - 1,
+        expires_at_s: refund_chat::clock::now_ms() / 1000 + 3600,
+    };
+    let ledger = DynamoLedger::from_sdk_config(&h.aws, &h.table, LEDGER_TIMEOUT);
+    let claimed = ledger.claim_request(&dead, refund_chat::clock::now_ms()).await;
+    assert_eq!(claimed, Ok(refund_chat::ledger::RequestClaim::Claimed));
+
+    let answer = h.post_with(&body, &[("idempotency-key", "k-worst")]).await;
+
+    assert_eq!(answer.status, StatusCode::BAD_GATEWAY, "{}", answer.raw);
+    assert!(h.payments_requests().await.is_empty());
+    let operations = log.names();
+    assert_eq!(
+        operations,
+        [
+            "PutItem",            // claim the key
+            "UpdateItem",         // take it over
+            "GetItem",            // rule 2's history, for the reasons
+            "GetItem",            // rule 3's history
+            "TransactWriteItems", // the approval record (refused here)
+            "GetItem",            // does the scope have a refund record?
+            "DeleteItem",         // no: release the key
+        ]
+    );
+    assert_eq!(
+        operations.len() as u32,
+        refund_chat::config::LEDGER_OPERATIONS_PER_REQUEST
+    );
 }

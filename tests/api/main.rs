@@ -7,6 +7,7 @@
 
 mod approvals;
 mod events;
+mod guards;
 mod helpers;
 mod idempotency;
 mod identity;

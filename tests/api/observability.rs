@@ -93,10 +93,8 @@ async fn a_refund_turn_is_traced_without_secrets_or_the_message() {
     let request = events(&lines, "request");
     assert_eq!(request.len(), 1);
     assert_eq!(request[0]["message_chars"], CUSTOMER_MESSAGE.chars().count());
-    assert_eq!(
-        request[0]["message_sha256_12"],
-        refund_chat::redact::short_hash(CUSTOMER_MESSAGE)
-    );
+    // An unsalted hash of a short message can be reversed by trying guesses.
+    assert!(request[0].get("message_sha256_12").is_none(), "{}", request[0]);
 
     let completions = events(&lines, "completion");
     assert_eq!(completions.len(), 2);
@@ -211,4 +209,44 @@ async fn a_keyed_turn_and_its_replay_are_traced_without_the_message() {
         !captured.text().contains("key-1"),
         "the key is the customer's: not logged either"
     );
+}
+
+#[tokio::test]
+async fn text_the_model_copied_from_the_customer_never_reaches_a_log_line() {
+    // A model can put the customer's words anywhere it writes: a tool's name,
+    // an order id, or an argument the schema refuses (which the schema error quotes).
+    let words = "Zanzibar-quokka says: my mug arrived broken";
+    let h = TestApp::new(
+        vec![
+            tool_calls(&[
+                ("c1", words, "{}"),
+                (
+                    "c2",
+                    "issue_refund",
+                    &json!({"order_id": 7, "amount_cents": words}).to_string(),
+                ),
+            ]),
+            tool_calls(&[(
+                "c3",
+                "issue_refund",
+                &json!({"order_id": format!("{words}\u{1b}[2J"), "amount_cents": 1250}).to_string(),
+            )]),
+            text("Done."),
+        ],
+        receipt(),
+    )
+    .await;
+
+    let (answer, captured) = logged_turn(&h, "refund please").await;
+
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+    assert_redacted(&captured);
+    assert!(!captured.text().contains("\\u001b"), "no escape sequence either");
+    let lines = captured.lines();
+    let calls = events(&lines, "tool_call");
+    assert_eq!(calls.len(), 3, "every call is still traced: {calls:?}");
+    assert_eq!(calls[0]["tool_chars"], words.chars().count(), "{}", calls[0]);
+    assert!(calls[1]["schema_failures"].is_string(), "{}", calls[1]);
+    assert_eq!(calls[2]["order_id"], "<not an order id>", "{}", calls[2]);
+    assert!(calls[2]["order_id_chars"].is_u64(), "{}", calls[2]);
 }

@@ -8,10 +8,6 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
-async fn chat_as<K: refund_chat::secrets::ApiKeySource>(h: &TestApp<K>, request_id: &str, message: &str) -> Answer {
-    send_as(&h.app, post_event(&chat_body(message), &[]), request_id, 0).await
-}
-
 fn refund_records_by_state<'a>(
     records: &'a [std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>],
     state: &str,
