@@ -172,7 +172,7 @@ impl StaffConfig {
 /// The function's timeout in `template.yaml` (`tests/template.rs` checks
 /// that they agree): an `executing` record older than this has no
 /// invocation left that could still record its outcome.
-pub const FUNCTION_TIMEOUT: Duration = Duration::from_secs(130);
+pub const FUNCTION_TIMEOUT: Duration = Duration::from_secs(135);
 
 /// Environment variables, read one rule at a time. Empty values count as unset.
 struct Vars<F>(F);

@@ -57,7 +57,7 @@ fn timeouts_cover_the_worst_case_from_the_code() {
             + SECRET_READ_TIMEOUT
             + DEFAULT_LEDGER_TIMEOUT * LEDGER_OPERATIONS_PER_REQUEST
     );
-    assert_eq!(worst_case, Duration::from_secs(127));
+    assert_eq!(worst_case, Duration::from_secs(131));
 
     let function_timeout = secs(&function["Properties"]["Timeout"]);
     assert_eq!(

@@ -22,7 +22,14 @@ pub struct Evidence<'a> {
     pub secret_key: &'a str,
     pub auto_refund_limit: u64,
     pub daily_limit: u64,
+    /// (order key, epoch ms) where the staff deleted an order's guard as TTL would.
+    pub guard_expiries: Vec<(String, u64)>,
 }
+
+/// How long after its `created_at_ms` a refund record's write may still land
+/// (the ledger proxy serialises and delays requests): a guard deleted within
+/// this of a refund may or may not have seen it.
+const LANDING_MARGIN_MS: u64 = 10_000;
 
 pub struct Invariant {
     pub name: &'static str,
@@ -156,29 +163,63 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
             .map(|r| r.to_string())
             .collect(),
     );
-    let mut per_order: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut per_user: BTreeMap<&str, u64> = BTreeMap::new();
-    for (user, order, amount) in &evidence.money_moved {
-        *per_order.entry(order).or_insert(0) += 1;
-        *per_user.entry(user).or_insert(0) += amount;
+    // Automatic refunds that may have moved money, from the ledger: approved
+    // ones may legitimately pay above the limits and again for an order.
+    let automatic: Vec<&&Value> = refunds
+        .iter()
+        .filter(|r| {
+            r["decision"] == "automatic"
+                && matches!(r["state"].as_str(), Some("executed" | "unknown" | "executing"))
+                && r["resolution"] != "not_executed"
+        })
+        .collect();
+    let mut per_order: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut per_user_day: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for record in &automatic {
+        per_order
+            .entry(refund_chat::policy::order_key(&text(record, "order_id")))
+            .or_default()
+            .push(cents(record, "created_at_ms"));
+        *per_user_day
+            .entry((text(record, "user_id"), text(record, "day")))
+            .or_insert(0) += cents(record, "amount_cents");
     }
+    // Two automatic refunds of one order are allowed only if the order's guard
+    // expired between them (the window ended there, as far as rule 2 knows).
+    let expired_between = |order: &str, first: u64, second: u64| {
+        evidence
+            .guard_expiries
+            .iter()
+            .any(|(key, at)| key == order && first < *at && *at < second + LANDING_MARGIN_MS)
+    };
     add(
-        "no second automatic refund of an order within the window",
+        "no two automatic refunds of one order inside its window (however late staff decided)",
         per_order.len(),
         per_order
-            .iter()
-            .filter(|(_, n)| **n > 1)
-            .map(|(order, n)| format!("order {order}: {n} refunds"))
+            .iter_mut()
+            .flat_map(|(order, times)| {
+                times.sort_unstable();
+                times
+                    .windows(2)
+                    .filter(|pair| !expired_between(order, pair[0], pair[1]))
+                    .map(|pair| format!("order {order}: automatic refunds at {} and {}", pair[0], pair[1]))
+                    .collect::<Vec<_>>()
+            })
             .collect(),
     );
     add(
-        "no customer's automatic refunds exceeded USER_DAILY_AUTO_LIMIT_CENTS",
-        per_user.len(),
-        per_user
+        "no customer's automatic refunds of a day exceeded USER_DAILY_AUTO_LIMIT_CENTS",
+        per_user_day.len(),
+        per_user_day
             .iter()
             .filter(|(_, total)| **total > evidence.daily_limit)
-            .map(|(user, total)| format!("{user}: {total} cents"))
+            .map(|((user, day), total)| format!("{user} on {day}: {total} cents"))
             .collect(),
+    );
+    add(
+        "a guard never goes below zero and counts only refunds that may have moved money",
+        evidence.ledger.iter().filter(|i| is_guard(i)).count(),
+        guard_violations(&evidence.ledger, &refunds),
     );
     let attempted_as_signed_in = count(attempts.iter().filter_map(|a| {
         let user = signed_in.get(a["requestId"].as_str()?)?;
@@ -257,4 +298,51 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
             .collect(),
     );
     invariants
+}
+
+fn is_guard(item: &Value) -> bool {
+    let pk = item["pk"].as_str().unwrap_or_default();
+    pk.starts_with("order#") || pk.starts_with("daily#")
+}
+
+/// Every guard: no number below zero, every record it counts exists and may
+/// have moved money, and a daily total is the sum of the records it counts.
+fn guard_violations(ledger: &[Value], refunds: &[&Value]) -> Vec<String> {
+    let by_id: HashMap<String, &Value> = refunds.iter().map(|r| (text(r, "record_id"), *r)).collect();
+    let mut violations = Vec::new();
+    for guard in ledger.iter().filter(|i| is_guard(i)) {
+        let pk = text(guard, "pk");
+        for (name, value) in guard.as_object().into_iter().flatten() {
+            if value.as_str().is_some_and(|v| v.starts_with('-')) {
+                violations.push(format!("{pk}: {name} = {value}"));
+            }
+        }
+        let live: Vec<String> = guard["live"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|id| id.as_str().map(str::to_owned))
+            .collect();
+        let mut sum = 0;
+        for id in &live {
+            match by_id.get(id) {
+                None => violations.push(format!("{pk} counts {id}, which has no record")),
+                Some(record) => {
+                    let moved_none = matches!(record["state"].as_str(), Some("rejected" | "rejected_by_staff"))
+                        || record["resolution"] == "not_executed";
+                    if moved_none {
+                        violations.push(format!("{pk} still counts {id}, which moved no money"));
+                    }
+                    sum += cents(record, "amount_cents");
+                }
+            }
+        }
+        if pk.starts_with("daily#") && cents(guard, "total_cents") != sum {
+            violations.push(format!(
+                "{pk}: total {} but its records sum to {sum}",
+                cents(guard, "total_cents")
+            ));
+        }
+    }
+    violations
 }

@@ -13,6 +13,7 @@ mod clients;
 mod faults;
 mod model;
 mod rng;
+mod staff;
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitCode, Stdio};
@@ -34,6 +35,7 @@ const PAYMENTS_TIMEOUT: Duration = Duration::from_millis(300);
 const LEDGER_TIMEOUT: Duration = Duration::from_millis(300);
 const AUTO_REFUND_LIMIT: u64 = 5000;
 const DAILY_LIMIT: u64 = 10000;
+const ORDER_WINDOW: Duration = Duration::from_secs(24 * 3600);
 
 struct Args {
     seed: u64,
@@ -248,7 +250,7 @@ async fn segment_run(
                 .env("USER_IDENTITY", "authorizer")
                 .env("AUTO_REFUND_LIMIT_CENTS", AUTO_REFUND_LIMIT.to_string())
                 .env("USER_DAILY_AUTO_LIMIT_CENTS", DAILY_LIMIT.to_string())
-                .env("ORDER_REFUND_WINDOW_HOURS", "24")
+                .env("ORDER_REFUND_WINDOW_HOURS", (ORDER_WINDOW.as_secs() / 3600).to_string())
                 .stdout(Stdio::from(log))
                 .stderr(Stdio::inherit())
                 .kill_on_drop(true)
@@ -266,6 +268,39 @@ async fn segment_run(
         sent: AtomicUsize::new(0),
         exchanges: std::sync::Mutex::default(),
     });
+    let aws_at = |endpoint: String| {
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .region(aws_config::Region::new("eu-west-1"))
+            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+                "chaos", "chaos", None, None, "chaos",
+            ))
+            .endpoint_url(endpoint)
+            .load()
+    };
+    let staff = Arc::new(staff::Staff {
+        seed,
+        ledger: refund_chat::ledger::dynamo::DynamoLedger::from_sdk_config(
+            &aws_at(format!("http://{ledger_address}")).await,
+            &table,
+            LEDGER_TIMEOUT,
+        ),
+        ttl: aws_sdk_dynamodb::Client::new(&aws_at(moto.clone()).await),
+        table: table.clone(),
+        payments: refund_chat::payments::HttpPayments::new(
+            refund_chat::http_client::money_path_client()?,
+            &format!("http://{sandbox_address}"),
+            PAYMENTS_TIMEOUT,
+        ),
+        limits: refund_chat::policy::Limits {
+            auto_refund_limit: refund_chat::money::AmountCents::new(AUTO_REFUND_LIMIT),
+            order_window: ORDER_WINDOW,
+            user_daily_auto_limit: refund_chat::money::AmountCents::new(DAILY_LIMIT),
+        },
+        expiries: std::sync::Mutex::default(),
+        decisions: std::sync::Mutex::default(),
+    });
+    let clients_done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let staff_task = tokio::spawn(Arc::clone(&staff).run(Arc::clone(&clients_done)));
     let tasks: Vec<_> = (0..args.clients)
         .map(|_| tokio::spawn(Arc::clone(&clients).run()))
         .collect();
@@ -288,6 +323,8 @@ async fn segment_run(
         exited = a_function_exits(&mut functions) => Err(exited),
     };
     progress.abort();
+    clients_done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let _ = staff_task.await;
     finished?;
     for function in &mut functions {
         if let Some(pid) = function.id() {
@@ -326,9 +363,14 @@ async fn segment_run(
         secret_key: &secret_key,
         auto_refund_limit: AUTO_REFUND_LIMIT,
         daily_limit: DAILY_LIMIT,
+        guard_expiries: staff.expiries.lock().map(|e| e.clone()).unwrap_or_default(),
     };
     let invariants = checks::check(&evidence);
     report(seed, &exchanges, &evidence, &payments, &ledger, started.elapsed());
+    println!(
+        "staff decisions: {:?}",
+        staff.decisions.lock().map(|d| d.clone()).unwrap_or_default()
+    );
     Ok((invariants, exchanges.len()))
 }
 

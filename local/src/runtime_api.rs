@@ -55,9 +55,9 @@ impl Default for RuntimeApi {
 }
 
 impl RuntimeApi {
-    /// Invocations with the deployed function's 130 s deadline.
+    /// Invocations with the deployed function's 135 s deadline.
     pub fn new() -> Self {
-        RuntimeApi::with_timeout(Duration::from_secs(130))
+        RuntimeApi::with_timeout(Duration::from_secs(135))
     }
 
     pub fn with_timeout(timeout: Duration) -> Self {

@@ -1,0 +1,110 @@
+//! The support team during the run: approvals and rejections made through
+//! the same `approvals` and ledger functions as `refund-chat-admin`, through
+//! the faulty DynamoDB, and paid straight to the sandbox (so the function's
+//! payments requests stay the function's). Half of the decisions come "days
+//! later": the order's guard is first deleted, as DynamoDB's TTL would once
+//! it expired. Each such expiry is noted with its time, which tells the
+//! checks where rule 2's window ended for that order.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use refund_chat::approvals::{self, ApprovalError};
+use refund_chat::clock::now_ms;
+use refund_chat::ledger::dynamo::DynamoLedger;
+use refund_chat::ledger::new_writer;
+use refund_chat::payments::HttpPayments;
+use refund_chat::policy::{Limits, order_key};
+use refund_chat::refund::RefundState;
+
+use crate::rng::Rng;
+
+pub struct Staff {
+    pub seed: u64,
+    /// Through the faulty DynamoDB.
+    pub ledger: DynamoLedger,
+    /// Straight to moto: TTL is DynamoDB's own, not subject to faults.
+    pub ttl: aws_sdk_dynamodb::Client,
+    pub table: String,
+    pub payments: HttpPayments,
+    pub limits: Limits,
+    /// (order key, epoch ms once its guard was gone)
+    pub expiries: Mutex<Vec<(String, u64)>>,
+    /// How the decisions ended, by name.
+    pub decisions: Mutex<BTreeMap<String, usize>>,
+}
+
+impl Staff {
+    /// Decides waiting refunds until `done`.
+    pub async fn run(self: Arc<Self>, done: Arc<AtomicBool>) {
+        let mut rng = Rng::derived(self.seed, &[0x57AF]);
+        while !done.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(20 + rng.below(80))).await;
+            let waiting = match self.ledger.waiting(RefundState::AwaitingApproval).await {
+                Ok(waiting) if !waiting.is_empty() => waiting,
+                Ok(_) => continue,
+                Err(_) => {
+                    self.count("pending: ledger error");
+                    continue;
+                }
+            };
+            let record = rng.pick(&waiting).clone();
+            if rng.chance(0.5) && self.expire_guard(&record.order_id).await {
+                self.count("guard expired first");
+            }
+            let by = format!("staff-{}", rng.below(3));
+            let writer = new_writer(&format!("chaos:{by}"));
+            let ending = if rng.chance(0.6) {
+                match approvals::approve(
+                    &self.ledger,
+                    &self.payments,
+                    &record.record_id,
+                    &by,
+                    &writer,
+                    &self.limits,
+                )
+                .await
+                {
+                    Ok(approved) => format!("approve: {}", approved.outcome.name()),
+                    Err(ApprovalError::AlreadyDecided { .. }) => "approve: already decided".into(),
+                    Err(ApprovalError::ClaimUncertain { .. }) => "approve: claim uncertain".into(),
+                    Err(_) => "approve: ledger error".into(),
+                }
+            } else {
+                match self.ledger.reject(&record.record_id, &by, "chaos", now_ms()).await {
+                    Ok(refund_chat::ledger::staff::StaffClaim::Done(_)) => "reject: done".into(),
+                    Ok(_) => "reject: refused".into(),
+                    Err(_) => "reject: ledger error".into(),
+                }
+            };
+            self.count(&ending);
+        }
+    }
+
+    /// Deletes the order's guard as TTL would; true if it was deleted.
+    async fn expire_guard(&self, order_id: &str) -> bool {
+        let key = order_key(order_id);
+        let deleted = self
+            .ttl
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(format!("order#{key}")))
+            .send()
+            .await
+            .is_ok();
+        if deleted && let Ok(mut expiries) = self.expiries.lock() {
+            // Noted once the deletion is done: a refund that started after
+            // this instant cannot have seen the guard.
+            expiries.push((key, now_ms()));
+        }
+        deleted
+    }
+
+    fn count(&self, ending: &str) {
+        if let Ok(mut decisions) = self.decisions.lock() {
+            *decisions.entry(ending.to_owned()).or_insert(0) += 1;
+        }
+    }
+}
