@@ -26,6 +26,16 @@
 //! plus a day from now, which is never earlier than the expiry an earlier
 //! write set with the same window.
 //!
+//! Every write to a guard, each in one transaction with the refund record's own write:
+//!
+//! | write | order guard | daily total |
+//! | --- | --- | --- |
+//! | `record_automatic` | adds the record, on rule 2's condition | adds it and its amount, on rule 3's |
+//! | `record_for_approval` | adds the record | - |
+//! | `record_outcome`, rejected by payments | releases it | releases it (automatic only) |
+//! | staff `claim_approval`, `claim_reissue` | adds the (new) record, from now | - |
+//! | staff `reject`, `resolve --not-executed` | releases it | releases it (automatic only) |
+//!
 //! Retries: the SDK's standard retries stay on, inside the one
 //! `LEDGER_TIMEOUT_SECS` operation timeout. That is safe because every write
 //! here is conditional (transactions also carry the SDK's idempotency
