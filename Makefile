@@ -65,7 +65,7 @@ bench:
 	cargo build --release --locked -p refund-chat
 	cargo build --release --locked -p refund-chat-bench
 	target/release/refund-chat-bench target/release/refund-chat
-	cargo bench --locked -p refund-chat --bench turn_loop -- --noplot
+	cargo bench --locked -p refund-chat --features test-support --bench turn_loop -- --noplot
 
 ## build: the release bootstrap for Lambda (arm64, Amazon Linux 2023)
 build: $(TOOLS)

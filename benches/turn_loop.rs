@@ -4,11 +4,11 @@
 //! is the domain's CPU floor.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use refund_chat::chat_request::CustomerMessage;
 use refund_chat::doubles::{RecordingPayments, ScriptedModel, Step};
-use refund_chat::money::AmountCents;
+use refund_chat::refund::message::CustomerMessage;
+use refund_chat::refund::money::AmountCents;
+use refund_chat::refund::tool;
 use refund_chat::refund::{Receipt, RefundOutcome, RefundScope};
-use refund_chat::refund_tool;
 use refund_chat::turn::{Turn, TurnContext};
 
 fn turn_loop(c: &mut Criterion) {

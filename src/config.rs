@@ -6,9 +6,8 @@
 
 use std::time::Duration;
 
-use crate::identity::IdentitySource;
-use crate::money::AmountCents;
-use crate::policy::Limits;
+use crate::refund::money::AmountCents;
+use crate::refund::policy::Limits;
 use crate::secrets::SECRET_READ_TIMEOUT;
 use crate::turn;
 
@@ -38,6 +37,17 @@ pub const DEFAULT_LIMITS: Limits = Limits {
 ///
 /// Without a key the first two and the last do not happen.
 pub const LEDGER_OPERATIONS_PER_REQUEST: u32 = 7;
+
+/// Where the customer's identity comes from (contract 7): configuration,
+/// read by the HTTP edge ([`crate::http::identity`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentitySource {
+    Authorizer {
+        claim: String,
+    },
+    /// Local development only: the body's `user_id` is trusted.
+    Body,
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {

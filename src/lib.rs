@@ -8,54 +8,46 @@
 //! recorded in a ledger before it is made, whatever the model, the network
 //! or a retry do.
 //!
-//! Domain (no I/O of its own):
-//! - [`turn`]: the agent turn, its budget, retry and refund latch;
-//! - [`refund_tool`]: the tool's schema, argument checks and results;
-//! - [`refund`], [`money`]: refund scopes, requests, outcomes, amounts;
-//! - [`chat`], [`chat_request`]: the conversation and the request body;
-//! - [`ledger`]: the refund ledger's port and records;
-//! - [`recorded_refunds`]: "decide, record, then pay" around any refund gateway;
-//! - [`idempotency`]: the `Idempotency-Key` header's rules;
-//! - [`policy`]: the refund rules that send a refund to a person;
-//! - [`approvals`]: a person approving what the rules would not pay alone.
+//! Each folder is a port with its adapters beside it, and the folders stand
+//! on floors: a folder imports only from folders below it
+//! (`tests/architecture.rs` checks this against the imports). From the
+//! ground up:
 //!
-//! Adapters:
-//! - [`api`]: the HTTP edge (routing, input, keys, error-to-status map);
-//! - [`identity`]: who the customer is (the authorizer's, not the body's);
-//! - [`openai`], [`payments`], [`secrets`], [`ledger::dynamo`]: the services;
-//! - [`ledger::staff`]: the support team's reads and decisions on the ledger;
-//! - [`http_client`]: the outbound HTTP client they share;
-//! - [`config`], [`startup`]: configuration and the one place ports are wired;
-//! - [`logging`], [`telemetry`]: logs and metrics;
-//! - [`untrusted`]: customer- and model-written text, made safe for a terminal, a spreadsheet or a log;
-//! - [`clock`]: wall-clock time for records.
+//! 1. [`refund`]: the domain. Scopes, requests, outcomes, money, the
+//!    customer's message, the policy's rules, the `issue_refund` tool; the
+//!    [`refund::RefundGateway`] port and its payments adapter.
+//! 2. [`chat`]: the model port and its OpenAI adapter. [`ledger`]: the
+//!    ledger's ports (request records, refund records), their records, and
+//!    the DynamoDB adapter, with the support team's reads and decisions.
+//! 3. [`turn`]: one agent turn, its budget, retry and refund latch.
+//!    [`record_then_pay`]: "decide, record, then pay" around any gateway, and
+//!    a person approving what the rules would not pay alone.
+//! 4. [`ops`]: logs, the summary line and metrics.
+//! 5. [`http`]: the HTTP edge: routing, the body, identity, the
+//!    `Idempotency-Key`, and the one error-to-status map.
+//!
+//! At the root, used from any floor: [`clock`], [`untrusted`] (customer- and
+//! model-written text made safe for a terminal, a spreadsheet or a log),
+//! [`http_client`], [`secrets`], [`config`], and [`startup`], the one place
+//! the ports are wired.
 //!
 //! Binaries: `refund-chat` (the function, `src/main.rs`) and
-//! `refund-chat-admin` (approvals and the audit trail, `src/bin/`).
-//!
-//! [`doubles`] holds in-memory stand-ins for tests and benchmarks.
+//! `refund-chat-admin` (approvals and the audit trail, `src/bin/`). With the
+//! `test-support` feature (and in unit tests), [`doubles`] holds in-memory
+//! stand-ins for tests and benchmarks.
 
-pub mod api;
-pub mod approvals;
 pub mod chat;
-pub mod chat_request;
 pub mod clock;
 pub mod config;
+#[cfg(any(test, feature = "test-support"))]
 pub mod doubles;
+pub mod http;
 pub mod http_client;
-pub mod idempotency;
-pub mod identity;
 pub mod ledger;
-pub mod logging;
-pub mod money;
-pub mod openai;
-pub mod payments;
-pub mod policy;
-pub mod recorded_refunds;
+pub mod ops;
+pub mod record_then_pay;
 pub mod refund;
-pub mod refund_tool;
 pub mod secrets;
 pub mod startup;
-pub mod telemetry;
 pub mod turn;
 pub mod untrusted;

@@ -8,12 +8,12 @@ use refund_chat::config::Config;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    refund_chat::logging::init();
+    refund_chat::ops::logging::init();
     let config = Config::from_env().inspect_err(|error| {
         tracing::error!(event = "configuration_error", error = %error);
     })?;
     let app = Arc::new(refund_chat::startup::build(config).await?);
-    let metrics = refund_chat::telemetry::init_metrics()?;
+    let metrics = refund_chat::ops::telemetry::init_metrics()?;
 
     // The runtime with its tracing layer (request id on every log line) and
     // the EMF layer (one metrics document per invocation).

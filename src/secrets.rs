@@ -1,7 +1,7 @@
 //! The OpenAI API key, read from Secrets Manager.
 //!
 //! The key is read on first use (never at start-up, so bad input is answered
-//! without touching it) and cached for the container by [`crate::api`]. A
+//! without touching it) and cached for the container by [`crate::http`]. A
 //! failed read is not cached: the next request tries again.
 
 use std::fmt;

@@ -7,12 +7,12 @@
 use aws_config::SdkConfig;
 use aws_config::timeout::TimeoutConfig;
 
-use crate::api::{App, Ports};
 use crate::config::Config;
+use crate::http::{App, Ports};
 use crate::http_client::money_path_client;
 use crate::ledger::dynamo::DynamoLedger;
-use crate::payments::HttpPayments;
-use crate::recorded_refunds::RecordedRefunds;
+use crate::record_then_pay::RecordedRefunds;
+use crate::refund::payments::HttpPayments;
 use crate::secrets::{SECRET_READ_TIMEOUT, SecretsManagerKey};
 
 /// The function as deployed.
@@ -29,7 +29,7 @@ pub async fn aws_config() -> SdkConfig {
 }
 
 pub async fn build(config: Config) -> reqwest::Result<FunctionApp> {
-    if config.identity == crate::identity::IdentitySource::Body {
+    if config.identity == crate::config::IdentitySource::Body {
         tracing::warn!(
             event = "configuration",
             "USER_IDENTITY=body: the request body's user_id is trusted; for local development only"

@@ -28,7 +28,7 @@ fn value(documents: &[Value], metric: &str, dimension: Option<(&str, &str)>) -> 
 
 #[tokio::test]
 async fn turns_emit_emf_documents() {
-    let collector = refund_chat::telemetry::init_metrics().unwrap();
+    let collector = refund_chat::ops::telemetry::init_metrics().unwrap();
     let h = TestApp::new(
         vec![
             refund_call("c1", "A-1001", 1250),

@@ -101,7 +101,7 @@ fn the_deployment_is_the_contracts() {
         event["Type"], "Api",
         "a REST API: its timeout can be raised, an HTTP API's cannot"
     );
-    assert_eq!(event["Properties"]["Path"], refund_chat::api::ROUTE);
+    assert_eq!(event["Properties"]["Path"], refund_chat::http::ROUTE);
     assert_eq!(event["Properties"]["Method"], "POST");
     let api = &template["Resources"]["RefundChatApi"]["Properties"];
     assert_eq!(

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use helpers::*;
-use refund_chat::identity::IdentitySource;
+use refund_chat::config::IdentitySource;
 use refund_chat::secrets::FixedKey;
 use refund_chat::startup::FunctionApp;
 use refund_chat_local::payments_sandbox::Sandbox;
@@ -55,7 +55,7 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let router = axum::Router::new().route(refund_chat::api::ROUTE, axum::routing::post(handler));
+    let router = axum::Router::new().route(refund_chat::http::ROUTE, axum::routing::post(handler));
     tokio::spawn(async move { axum::serve(listener, router).await });
     address
 }
@@ -91,7 +91,7 @@ impl Stack {
         let app = Arc::new(refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap());
         let function = serve_function(app).await;
         let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
-        let widget = Widget::new(web, format!("http://{function}{}", refund_chat::api::ROUTE));
+        let widget = Widget::new(web, format!("http://{function}{}", refund_chat::http::ROUTE));
         let page = refund_chat_local::widget::spawn(0, Arc::clone(&widget)).await.unwrap();
         let (chromedriver, browser, profile) = browser().await;
         Stack {

@@ -177,7 +177,7 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
     let mut per_user_day: BTreeMap<(String, String), u64> = BTreeMap::new();
     for record in &automatic {
         per_order
-            .entry(refund_chat::policy::order_key(&text(record, "order_id")))
+            .entry(refund_chat::refund::policy::order_key(&text(record, "order_id")))
             .or_default()
             .push(cents(record, "created_at_ms"));
         *per_user_day

@@ -286,15 +286,15 @@ async fn segment_run(
         ),
         ttl: aws_sdk_dynamodb::Client::new(&aws_at(moto.clone()).await),
         table: table.clone(),
-        payments: refund_chat::payments::HttpPayments::new(
+        payments: refund_chat::refund::payments::HttpPayments::new(
             refund_chat::http_client::money_path_client()?,
             &format!("http://{sandbox_address}"),
             PAYMENTS_TIMEOUT,
         ),
-        limits: refund_chat::policy::Limits {
-            auto_refund_limit: refund_chat::money::AmountCents::new(AUTO_REFUND_LIMIT),
+        limits: refund_chat::refund::policy::Limits {
+            auto_refund_limit: refund_chat::refund::money::AmountCents::new(AUTO_REFUND_LIMIT),
             order_window: ORDER_WINDOW,
-            user_daily_auto_limit: refund_chat::money::AmountCents::new(DAILY_LIMIT),
+            user_daily_auto_limit: refund_chat::refund::money::AmountCents::new(DAILY_LIMIT),
         },
         expiries: std::sync::Mutex::default(),
         decisions: std::sync::Mutex::default(),

@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use refund_chat::approvals::{self, ApprovalError};
 use refund_chat::clock::now_ms;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::new_writer;
-use refund_chat::payments::HttpPayments;
-use refund_chat::policy::{Limits, order_key};
+use refund_chat::record_then_pay::approvals::{self, ApprovalError};
 use refund_chat::refund::RefundState;
+use refund_chat::refund::payments::HttpPayments;
+use refund_chat::refund::policy::{Limits, order_key};
 
 use crate::rng::Rng;
 
@@ -74,7 +74,7 @@ impl Staff {
                 }
             } else {
                 match self.ledger.reject(&record.record_id, &by, "chaos", now_ms()).await {
-                    Ok(refund_chat::ledger::staff::StaffClaim::Done(_)) => "reject: done".into(),
+                    Ok(refund_chat::ledger::dynamo::staff::StaffClaim::Done(_)) => "reject: done".into(),
                     Ok(_) => "reject: refused".into(),
                     Err(_) => "reject: ledger error".into(),
                 }

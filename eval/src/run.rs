@@ -181,7 +181,7 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
         end,
         prompt_tokens,
         completion_tokens,
-        cost_usd: refund_chat::telemetry::estimated_cost_usd(prompt_tokens, completion_tokens),
+        cost_usd: refund_chat::ops::telemetry::estimated_cost_usd(prompt_tokens, completion_tokens),
         latency_ms,
         transcript,
     })

@@ -13,14 +13,14 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
-use refund_chat::approvals::{self, ApprovalError};
 use refund_chat::clock::{now_ms, parse_utc};
 use refund_chat::config::{FUNCTION_TIMEOUT, StaffConfig};
 use refund_chat::ledger::dynamo::DynamoLedger;
-use refund_chat::ledger::staff::{Confirmed, StaffClaim};
+use refund_chat::ledger::dynamo::staff::{Confirmed, StaffClaim};
 use refund_chat::ledger::{RefundRecord, new_writer};
-use refund_chat::money::AmountCents;
-use refund_chat::payments::HttpPayments;
+use refund_chat::record_then_pay::approvals::{self, ApprovalError};
+use refund_chat::refund::money::AmountCents;
+use refund_chat::refund::payments::HttpPayments;
 use refund_chat::refund::{RefundOutcome, RefundState};
 use refund_chat::untrusted::{self, visible};
 
@@ -133,7 +133,7 @@ mod tests {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    let _ = tracing::subscriber::set_global_default(refund_chat::logging::subscriber("info", std::io::stderr));
+    let _ = tracing::subscriber::set_global_default(refund_chat::ops::logging::subscriber("info", std::io::stderr));
     let ending = match StaffConfig::from_env() {
         Ok(config) => run(cli.command, &config).await,
         Err(error) => Ending::Failed(format!("configuration: {error}")),

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::*;
 use crate::chat::{CompletionError, Message};
 use crate::doubles::{RecordingPayments, ScriptedModel, Step};
-use crate::money::AmountCents;
+use crate::refund::money::AmountCents;
 use crate::refund::{Receipt, RefundError, RefundOutcome, RefundRequest, RefundScope};
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);

@@ -7,13 +7,13 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use refund_chat::chat_request::CustomerMessage;
 use refund_chat::clock::{now_ms, utc_day};
 use refund_chat::config::DEFAULT_LIMITS;
 use refund_chat::ledger::dynamo::DynamoLedger;
-use refund_chat::ledger::staff::{Confirmed, StaffClaim};
+use refund_chat::ledger::dynamo::staff::{Confirmed, StaffClaim};
 use refund_chat::ledger::{AutomaticClaim, Counted, RefundLedger};
-use refund_chat::money::AmountCents;
+use refund_chat::refund::message::CustomerMessage;
+use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::{RefundError, RefundOutcome, RefundRequest, RefundScope};
 use serde_json::json;
 
@@ -186,9 +186,9 @@ async fn an_approval_days_later_counts_for_the_order_from_its_payment() {
     let friday = last_approval_id(&h).await;
     expire_guards(&h).await;
     let http = refund_chat::http_client::money_path_client().unwrap();
-    let payments = refund_chat::payments::HttpPayments::new(http, &h.payments.uri(), PAYMENTS_TIMEOUT);
+    let payments = refund_chat::refund::payments::HttpPayments::new(http, &h.payments.uri(), PAYMENTS_TIMEOUT);
 
-    let approved = refund_chat::approvals::approve(
+    let approved = refund_chat::record_then_pay::approvals::approve(
         &staff_ledger(&h),
         &payments,
         &friday,

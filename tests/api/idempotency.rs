@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use lambda_http::http::StatusCode;
-use refund_chat::chat_request::CustomerMessage;
 use refund_chat::clock::now_ms;
-use refund_chat::idempotency::body_sha256;
+use refund_chat::http::idempotency::body_sha256;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::{RefundLedger, RequestLedger};
 use refund_chat::ledger::{RequestLease, StoredResponse};
-use refund_chat::money::AmountCents;
+use refund_chat::refund::message::CustomerMessage;
+use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::{RefundRequest, RefundScope};
 use serde_json::json;
 

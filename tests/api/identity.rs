@@ -4,7 +4,7 @@
 //! are touched; and `USER_IDENTITY=body` for local runs.
 
 use lambda_http::http::StatusCode;
-use refund_chat::identity::IdentitySource;
+use refund_chat::config::IdentitySource;
 use serde_json::json;
 
 use crate::helpers::*;

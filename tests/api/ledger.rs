@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use lambda_http::http::StatusCode;
-use refund_chat::chat_request::CustomerMessage;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::{AutomaticClaim, Counted, LedgerError, RefundLedger, RequestLedger};
-use refund_chat::money::AmountCents;
+use refund_chat::refund::message::CustomerMessage;
+use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::{RefundOutcome, RefundRequest, RefundScope, RefundState};
 use serde_json::json;
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
@@ -289,7 +289,7 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
         scope: RefundScope::for_idempotency_key(USER, "k-worst"),
         request_id: "req-dead".into(),
         writer: "req-dead/w".into(),
-        body_sha256: refund_chat::idempotency::body_sha256(body.as_bytes()),
+        body_sha256: refund_chat::http::idempotency::body_sha256(body.as_bytes()),
         lease_until_ms: refund_chat::clock::now_ms() - 1,
         expires_at_s: refund_chat::clock::now_ms() / 1000 + 3600,
     };

@@ -47,7 +47,8 @@ impl Captured {
 async fn logged_turn(h: &TestApp, message: &str) -> (Answer, Captured) {
     let captured = Captured::default();
     let writer = captured.clone();
-    let _guard = tracing::subscriber::set_default(refund_chat::logging::subscriber("trace", move || writer.clone()));
+    let _guard =
+        tracing::subscriber::set_default(refund_chat::ops::logging::subscriber("trace", move || writer.clone()));
     let mut context = Context::default();
     context.request_id = REQUEST_ID.to_owned();
     let span = request_span(&context);
@@ -182,7 +183,8 @@ async fn a_keyed_turn_and_its_replay_are_traced_without_the_message() {
     let h = TestApp::new(vec![refund_call("c1", "A-1001", 1250), text("Refunded.")], receipt()).await;
     let captured = Captured::default();
     let writer = captured.clone();
-    let _guard = tracing::subscriber::set_default(refund_chat::logging::subscriber("trace", move || writer.clone()));
+    let _guard =
+        tracing::subscriber::set_default(refund_chat::ops::logging::subscriber("trace", move || writer.clone()));
     let mut context = Context::default();
     context.request_id = REQUEST_ID.to_owned();
 

@@ -48,12 +48,12 @@ fn the_documented_limits_are_the_codes() {
     let schemas = &openapi()["components"]["schemas"];
     assert_eq!(
         schemas["ChatRequest"]["properties"]["message"]["maxLength"],
-        refund_chat::chat_request::MAX_MESSAGE_CHARS
+        refund_chat::http::body::MAX_MESSAGE_CHARS
     );
     let key = &openapi()["paths"]["/support/refund-chat"]["post"]["parameters"][0];
     assert_eq!(key["name"], "Idempotency-Key");
     let pattern = key["schema"]["pattern"].as_str().unwrap();
-    assert!(pattern.contains(&format!("{{1,{}}}", refund_chat::idempotency::MAX_KEY_LENGTH)));
+    assert!(pattern.contains(&format!("{{1,{}}}", refund_chat::http::idempotency::MAX_KEY_LENGTH)));
 }
 
 #[test]

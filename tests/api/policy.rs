@@ -128,7 +128,7 @@ async fn a_refund_payments_rejected_does_not_block_the_order_or_the_day() {
     let h = TestApp::builder()
         .model_responder(refunding_model)
         .payments_at(payments.uri())
-        .configure(|config| config.limits.user_daily_auto_limit = refund_chat::money::AmountCents::new(1250))
+        .configure(|config| config.limits.user_daily_auto_limit = refund_chat::refund::money::AmountCents::new(1250))
         .build()
         .await;
 

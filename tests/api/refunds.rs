@@ -39,7 +39,7 @@ async fn refund_happy_path() {
     // Derived from the contract's schema; `minLength` would make OpenAI's strict mode answer 400.
     assert_eq!(
         first["tools"][0]["function"]["parameters"],
-        *refund_chat::refund_tool::declared_parameters()
+        *refund_chat::refund::tool::declared_parameters()
     );
     assert!(
         first["tools"][0]["function"]["parameters"]["properties"]["order_id"]

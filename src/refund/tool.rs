@@ -15,7 +15,7 @@ use jsonschema::Validator;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::money::AmountCents;
+use crate::refund::money::AmountCents;
 use crate::refund::{RefundError, RefundOutcome, RefundState, Resolution};
 
 pub const TOOL_NAME: &str = "issue_refund";

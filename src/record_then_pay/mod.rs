@@ -1,5 +1,5 @@
 //! "Decide, record, then pay": the [`RefundGateway`] that applies the refund
-//! policy ([`crate::policy`]) and writes the scope's refund record before the
+//! policy ([`crate::refund::policy`]) and writes the scope's refund record before the
 //! payments call, and its outcome after (contract 6.2 and 8).
 //!
 //! It wraps any gateway, so the function's wiring decides whether refunds
@@ -15,9 +15,11 @@
 //! - a failed outcome update leaves the record `executing`, which readers
 //!   treat as unknown: logged, never retried by calling payments again.
 
+pub mod approvals;
+
 use crate::clock::{now_ms, utc_day};
 use crate::ledger::{AutomaticClaim, Counted, LedgerError, RefundClaim, RefundLedger};
-use crate::policy::{self, Decision, History, Limits, Reason};
+use crate::refund::policy::{self, Decision, History, Limits, Reason};
 use crate::refund::{RefundGateway, RefundOutcome, RefundRequest};
 
 pub struct RecordedRefunds<L, G> {

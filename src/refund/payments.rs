@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::money::AmountCents;
+use crate::refund::money::AmountCents;
 use crate::refund::{Receipt, RefundError, RefundGateway, RefundOutcome, RefundRequest};
 
 pub struct HttpPayments {
@@ -129,7 +129,7 @@ mod tests {
             writer: "req-1/w".into(),
             order_id: "A-1001".into(),
             amount: AmountCents::new(1250),
-            message: crate::chat_request::CustomerMessage::new("refund A-1001"),
+            message: crate::refund::message::CustomerMessage::new("refund A-1001"),
         }
     }
 

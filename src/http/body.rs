@@ -3,6 +3,8 @@
 
 use serde_json::Value;
 
+use crate::refund::message::CustomerMessage;
+
 /// Longest customer message, in Unicode scalar values (not bytes).
 pub const MAX_MESSAGE_CHARS: usize = 4000;
 
@@ -10,32 +12,6 @@ pub const MAX_MESSAGE_CHARS: usize = 4000;
 pub struct ChatRequest {
     pub user_id: String,
     pub message: CustomerMessage,
-}
-
-/// What the customer typed. Its `Debug` shows only the length, so it cannot
-/// reach a log line through a `{:?}`; the text goes to the model and nowhere else.
-#[derive(Clone, PartialEq, Eq)]
-pub struct CustomerMessage(String);
-
-impl CustomerMessage {
-    pub fn new(text: impl Into<String>) -> Self {
-        CustomerMessage(text.into())
-    }
-
-    pub fn text(&self) -> &str {
-        &self.0
-    }
-
-    /// Length in Unicode scalar values, as the contract counts it.
-    pub fn chars(&self) -> usize {
-        self.0.chars().count()
-    }
-}
-
-impl std::fmt::Debug for CustomerMessage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CustomerMessage(<{} characters>)", self.chars())
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -69,7 +45,7 @@ impl ChatRequest {
         }
         Ok(ChatRequest {
             user_id,
-            message: CustomerMessage(message),
+            message: CustomerMessage::new(message),
         })
     }
 }

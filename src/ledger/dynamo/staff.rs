@@ -7,11 +7,11 @@
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
-use super::dynamo::{DynamoLedger, Released, WAITING_INDEX, number, refund_pk_of, text, unavailable};
-use super::{Counted, LedgerError, RefundRecord};
+use super::{DynamoLedger, Released, WAITING_INDEX, number, refund_pk_of, text, unavailable};
 use crate::clock::rfc3339;
-use crate::money::AmountCents;
-use crate::policy::Limits;
+use crate::ledger::{Counted, LedgerError, RefundRecord};
+use crate::refund::money::AmountCents;
+use crate::refund::policy::Limits;
 use crate::refund::{RefundRequest, RefundScope, RefundState};
 
 /// How often a decision is tried when DynamoDB cancels it for a concurrent
@@ -95,7 +95,7 @@ pub fn request_of(record: &RefundRecord, writer: &str) -> RefundRequest {
         writer: writer.to_owned(),
         order_id: record.order_id.clone(),
         amount: AmountCents::new(record.amount_cents),
-        message: crate::chat_request::CustomerMessage::new(""),
+        message: crate::refund::message::CustomerMessage::new(""),
     }
 }
 
@@ -303,9 +303,9 @@ impl DynamoLedger {
             writer: writer.to_owned(),
             order_id: original.order_id.clone(),
             amount: AmountCents::new(original.amount_cents),
-            message: crate::chat_request::CustomerMessage::new(""),
+            message: crate::refund::message::CustomerMessage::new(""),
         };
-        let mut item = super::dynamo::refund_item(&request, "approval", RefundState::Executing, &[], now_ms);
+        let mut item = super::refund_item(&request, "approval", RefundState::Executing, &[], now_ms);
         item.insert(
             "reasons".into(),
             AttributeValue::L(original.reasons.iter().map(s).collect()),

@@ -43,6 +43,8 @@
 //! the item returned with the failure carries our own `writer`, which we
 //! recognise as success. No write can apply twice.
 
+pub mod staff;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -56,8 +58,8 @@ use super::{
     TakeOver,
 };
 use crate::clock::{rfc3339, utc_day};
-use crate::money::AmountCents;
-use crate::policy::{History, Limits, Reason, order_key};
+use crate::refund::money::AmountCents;
+use crate::refund::policy::{History, Limits, Reason, order_key};
 use crate::refund::{PriorRefund, Receipt, RefundOutcome, RefundRequest, RefundScope, RefundState, Resolution};
 
 type Item = HashMap<String, AttributeValue>;

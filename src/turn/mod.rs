@@ -17,7 +17,7 @@
 //!    one's outcome: a timeout or a broken connection do not prove that no
 //!    money moved. The refund goes through a [`RefundGateway`], which in the
 //!    function records it in the ledger before paying
-//!    ([`crate::recorded_refunds`]), so the latch also holds across requests.
+//!    ([`crate::record_then_pay`]), so the latch also holds across requests.
 //! 5. A call that times out is retried once, after `attempt × backoff`, by
 //!    looping back to the same state: the retry resends every message already
 //!    exchanged and nothing runs twice. A timeout in the second attempt ends
@@ -36,9 +36,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall};
-use crate::chat_request::CustomerMessage;
+use crate::refund::message::CustomerMessage;
+use crate::refund::tool::{self, RefundArguments, TOOL_NAME, ToolResult};
 use crate::refund::{RefundGateway, RefundOutcome, RefundRequest, RefundScope};
-use crate::refund_tool::{self, RefundArguments, TOOL_NAME, ToolResult};
 use crate::untrusted;
 
 /// Completion calls per request, counting timed-out calls and calls made in a retry.
@@ -68,7 +68,7 @@ pub fn worst_case_duration(
     completion_timeout * MAX_COMPLETION_CALLS + backoff_unit * backoffs + payments_timeout
 }
 
-/// Why a turn ended without a reply. Mapped to HTTP statuses in [`crate::api`].
+/// Why a turn ended without a reply. Mapped to HTTP statuses in [`crate::http`].
 #[derive(Debug, thiserror::Error)]
 pub enum TurnError {
     /// The 5-call budget ran out: the model still asked for tools, or the
@@ -282,7 +282,7 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
             );
             return ToolResult::error(format!("unknown tool {:?}: the only tool is {TOOL_NAME}", call.name));
         }
-        let arguments = match refund_tool::parse_arguments(&call.arguments) {
+        let arguments = match tool::parse_arguments(&call.arguments) {
             Ok(arguments) => arguments,
             Err(error) => {
                 self.stats.invalid_tool_calls += 1;

@@ -15,9 +15,9 @@
 
 use crate::clock::now_ms;
 use crate::ledger::dynamo::DynamoLedger;
-use crate::ledger::staff::{StaffClaim, request_of};
+use crate::ledger::dynamo::staff::{StaffClaim, request_of};
 use crate::ledger::{Counted, LedgerError, RefundLedger, RefundRecord};
-use crate::policy::Limits;
+use crate::refund::policy::Limits;
 use crate::refund::{RefundGateway, RefundOutcome, RefundState};
 
 #[derive(Debug, thiserror::Error)]

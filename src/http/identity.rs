@@ -13,15 +13,7 @@
 
 use lambda_http::{Request, RequestExt};
 
-/// Where the customer's identity comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IdentitySource {
-    Authorizer {
-        claim: String,
-    },
-    /// Local development only: the body's `user_id` is trusted.
-    Body,
-}
+use crate::config::IdentitySource;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdentityError {

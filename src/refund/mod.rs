@@ -5,7 +5,13 @@
 //! that no money moved; a timeout, a broken connection or a garbled answer do
 //! not. So every attempt, whatever its outcome, spends the turn's latch (see
 //! [`crate::turn`]), and the ledger records the attempt before money can move
-//! (see [`crate::recorded_refunds`]).
+//! (see [`crate::record_then_pay`]).
+
+pub mod message;
+pub mod money;
+pub mod payments;
+pub mod policy;
+pub mod tool;
 
 use std::fmt;
 use std::future::Future;
@@ -13,8 +19,8 @@ use std::future::Future;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::chat_request::CustomerMessage;
-use crate::money::AmountCents;
+use crate::refund::message::CustomerMessage;
+use crate::refund::money::AmountCents;
 
 /// Whose refund, and under which name it may happen at most once: the
 /// customer plus the request's `Idempotency-Key` when it has one, otherwise
@@ -97,7 +103,7 @@ pub struct RefundRequest {
     /// The Lambda request id of the invocation making the attempt.
     pub request_id: String,
     /// This invocation's mark on what it writes to the ledger (see
-    /// [`crate::api::Invocation`]): a retried write recognises itself by it.
+    /// [`crate::http::Invocation`]): a retried write recognises itself by it.
     pub writer: String,
     pub order_id: String,
     pub amount: AmountCents,

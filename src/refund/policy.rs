@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use crate::money::AmountCents;
+use crate::refund::money::AmountCents;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {

@@ -27,7 +27,7 @@ use async_openai::types::chat::{
 use serde::Deserialize;
 
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall, Usage};
-use crate::refund_tool;
+use crate::refund::tool;
 
 /// The pinned snapshot: the agent's behaviour was tested against this one.
 pub const MODEL: &str = "gpt-4o-mini-2024-07-18";
@@ -74,9 +74,9 @@ pub fn build_request(messages: &[Message]) -> CreateChatCompletionRequest {
         messages: messages.iter().map(to_wire).collect(),
         tools: Some(vec![ChatCompletionTools::Function(ChatCompletionTool {
             function: FunctionObject {
-                name: refund_tool::TOOL_NAME.to_owned(),
-                description: Some(refund_tool::TOOL_DESCRIPTION.to_owned()),
-                parameters: Some(refund_tool::declared_parameters().clone()),
+                name: tool::TOOL_NAME.to_owned(),
+                description: Some(tool::TOOL_DESCRIPTION.to_owned()),
+                parameters: Some(tool::declared_parameters().clone()),
                 strict: Some(true),
             },
         })]),

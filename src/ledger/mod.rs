@@ -12,16 +12,15 @@
 //!
 //! Every write is conditional, so every write is safe to retry: a retried
 //! write that had already landed fails its condition, and the item it finds
-//! carries the writer's own mark ([`crate::api::Invocation::writer`]),
+//! carries the writer's own mark ([`crate::http::Invocation::writer`]),
 //! which is how it knows it was its own. The DynamoDB adapter is
 //! [`dynamo::DynamoLedger`].
 
 pub mod dynamo;
-pub mod staff;
 
 use std::future::Future;
 
-use crate::policy::{History, Limits, Reason};
+use crate::refund::policy::{History, Limits, Reason};
 use crate::refund::{PriorRefund, RefundOutcome, RefundRequest, RefundScope};
 
 /// A new writer's mark: `owner` (a Lambda request id, or an approver)

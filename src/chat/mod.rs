@@ -3,7 +3,9 @@
 //!
 //! These types carry no provider's wire format: the turn (and its tests, which
 //! pause time) work against [`ChatModel`], and the OpenAI wire format lives in
-//! one adapter, [`crate::openai`].
+//! one adapter, [`crate::chat::openai`].
+
+pub mod openai;
 
 use std::future::Future;
 

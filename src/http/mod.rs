@@ -9,6 +9,10 @@
 //! identity match, key syntax — none touches the ledger, the secret, the
 //! model or payments — then the key's record, then the turn.
 
+pub mod body;
+pub mod idempotency;
+pub mod identity;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use lambda_http::http::{HeaderValue, Method, StatusCode, header};
@@ -18,16 +22,16 @@ use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
 use crate::chat::CompletionError;
-use crate::chat_request::{ChatRequest, InputError};
+use crate::chat::openai::OpenAiChat;
 use crate::clock::now_ms;
 use crate::config::Config;
-use crate::idempotency::{self, Admission, IdempotencyKey, MalformedKey, Refusal};
-use crate::identity::{self, IdentityError};
+use crate::http::body::{ChatRequest, InputError};
+use crate::http::idempotency::{Admission, IdempotencyKey, MalformedKey, Refusal};
+use crate::http::identity::IdentityError;
 use crate::ledger::{LedgerError, RequestLease, RequestLedger, StoredResponse};
-use crate::openai::OpenAiChat;
+use crate::ops::telemetry::{self, KeyUse, RequestEnd};
 use crate::refund::{RefundGateway, RefundScope};
 use crate::secrets::{ApiKeySource, SecretError};
-use crate::telemetry::{self, KeyUse, RequestEnd};
 use crate::turn::{Turn, TurnContext, TurnError, TurnStats};
 
 pub const ROUTE: &str = "/support/refund-chat";
@@ -240,7 +244,7 @@ pub struct Ports<K, R, L> {
 
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
     pub fn new(config: Config, ports: Ports<K, R, L>) -> Self {
-        crate::refund_tool::warm_up();
+        crate::refund::tool::warm_up();
         App {
             config,
             key_source: ports.key_source,
@@ -440,7 +444,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
 }
 
 /// The checks that need no I/O, in the contract's order.
-fn check(request: &Request, identity: &crate::identity::IdentitySource) -> Result<Checked, ApiError> {
+fn check(request: &Request, identity: &crate::config::IdentitySource) -> Result<Checked, ApiError> {
     // The raw path: a REST API stage prefixes `uri().path()` with `/Prod`.
     if request.raw_http_path() != ROUTE {
         return Err(ApiError::NotFound);
