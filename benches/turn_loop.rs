@@ -16,7 +16,7 @@ fn turn_loop(c: &mut Criterion) {
         .enable_time()
         .build()
         .expect("a runtime");
-    refund_tool::warm_up();
+    tool::warm_up();
     let model = ScriptedModel::by_round(vec![
         Step::tools(&[("call_1", "issue_refund", r#"{"order_id":"A-1001","amount_cents":1250}"#)]),
         Step::text("Done."),
@@ -41,7 +41,7 @@ fn turn_loop(c: &mut Criterion) {
         })
     });
     c.bench_function("issue_refund argument check", |b| {
-        b.iter(|| refund_tool::parse_arguments(std::hint::black_box(r#"{"order_id":"A-1001","amount_cents":1250}"#)))
+        b.iter(|| tool::parse_arguments(std::hint::black_box(r#"{"order_id":"A-1001","amount_cents":1250}"#)))
     });
 }
 
