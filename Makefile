@@ -7,7 +7,7 @@ TOOLS    := $(VENV)/.installed
 BROWSER  := /usr/bin/chromedriver
 EVENT    ?= events/refund.json
 
-.PHONY: run test chaos eval invoke ledger admin bench build reset-ledger clean-local
+.PHONY: run check test chaos eval invoke ledger admin bench build reset-ledger clean-local
 
 SEED     ?= 1
 REQUESTS ?= 10000
@@ -26,9 +26,15 @@ $(TOOLS): tools/requirements.txt
 run: $(TOOLS)
 	tools/run-local.sh
 
-## test: the whole suite (unit, property, mock-server, moto, events, template, the page in Chromium),
+## check: the fast loop before make test: formatting, clippy with warnings denied, unit tests
+check:
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --locked --quiet -- -D warnings
+	cargo test --workspace --lib --bins --locked --quiet
+
+## test: make check, then the whole suite (unit, property, mock-server, moto, events, template, the page in Chromium),
 ## a short chaos run, the evaluation with the local and the adversarial models, and cfn-lint
-test: $(TOOLS) $(BROWSER)
+test: check $(TOOLS) $(BROWSER)
 	MOTO_SERVER=$(abspath $(VENV))/bin/moto_server cargo test --workspace --locked --no-fail-fast
 	cargo build --locked --quiet -p refund-chat --bin refund-chat
 	cargo run --locked --quiet -p refund-chat-chaos -- --seed 2026 --requests 400 --time-limit 300

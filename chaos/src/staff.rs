@@ -74,7 +74,7 @@ impl Staff {
                 }
             } else {
                 match self.ledger.reject(&record.record_id, &by, "chaos", now_ms()).await {
-                    Ok(refund_chat::ledger::dynamo::staff::StaffClaim::Done(_)) => "reject: done".into(),
+                    Ok(refund_chat::ledger::StaffDecision::Done(_)) => "reject: done".into(),
                     Ok(_) => "reject: refused".into(),
                     Err(_) => "reject: ledger error".into(),
                 }

@@ -16,7 +16,7 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use refund_chat::clock::{now_ms, parse_utc};
 use refund_chat::config::{FUNCTION_TIMEOUT, StaffConfig};
 use refund_chat::ledger::dynamo::DynamoLedger;
-use refund_chat::ledger::dynamo::staff::{Confirmed, StaffClaim};
+use refund_chat::ledger::{Confirmed, StaffDecision};
 use refund_chat::ledger::{RefundRecord, new_writer};
 use refund_chat::record_then_pay::approvals::{self, ApprovalError};
 use refund_chat::refund::money::AmountCents;
@@ -306,7 +306,7 @@ async fn reject(ledger: &DynamoLedger, id: &str, by: &str, reason: &str) -> Outc
         result = claim_name(&claim)
     );
     Ok(match claim {
-        StaffClaim::Done(_) => {
+        StaffDecision::Done(_) => {
             println!("rejected {id}: no money moved");
             Ending::Done
         }
@@ -362,7 +362,7 @@ async fn resolve_outcome(ledger: &DynamoLedger, resolve: Resolve) -> Outcome {
         result = claim_name(&claim),
     );
     Ok(match claim {
-        StaffClaim::Done(_) => {
+        StaffDecision::Done(_) => {
             match confirmed {
                 Confirmed::Executed { refund_id } => println!("resolved {id}: executed (refund {refund_id})"),
                 Confirmed::NotExecuted => println!("resolved {id}: not executed, no money moved"),
@@ -434,17 +434,17 @@ fn write_json(out: &mut impl Write, records: &[RefundRecord]) -> std::io::Result
     writeln!(out, "]")
 }
 
-fn claim_name(claim: &StaffClaim) -> &'static str {
+fn claim_name(claim: &StaffDecision) -> &'static str {
     match claim {
-        StaffClaim::Done(_) => "done",
-        StaffClaim::Refused(_) => "refused",
-        StaffClaim::NotFound => "not_found",
+        StaffDecision::Done(_) => "done",
+        StaffDecision::Refused(_) => "refused",
+        StaffDecision::NotFound => "not_found",
     }
 }
 
-fn refused(id: &str, claim: StaffClaim, expected: &str) -> Ending {
+fn refused(id: &str, claim: StaffDecision, expected: &str) -> Ending {
     match claim {
-        StaffClaim::Refused(found) => Ending::Refused(format!(
+        StaffDecision::Refused(found) => Ending::Refused(format!(
             "refund {} is {}{}: not {expected}",
             visible(id),
             found.state,
@@ -454,8 +454,8 @@ fn refused(id: &str, claim: StaffClaim, expected: &str) -> Ending {
                 .map(|by| format!(", decided by {}", visible(&by)))
                 .unwrap_or_default()
         )),
-        StaffClaim::NotFound => Ending::Refused(format!("no refund record {}", visible(id))),
-        StaffClaim::Done(_) => Ending::Done,
+        StaffDecision::NotFound => Ending::Refused(format!("no refund record {}", visible(id))),
+        StaffDecision::Done(_) => Ending::Done,
     }
 }
 

@@ -9,7 +9,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::ledger::{LedgerError, RequestClaim, RequestLease, RequestLedger, StoredRequest, StoredResponse, TakeOver};
+use crate::ledger::{KeyClaim, LedgerError, RequestLease, RequestLedger, StoredRequest, StoredResponse, TakeOver};
 
 pub const HEADER: &str = "idempotency-key";
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
@@ -102,8 +102,8 @@ pub enum Refusal {
 /// Claims the key for `lease`, or says why not.
 pub async fn admit<L: RequestLedger>(ledger: &L, lease: &RequestLease, now_ms: u64) -> Result<Admission, Refusal> {
     let existing = match ledger.claim_request(lease, now_ms).await? {
-        RequestClaim::Claimed => return Ok(Admission::Proceed { taken_over: false }),
-        RequestClaim::Existing(existing) => existing,
+        KeyClaim::Claimed => return Ok(Admission::Proceed { taken_over: false }),
+        KeyClaim::Existing(existing) => existing,
     };
     match judge(&existing, &lease.body_sha256, now_ms) {
         Verdict::Replay(response) => Ok(Admission::Replay(response)),
@@ -190,9 +190,9 @@ mod admission {
     }
 
     impl RequestLedger for LostRace {
-        async fn claim_request(&self, lease: &RequestLease, _: u64) -> Result<RequestClaim, LedgerError> {
+        async fn claim_request(&self, lease: &RequestLease, _: u64) -> Result<KeyClaim, LedgerError> {
             self.calls.lock().unwrap().push("claim");
-            Ok(RequestClaim::Existing(StoredRequest {
+            Ok(KeyClaim::Existing(StoredRequest {
                 body_sha256: lease.body_sha256.clone(),
                 writer: "dead".into(),
                 lease_until_ms: 1,

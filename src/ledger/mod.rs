@@ -17,6 +17,7 @@
 //! [`dynamo::DynamoLedger`].
 
 pub mod dynamo;
+pub mod memory;
 
 use std::future::Future;
 
@@ -57,7 +58,7 @@ pub enum LedgerError {
 
 /// What writing a refund record found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RefundClaim {
+pub enum ApprovalWrite {
     /// The record is written.
     Recorded,
     /// The scope already had a record: payments must not be called.
@@ -66,7 +67,7 @@ pub enum RefundClaim {
 
 /// What writing an automatic refund's record found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum AutomaticClaim {
+pub enum AutomaticWrite {
     /// The record is written, state `executing`, and counted against rules 2
     /// and 3: payments may be called.
     Recorded,
@@ -76,13 +77,14 @@ pub enum AutomaticClaim {
     Refused(History),
 }
 
-/// How a refund counts for the policy's history: every refund that may
-/// have moved money counts for rule 2; automatic ones count for rule 3 on
-/// the UTC day they were recorded.
+/// Which rules a refund that may have moved money counts for, and so what a
+/// release takes it out of: every such refund counts for rule 2 (its
+/// order); an automatic one counts for rule 3 too, on the UTC day it was
+/// recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Counted {
-    Automatic { day: String },
-    Approved,
+pub enum CountsFor {
+    Rules2And3 { day: String },
+    Rule2,
 }
 
 /// One request's hold on its `Idempotency-Key`.
@@ -119,7 +121,7 @@ pub struct StoredResponse {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RequestClaim {
+pub enum KeyClaim {
     /// The record is written: this request holds the key.
     Claimed,
     /// A live record for the key exists (expired ones count as absent).
@@ -143,7 +145,7 @@ pub trait RequestLedger: Send + Sync {
         &self,
         lease: &RequestLease,
         now_ms: u64,
-    ) -> impl Future<Output = Result<RequestClaim, LedgerError>> + Send;
+    ) -> impl Future<Output = Result<KeyClaim, LedgerError>> + Send;
 
     /// Takes over a record whose lease ended without an answer, if it is
     /// still `previous_writer`'s.
@@ -181,7 +183,7 @@ pub trait RefundLedger: Send + Sync {
         request: &RefundRequest,
         limits: &Limits,
         now_ms: u64,
-    ) -> impl Future<Output = Result<AutomaticClaim, LedgerError>> + Send;
+    ) -> impl Future<Output = Result<AutomaticWrite, LedgerError>> + Send;
 
     /// Writes the scope's refund record, state `awaiting_approval`, with the
     /// reasons and the customer's message, unless one exists. It counts for
@@ -192,7 +194,7 @@ pub trait RefundLedger: Send + Sync {
         reasons: &[Reason],
         limits: &Limits,
         now_ms: u64,
-    ) -> impl Future<Output = Result<RefundClaim, LedgerError>> + Send;
+    ) -> impl Future<Output = Result<ApprovalWrite, LedgerError>> + Send;
 
     /// What rules 2 and 3 would see now (a plain read: for the reasons of a
     /// refund that goes to a person anyway).
@@ -210,9 +212,60 @@ pub trait RefundLedger: Send + Sync {
         &self,
         request: &RefundRequest,
         outcome: &RefundOutcome,
-        counted: &Counted,
+        counted: &CountsFor,
         now_ms: u64,
     ) -> impl Future<Output = Result<(), LedgerError>> + Send;
+}
+
+/// What a staff decision found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StaffDecision {
+    /// Decided: the record as it was before the decision (for a reissue, the
+    /// new record).
+    Done(RefundRecord),
+    /// Refused: the record is not in a state this decision applies to.
+    Refused(RefundRecord),
+    NotFound,
+}
+
+/// What payments confirmed for a refund whose outcome was unknown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confirmed {
+    Executed { refund_id: String },
+    NotExecuted,
+}
+
+/// The support team's decisions that lead to a payments call, as
+/// [`crate::record_then_pay::approvals`] uses them (contract 9). Each is one
+/// conditional write, so of two people deciding at once exactly one wins.
+pub trait StaffLedger: RefundLedger {
+    /// Moves `awaiting_approval` to `executing`, `writer` taking the record
+    /// to pay it; the order's guard counts it again from `now_ms`.
+    fn claim_approval(
+        &self,
+        record_id: &str,
+        by: &str,
+        writer: &str,
+        now_ms: u64,
+        limits: &Limits,
+    ) -> impl Future<Output = Result<StaffDecision, LedgerError>> + Send;
+
+    /// Writes the reissue of an approved record resolved as not executed,
+    /// `executing` and held by `writer`, linked both ways (at most once).
+    fn claim_reissue(
+        &self,
+        record_id: &str,
+        by: &str,
+        writer: &str,
+        now_ms: u64,
+        limits: &Limits,
+    ) -> impl Future<Output = Result<StaffDecision, LedgerError>> + Send;
+
+    /// The record and the mark of whoever last took it to pay.
+    fn record_and_writer(
+        &self,
+        record_id: &str,
+    ) -> impl Future<Output = Result<Option<(RefundRecord, String)>, LedgerError>> + Send;
 }
 
 /// A refund record as the support team sees it: every field, for `show`,
@@ -318,6 +371,29 @@ impl RefundRecord {
             opt(&self.reissue_of),
             opt(&self.reissued_as),
         ]
+    }
+
+    /// The request the record stands for, to pay or release it as `writer`.
+    pub fn request(&self, writer: &str) -> RefundRequest {
+        RefundRequest {
+            scope: self.scope(),
+            request_id: self.request_id.clone(),
+            writer: writer.to_owned(),
+            order_id: self.order_id.clone(),
+            amount: crate::refund::money::AmountCents::new(self.amount_cents),
+            message: crate::refund::message::CustomerMessage::new(""),
+        }
+    }
+
+    /// How the record counts for the rules, should it be released.
+    pub fn counts_for(&self) -> CountsFor {
+        if self.decision == "automatic" {
+            CountsFor::Rules2And3 {
+                day: self.created_at.get(..10).unwrap_or_default().to_owned(),
+            }
+        } else {
+            CountsFor::Rule2
+        }
     }
 
     /// The refund scope the record belongs to.

@@ -14,9 +14,7 @@
 //! person has checked.
 
 use crate::clock::now_ms;
-use crate::ledger::dynamo::DynamoLedger;
-use crate::ledger::dynamo::staff::{StaffClaim, request_of};
-use crate::ledger::{Counted, LedgerError, RefundLedger, RefundRecord};
+use crate::ledger::{CountsFor, LedgerError, RefundLedger, RefundRecord, StaffDecision, StaffLedger};
 use crate::refund::policy::Limits;
 use crate::refund::{RefundGateway, RefundOutcome, RefundState};
 
@@ -60,8 +58,8 @@ pub struct Approved {
     pub outcome_recorded: bool,
 }
 
-pub async fn approve<G: RefundGateway>(
-    ledger: &DynamoLedger,
+pub async fn approve<L: StaffLedger, G: RefundGateway>(
+    ledger: &L,
     payments: &G,
     record_id: &str,
     by: &str,
@@ -73,17 +71,17 @@ pub async fn approve<G: RefundGateway>(
         Err(lost) => recover_claim(ledger, record_id, writer, lost).await?,
     };
     let record = match claimed {
-        StaffClaim::Done(record) => record,
-        StaffClaim::Refused(found) => return Err(already_decided(record_id, found)),
-        StaffClaim::NotFound => return Err(ApprovalError::NotFound(record_id.to_owned())),
+        StaffDecision::Done(record) => record,
+        StaffDecision::Refused(found) => return Err(already_decided(record_id, found)),
+        StaffDecision::NotFound => return Err(ApprovalError::NotFound(record_id.to_owned())),
     };
     pay(ledger, payments, record, writer).await
 }
 
 /// Pays, under a new record, an approved refund that a person resolved as
 /// not executed (see the module's documentation).
-pub async fn reissue<G: RefundGateway>(
-    ledger: &DynamoLedger,
+pub async fn reissue<L: StaffLedger, G: RefundGateway>(
+    ledger: &L,
     payments: &G,
     record_id: &str,
     by: &str,
@@ -91,23 +89,23 @@ pub async fn reissue<G: RefundGateway>(
     limits: &Limits,
 ) -> Result<Approved, ApprovalError> {
     match ledger.claim_reissue(record_id, by, writer, now_ms(), limits).await? {
-        StaffClaim::Done(record) => pay(ledger, payments, record, writer).await,
-        StaffClaim::Refused(found) => Err(ApprovalError::NotReissuable {
+        StaffDecision::Done(record) => pay(ledger, payments, record, writer).await,
+        StaffDecision::Refused(found) => Err(ApprovalError::NotReissuable {
             record_id: record_id.to_owned(),
             state: describe(&found),
         }),
-        StaffClaim::NotFound => Err(ApprovalError::NotFound(record_id.to_owned())),
+        StaffDecision::NotFound => Err(ApprovalError::NotFound(record_id.to_owned())),
     }
 }
 
 /// After a claim whose answer was lost: the record as this approver holds
 /// it, if the claim landed; what it says if it did not.
-async fn recover_claim(
-    ledger: &DynamoLedger,
+async fn recover_claim<L: StaffLedger>(
+    ledger: &L,
     record_id: &str,
     writer: &str,
     lost: LedgerError,
-) -> Result<StaffClaim, ApprovalError> {
+) -> Result<StaffDecision, ApprovalError> {
     tracing::warn!(event = "ledger", op = "claim_approval", record_id, error = %lost, "reading the record back");
     let uncertain = |cause| ApprovalError::ClaimUncertain {
         record_id: record_id.to_owned(),
@@ -115,31 +113,31 @@ async fn recover_claim(
     };
     match ledger.record_and_writer(record_id).await {
         Ok(Some((record, holder))) if holder == writer && record.state == RefundState::Executing.as_str() => {
-            Ok(StaffClaim::Done(record))
+            Ok(StaffDecision::Done(record))
         }
         // Not recorded: nothing changed, approving again is safe.
         Ok(Some((record, _))) if record.state == RefundState::AwaitingApproval.as_str() => Err(uncertain(lost)),
-        Ok(Some((record, _))) => Ok(StaffClaim::Refused(record)),
-        Ok(None) => Ok(StaffClaim::NotFound),
+        Ok(Some((record, _))) => Ok(StaffDecision::Refused(record)),
+        Ok(None) => Ok(StaffDecision::NotFound),
         Err(error) => Err(uncertain(error)),
     }
 }
 
 /// One payments call for a record this writer holds, then its outcome.
-async fn pay<G: RefundGateway>(
-    ledger: &DynamoLedger,
+async fn pay<L: RefundLedger, G: RefundGateway>(
+    ledger: &L,
     payments: &G,
     record: RefundRecord,
     writer: &str,
 ) -> Result<Approved, ApprovalError> {
-    let request = request_of(&record, writer);
+    let request = record.request(writer);
     if request.scope.record_id() != record.record_id {
         // Held in `executing` by this approver: `unknown` will list it.
         return Err(ApprovalError::Inconsistent(record.record_id));
     }
     let outcome = payments.refund(&request).await;
     let recorded = ledger
-        .record_outcome(&request, &outcome, &Counted::Approved, now_ms())
+        .record_outcome(&request, &outcome, &CountsFor::Rule2, now_ms())
         .await;
     if let Err(error) = &recorded {
         tracing::error!(

@@ -18,7 +18,7 @@
 pub mod approvals;
 
 use crate::clock::{now_ms, utc_day};
-use crate::ledger::{AutomaticClaim, Counted, LedgerError, RefundClaim, RefundLedger};
+use crate::ledger::{ApprovalWrite, AutomaticWrite, CountsFor, LedgerError, RefundLedger};
 use crate::refund::policy::{self, Decision, History, Limits, Reason};
 use crate::refund::{RefundGateway, RefundOutcome, RefundRequest};
 
@@ -41,19 +41,28 @@ impl<L, G> RecordedRefunds<L, G> {
 impl<L: RefundLedger, G: RefundGateway + Sync> RecordedRefunds<L, G> {
     async fn automatic(&self, request: &RefundRequest, now: u64) -> Result<RefundOutcome, LedgerError> {
         match self.ledger.record_automatic(request, &self.limits, now).await? {
-            AutomaticClaim::Recorded => {}
-            AutomaticClaim::Existing(prior) => return Ok(already_recorded(prior)),
-            AutomaticClaim::Refused(history) => {
-                // Rule 2 or 3 fired at the write; the reasons come from the one set of rules.
+            AutomaticWrite::Recorded => {}
+            AutomaticWrite::Existing(prior) => return Ok(already_recorded(prior)),
+            AutomaticWrite::Refused(history) => {
+                // Rule 2 or 3 refused the write; the rules judge the facts it reported.
                 let reasons = match policy::decide(&self.limits, request.amount, &history) {
                     Decision::Approval(reasons) => reasons,
-                    Decision::Automatic => vec![Reason::OrderRefundedRecently],
+                    Decision::Automatic => {
+                        // The report passes both rules, so it is short of a figure. Rule
+                        // 2's fact is a flag it always has: the refusal was rule 3's.
+                        tracing::error!(
+                            event = "policy",
+                            automatic_today = history.automatic_today.cents(),
+                            "the ledger refused a refund its own report allows: sent to a person as rule 3's"
+                        );
+                        vec![Reason::DailyLimitExceeded]
+                    }
                 };
                 return self.for_approval(request, reasons, now).await;
             }
         }
         let outcome = self.payments.refund(request).await;
-        let counted = Counted::Automatic { day: utc_day(now) };
+        let counted = CountsFor::Rules2And3 { day: utc_day(now) };
         if let Err(error) = self.ledger.record_outcome(request, &outcome, &counted, now_ms()).await {
             tracing::error!(
                 event = "ledger",
@@ -77,11 +86,11 @@ impl<L: RefundLedger, G: RefundGateway + Sync> RecordedRefunds<L, G> {
             .record_for_approval(request, &reasons, &self.limits, now)
             .await?
         {
-            RefundClaim::Recorded => Ok(RefundOutcome::PendingApproval {
+            ApprovalWrite::Recorded => Ok(RefundOutcome::PendingApproval {
                 approval_id: request.scope.record_id(),
                 reasons: reasons.iter().map(|reason| reason.as_str().to_owned()).collect(),
             }),
-            RefundClaim::Existing(prior) => Ok(already_recorded(prior)),
+            ApprovalWrite::Existing(prior) => Ok(already_recorded(prior)),
         }
     }
 }
@@ -123,3 +132,6 @@ fn unreachable_automatic(request: &RefundRequest) -> Result<RefundOutcome, Ledge
     tracing::error!(event = "policy", order_id = %request.order_id, "rules disagreed: refund declined");
     Ok(RefundOutcome::Unrecorded)
 }
+
+#[cfg(test)]
+mod tests;

@@ -30,6 +30,22 @@ impl Limits {
     pub fn window_start_ms(&self, now_ms: u64) -> u64 {
         now_ms.saturating_sub(self.order_window.as_millis() as u64)
     }
+
+    /// Rule 3: the most the customer's automatic refunds of the day may
+    /// already add up to for `amount` to pass; `None` when `amount` alone is
+    /// above the daily limit.
+    pub fn daily_headroom(&self, amount: AmountCents) -> Option<AmountCents> {
+        self.user_daily_auto_limit
+            .cents()
+            .checked_sub(amount.cents())
+            .map(AmountCents::new)
+    }
+
+    /// Rule 2 on an order guard's facts: it counts a refund that may have
+    /// moved money, and the latest it counted is inside the window.
+    pub fn order_refunded_recently(&self, counts_any: bool, last_at_ms: Option<u64>, now_ms: u64) -> bool {
+        counts_any && last_at_ms.is_some_and(|at| at >= self.window_start_ms(now_ms))
+    }
 }
 
 /// How rule 2 compares order ids (contract 8): surrounding white space
@@ -93,11 +109,9 @@ pub fn decide(limits: &Limits, amount: AmountCents, history: &History) -> Decisi
     if history.order_refunded_recently {
         reasons.push(Reason::OrderRefundedRecently);
     }
-    // An overflowing total is certainly above any limit.
-    if history
-        .automatic_today
-        .checked_add(amount)
-        .is_none_or(|total| total > limits.user_daily_auto_limit)
+    if limits
+        .daily_headroom(amount)
+        .is_none_or(|headroom| history.automatic_today > headroom)
     {
         reasons.push(Reason::DailyLimitExceeded);
     }

@@ -6,6 +6,7 @@ use std::process::Output;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use refund_chat::ledger::StaffLedger;
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -386,7 +387,7 @@ async fn the_loser_of_a_cancelled_transaction_is_told_who_decided() {
                 )
                 .await;
             assert!(
-                matches!(bob, Ok(refund_chat::ledger::dynamo::staff::StaffClaim::Done(_))),
+                matches!(bob, Ok(refund_chat::ledger::StaffDecision::Done(_))),
                 "{bob:?}"
             );
             transaction_conflict(proxied.body["TransactItems"].as_array().map_or(1, Vec::len))
@@ -533,10 +534,7 @@ async fn a_stuck_approval_is_paid_only_after_a_person_resolved_it_and_only_once(
     let claimed = ledger
         .claim_approval(&id, "alice", "w-alice-lost", now, &refund_chat::config::DEFAULT_LIMITS)
         .await;
-    assert!(matches!(
-        claimed,
-        Ok(refund_chat::ledger::dynamo::staff::StaffClaim::Done(_))
-    ));
+    assert!(matches!(claimed, Ok(refund_chat::ledger::StaffDecision::Done(_))));
 
     // Before a person has checked with payments, nothing pays it.
     let early = desk.run(&["reissue", &id, "--by", "erin"]).await;
@@ -546,18 +544,9 @@ async fn a_stuck_approval_is_paid_only_after_a_person_resolved_it_and_only_once(
     // Dan checked with payments: no refund was made. (Playing `unknown`'s
     // staleness with a cut-off in the future.)
     let resolved = ledger
-        .resolve(
-            &id,
-            &refund_chat::ledger::dynamo::staff::Confirmed::NotExecuted,
-            "dan",
-            now + 1,
-            now,
-        )
+        .resolve(&id, &refund_chat::ledger::Confirmed::NotExecuted, "dan", now + 1, now)
         .await;
-    assert!(matches!(
-        resolved,
-        Ok(refund_chat::ledger::dynamo::staff::StaffClaim::Done(_))
-    ));
+    assert!(matches!(resolved, Ok(refund_chat::ledger::StaffDecision::Done(_))));
 
     let reissued = desk.run(&["reissue", &id, "--by", "erin"]).await;
     let twice = desk.run(&["reissue", &id, "--by", "frank"]).await;

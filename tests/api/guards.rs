@@ -10,8 +10,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use refund_chat::clock::{now_ms, utc_day};
 use refund_chat::config::DEFAULT_LIMITS;
 use refund_chat::ledger::dynamo::DynamoLedger;
-use refund_chat::ledger::dynamo::staff::{Confirmed, StaffClaim};
-use refund_chat::ledger::{AutomaticClaim, Counted, RefundLedger};
+use refund_chat::ledger::{AutomaticWrite, CountsFor, RefundLedger};
+use refund_chat::ledger::{Confirmed, StaffDecision};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::{RefundError, RefundOutcome, RefundRequest, RefundScope};
@@ -80,7 +80,7 @@ async fn a_rejection_after_the_guard_expired_lets_no_two_automatic_refunds_of_th
     let rejected = staff_ledger(&h)
         .reject(&approval, "carol", "not eligible", now_ms())
         .await;
-    assert!(matches!(rejected, Ok(StaffClaim::Done(_))), "{rejected:?}");
+    assert!(matches!(rejected, Ok(StaffDecision::Done(_))), "{rejected:?}");
 
     // Two automatic refunds of 40.00 on X-1: together within rule 3's 100.00.
     chat_as(&h, "req-monday-1", "refund X-1 4000").await;
@@ -100,7 +100,7 @@ async fn a_release_never_goes_below_zero_nor_brings_back_a_removed_guard() {
 
     let rejected = staff_ledger(&h).reject(&approval, "carol", "duplicate", now_ms()).await;
 
-    assert!(matches!(rejected, Ok(StaffClaim::Done(_))), "{rejected:?}");
+    assert!(matches!(rejected, Ok(StaffDecision::Done(_))), "{rejected:?}");
     assert!(guards(&h).await.is_empty(), "{:?}", guards(&h).await);
 }
 
@@ -115,7 +115,7 @@ async fn a_late_rejection_never_releases_a_later_refunds_guard() {
     assert_eq!(h.payments_requests().await.len(), 1);
     // Monday 09:00: Friday's is rejected; its release must not free Monday's guard.
     let rejected = staff_ledger(&h).reject(&friday, "carol", "late", now_ms()).await;
-    assert!(matches!(rejected, Ok(StaffClaim::Done(_))), "{rejected:?}");
+    assert!(matches!(rejected, Ok(StaffDecision::Done(_))), "{rejected:?}");
 
     chat_as(&h, "req-monday-2", "refund X-3 2000").await;
 
@@ -220,7 +220,7 @@ async fn a_late_outcome_never_lands_on_a_resolved_record() {
     let h = TestApp::builder().build().await;
     let ledger = staff_ledger(&h);
     let now = now_ms();
-    let counted = Counted::Automatic { day: utc_day(now) };
+    let counted = CountsFor::Rules2And3 { day: utc_day(now) };
     for (request_id, late) in [
         (
             "req-late-rejected",
@@ -234,14 +234,14 @@ async fn a_late_outcome_never_lands_on_a_resolved_record() {
         let request = direct_request(request_id, &format!("L-{request_id}"), 1000, "w-sleepy-laptop");
         assert_eq!(
             ledger.record_automatic(&request, &DEFAULT_LIMITS, now).await,
-            Ok(AutomaticClaim::Recorded)
+            Ok(AutomaticWrite::Recorded)
         );
         let id = request.scope.record_id();
         // A person checked with payments and resolved it while the answer was on its way.
         let resolved = ledger
             .resolve(&id, &Confirmed::NotExecuted, "dan", now_ms() + 1, now_ms())
             .await;
-        assert!(matches!(resolved, Ok(StaffClaim::Done(_))), "{resolved:?}");
+        assert!(matches!(resolved, Ok(StaffDecision::Done(_))), "{resolved:?}");
         let before = ledger.record(&id).await.unwrap().unwrap();
 
         let landed = ledger.record_outcome(&request, &late, &counted, now_ms()).await;
@@ -266,7 +266,7 @@ async fn a_refund_rejected_by_payments_after_its_guard_expired_releases_nothing(
     let request = direct_request("req-slow", "S-1", 1000, "w-slow");
     assert_eq!(
         ledger.record_automatic(&request, &DEFAULT_LIMITS, now).await,
-        Ok(AutomaticClaim::Recorded)
+        Ok(AutomaticWrite::Recorded)
     );
     expire_guards(&h).await;
     let rejected = RefundOutcome::Rejected {
@@ -275,7 +275,12 @@ async fn a_refund_rejected_by_payments_after_its_guard_expired_releases_nothing(
     };
 
     let recorded = ledger
-        .record_outcome(&request, &rejected, &Counted::Automatic { day: utc_day(now) }, now_ms())
+        .record_outcome(
+            &request,
+            &rejected,
+            &CountsFor::Rules2And3 { day: utc_day(now) },
+            now_ms(),
+        )
         .await;
 
     assert_eq!(recorded, Ok(()));

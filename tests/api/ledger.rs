@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use lambda_http::http::StatusCode;
 use refund_chat::ledger::dynamo::DynamoLedger;
-use refund_chat::ledger::{AutomaticClaim, Counted, LedgerError, RefundLedger, RequestLedger};
+use refund_chat::ledger::{AutomaticWrite, CountsFor, LedgerError, RefundLedger, RequestLedger};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::{RefundOutcome, RefundRequest, RefundScope, RefundState};
@@ -192,14 +192,14 @@ async fn a_retried_write_knows_itself_and_another_writer_finds_the_record() {
     let limits = refund_chat::config::DEFAULT_LIMITS;
     assert_eq!(
         ledger.record_automatic(&attempt("w1"), &limits, 1).await,
-        Ok(AutomaticClaim::Recorded)
+        Ok(AutomaticWrite::Recorded)
     );
     // The SDK retrying a write that had already landed: the condition fails on our own item.
     assert_eq!(
         ledger.record_automatic(&attempt("w1"), &limits, 2).await,
-        Ok(AutomaticClaim::Recorded)
+        Ok(AutomaticWrite::Recorded)
     );
-    let Ok(AutomaticClaim::Existing(prior)) = ledger.record_automatic(&attempt("w2"), &limits, 3).await else {
+    let Ok(AutomaticWrite::Existing(prior)) = ledger.record_automatic(&attempt("w2"), &limits, 3).await else {
         panic!("another writer must find the record");
     };
     assert_eq!(
@@ -208,7 +208,7 @@ async fn a_retried_write_knows_itself_and_another_writer_finds_the_record() {
     );
 
     // Only the writer that holds the record may record its outcome, and only once.
-    let counted = Counted::Automatic {
+    let counted = CountsFor::Rules2And3 {
         day: refund_chat::clock::utc_day(1),
     };
     let executed = RefundOutcome::Rejected {
@@ -295,7 +295,7 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
     };
     let ledger = DynamoLedger::from_sdk_config(&h.aws, &h.table, LEDGER_TIMEOUT);
     let claimed = ledger.claim_request(&dead, refund_chat::clock::now_ms()).await;
-    assert_eq!(claimed, Ok(refund_chat::ledger::RequestClaim::Claimed));
+    assert_eq!(claimed, Ok(refund_chat::ledger::KeyClaim::Claimed));
 
     let answer = h.post_with(&body, &[("idempotency-key", "k-worst")]).await;
 

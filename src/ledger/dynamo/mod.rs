@@ -54,7 +54,7 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
 use super::{
-    AutomaticClaim, Counted, LedgerError, RefundClaim, RequestClaim, RequestLease, StoredRequest, StoredResponse,
+    ApprovalWrite, AutomaticWrite, CountsFor, KeyClaim, LedgerError, RequestLease, StoredRequest, StoredResponse,
     TakeOver,
 };
 use crate::clock::{rfc3339, utc_day};
@@ -175,7 +175,7 @@ impl DynamoLedger {
     pub(crate) fn releases(
         &self,
         released: &Released<'_>,
-        counted: &Counted,
+        counted: &CountsFor,
     ) -> Result<Vec<TransactWriteItem>, LedgerError> {
         let order = Update::builder()
             .table_name(&self.table)
@@ -187,7 +187,7 @@ impl DynamoLedger {
             .build()
             .map_err(malformed)?;
         let mut items = vec![TransactWriteItem::builder().update(order).build()];
-        if let Counted::Automatic { day } = counted {
+        if let CountsFor::Rules2And3 { day } = counted {
             let daily = Update::builder()
                 .table_name(&self.table)
                 .key("pk", s(daily_pk(released.user_id, day)))
@@ -511,10 +511,10 @@ impl super::RefundLedger for DynamoLedger {
         request: &RefundRequest,
         limits: &Limits,
         now_ms: u64,
-    ) -> Result<AutomaticClaim, LedgerError> {
+    ) -> Result<AutomaticWrite, LedgerError> {
         // Rule 3 cannot pass for an amount above the daily limit on its own.
-        let Some(headroom) = limits.user_daily_auto_limit.cents().checked_sub(request.amount.cents()) else {
-            return Ok(AutomaticClaim::Refused(self.history(request, limits, now_ms).await?));
+        let Some(headroom) = limits.daily_headroom(request.amount) else {
+            return Ok(AutomaticWrite::Refused(self.history(request, limits, now_ms).await?));
         };
         let day = utc_day(now_ms);
         let record_id = request.scope.record_id();
@@ -538,7 +538,7 @@ impl super::RefundLedger for DynamoLedger {
             .expression_attribute_values(":expires", n(guard_expiry_s(now_ms, limits.order_window)))
             .expression_attribute_names("#kind", "kind")
             .expression_attribute_values(":kind", s("daily_total"))
-            .expression_attribute_values(":headroom", n(headroom))
+            .expression_attribute_values(":headroom", n(headroom.cents()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(malformed)?;
@@ -548,16 +548,16 @@ impl super::RefundLedger for DynamoLedger {
             TransactWriteItem::builder().update(daily).build(),
         ];
         let failed = match self.transact(items).await? {
-            None => return Ok(AutomaticClaim::Recorded),
+            None => return Ok(AutomaticWrite::Recorded),
             Some(failed) => failed,
         };
         if let Some(existing) = &failed[0] {
             return Ok(match self.own_or_prior(existing, &request.writer)? {
-                None => AutomaticClaim::Recorded,
-                Some(prior) => AutomaticClaim::Existing(prior),
+                None => AutomaticWrite::Recorded,
+                Some(prior) => AutomaticWrite::Existing(prior),
             });
         }
-        Ok(AutomaticClaim::Refused(History {
+        Ok(AutomaticWrite::Refused(History {
             order_refunded_recently: failed[1].is_some(),
             automatic_today: match &failed[2] {
                 // The total that did not leave room; unknown counts as the limit.
@@ -575,7 +575,7 @@ impl super::RefundLedger for DynamoLedger {
         reasons: &[Reason],
         limits: &Limits,
         now_ms: u64,
-    ) -> Result<RefundClaim, LedgerError> {
+    ) -> Result<ApprovalWrite, LedgerError> {
         let record = self.put_refund(refund_item(
             request,
             "approval",
@@ -593,11 +593,11 @@ impl super::RefundLedger for DynamoLedger {
             TransactWriteItem::builder().update(order).build(),
         ];
         match self.transact(items).await? {
-            None => Ok(RefundClaim::Recorded),
+            None => Ok(ApprovalWrite::Recorded),
             Some(failed) => match &failed[0] {
                 Some(existing) => Ok(match self.own_or_prior(existing, &request.writer)? {
-                    None => RefundClaim::Recorded,
-                    Some(prior) => RefundClaim::Existing(prior),
+                    None => ApprovalWrite::Recorded,
+                    Some(prior) => ApprovalWrite::Existing(prior),
                 }),
                 None => Err(LedgerError::Conflict("the approval record was not written".into())),
             },
@@ -611,10 +611,13 @@ impl super::RefundLedger for DynamoLedger {
             .await?
             .unwrap_or_default();
         Ok(History {
-            order_refunded_recently: order
-                .get("live")
-                .is_some_and(|live| live.as_ss().is_ok_and(|l| !l.is_empty()))
-                && number(&order, "last_at_ms").is_some_and(|at| at >= limits.window_start_ms(now_ms)),
+            order_refunded_recently: limits.order_refunded_recently(
+                order
+                    .get("live")
+                    .is_some_and(|live| live.as_ss().is_ok_and(|l| !l.is_empty())),
+                number(&order, "last_at_ms"),
+                now_ms,
+            ),
             automatic_today: AmountCents::new(number(&daily, "total_cents").unwrap_or_default()),
         })
     }
@@ -623,7 +626,7 @@ impl super::RefundLedger for DynamoLedger {
         &self,
         request: &RefundRequest,
         outcome: &RefundOutcome,
-        counted: &Counted,
+        counted: &CountsFor,
         now_ms: u64,
     ) -> Result<(), LedgerError> {
         let Some(state) = outcome.payments_state() else {
@@ -717,7 +720,7 @@ impl super::RequestLedger for DynamoLedger {
         Ok(output.item().is_some())
     }
 
-    async fn claim_request(&self, lease: &RequestLease, now_ms: u64) -> Result<RequestClaim, LedgerError> {
+    async fn claim_request(&self, lease: &RequestLease, now_ms: u64) -> Result<KeyClaim, LedgerError> {
         let result = self
             .client
             .put_item()
@@ -738,12 +741,12 @@ impl super::RequestLedger for DynamoLedger {
             .send()
             .await;
         match result {
-            Ok(_) => Ok(RequestClaim::Claimed),
+            Ok(_) => Ok(KeyClaim::Claimed),
             Err(error) => {
                 use aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException as Failed;
                 match condition_failed_item!(error, Failed) {
-                    Some(item) if text(&item, "writer") == Some(lease.writer.as_str()) => Ok(RequestClaim::Claimed),
-                    Some(item) => Ok(RequestClaim::Existing(stored_request(&item)?)),
+                    Some(item) if text(&item, "writer") == Some(lease.writer.as_str()) => Ok(KeyClaim::Claimed),
+                    Some(item) => Ok(KeyClaim::Existing(stored_request(&item)?)),
                     None => Err(unavailable(error)),
                 }
             }

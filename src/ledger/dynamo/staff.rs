@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 
 use super::{DynamoLedger, Released, WAITING_INDEX, number, refund_pk_of, text, unavailable};
 use crate::clock::rfc3339;
-use crate::ledger::{Counted, LedgerError, RefundRecord};
+use crate::ledger::{Confirmed, LedgerError, RefundRecord, StaffDecision};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::Limits;
 use crate::refund::{RefundRequest, RefundScope, RefundState};
@@ -20,23 +20,6 @@ use crate::refund::{RefundRequest, RefundScope, RefundState};
 const CONTENDED_ATTEMPTS: usize = 3;
 
 type Item = std::collections::HashMap<String, AttributeValue>;
-
-/// What a staff decision found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StaffClaim {
-    /// Decided: the record as it was before the decision.
-    Done(RefundRecord),
-    /// Refused: the record is not in a state this decision applies to.
-    Refused(RefundRecord),
-    NotFound,
-}
-
-/// What payments confirmed for a refund whose outcome was unknown.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Confirmed {
-    Executed { refund_id: String },
-    NotExecuted,
-}
 
 fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
@@ -87,34 +70,12 @@ pub fn record_of(item: &Item) -> RefundRecord {
     }
 }
 
-/// The request a record stands for, to pay or to release it as `writer`.
-pub fn request_of(record: &RefundRecord, writer: &str) -> RefundRequest {
-    RefundRequest {
-        scope: record.scope(),
-        request_id: record.request_id.clone(),
-        writer: writer.to_owned(),
-        order_id: record.order_id.clone(),
-        amount: AmountCents::new(record.amount_cents),
-        message: crate::refund::message::CustomerMessage::new(""),
-    }
-}
-
 fn released(record: &RefundRecord) -> Released<'_> {
     Released {
         record_id: &record.record_id,
         order_id: &record.order_id,
         user_id: &record.user_id,
         amount: AmountCents::new(record.amount_cents),
-    }
-}
-
-fn counted(record: &RefundRecord) -> Counted {
-    if record.decision == "automatic" {
-        Counted::Automatic {
-            day: record.created_at.get(..10).unwrap_or_default().to_owned(),
-        }
-    } else {
-        Counted::Approved
     }
 }
 
@@ -166,7 +127,7 @@ impl DynamoLedger {
     }
 
     /// The record and the mark of whoever last took it to pay (`writer`).
-    pub async fn record_and_writer(&self, record_id: &str) -> Result<Option<(RefundRecord, String)>, LedgerError> {
+    async fn record_and_writer_now(&self, record_id: &str) -> Result<Option<(RefundRecord, String)>, LedgerError> {
         Ok(self
             .get(&refund_pk_of(record_id))
             .await?
@@ -177,16 +138,16 @@ impl DynamoLedger {
     /// Moves `awaiting_approval` to `executing`, approver and time recorded,
     /// `writer` taking the record for the payments call. The order's guard
     /// counts it again from now: the money moves now, however long it waited.
-    pub async fn claim_approval(
+    async fn claim_approval_now(
         &self,
         record_id: &str,
         by: &str,
         writer: &str,
         now_ms: u64,
         limits: &Limits,
-    ) -> Result<StaffClaim, LedgerError> {
+    ) -> Result<StaffDecision, LedgerError> {
         let Some(before) = self.record(record_id).await? else {
-            return Ok(StaffClaim::NotFound);
+            return Ok(StaffDecision::NotFound);
         };
         let update = self
             .decision(record_id, RefundState::AwaitingApproval, by, now_ms)
@@ -213,9 +174,9 @@ impl DynamoLedger {
         by: &str,
         reason: &str,
         now_ms: u64,
-    ) -> Result<StaffClaim, LedgerError> {
+    ) -> Result<StaffDecision, LedgerError> {
         let Some(before) = self.record(record_id).await? else {
-            return Ok(StaffClaim::NotFound);
+            return Ok(StaffDecision::NotFound);
         };
         let update = self
             .decision(record_id, RefundState::AwaitingApproval, by, now_ms)
@@ -225,7 +186,7 @@ impl DynamoLedger {
             )
             .expression_attribute_values(":rejected", s(RefundState::RejectedByStaff.as_str()))
             .expression_attribute_values(":reason", s(reason));
-        let releases = self.releases(&released(&before), &counted(&before))?;
+        let releases = self.releases(&released(&before), &before.counts_for())?;
         self.apply(record_id, before, update, Vec::new(), releases).await
     }
 
@@ -239,9 +200,9 @@ impl DynamoLedger {
         by: &str,
         stale_before_ms: u64,
         now_ms: u64,
-    ) -> Result<StaffClaim, LedgerError> {
+    ) -> Result<StaffDecision, LedgerError> {
         let Some(before) = self.record(record_id).await? else {
-            return Ok(StaffClaim::NotFound);
+            return Ok(StaffDecision::NotFound);
         };
         let mut update = Update::builder()
             .table_name(self.table())
@@ -267,7 +228,7 @@ impl DynamoLedger {
                 .expression_attribute_values(":executed", s("executed"))
                 .expression_attribute_values(":refund_id", s(refund_id)),
             Confirmed::NotExecuted => {
-                releases = self.releases(&released(&before), &counted(&before))?;
+                releases = self.releases(&released(&before), &before.counts_for())?;
                 update
                     .update_expression(
                         "SET resolution = :not_executed, resolved_by = :by, resolved_at = :at REMOVE waiting_for",
@@ -284,16 +245,16 @@ impl DynamoLedger {
     /// gets `reissued_as`, the new record `reissue_of`, in one transaction,
     /// so an original is reissued at most once. `Done` holds the new record,
     /// `executing` and held by `writer`.
-    pub async fn claim_reissue(
+    async fn claim_reissue_now(
         &self,
         record_id: &str,
         by: &str,
         writer: &str,
         now_ms: u64,
         limits: &Limits,
-    ) -> Result<StaffClaim, LedgerError> {
+    ) -> Result<StaffDecision, LedgerError> {
         let Some(original) = self.record(record_id).await? else {
-            return Ok(StaffClaim::NotFound);
+            return Ok(StaffDecision::NotFound);
         };
         let scope = RefundScope::for_reissue(&original.user_id, &original.record_id);
         let reissue_id = scope.record_id();
@@ -336,7 +297,7 @@ impl DynamoLedger {
             TransactWriteItem::builder().update(guard).build(),
         ];
         Ok(match self.apply(record_id, original, link, extra, Vec::new()).await? {
-            StaffClaim::Done(_) => StaffClaim::Done(new_record),
+            StaffDecision::Done(_) => StaffDecision::Done(new_record),
             other => other,
         })
     }
@@ -372,7 +333,7 @@ impl DynamoLedger {
         update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
         extra: Vec<TransactWriteItem>,
         releases: Vec<TransactWriteItem>,
-    ) -> Result<StaffClaim, LedgerError> {
+    ) -> Result<StaffDecision, LedgerError> {
         let update = update
             .build()
             .map_err(|error| LedgerError::Malformed(error.to_string()))?;
@@ -381,18 +342,18 @@ impl DynamoLedger {
             .collect();
         for _ in 0..CONTENDED_ATTEMPTS {
             match self.transact_releasing(main.clone(), releases.clone()).await {
-                Ok(None) => return Ok(StaffClaim::Done(before)),
+                Ok(None) => return Ok(StaffDecision::Done(before)),
                 Ok(Some(failed)) => {
                     return Ok(match &failed[0] {
-                        Some(found) if !found.is_empty() => StaffClaim::Refused(record_of(found)),
-                        Some(_) => StaffClaim::NotFound,
+                        Some(found) if !found.is_empty() => StaffDecision::Refused(record_of(found)),
+                        Some(_) => StaffDecision::NotFound,
                         // Another of its writes failed: the record is as it was.
-                        None => StaffClaim::Refused(before),
+                        None => StaffDecision::Refused(before),
                     });
                 }
                 Err(LedgerError::Contended) => match self.record(record_id).await? {
-                    None => return Ok(StaffClaim::NotFound),
-                    Some(now) if now != before => return Ok(StaffClaim::Refused(now)),
+                    None => return Ok(StaffDecision::NotFound),
+                    Some(now) if now != before => return Ok(StaffDecision::Refused(now)),
                     // The concurrent write was to another item (a guard): try again.
                     Some(_) => {}
                 },
@@ -400,5 +361,33 @@ impl DynamoLedger {
             }
         }
         Err(LedgerError::Contended)
+    }
+}
+
+impl crate::ledger::StaffLedger for DynamoLedger {
+    async fn claim_approval(
+        &self,
+        record_id: &str,
+        by: &str,
+        writer: &str,
+        now_ms: u64,
+        limits: &Limits,
+    ) -> Result<StaffDecision, LedgerError> {
+        self.claim_approval_now(record_id, by, writer, now_ms, limits).await
+    }
+
+    async fn claim_reissue(
+        &self,
+        record_id: &str,
+        by: &str,
+        writer: &str,
+        now_ms: u64,
+        limits: &Limits,
+    ) -> Result<StaffDecision, LedgerError> {
+        self.claim_reissue_now(record_id, by, writer, now_ms, limits).await
+    }
+
+    async fn record_and_writer(&self, record_id: &str) -> Result<Option<(RefundRecord, String)>, LedgerError> {
+        self.record_and_writer_now(record_id).await
     }
 }

@@ -1,0 +1,402 @@
+//! The ledger in memory: every port of [`crate::ledger`] under one lock, so
+//! the orchestration above it ("decide, record, then pay", approvals,
+//! idempotency) is tested in milliseconds, races included. It keeps the
+//! DynamoDB adapter's semantics where they matter: a refund record is
+//! written at most once per scope and never deleted; rules 2 and 3 are
+//! checked in the same step as the write ([`crate::refund::policy`]'s
+//! functions, the adapter's conditions); guards name the records they count,
+//! and a release takes out only its own. It does not model TTL or DynamoDB's
+//! failure modes, except one: [`MemoryLedger::fail`] makes every operation
+//! fail as an unreachable ledger would.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::{
+    ApprovalWrite, AutomaticWrite, CountsFor, KeyClaim, LedgerError, RefundLedger, RefundRecord, RequestLease,
+    RequestLedger, StaffDecision, StaffLedger, StoredRequest, StoredResponse, TakeOver,
+};
+use crate::clock::{rfc3339, utc_day};
+use crate::refund::money::AmountCents;
+use crate::refund::policy::{History, Limits, Reason, order_key};
+use crate::refund::{PriorRefund, Receipt, RefundOutcome, RefundRequest, RefundScope, RefundState, Resolution};
+
+#[derive(Default)]
+pub struct MemoryLedger {
+    books: Mutex<Books>,
+    failing: AtomicBool,
+}
+
+#[derive(Default)]
+struct Books {
+    /// Record id -> the record and its writer.
+    refunds: BTreeMap<String, (RefundRecord, String)>,
+    /// Scope id -> the request record.
+    requests: HashMap<String, StoredRequest>,
+    /// Order key -> the records counted, and the latest time one was added.
+    orders: HashMap<String, (BTreeSet<String>, u64)>,
+    /// (user, day) -> the records counted, by amount.
+    days: HashMap<(String, String), BTreeMap<String, u64>>,
+}
+
+impl MemoryLedger {
+    pub fn new() -> Self {
+        MemoryLedger::default()
+    }
+
+    /// From now on every operation fails as an unreachable ledger would
+    /// (`false` heals it).
+    pub fn fail(&self, failing: bool) {
+        self.failing.store(failing, Ordering::SeqCst);
+    }
+
+    /// Every refund record, oldest first.
+    pub fn records(&self) -> Vec<RefundRecord> {
+        let books = self.books.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut records: Vec<RefundRecord> = books.refunds.values().map(|(r, _)| r.clone()).collect();
+        records.sort_by_key(|r| r.created_at_ms);
+        records
+    }
+
+    /// The books, or the failure an unreachable ledger gives.
+    fn books(&self) -> Result<std::sync::MutexGuard<'_, Books>, LedgerError> {
+        if self.failing.load(Ordering::SeqCst) {
+            return Err(LedgerError::Unavailable("the memory ledger is failing".into()));
+        }
+        Ok(self.books.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+    }
+}
+
+fn new_record(
+    request: &RefundRequest,
+    decision: &str,
+    state: RefundState,
+    reasons: &[Reason],
+    now_ms: u64,
+) -> RefundRecord {
+    RefundRecord {
+        record_id: request.scope.record_id(),
+        state: state.as_str().to_owned(),
+        user_id: request.scope.user_id().to_owned(),
+        order_id: request.order_id.clone(),
+        amount_cents: request.amount.cents(),
+        created_at: rfc3339(now_ms),
+        created_at_ms: now_ms,
+        request_id: request.request_id.clone(),
+        idempotency_key: request.scope.idempotency_key().map(str::to_owned),
+        decision: decision.to_owned(),
+        reasons: reasons.iter().map(|r| r.as_str().to_owned()).collect(),
+        customer_message: (state == RefundState::AwaitingApproval).then(|| request.message.text().to_owned()),
+        executing_since_ms: (state == RefundState::Executing).then_some(now_ms),
+        ..RefundRecord::default()
+    }
+}
+
+fn prior(record: &RefundRecord) -> Result<PriorRefund, LedgerError> {
+    let state = RefundState::parse(&record.state).ok_or_else(|| LedgerError::Malformed("state".into()))?;
+    Ok(PriorRefund {
+        state,
+        order_id: record.order_id.clone(),
+        amount: AmountCents::new(record.amount_cents),
+        receipt: record
+            .refund_id
+            .clone()
+            .filter(|_| state == RefundState::Executed)
+            .map(|refund_id| Receipt {
+                refund_id,
+                status: record.receipt_status.clone().unwrap_or_default(),
+                amount_cents: AmountCents::new(record.amount_cents),
+            }),
+        resolution: match record.resolution.as_deref() {
+            Some("executed") => Some(Resolution::Executed {
+                refund_id: record.resolved_refund_id.clone().unwrap_or_default(),
+            }),
+            Some("not_executed") => Some(Resolution::NotExecuted),
+            _ => None,
+        },
+    })
+}
+
+impl Books {
+    fn history(&self, request: &RefundRequest, limits: &Limits, now_ms: u64) -> History {
+        let order = self.orders.get(&order_key(&request.order_id));
+        History {
+            order_refunded_recently: limits.order_refunded_recently(
+                order.is_some_and(|(live, _)| !live.is_empty()),
+                order.map(|(_, at)| *at),
+                now_ms,
+            ),
+            automatic_today: AmountCents::new(
+                self.days
+                    .get(&(request.scope.user_id().to_owned(), utc_day(now_ms)))
+                    .map_or(0, |counted| counted.values().sum()),
+            ),
+        }
+    }
+
+    fn guard_order(&mut self, order_id: &str, record_id: &str, now_ms: u64) {
+        let (live, at) = self.orders.entry(order_key(order_id)).or_default();
+        live.insert(record_id.to_owned());
+        *at = now_ms;
+    }
+
+    /// Takes a refund that moved no money out of the guards that still count it.
+    fn release(&mut self, record: &RefundRecord) {
+        if let Some((live, _)) = self.orders.get_mut(&order_key(&record.order_id)) {
+            live.remove(&record.record_id);
+        }
+        if let CountsFor::Rules2And3 { day } = record.counts_for()
+            && let Some(counted) = self.days.get_mut(&(record.user_id.clone(), day))
+        {
+            counted.remove(&record.record_id);
+        }
+    }
+}
+
+impl RefundLedger for MemoryLedger {
+    async fn record_automatic(
+        &self,
+        request: &RefundRequest,
+        limits: &Limits,
+        now_ms: u64,
+    ) -> Result<AutomaticWrite, LedgerError> {
+        let mut books = self.books()?;
+        let record_id = request.scope.record_id();
+        if let Some((existing, writer)) = books.refunds.get(&record_id) {
+            return Ok(if *writer == request.writer {
+                AutomaticWrite::Recorded
+            } else {
+                AutomaticWrite::Existing(prior(existing)?)
+            });
+        }
+        let history = books.history(request, limits, now_ms);
+        let within_day = limits
+            .daily_headroom(request.amount)
+            .is_some_and(|headroom| history.automatic_today <= headroom);
+        if history.order_refunded_recently || !within_day {
+            return Ok(AutomaticWrite::Refused(history));
+        }
+        let record = new_record(request, "automatic", RefundState::Executing, &[], now_ms);
+        books.guard_order(&request.order_id, &record_id, now_ms);
+        books
+            .days
+            .entry((request.scope.user_id().to_owned(), utc_day(now_ms)))
+            .or_default()
+            .insert(record_id.clone(), request.amount.cents());
+        books.refunds.insert(record_id, (record, request.writer.clone()));
+        Ok(AutomaticWrite::Recorded)
+    }
+
+    async fn record_for_approval(
+        &self,
+        request: &RefundRequest,
+        reasons: &[Reason],
+        _limits: &Limits,
+        now_ms: u64,
+    ) -> Result<ApprovalWrite, LedgerError> {
+        let mut books = self.books()?;
+        let record_id = request.scope.record_id();
+        if let Some((existing, writer)) = books.refunds.get(&record_id) {
+            return Ok(if *writer == request.writer {
+                ApprovalWrite::Recorded
+            } else {
+                ApprovalWrite::Existing(prior(existing)?)
+            });
+        }
+        let record = new_record(request, "approval", RefundState::AwaitingApproval, reasons, now_ms);
+        books.guard_order(&request.order_id, &record_id, now_ms);
+        books.refunds.insert(record_id, (record, request.writer.clone()));
+        Ok(ApprovalWrite::Recorded)
+    }
+
+    async fn history(&self, request: &RefundRequest, limits: &Limits, now_ms: u64) -> Result<History, LedgerError> {
+        Ok(self.books()?.history(request, limits, now_ms))
+    }
+
+    async fn record_outcome(
+        &self,
+        request: &RefundRequest,
+        outcome: &RefundOutcome,
+        _counts_for: &CountsFor,
+        now_ms: u64,
+    ) -> Result<(), LedgerError> {
+        let Some(state) = outcome.payments_state() else {
+            return Ok(());
+        };
+        let mut books = self.books()?;
+        let record_id = request.scope.record_id();
+        let Some((record, writer)) = books.refunds.get_mut(&record_id) else {
+            return Err(LedgerError::Conflict("no refund record".into()));
+        };
+        if *writer != request.writer || record.state != RefundState::Executing.as_str() || record.resolution.is_some() {
+            return Err(LedgerError::Conflict(format!("refund record is {}", record.state)));
+        }
+        record.state = state.as_str().to_owned();
+        record.updated_at = Some(rfc3339(now_ms));
+        match outcome {
+            RefundOutcome::Executed(receipt) => {
+                record.refund_id = Some(receipt.refund_id.clone());
+                record.receipt_status = Some(receipt.status.clone());
+            }
+            RefundOutcome::Rejected { status, detail } => {
+                record.payments_status = Some(u64::from(*status));
+                record.payments_detail = Some(detail.clone());
+            }
+            RefundOutcome::Unknown(error) => record.failure = Some(error.to_string()),
+            _ => {}
+        }
+        if state == RefundState::Rejected {
+            let record = record.clone();
+            books.release(&record);
+        }
+        Ok(())
+    }
+}
+
+impl RequestLedger for MemoryLedger {
+    async fn claim_request(&self, lease: &RequestLease, now_ms: u64) -> Result<KeyClaim, LedgerError> {
+        let mut books = self.books()?;
+        let id = lease.scope.id();
+        match books.requests.get(&id) {
+            Some(existing) if existing.writer == lease.writer => Ok(KeyClaim::Claimed),
+            Some(existing) if existing.expires_at_s >= now_ms / 1000 => Ok(KeyClaim::Existing(existing.clone())),
+            _ => {
+                books.requests.insert(
+                    id,
+                    StoredRequest {
+                        body_sha256: lease.body_sha256.clone(),
+                        writer: lease.writer.clone(),
+                        lease_until_ms: lease.lease_until_ms,
+                        expires_at_s: lease.expires_at_s,
+                        response: None,
+                    },
+                );
+                Ok(KeyClaim::Claimed)
+            }
+        }
+    }
+
+    async fn take_over_request(
+        &self,
+        lease: &RequestLease,
+        previous_writer: &str,
+        now_ms: u64,
+    ) -> Result<TakeOver, LedgerError> {
+        let mut books = self.books()?;
+        let Some(existing) = books.requests.get_mut(&lease.scope.id()) else {
+            return Err(LedgerError::Conflict("no request record".into()));
+        };
+        if existing.writer == lease.writer {
+            return Ok(TakeOver::Won);
+        }
+        if existing.writer != previous_writer || existing.response.is_some() || existing.lease_until_ms >= now_ms {
+            return Ok(TakeOver::Lost {
+                lease_until_ms: existing.lease_until_ms,
+            });
+        }
+        existing.writer = lease.writer.clone();
+        existing.lease_until_ms = lease.lease_until_ms;
+        Ok(TakeOver::Won)
+    }
+
+    async fn complete_request(
+        &self,
+        lease: &RequestLease,
+        response: &StoredResponse,
+        _now_ms: u64,
+    ) -> Result<(), LedgerError> {
+        let mut books = self.books()?;
+        match books.requests.get_mut(&lease.scope.id()) {
+            Some(existing) if existing.writer == lease.writer => {
+                existing.response.get_or_insert_with(|| response.clone());
+                Ok(())
+            }
+            _ => Err(LedgerError::Conflict("the key is held by another request".into())),
+        }
+    }
+
+    async fn release_request(&self, lease: &RequestLease) -> Result<(), LedgerError> {
+        let mut books = self.books()?;
+        let id = lease.scope.id();
+        match books.requests.get(&id) {
+            None => Ok(()),
+            Some(existing) if existing.writer == lease.writer && existing.response.is_none() => {
+                books.requests.remove(&id);
+                Ok(())
+            }
+            Some(_) => Err(LedgerError::Conflict("the key is held by another request".into())),
+        }
+    }
+
+    async fn refund_exists(&self, scope: &RefundScope) -> Result<bool, LedgerError> {
+        Ok(self.books()?.refunds.contains_key(&scope.record_id()))
+    }
+}
+
+impl StaffLedger for MemoryLedger {
+    async fn claim_approval(
+        &self,
+        record_id: &str,
+        by: &str,
+        writer: &str,
+        now_ms: u64,
+        _limits: &Limits,
+    ) -> Result<StaffDecision, LedgerError> {
+        let mut books = self.books()?;
+        let Some((record, held_by)) = books.refunds.get_mut(record_id) else {
+            return Ok(StaffDecision::NotFound);
+        };
+        if record.state != RefundState::AwaitingApproval.as_str() {
+            return Ok(StaffDecision::Refused(record.clone()));
+        }
+        let before = record.clone();
+        record.state = RefundState::Executing.as_str().to_owned();
+        record.decided_by = Some(by.to_owned());
+        record.decided_at = Some(rfc3339(now_ms));
+        record.executing_since_ms = Some(now_ms);
+        *held_by = writer.to_owned();
+        books.guard_order(&before.order_id, record_id, now_ms);
+        Ok(StaffDecision::Done(before))
+    }
+
+    async fn claim_reissue(
+        &self,
+        record_id: &str,
+        by: &str,
+        writer: &str,
+        now_ms: u64,
+        _limits: &Limits,
+    ) -> Result<StaffDecision, LedgerError> {
+        let mut books = self.books()?;
+        let Some((original, _)) = books.refunds.get_mut(record_id) else {
+            return Ok(StaffDecision::NotFound);
+        };
+        let reissuable = original.decision == "approval"
+            && original.decided_by.is_some()
+            && original.resolution.as_deref() == Some("not_executed")
+            && original.reissued_as.is_none();
+        if !reissuable {
+            return Ok(StaffDecision::Refused(original.clone()));
+        }
+        let scope = RefundScope::for_reissue(&original.user_id, &original.record_id);
+        let mut reissue = original.request(writer);
+        reissue.scope = scope;
+        let mut record = new_record(&reissue, "approval", RefundState::Executing, &[], now_ms);
+        record.reasons = original.reasons.clone();
+        record.decided_by = Some(by.to_owned());
+        record.decided_at = Some(rfc3339(now_ms));
+        record.reissue_of = Some(original.record_id.clone());
+        original.reissued_as = Some(record.record_id.clone());
+        let order_id = record.order_id.clone();
+        books.guard_order(&order_id, &record.record_id, now_ms);
+        books
+            .refunds
+            .insert(record.record_id.clone(), (record.clone(), writer.to_owned()));
+        Ok(StaffDecision::Done(record))
+    }
+
+    async fn record_and_writer(&self, record_id: &str) -> Result<Option<(RefundRecord, String)>, LedgerError> {
+        Ok(self.books()?.refunds.get(record_id).cloned())
+    }
+}

@@ -1,0 +1,123 @@
+//! "Decide, record, then pay" and approvals on the memory ledger: what
+//! reaches payments, and how often, when the ledger fails, refuses, or two
+//! people approve at once.
+
+use super::RecordedRefunds;
+use super::approvals::{self, ApprovalError};
+use crate::config::DEFAULT_LIMITS;
+use crate::doubles::RecordingPayments;
+use crate::ledger::memory::MemoryLedger;
+use crate::refund::message::CustomerMessage;
+use crate::refund::money::AmountCents;
+use crate::refund::{Receipt, RefundGateway, RefundOutcome, RefundRequest, RefundScope};
+
+fn request(request_id: &str, order_id: &str, cents: u64) -> RefundRequest {
+    RefundRequest {
+        scope: RefundScope::for_request("u-1", request_id),
+        request_id: request_id.to_owned(),
+        writer: format!("{request_id}/w"),
+        order_id: order_id.to_owned(),
+        amount: AmountCents::new(cents),
+        message: CustomerMessage::new("my order arrived broken"),
+    }
+}
+
+fn paid() -> RefundOutcome {
+    RefundOutcome::Executed(Receipt {
+        refund_id: "rf_1".into(),
+        status: "succeeded".into(),
+        amount_cents: AmountCents::new(1250),
+    })
+}
+
+#[tokio::test]
+async fn a_ledger_error_never_calls_payments() {
+    let ledger = MemoryLedger::new();
+    ledger.fail(true);
+    let refunds = RecordedRefunds::new(ledger, RecordingPayments::answering(paid()), DEFAULT_LIMITS);
+
+    for (id, cents) in [("r-small", 1250), ("r-above-the-limit", 9000)] {
+        assert_eq!(
+            refunds.refund(&request(id, "A-1", cents)).await,
+            RefundOutcome::Unrecorded,
+            "{id}"
+        );
+    }
+
+    assert!(refunds.payments.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_refused_write_goes_to_approval_with_the_ledgers_reasons() {
+    let refunds = RecordedRefunds::new(
+        MemoryLedger::new(),
+        RecordingPayments::answering(paid()),
+        DEFAULT_LIMITS,
+    );
+    assert_eq!(refunds.refund(&request("r-1", "A-1", 4000)).await, paid());
+    assert_eq!(refunds.refund(&request("r-1b", "C-3", 5000)).await, paid());
+
+    let again = refunds.refund(&request("r-2", " a-1", 1000)).await;
+    let over_the_day = refunds.refund(&request("r-3", "B-2", 1500)).await;
+    let both = refunds.refund(&request("r-4", "A-1", 7000)).await;
+
+    let reasons = |outcome: &RefundOutcome| match outcome {
+        RefundOutcome::PendingApproval { reasons, .. } => reasons.clone(),
+        other => panic!("not sent to a person: {other:?}"),
+    };
+    assert_eq!(reasons(&again), ["order_refunded_recently"]);
+    assert_eq!(reasons(&over_the_day), ["daily_limit_exceeded"]);
+    assert_eq!(
+        reasons(&both),
+        ["amount_above_limit", "order_refunded_recently", "daily_limit_exceeded"]
+    );
+    assert_eq!(refunds.payments.requests().len(), 2);
+    let waiting = refunds
+        .ledger
+        .records()
+        .iter()
+        .filter(|r| r.state == "awaiting_approval")
+        .count();
+    assert_eq!(waiting, 3);
+}
+
+#[tokio::test]
+async fn two_approvers_make_one_payment() {
+    let refunds = RecordedRefunds::new(
+        MemoryLedger::new(),
+        RecordingPayments::answering(paid()),
+        DEFAULT_LIMITS,
+    );
+    let RefundOutcome::PendingApproval { approval_id, .. } = refunds.refund(&request("r-1", "D-4", 12000)).await else {
+        panic!("above the limit: sent to a person");
+    };
+    let payments = RecordingPayments::answering(paid());
+
+    let (alice, bob) = tokio::join!(
+        approvals::approve(
+            &refunds.ledger,
+            &payments,
+            &approval_id,
+            "alice",
+            "w-alice",
+            &DEFAULT_LIMITS
+        ),
+        approvals::approve(
+            &refunds.ledger,
+            &payments,
+            &approval_id,
+            "bob",
+            "w-bob",
+            &DEFAULT_LIMITS
+        ),
+    );
+
+    assert_eq!(payments.requests().len(), 1);
+    let (won, lost) = match (alice, bob) {
+        (Ok(won), Err(lost)) | (Err(lost), Ok(won)) => (won, lost),
+        other => panic!("exactly one approval pays: {other:?}"),
+    };
+    assert_eq!(won.outcome, paid());
+    assert!(matches!(lost, ApprovalError::AlreadyDecided { .. }), "{lost}");
+    assert_eq!(refunds.ledger.records()[0].state, "executed");
+}
