@@ -59,7 +59,7 @@ invoke: $(TOOLS)
 
 ## ledger: the refund ledger (DynamoDB in moto) of the stack make run started, oldest first
 ledger: $(TOOLS)
-	$(VENV)/bin/python tools/local_aws.py ledger
+	cargo run --locked --quiet -p refund-chat-testkit --bin refund-chat-local-aws -- ledger
 
 ## admin: refund-chat-admin against the stack make run started, e.g. make admin ARGS="pending"
 admin:

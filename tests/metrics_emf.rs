@@ -1,11 +1,8 @@
 //! The CloudWatch Embedded Metric Format documents real turns produce.
 //! The recorder is process-global, so this binary holds this one test only.
 
-#[path = "api/helpers.rs"]
-mod helpers;
-
-use helpers::*;
 use lambda_http::http::StatusCode;
+use refund_chat_testkit::*;
 use serde_json::Value;
 
 fn flush(collector: &metrics_cloudwatch_embedded::Collector) -> Vec<Value> {

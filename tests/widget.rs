@@ -6,9 +6,6 @@
 //!
 //! `make test` installs `chromium` and `chromium-driver` when they are missing.
 
-#[path = "api/helpers.rs"]
-mod helpers;
-
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -17,12 +14,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
-use helpers::*;
 use refund_chat::config::IdentitySource;
 use refund_chat::secrets::FixedKey;
 use refund_chat::startup::FunctionApp;
 use refund_chat_local::payments_sandbox::Sandbox;
 use refund_chat_local::widget::Widget;
+use refund_chat_testkit::*;
 use serde_json::Value;
 
 const ENTER: &str = "\u{e007}";

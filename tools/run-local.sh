@@ -50,6 +50,7 @@ echo "building the function and the local stand-ins..."
 # `cargo lambda watch` would then rebuild the function from scratch.
 cargo build --quiet -p refund-chat
 cargo build --quiet -p refund-chat-local
+cargo build --quiet -p refund-chat-testkit --bin refund-chat-local-aws
 
 start moto "$VENV/bin/moto_server" -H 127.0.0.1 -p "$MOTO_PORT"
 start payments target/debug/refund-chat-local payments --port "$PAYMENTS_PORT" --ledger "$STATE/ledger.jsonl"
@@ -61,8 +62,8 @@ wait_for_port model "$MODEL_PORT"
 # The key the function reads through the real Secrets Manager client (the local
 # model ignores it; a real OpenAI-compatible server would need a real one), and
 # the refund ledger table. moto keeps both in memory: every run starts afresh.
-MOTO_ENDPOINT="http://127.0.0.1:$MOTO_PORT" "$VENV/bin/python" tools/local_aws.py setup \
-  "${OPENAI_API_KEY:-sk-local-not-a-real-key}"
+target/debug/refund-chat-local-aws --endpoint "http://127.0.0.1:$MOTO_PORT" setup \
+  --secret-id "$SECRET_ID" --api-key "${OPENAI_API_KEY:-sk-local-not-a-real-key}"
 
 start function "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --bin refund-chat --env-file local.env \
   --invoke-address 127.0.0.1 --invoke-port "$FUNCTION_PORT"

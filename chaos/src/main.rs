@@ -22,7 +22,7 @@ use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
 use clients::{Clients, Shop};
-use faults::{Fault, FaultProxy};
+use faults::{Fault, Faulty};
 use refund_chat_local::payments_sandbox::Sandbox;
 use refund_chat_local::runtime_api::RuntimeApi;
 use rng::Rng;
@@ -96,20 +96,6 @@ fn ledger_fault(rng: &mut Rng) -> Fault {
         97..=98 => Fault::ReplaceAfter(500, ERROR),
         _ => Fault::DropAfter,
     }
-}
-
-async fn local_aws(root: &Path, moto: &str, table: &str, args: &[&str]) -> Result<String, Error> {
-    let output = tokio::process::Command::new(root.join(".venv/bin/python"))
-        .arg(root.join("tools/local_aws.py"))
-        .args(args)
-        .env("MOTO_ENDPOINT", moto)
-        .env("LEDGER_TABLE", table)
-        .output()
-        .await?;
-    if !output.status.success() {
-        return Err(format!("local_aws.py {args:?}: {}", String::from_utf8_lossy(&output.stderr)).into());
-    }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 #[tokio::main]
@@ -206,10 +192,18 @@ async fn segment_run(
     let _ = std::fs::remove_dir_all(&logs);
     std::fs::create_dir_all(&logs)?;
 
-    let (_moto, moto) = refund_chat_local::moto::start(&root).await?;
+    let moto_server = refund_chat_local::moto::Moto::start(&root)?;
+    let moto = moto_server.endpoint.clone();
     let table = format!("chaos-{seed}");
     let secret_key = format!("sk-chaos-{:016x}", Rng::derived(seed, &[0x5EC]).next());
-    local_aws(&root, &moto, &table, &["setup", &secret_key]).await?;
+    refund_chat_testkit::set_up_local_aws(
+        &refund_chat_testkit::aws_at(&moto).await,
+        &table,
+        "refund-chat/openai-api-key",
+        &secret_key,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
 
     let shop = Arc::new(Shop::new(seed, 40, 5));
     let seed_orders: Vec<(&str, &str, u64, u64)> = shop
@@ -219,10 +213,10 @@ async fn segment_run(
         .collect();
     let sandbox = Sandbox::with_orders(&seed_orders, None)?;
     let sandbox_address = refund_chat_local::spawn(0, sandbox.router()).await?;
-    let payments = FaultProxy::new(format!("http://{sandbox_address}"), seed, payments_fault, false);
-    let payments_address = faults::spawn(Arc::clone(&payments)).await?;
-    let ledger = FaultProxy::new(moto.clone(), seed ^ 0x1ED6E5, ledger_fault, true);
-    let ledger_address = faults::spawn(Arc::clone(&ledger)).await?;
+    let payments = Faulty::new(format!("http://{sandbox_address}"), seed, payments_fault, false);
+    let payments_address = payments.proxy.spawn().await?;
+    let ledger = Faulty::new(moto.clone(), seed ^ 0x1ED6E5, ledger_fault, true);
+    let ledger_address = ledger.proxy.spawn().await?;
     let orders: Vec<String> = shop.orders.iter().map(|(order, _, _)| order.clone()).collect();
     let model = model::ChaoticModel::new(seed, COMPLETION_TIMEOUT + Duration::from_millis(200), orders);
     let model_address = refund_chat_local::spawn(0, model.router()).await?;
@@ -336,11 +330,9 @@ async fn segment_run(
     }
 
     let exchanges = clients.exchanges.lock().map(|e| e.clone()).unwrap_or_default();
-    let ledger_items: Vec<serde_json::Value> = local_aws(&root, &moto, &table, &["ledger"])
-        .await?
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
+    let ledger_items = refund_chat_testkit::plain_items(&refund_chat_testkit::aws_at(&moto).await, &table)
+        .await
+        .map_err(|e| e.to_string())?;
     let mut log_lines = Vec::new();
     for n in 0..args.functions {
         let text = std::fs::read_to_string(logs.join(format!("function-{n}.log")))?;
@@ -354,9 +346,10 @@ async fn segment_run(
             .map(|e| (e.user_id, e.order_id, e.amount_cents))
             .collect(),
         payments_requests: payments
+            .proxy
             .passed()
             .iter()
-            .filter_map(|p| serde_json::from_slice(&p.body).ok())
+            .filter_map(|p| serde_json::from_slice(&p.request).ok())
             .collect(),
         ledger: ledger_items,
         log_lines,
@@ -397,8 +390,8 @@ fn report(
     seed: u64,
     exchanges: &[clients::Exchange],
     evidence: &checks::Evidence<'_>,
-    payments: &FaultProxy,
-    ledger: &FaultProxy,
+    payments: &Faulty,
+    ledger: &Faulty,
     took: Duration,
 ) {
     let mut statuses = std::collections::BTreeMap::new();
@@ -406,7 +399,7 @@ fn report(
         *statuses.entry(exchange.status.unwrap_or(0)).or_insert(0) += 1;
     }
     let replays = exchanges.iter().filter(|e| e.replayed()).count();
-    let faults = |proxy: &FaultProxy| {
+    let faults = |proxy: &Faulty| {
         let mut counts = std::collections::BTreeMap::new();
         for fault in proxy.faults() {
             *counts.entry(fault.name()).or_insert(0) += 1;

@@ -96,7 +96,8 @@ async fn evaluate() -> Result<bool, Error> {
             5.0,
         ),
     };
-    let (_moto, moto) = refund_chat_local::moto::start(&root).await?;
+    let moto_server = refund_chat_local::moto::Moto::start(&root)?;
+    let moto = moto_server.endpoint.clone();
     let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .region(aws_config::Region::new("eu-west-1"))
         .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(

@@ -3,11 +3,9 @@
 //! behind a recording proxy (for the transcript and the token counts), the
 //! customer signed in by an HTTP API JWT authorizer.
 
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use aws_config::SdkConfig;
-use axum::extract::State;
 use lambda_http::RequestExt;
 use lambda_http::lambda_runtime::Context;
 use refund_chat::config::Config;
@@ -15,6 +13,7 @@ use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::refund::RefundState;
 use refund_chat::secrets::FixedKey;
 use refund_chat_local::payments_sandbox::Sandbox;
+use refund_chat_local::proxy::{Proxy, forward_all};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -49,45 +48,6 @@ pub struct RunResult {
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
-#[derive(Clone)]
-struct Recorder {
-    target: String,
-    http: reqwest::Client,
-    exchanges: Arc<Mutex<Vec<(Value, Value)>>>,
-}
-
-async fn record(
-    State(recorder): State<Recorder>,
-    headers: axum::http::HeaderMap,
-    body: axum::body::Bytes,
-) -> axum::response::Response {
-    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let mut outgoing = recorder
-        .http
-        .post(format!("{}/chat/completions", recorder.target))
-        .header("content-type", "application/json")
-        .body(body);
-    if let Some(authorization) = headers.get("authorization") {
-        outgoing = outgoing.header("authorization", authorization);
-    }
-    let Ok(answer) = outgoing.send().await else {
-        return axum::response::Response::builder()
-            .status(502)
-            .body(axum::body::Body::empty())
-            .unwrap_or_default();
-    };
-    let status = answer.status();
-    let bytes = answer.bytes().await.unwrap_or_default();
-    if let Ok(mut exchanges) = recorder.exchanges.lock() {
-        exchanges.push((request, serde_json::from_slice(&bytes).unwrap_or(Value::Null)));
-    }
-    axum::response::Response::builder()
-        .status(status.as_u16())
-        .header("content-type", "application/json")
-        .body(axum::body::Body::from(bytes))
-        .unwrap_or_default()
-}
-
 pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Result<RunResult, Error> {
     let seed: Vec<(&str, &str, u64, u64)> = task
         .orders
@@ -98,23 +58,16 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
     let payments = refund_chat_local::spawn(0, sandbox.router()).await?;
     let table = format!("eval-{}-{}-{attempt}", std::process::id(), task.id);
     let dynamodb = aws_sdk_dynamodb::Client::new(&bench.aws);
-    DynamoLedger::create_table(&dynamodb, &table).await?;
-    let recorder = Recorder {
-        target: bench.model_base.clone(),
-        http: reqwest::Client::new(),
-        exchanges: Arc::default(),
-    };
-    let proxy = refund_chat_local::spawn(
-        0,
-        axum::Router::new()
-            .route("/v1/chat/completions", axum::routing::post(record))
-            .with_state(recorder.clone()),
-    )
-    .await?;
+    refund_chat::ledger::dynamo::schema::create_table(&dynamodb, &table).await?;
+    // Every model exchange passes through a recording proxy: the traces give tokens and the transcript.
+    let base = reqwest::Url::parse(&bench.model_base)?;
+    let recorder = Proxy::new(base.origin().ascii_serialization(), false, forward_all());
+    let proxy = recorder.spawn().await?;
+    let model_path = base.path().trim_end_matches('/').to_owned();
 
     let vars = [
         ("OPENAI_API_KEY_SECRET_ID", "eval".to_owned()),
-        ("OPENAI_BASE_URL", format!("http://{proxy}/v1")),
+        ("OPENAI_BASE_URL", format!("http://{proxy}{model_path}")),
         ("PAYMENTS_BASE_URL", format!("http://{payments}")),
         ("OPENAI_TIMEOUT_SECS", bench.completion_timeout_secs.to_string()),
         ("LEDGER_TABLE", table.clone()),
@@ -161,7 +114,17 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
             .unwrap_or_default()
             .to_owned(),
     };
-    let exchanges = recorder.exchanges.lock().map(|e| e.clone()).unwrap_or_default();
+    let exchanges: Vec<(Value, Value)> = recorder
+        .passed()
+        .iter()
+        .map(|passed| {
+            let json = |bytes: &[u8]| serde_json::from_slice(bytes).unwrap_or(Value::Null);
+            (
+                json(&passed.request),
+                passed.answer.as_deref().map_or(Value::Null, json),
+            )
+        })
+        .collect();
     let usage = |name: &str| {
         exchanges
             .iter()

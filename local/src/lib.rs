@@ -16,6 +16,7 @@ pub mod local_model;
 pub mod moto;
 pub mod order_text;
 pub mod payments_sandbox;
+pub mod proxy;
 pub mod runtime_api;
 pub mod widget;
 

@@ -6,76 +6,77 @@
 //! It can also cut the network on purpose: after `POST /__faults/drop-next-answer`,
 //! the next chat request is passed on and answered by the function, but the
 //! connection to the browser is closed without the answer, the way a mobile
-//! network drops one. (It is built on hyper directly because a service error
-//! is what closes a connection without a response.)
+//! network drops one. The passing on and the fault are the project's one
+//! proxy ([`crate::proxy`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
+
+use crate::proxy::{Action, Dropped, Hook, Proxy};
 
 pub const CHAT_PATH: &str = "/support/refund-chat";
 pub const DROP_NEXT_ANSWER_PATH: &str = "/__faults/drop-next-answer";
 
 pub struct Widget {
     web_dir: PathBuf,
-    function_url: String,
-    http: reqwest::Client,
+    /// To the function; drops the answer when the fault is armed.
+    function: Arc<Proxy>,
+    faults: Arc<Faults>,
+}
+
+#[derive(Default)]
+struct Faults {
     drop_next_answer: AtomicBool,
     answers_dropped: AtomicUsize,
 }
 
-/// The answer to a browser: a response, or a dropped connection.
-#[derive(Debug)]
-struct Dropped;
-
-impl std::fmt::Display for Dropped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("answer dropped on purpose")
-    }
-}
-
-impl std::error::Error for Dropped {}
-
 impl Widget {
-    /// `function_url` is the function's endpoint (`http://127.0.0.1:9000/support/refund-chat`).
+    /// `function_url` is the function's endpoint (`http://127.0.0.1:9000/support/refund-chat`,
+    /// or under `cargo lambda watch` `.../lambda-url/refund-chat/support/refund-chat`).
     pub fn new(web_dir: PathBuf, function_url: impl Into<String>) -> Arc<Widget> {
+        let function_url = function_url.into();
+        let faults: Arc<Faults> = Arc::default();
+        let armed = Arc::clone(&faults);
+        let hook: Hook = Arc::new(move |_| {
+            let action = if armed.drop_next_answer.swap(false, Ordering::SeqCst) {
+                armed.answers_dropped.fetch_add(1, Ordering::SeqCst);
+                Action::DropAfter
+            } else {
+                Action::Forward
+            };
+            Box::pin(async move { action })
+        });
+        // The proxy keeps the request's path, which is the chat path.
+        let target = function_url.strip_suffix(CHAT_PATH).unwrap_or(&function_url);
         Arc::new(Widget {
             web_dir,
-            function_url: function_url.into(),
-            http: reqwest::Client::new(),
-            drop_next_answer: AtomicBool::new(false),
-            answers_dropped: AtomicUsize::new(0),
+            function: Proxy::new(target, false, hook),
+            faults,
         })
     }
 
     /// How many answers were dropped so far.
     pub fn answers_dropped(&self) -> usize {
-        self.answers_dropped.load(Ordering::SeqCst)
+        self.faults.answers_dropped.load(Ordering::SeqCst)
     }
 
     /// Arms the fault: the next chat answer is dropped.
     pub fn drop_next_answer(&self) {
-        self.drop_next_answer.store(true, Ordering::SeqCst);
+        self.faults.drop_next_answer.store(true, Ordering::SeqCst);
     }
 
     async fn serve(self: Arc<Self>, request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Dropped> {
         let (method, path) = (request.method().clone(), request.uri().path().to_owned());
         match (method, path.as_str()) {
-            (Method::POST, CHAT_PATH) => {
-                let answer = self.pass_on(request).await;
-                if self.drop_next_answer.swap(false, Ordering::SeqCst) {
-                    self.answers_dropped.fetch_add(1, Ordering::SeqCst);
-                    return Err(Dropped);
-                }
-                Ok(answer)
-            }
+            (Method::POST, CHAT_PATH) => self.function.handle(request).await,
             (Method::POST, DROP_NEXT_ANSWER_PATH) => {
                 self.drop_next_answer();
                 Ok(plain(StatusCode::NO_CONTENT, "", "text/plain"))
@@ -91,33 +92,6 @@ impl Widget {
         match tokio::fs::read(self.web_dir.join(name)).await {
             Ok(bytes) => plain(StatusCode::OK, bytes, content_type),
             Err(_) => plain(StatusCode::NOT_FOUND, "not found", "text/plain"),
-        }
-    }
-
-    /// Passes the request on to the function, headers and body as they came.
-    async fn pass_on(&self, request: Request<Incoming>) -> Response<Full<Bytes>> {
-        let (parts, body) = request.into_parts();
-        let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-        let mut outgoing = self.http.post(&self.function_url).body(body);
-        for (name, value) in parts.headers.iter().filter(|(name, _)| *name != "host") {
-            outgoing = outgoing.header(name, value);
-        }
-        match outgoing.send().await {
-            Ok(answer) => {
-                let mut response = Response::builder().status(answer.status());
-                for (name, value) in answer.headers() {
-                    response = response.header(name, value);
-                }
-                let bytes = answer.bytes().await.unwrap_or_default();
-                response
-                    .body(Full::new(bytes))
-                    .unwrap_or_else(|_| plain(StatusCode::BAD_GATEWAY, "", "text/plain"))
-            }
-            Err(_) => plain(
-                StatusCode::BAD_GATEWAY,
-                r#"{"detail":"the local function is not running"}"#,
-                "application/json",
-            ),
         }
     }
 }

@@ -10,7 +10,7 @@ use refund_chat::ledger::StaffLedger;
 use serde_json::{Value, json};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 const BIG_REFUND: &str = "The sofa from order D-4001 arrived torn: refund D-4001 12000";
 
@@ -370,10 +370,12 @@ async fn the_loser_of_a_cancelled_transaction_is_told_who_decided() {
     // cancels hers with TransactionConflict rather than a failed condition.
     let (aws, table, bobs_id) = (desk.h.aws.clone(), desk.h.table.clone(), id.clone());
     let injected = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let hook: Hook = Arc::new(move |proxied: Proxied| {
+    let hook: Hook = Arc::new(move |seen: &Seen| {
         let (aws, table, id, injected) = (aws.clone(), table.clone(), bobs_id.clone(), injected.clone());
+        let operation = seen.dynamodb_operation().to_owned();
+        let body: Value = serde_json::from_slice(&seen.body).unwrap_or(Value::Null);
         Box::pin(async move {
-            if proxied.operation != "TransactWriteItems" || injected.swap(true, Ordering::SeqCst) {
+            if operation != "TransactWriteItems" || injected.swap(true, Ordering::SeqCst) {
                 return Action::Forward;
             }
             let ledger = refund_chat::ledger::dynamo::DynamoLedger::from_sdk_config(&aws, &table, LEDGER_TIMEOUT);
@@ -390,7 +392,7 @@ async fn the_loser_of_a_cancelled_transaction_is_told_who_decided() {
                 matches!(bob, Ok(refund_chat::ledger::StaffDecision::Done(_))),
                 "{bob:?}"
             );
-            transaction_conflict(proxied.body["TransactItems"].as_array().map_or(1, Vec::len))
+            transaction_conflict(body["TransactItems"].as_array().map_or(1, Vec::len))
         })
     });
     let proxy = proxy(&moto().endpoint, false, hook).await;
@@ -415,9 +417,9 @@ async fn an_approval_whose_claim_answer_was_lost_still_pays_exactly_once() {
     // The claim lands in DynamoDB, but its answer arrives after LEDGER_TIMEOUT_SECS.
     let stalled = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let log = OperationLog::default();
-    let hook = log.hook(move |proxied| {
-        if proxied.operation == "TransactWriteItems" && !stalled.swap(true, Ordering::SeqCst) {
-            Action::ForwardThenStall(std::time::Duration::from_millis(1500))
+    let hook = log.hook(move |seen| {
+        if seen.dynamodb_operation() == "TransactWriteItems" && !stalled.swap(true, Ordering::SeqCst) {
+            Action::DelayAfter(std::time::Duration::from_millis(1500))
         } else {
             Action::Forward
         }

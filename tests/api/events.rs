@@ -6,7 +6,7 @@ use std::path::Path;
 
 use refund_chat::secrets::FixedKey;
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 struct Expectation {
     file: String,

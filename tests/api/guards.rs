@@ -17,7 +17,7 @@ use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::{RefundError, RefundOutcome, RefundRequest, RefundScope};
 use serde_json::json;
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 type Item = HashMap<String, AttributeValue>;
 

@@ -14,7 +14,7 @@ use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::{RefundRequest, RefundScope};
 use serde_json::json;
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 const KEY: &str = "6f1c2a9e-0d4b-4e5f-9a3b-7c8d9e0f1a2b";
 

@@ -7,7 +7,7 @@ use lambda_http::http::StatusCode;
 use refund_chat::config::IdentitySource;
 use serde_json::json;
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 fn payments_user_ids(requests: &[serde_json::Value]) -> Vec<&str> {
     requests.iter().filter_map(|r| r["user_id"].as_str()).collect()

@@ -3,7 +3,7 @@
 use lambda_http::http::StatusCode;
 use serde_json::json;
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 #[tokio::test]
 async fn bad_input_is_answered_before_any_upstream_call() {

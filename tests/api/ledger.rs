@@ -13,7 +13,7 @@ use refund_chat::refund::{RefundOutcome, RefundRequest, RefundScope, RefundState
 use serde_json::json;
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 /// A port where nothing listens: every connection is refused.
 fn refused_endpoint() -> String {
@@ -270,7 +270,7 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
     let proxy = proxy(
         &moto().endpoint,
         false,
-        log.hook(|proxied| match proxied.operation.as_str() {
+        log.hook(|seen| match seen.dynamodb_operation() {
             "TransactWriteItems" => dynamo_error("ValidationException", "injected", json!({})),
             _ => Action::Forward,
         }),

@@ -8,7 +8,7 @@
 mod approvals;
 mod events;
 mod guards;
-mod helpers;
+
 mod idempotency;
 mod identity;
 mod input;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 use wiremock::ResponseTemplate;
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 /// A message whose every word would be easy to spot in a log.
 const CUSTOMER_MESSAGE: &str = "Zanzibar-quokka says: my mug from order A-1001 arrived broken, refund 12.50 please";

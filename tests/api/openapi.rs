@@ -5,7 +5,7 @@
 use lambda_http::http::HeaderMap;
 use serde_json::{Value, json};
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 #[test]
 fn every_status_of_the_contract_is_documented_and_no_other() {

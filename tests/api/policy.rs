@@ -6,7 +6,7 @@
 use lambda_http::http::StatusCode;
 use serde_json::{Value, json};
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 fn refund_records_by_state<'a>(
     records: &'a [std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>],

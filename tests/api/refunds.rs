@@ -5,7 +5,7 @@ use lambda_http::http::StatusCode;
 use serde_json::{Value, json};
 use wiremock::ResponseTemplate;
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 #[tokio::test]
 async fn refund_happy_path() {

@@ -9,7 +9,7 @@ use lambda_http::http::StatusCode;
 use serde_json::json;
 use wiremock::ResponseTemplate;
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 #[tokio::test]
 async fn a_timed_out_call_is_retried_with_the_same_request() {

@@ -2,7 +2,7 @@
 
 use lambda_http::http::StatusCode;
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 #[tokio::test]
 async fn routing_by_method_and_path() {

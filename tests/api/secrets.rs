@@ -6,7 +6,7 @@ use lambda_http::http::StatusCode;
 
 use refund_chat::secrets::{ApiKeySource, SecretError, SecretsManagerKey};
 
-use crate::helpers::*;
+use refund_chat_testkit::*;
 
 #[tokio::test]
 async fn an_unreadable_secret_answers_500_and_is_tried_again() {

@@ -43,7 +43,10 @@
 //! the item returned with the failure carries our own `writer`, which we
 //! recognise as success. No write can apply twice.
 
+pub mod schema;
 pub mod staff;
+
+pub use schema::WAITING_INDEX;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -93,49 +96,6 @@ impl DynamoLedger {
 
     pub fn client(&self) -> &Client {
         &self.client
-    }
-
-    /// Creates the ledger table as `template.yaml` defines it (for local
-    /// stacks and tests: moto): `pk`, and the sparse `waiting` index.
-    pub async fn create_table(client: &Client, name: &str) -> Result<(), LedgerError> {
-        use aws_sdk_dynamodb::types::{
-            AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
-            ProjectionType, ScalarAttributeType,
-        };
-        let attribute = |name: &str| {
-            AttributeDefinition::builder()
-                .attribute_name(name)
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .map_err(malformed)
-        };
-        let key = |name: &str, kind: KeyType| {
-            KeySchemaElement::builder()
-                .attribute_name(name)
-                .key_type(kind)
-                .build()
-                .map_err(malformed)
-        };
-        let waiting = GlobalSecondaryIndex::builder()
-            .index_name(WAITING_INDEX)
-            .key_schema(key("waiting_for", KeyType::Hash)?)
-            .key_schema(key("created_at", KeyType::Range)?)
-            .projection(Projection::builder().projection_type(ProjectionType::All).build())
-            .build()
-            .map_err(malformed)?;
-        client
-            .create_table()
-            .table_name(name)
-            .billing_mode(BillingMode::PayPerRequest)
-            .attribute_definitions(attribute("pk")?)
-            .attribute_definitions(attribute("waiting_for")?)
-            .attribute_definitions(attribute("created_at")?)
-            .key_schema(key("pk", KeyType::Hash)?)
-            .global_secondary_indexes(waiting)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(())
     }
 
     /// A refund record's put, on the condition that the scope has none.
@@ -336,12 +296,6 @@ impl<'a> Released<'a> {
         }
     }
 }
-
-/// The sparse index of refund records that wait for someone: hash key
-/// `waiting_for` (`awaiting_approval`, `executing`, `unknown`: the states
-/// that need a person or an outcome), range key `created_at`. The attribute
-/// is removed when a record reaches a final state.
-pub const WAITING_INDEX: &str = "waiting";
 
 pub fn refund_pk_of(record_id: &str) -> String {
     format!("refund#{record_id}")

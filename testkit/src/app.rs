@@ -1,0 +1,379 @@
+//! The function, wired as `main` wires it, against stand-ins a test may replace; sending it API Gateway events; model stand-ins that answer by script.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use aws_config::SdkConfig;
+use aws_sdk_dynamodb::types::AttributeValue;
+use lambda_http::lambda_runtime::Context;
+use lambda_http::{Body, RequestExt};
+use refund_chat::config::Config;
+use refund_chat::secrets::{ApiKeySource, FixedKey};
+use refund_chat::startup::FunctionApp;
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::*;
+
+/// A global subscriber that keeps nothing but is interested in every
+/// callsite. Without one, a callsite first hit on a thread with no
+/// subscriber can be cached as "never" while another test's scoped
+/// subscriber is being registered (tracing's interest cache races), and
+/// that test then misses lines it logged.
+pub fn interested_global_subscriber() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry());
+    });
+}
+
+/// `make run`'s stack in process: the local model, the seeded payments
+/// sandbox, a fresh ledger table, and the configuration that points at them.
+pub struct LocalStack {
+    pub sandbox: refund_chat_local::payments_sandbox::Sandbox,
+    pub aws: SdkConfig,
+    pub config: Config,
+}
+
+pub async fn local_stack() -> LocalStack {
+    let sandbox = refund_chat_local::payments_sandbox::Sandbox::open(None).expect("sandbox");
+    let payments = refund_chat_local::spawn(0, sandbox.router()).await.expect("payments");
+    let model = refund_chat_local::local_model::LocalModel::new(Some(Duration::from_secs(2)));
+    let model = refund_chat_local::spawn(0, model.router()).await.expect("model");
+    let aws = aws_at(&moto().endpoint).await;
+    let table = new_table(&aws).await;
+    let config = config(&format!("http://{model}/v1"), &format!("http://{payments}"), &table);
+    LocalStack { sandbox, aws, config }
+}
+
+pub fn config(openai_base: &str, payments_base: &str, table: &str) -> Config {
+    let vars = [
+        ("OPENAI_API_KEY_SECRET_ID", "openai-key".to_owned()),
+        ("OPENAI_BASE_URL", openai_base.to_owned()),
+        ("PAYMENTS_BASE_URL", payments_base.to_owned()),
+        ("OPENAI_TIMEOUT_SECS", OPENAI_TIMEOUT.as_secs_f64().to_string()),
+        ("RETRY_BACKOFF_SECS", BACKOFF.as_secs_f64().to_string()),
+        ("PAYMENTS_TIMEOUT_SECS", PAYMENTS_TIMEOUT.as_secs_f64().to_string()),
+        ("LEDGER_TABLE", table.to_owned()),
+        ("LEDGER_TIMEOUT_SECS", LEDGER_TIMEOUT.as_secs_f64().to_string()),
+        // As deployed: the customer is the authorizer's (the events carry one).
+        ("USER_IDENTITY", "authorizer".to_owned()),
+    ];
+    Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone())).expect("test config")
+}
+
+/// A model stand-in that answers each request by looking at it.
+type ModelResponder = Box<dyn Fn(&Request) -> ResponseTemplate + Send + Sync>;
+
+struct FnResponder(ModelResponder);
+
+impl Respond for FnResponder {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        (self.0)(request)
+    }
+}
+
+/// A model that refunds what the customer's message names, as
+/// "refund ORDER CENTS", then answers in words once it sees the tool result.
+pub fn refunding_model(request: &Request) -> ResponseTemplate {
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    if messages.iter().any(|m| m["role"] == "tool") {
+        return text("Done.");
+    }
+    let said = messages
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default();
+    let words: Vec<&str> = said.split_whitespace().collect();
+    let at = words.iter().position(|w| *w == "refund").unwrap_or(0);
+    let order = words.get(at + 1).copied().unwrap_or("A-1001");
+    let cents = words.get(at + 2).and_then(|c| c.parse().ok()).unwrap_or(1250u64);
+    refund_call("call_1", order, cents)
+}
+
+/// Answers requests from a script, in order, and records when each arrived.
+#[derive(Clone)]
+pub struct Script {
+    responses: Arc<Mutex<VecDeque<ResponseTemplate>>>,
+    arrivals: Arc<Mutex<Vec<Instant>>>,
+    arrived: Arc<tokio::sync::Notify>,
+}
+
+impl Script {
+    pub fn new(responses: Vec<ResponseTemplate>) -> Self {
+        Script {
+            responses: Arc::new(Mutex::new(responses.into())),
+            arrivals: Arc::default(),
+            arrived: Arc::default(),
+        }
+    }
+    pub fn arrivals(&self) -> Vec<Instant> {
+        self.arrivals.lock().unwrap().clone()
+    }
+    /// Completes once `count` requests have arrived.
+    pub async fn arrived(&self, count: usize) {
+        loop {
+            let notified = self.arrived.notified();
+            tokio::pin!(notified);
+            // Registered before the check, so no arrival can slip in between.
+            notified.as_mut().enable();
+            if self.arrivals.lock().unwrap().len() >= count {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Respond for Script {
+    fn respond(&self, _: &Request) -> ResponseTemplate {
+        self.arrivals.lock().unwrap().push(Instant::now());
+        self.arrived.notify_waiters();
+        self.responses
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| ResponseTemplate::new(599).set_body_string("script exhausted"))
+    }
+}
+
+pub struct TestApp<K = FixedKey> {
+    pub openai: MockServer,
+    pub payments: MockServer,
+    pub model_script: Script,
+    pub aws: SdkConfig,
+    pub table: String,
+    pub app: FunctionApp<K>,
+}
+
+/// A change a test makes to the configuration before the app is built.
+type ConfigChange = Box<dyn FnOnce(&mut Config)>;
+
+/// Builds a [`TestApp`]; every part has a default a test may replace.
+pub struct Builder<K> {
+    model: Vec<ResponseTemplate>,
+    model_responder: Option<ModelResponder>,
+    payments: ResponseTemplate,
+    key_source: K,
+    payments_base: Option<String>,
+    ledger_endpoint: Option<String>,
+    configure: Vec<ConfigChange>,
+}
+
+impl TestApp<FixedKey> {
+    pub fn builder() -> Builder<FixedKey> {
+        Builder {
+            model: Vec::new(),
+            model_responder: None,
+            payments: receipt(),
+            key_source: FixedKey::new(API_KEY),
+            payments_base: None,
+            ledger_endpoint: None,
+            configure: Vec::new(),
+        }
+    }
+
+    /// The model answers with `model` in order; payments answer every refund with `payments`.
+    pub async fn new(model: Vec<ResponseTemplate>, payments: ResponseTemplate) -> Self {
+        TestApp::builder().model(model).payments(payments).build().await
+    }
+}
+
+impl<K: ApiKeySource> Builder<K> {
+    pub fn model(mut self, model: Vec<ResponseTemplate>) -> Self {
+        self.model = model;
+        self
+    }
+    /// The model answers each request with `respond(request)` instead of a script.
+    pub fn model_responder(mut self, respond: impl Fn(&Request) -> ResponseTemplate + Send + Sync + 'static) -> Self {
+        self.model_responder = Some(Box::new(respond));
+        self
+    }
+    pub fn payments(mut self, payments: ResponseTemplate) -> Self {
+        self.payments = payments;
+        self
+    }
+    /// Payments at another address (a server of the test's own).
+    pub fn payments_at(mut self, base: String) -> Self {
+        self.payments_base = Some(base);
+        self
+    }
+    /// DynamoDB (the ledger) at another address: moto's table is still made.
+    pub fn ledger_at(mut self, endpoint: String) -> Self {
+        self.ledger_endpoint = Some(endpoint);
+        self
+    }
+    pub fn configure(mut self, change: impl FnOnce(&mut Config) + 'static) -> Self {
+        self.configure.push(Box::new(change));
+        self
+    }
+    pub fn key_source<K2: ApiKeySource>(self, key_source: K2) -> Builder<K2> {
+        Builder {
+            model: self.model,
+            model_responder: self.model_responder,
+            payments: self.payments,
+            key_source,
+            payments_base: self.payments_base,
+            ledger_endpoint: self.ledger_endpoint,
+            configure: self.configure,
+        }
+    }
+
+    pub async fn build(self) -> TestApp<K> {
+        interested_global_subscriber();
+        let openai = MockServer::start().await;
+        let payments = MockServer::start().await;
+        let model_script = Script::new(self.model);
+        let model_mock = Mock::given(method("POST")).and(path("/v1/chat/completions"));
+        match self.model_responder {
+            Some(respond) => model_mock.respond_with(FnResponder(respond)),
+            None => model_mock.respond_with(model_script.clone()),
+        }
+        .mount(&openai)
+        .await;
+        Mock::given(method("POST"))
+            .and(path("/refunds"))
+            .respond_with(self.payments)
+            .mount(&payments)
+            .await;
+        let aws = aws_at(&moto().endpoint).await;
+        let table = new_table(&aws).await;
+        let payments_base = self.payments_base.unwrap_or_else(|| payments.uri());
+        let mut config = config(&format!("{}/v1", openai.uri()), &payments_base, &table);
+        for change in self.configure {
+            change(&mut config);
+        }
+        let ledger_aws = match &self.ledger_endpoint {
+            Some(endpoint) => aws_at(endpoint).await,
+            None => aws.clone(),
+        };
+        let app = refund_chat::startup::wire(config, &ledger_aws, self.key_source).expect("app");
+        TestApp {
+            openai,
+            payments,
+            model_script,
+            aws,
+            table,
+            app,
+        }
+    }
+}
+
+impl<K: ApiKeySource> TestApp<K> {
+    /// POSTs `body` to the route through an HTTP API v2 event.
+    pub async fn post(&self, body: &str) -> Answer {
+        self.post_with(body, &[]).await
+    }
+
+    /// POSTs `body` with extra headers.
+    pub async fn post_with(&self, body: &str, headers: &[(&str, &str)]) -> Answer {
+        self.send(post_event(body, headers)).await
+    }
+
+    pub async fn chat(&self, message: &str) -> Answer {
+        self.post(&chat_body(message)).await
+    }
+
+    /// The same, with an `Idempotency-Key`.
+    pub async fn chat_with_key(&self, message: &str, key: &str) -> Answer {
+        self.post_with(&chat_body(message), &[("idempotency-key", key)]).await
+    }
+
+    pub async fn send(&self, event: Value) -> Answer {
+        send_as(&self.app, event, REQUEST_ID, 0).await
+    }
+
+    /// The JSON bodies the model received, in order.
+    pub async fn model_requests(&self) -> Vec<Value> {
+        bodies(&self.openai).await
+    }
+
+    /// The JSON bodies the payments service received, in order.
+    pub async fn payments_requests(&self) -> Vec<Value> {
+        bodies(&self.payments).await
+    }
+
+    /// Every ledger item.
+    pub async fn ledger(&self) -> Vec<std::collections::HashMap<String, AttributeValue>> {
+        items(&self.aws, &self.table).await
+    }
+
+    /// The ledger's refund records.
+    pub async fn refund_records(&self) -> Vec<std::collections::HashMap<String, AttributeValue>> {
+        self.ledger()
+            .await
+            .into_iter()
+            .filter(|item| attr(item, "kind") == Some("refund"))
+            .collect()
+    }
+}
+
+pub fn chat_body(message: &str) -> String {
+    json!({"user_id": USER, "message": message}).to_string()
+}
+
+/// An HTTP API v2 event POSTing `body` to the route, signed in (JWT
+/// authorizer) as the body's `user_id`, or as [`USER`] when it has no
+/// usable one.
+pub fn post_event(body: &str, headers: &[(&str, &str)]) -> Value {
+    let user = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|value| value["user_id"].as_str().map(str::to_owned))
+        .filter(|user| !user.is_empty())
+        .unwrap_or_else(|| USER.to_owned());
+    post_event_as(&user, body, headers)
+}
+
+/// The same, signed in as `user`.
+pub fn post_event_as(user: &str, body: &str, headers: &[(&str, &str)]) -> Value {
+    let mut event = load_event("http-api-v2-refund.json");
+    event["body"] = Value::String(body.to_owned());
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = Value::String(user.to_owned());
+    for (name, value) in headers {
+        event["headers"][*name] = Value::String((*value).to_owned());
+    }
+    event
+}
+
+/// The customer's `message`, as the Lambda request `request_id` (a scope of its own).
+pub async fn chat_as<K: ApiKeySource>(h: &TestApp<K>, request_id: &str, message: &str) -> Answer {
+    send_as(&h.app, post_event(&chat_body(message), &[]), request_id, 0).await
+}
+
+/// Sends an API Gateway event through `app`'s handler as the runtime would,
+/// with the given request id and deadline (epoch ms; 0 for none).
+pub async fn send_as<K: ApiKeySource>(
+    app: &FunctionApp<K>,
+    event: Value,
+    request_id: &str,
+    deadline_ms: u64,
+) -> Answer {
+    let mut context = Context::default();
+    context.request_id = request_id.to_owned();
+    context.deadline = deadline_ms;
+    let request = lambda_http::request::from_str(&event.to_string())
+        .expect("event")
+        .with_lambda_context(context);
+    let response = app.handle(request).await;
+    let status = response.status();
+    let headers = response.headers().clone();
+    let raw = match response.body() {
+        Body::Text(text) => text.clone(),
+        other => String::from_utf8_lossy(other.as_ref()).into_owned(),
+    };
+    let body = serde_json::from_str(&raw).unwrap_or(Value::Null);
+    // Every answer of the suite is checked against the published API description.
+    if let Err(problem) = openapi_check(status.as_u16(), &headers, &body) {
+        panic!("the answer does not match docs/openapi.yaml: {problem}\n{status} {raw}");
+    }
+    Answer {
+        status,
+        headers,
+        body,
+        raw,
+    }
+}

@@ -1,0 +1,94 @@
+//! Every answer of the suite checked against `docs/openapi.yaml`.
+
+use std::sync::OnceLock;
+
+use lambda_http::http::{HeaderMap, StatusCode};
+use serde_json::Value;
+use wiremock::MockServer;
+
+/// The API description, as JSON.
+pub fn openapi() -> &'static Value {
+    static DOC: OnceLock<Value> = OnceLock::new();
+    DOC.get_or_init(|| {
+        let text = std::fs::read_to_string(crate::root().join("docs/openapi.yaml")).expect("docs/openapi.yaml");
+        serde_yaml::from_str(&text).expect("docs/openapi.yaml is YAML")
+    })
+}
+
+/// The documented response for a status of `POST /support/refund-chat`.
+pub fn documented_response(status: u16) -> Option<&'static Value> {
+    openapi()["paths"]["/support/refund-chat"]["post"]["responses"]
+        .get(status.to_string())
+        .filter(|response| response.is_object())
+}
+
+/// Whether `instance` is valid against `schema`, whose `$ref`s point into the document.
+pub fn openapi_validate(schema: &Value, instance: &Value) -> Result<(), String> {
+    let mut rooted = schema.clone();
+    if let Value::Object(fields) = &mut rooted {
+        fields.insert("components".into(), openapi()["components"].clone());
+    }
+    let validator = jsonschema::validator_for(&rooted).map_err(|e| format!("bad schema: {e}"))?;
+    let errors: Vec<String> = validator.iter_errors(instance).map(|e| e.to_string()).collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}
+
+/// A response's status, headers and body against the document.
+pub fn openapi_check(status: u16, headers: &HeaderMap, body: &Value) -> Result<(), String> {
+    let response = documented_response(status).ok_or_else(|| format!("status {status} is not documented"))?;
+    for (name, header) in response["headers"].as_object().into_iter().flatten() {
+        let header = match header["$ref"].as_str() {
+            Some(reference) => &openapi()["components"]["headers"][reference.rsplit('/').next().unwrap_or_default()],
+            None => header,
+        };
+        match headers.get(name.as_str()).and_then(|v| v.to_str().ok()) {
+            Some(value) => openapi_validate(&header["schema"], &Value::String(value.to_owned()))
+                .map_err(|e| format!("header {name}: {e}"))?,
+            None if header["required"] == true => return Err(format!("header {name} is missing")),
+            None => {}
+        }
+    }
+    openapi_validate(&response["content"]["application/json"]["schema"], body).map_err(|e| format!("body: {e}"))
+}
+
+pub async fn bodies(server: &MockServer) -> Vec<Value> {
+    server
+        .received_requests()
+        .await
+        .unwrap_or_default()
+        .iter()
+        .map(|r| serde_json::from_slice(&r.body).unwrap_or(Value::Null))
+        .collect()
+}
+
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+    pub raw: String,
+}
+
+impl Answer {
+    pub fn reply(&self) -> &str {
+        self.body["reply"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no reply in {} ({})", self.raw, self.status))
+    }
+    pub fn detail(&self) -> &str {
+        self.body["detail"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no detail in {} ({})", self.raw, self.status))
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+pub fn load_event(name: &str) -> Value {
+    let path = crate::root().join("events").join(name);
+    serde_json::from_str(&std::fs::read_to_string(&path).expect("event file")).expect("event JSON")
+}
