@@ -7,7 +7,7 @@ TOOLS    := $(VENV)/.installed
 BROWSER  := /usr/bin/chromedriver
 EVENT    ?= events/refund.json
 
-.PHONY: run check test chaos eval invoke ledger admin bench build reset-ledger clean-local
+.PHONY: run check test chaos eval invoke ledger admin bench build reset-payments clean-local
 
 SEED     ?= 1
 REQUESTS ?= 10000
@@ -77,10 +77,10 @@ bench:
 build: $(TOOLS)
 	PATH=$(abspath $(VENV))/bin:$$PATH cargo lambda build --release --arm64 --package refund-chat
 
-## reset-ledger: forget the payments sandbox's refunds (make run starts from the seeded orders;
+## reset-payments: forget the payments sandbox's refunds (make run starts from the seeded orders;
 ## the refund ledger lives in moto's memory and starts empty on every make run)
-reset-ledger:
-	rm -f .local/ledger.jsonl
+reset-payments:
+	rm -f .local/payments-refunds.jsonl
 
 clean-local:
 	rm -rf .local $(VENV)

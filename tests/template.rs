@@ -231,3 +231,32 @@ fn a_browser_widget_may_send_the_key_and_the_token() {
         assert!(allowed.contains(header), "{header} is not allowed by the preflight");
     }
 }
+
+/// Every variable `src/config.rs` reads: documented (the contract, or
+/// docs/deploy.md for what goes beyond it), deployed by the template, and
+/// set for `make run` unless its default serves. Adding a variable to the
+/// code without the rest of the checklist in docs/architecture.md fails here.
+#[test]
+fn every_variable_the_code_reads_is_documented_and_deployed() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    let config = read("src/config.rs");
+    let names: std::collections::BTreeSet<&str> = config
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| {
+            s.len() > 3
+                && s.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        })
+        .collect();
+    assert!(names.len() >= 15, "{names:?}");
+    let docs = read("docs/contract.md") + &read("docs/deploy.md");
+    let template = template();
+    let env = &function(&template)["Properties"]["Environment"]["Variables"];
+    for name in names {
+        assert!(docs.contains(&format!("`{name}`")), "{name} is not documented");
+        assert!(!env[name].is_null(), "{name} is not in template.yaml's environment");
+    }
+}

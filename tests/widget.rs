@@ -139,7 +139,7 @@ impl Stack {
     }
 
     async fn refunds(&self) -> usize {
-        self.sandbox.ledger().len()
+        self.sandbox.refunds_made().len()
     }
 }
 

@@ -53,7 +53,7 @@ cargo build --quiet -p refund-chat-local
 cargo build --quiet -p refund-chat-testkit --bin refund-chat-local-aws
 
 start moto "$VENV/bin/moto_server" -H 127.0.0.1 -p "$MOTO_PORT"
-start payments target/debug/refund-chat-local payments --port "$PAYMENTS_PORT" --ledger "$STATE/ledger.jsonl"
+start payments target/debug/refund-chat-local payments --port "$PAYMENTS_PORT" --refunds-file "$STATE/payments-refunds.jsonl"
 start model target/debug/refund-chat-local model --port "$MODEL_PORT"
 wait_for_port moto "$MOTO_PORT"
 wait_for_port payments "$PAYMENTS_PORT"
@@ -82,7 +82,7 @@ refund-chat is running at $URL
 
   Secrets Manager (moto)  http://127.0.0.1:$MOTO_PORT   secret $SECRET_ID
   DynamoDB (moto)         http://127.0.0.1:$MOTO_PORT   refund ledger table refund-chat-ledger
-  payments sandbox        http://127.0.0.1:$PAYMENTS_PORT   ledger: $STATE/ledger.jsonl
+  payments sandbox        http://127.0.0.1:$PAYMENTS_PORT   refunds made: $STATE/payments-refunds.jsonl
   local model             http://127.0.0.1:$MODEL_PORT/v1
   chat page               http://127.0.0.1:$PAGE_PORT/   (same origin as the function: it passes chat requests on;
                           curl -X POST http://127.0.0.1:$PAGE_PORT/__faults/drop-next-answer drops the next answer)
@@ -101,10 +101,10 @@ one refund, and the second answer is the first, replayed:
   curl -si $URL -H 'content-type: application/json' -H 'idempotency-key: demo-1' \
     -d '{"user_id":"u-1001","message":"Order A-1002: the shade is cracked, please refund 5.00"}'
 
-Money moved:      curl -s http://127.0.0.1:$PAYMENTS_PORT/ledger
+Money moved:      curl -s http://127.0.0.1:$PAYMENTS_PORT/refunds
 Refund ledger:    make ledger
 Replay an event:  make invoke EVENT=events/refund.json
-Start afresh:     make reset-ledger (while stopped)
+Start afresh:     make reset-payments (while stopped)
 
 Ctrl-C stops everything.
 TXT

@@ -341,7 +341,7 @@ async fn segment_run(
     let evidence = checks::Evidence {
         exchanges: &exchanges,
         money_moved: sandbox
-            .ledger()
+            .refunds_made()
             .into_iter()
             .map(|e| (e.user_id, e.order_id, e.amount_cents))
             .collect(),

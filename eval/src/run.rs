@@ -87,7 +87,7 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
 
     let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap_or(Value::Null);
-    let moved = sandbox.ledger();
+    let moved = sandbox.refunds_made();
     let ledger = DynamoLedger::new(dynamodb, table);
     let end = EndState {
         refunds: moved

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use refund_chat_local::local_model::LocalModel;
 use refund_chat_local::payments_sandbox::Sandbox;
 
-const USAGE: &str = "usage: refund-chat-local payments [--port 8081] [--ledger FILE]
+const USAGE: &str = "usage: refund-chat-local payments [--port 8081] [--refunds-file FILE]
        refund-chat-local model [--port 8082]
        refund-chat-local widget [--port 8080] [--web DIR] [--function URL]";
 
@@ -28,7 +28,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let (name, port, router) = match args.first().map(String::as_str) {
         Some("payments") => {
-            let ledger = option("--ledger").map(PathBuf::from);
+            let ledger = option("--refunds-file").map(PathBuf::from);
             ("payments sandbox", port(8081)?, Sandbox::open(ledger)?.router())
         }
         Some("model") => ("local model", port(8082)?, LocalModel::new(None).router()),

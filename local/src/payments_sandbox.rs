@@ -3,8 +3,8 @@
 //! `POST /refunds` refunds part of a seeded order, or rejects with
 //! `{"detail": ...}`: unknown order (404), another customer's order (403),
 //! more than remains refundable (409), a malformed body (422). Every refund is
-//! appended to a JSON-lines ledger file, replayed at start-up, so refunds
-//! survive restarts. `GET /ledger` and `GET /orders` show the state.
+//! appended to a JSON-lines file of refunds made, replayed at start-up, so
+//! refunds survive restarts. `GET /refunds` and `GET /orders` show the state.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -40,7 +40,7 @@ pub struct Order {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct LedgerEntry {
+pub struct RefundMade {
     pub refund_id: String,
     pub order_id: String,
     pub user_id: String,
@@ -56,23 +56,23 @@ struct RefundBody {
 
 struct Books {
     orders: BTreeMap<String, Order>,
-    ledger: Vec<LedgerEntry>,
+    refunds_made: Vec<RefundMade>,
 }
 
 #[derive(Clone)]
 pub struct Sandbox {
     books: Arc<Mutex<Books>>,
-    ledger_file: Option<PathBuf>,
+    refunds_file: Option<PathBuf>,
 }
 
 impl Sandbox {
-    /// Seeded orders, with the refunds already in `ledger_file` (if any) applied.
-    pub fn open(ledger_file: Option<PathBuf>) -> std::io::Result<Sandbox> {
-        Sandbox::with_orders(SEED_ORDERS, ledger_file)
+    /// Seeded orders, with the refunds already in `refunds_file` (if any) applied.
+    pub fn open(refunds_file: Option<PathBuf>) -> std::io::Result<Sandbox> {
+        Sandbox::with_orders(SEED_ORDERS, refunds_file)
     }
 
     /// The same over other orders: (order id, user id, paid cents, already refunded cents).
-    pub fn with_orders(seed: &[(&str, &str, u64, u64)], ledger_file: Option<PathBuf>) -> std::io::Result<Sandbox> {
+    pub fn with_orders(seed: &[(&str, &str, u64, u64)], refunds_file: Option<PathBuf>) -> std::io::Result<Sandbox> {
         let mut orders: BTreeMap<String, Order> = seed
             .iter()
             .map(|&(order_id, user_id, paid_cents, refunded_cents)| {
@@ -87,17 +87,17 @@ impl Sandbox {
                 )
             })
             .collect();
-        let mut ledger = Vec::new();
-        if let Some(path) = &ledger_file {
+        let mut refunds_made = Vec::new();
+        if let Some(path) = &refunds_file {
             match std::fs::read_to_string(path) {
                 Ok(text) => {
                     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                        let entry: LedgerEntry = serde_json::from_str(line)
-                            .map_err(|e| std::io::Error::other(format!("{}: bad ledger line: {e}", path.display())))?;
+                        let entry: RefundMade = serde_json::from_str(line)
+                            .map_err(|e| std::io::Error::other(format!("{}: bad line: {e}", path.display())))?;
                         if let Some(order) = orders.get_mut(&entry.order_id) {
                             order.refunded_cents += entry.amount_cents;
                         }
-                        ledger.push(entry);
+                        refunds_made.push(entry);
                     }
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -105,19 +105,19 @@ impl Sandbox {
             }
         }
         Ok(Sandbox {
-            books: Arc::new(Mutex::new(Books { orders, ledger })),
-            ledger_file,
+            books: Arc::new(Mutex::new(Books { orders, refunds_made })),
+            refunds_file,
         })
     }
 
-    pub fn ledger(&self) -> Vec<LedgerEntry> {
-        self.lock().ledger.clone()
+    /// Every refund the sandbox made: the money that moved.
+    pub fn refunds_made(&self) -> Vec<RefundMade> {
+        self.lock().refunds_made.clone()
     }
 
     pub fn router(&self) -> Router {
         Router::new()
-            .route("/refunds", post(refund))
-            .route("/ledger", get(ledger))
+            .route("/refunds", post(refund).get(refunds_made))
             .route("/orders", get(orders))
             .with_state(self.clone())
     }
@@ -126,7 +126,7 @@ impl Sandbox {
         self.books.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn refund(&self, body: RefundBody) -> Result<LedgerEntry, (StatusCode, String)> {
+    fn refund(&self, body: RefundBody) -> Result<RefundMade, (StatusCode, String)> {
         let mut books = self.lock();
         let Some(order) = books.orders.get(&body.order_id) else {
             return Err((StatusCode::NOT_FOUND, format!("order {} does not exist", body.order_id)));
@@ -146,25 +146,29 @@ impl Sandbox {
             };
             return Err((StatusCode::CONFLICT, detail));
         }
-        let entry = LedgerEntry {
-            refund_id: format!("rf_{:06}", books.ledger.len() + 1),
+        let entry = RefundMade {
+            refund_id: format!("rf_{:06}", books.refunds_made.len() + 1),
             order_id: body.order_id.clone(),
             user_id: body.user_id,
             amount_cents: body.amount_cents,
         };
-        if let Some(path) = &self.ledger_file {
-            append_line(path, &entry)
-                .map_err(|e| (StatusCode::INTERNAL_SERVER_ERROR, format!("ledger write failed: {e}")))?;
+        if let Some(path) = &self.refunds_file {
+            append_line(path, &entry).map_err(|e| {
+                (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("writing the refunds file failed: {e}"),
+                )
+            })?;
         }
         if let Some(order) = books.orders.get_mut(&body.order_id) {
             order.refunded_cents += body.amount_cents;
         }
-        books.ledger.push(entry.clone());
+        books.refunds_made.push(entry.clone());
         Ok(entry)
     }
 }
 
-fn append_line(path: &PathBuf, entry: &LedgerEntry) -> std::io::Result<()> {
+fn append_line(path: &PathBuf, entry: &RefundMade) -> std::io::Result<()> {
     let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
     writeln!(file, "{}", serde_json::to_string(entry).map_err(std::io::Error::other)?)
 }
@@ -192,8 +196,8 @@ async fn refund(State(sandbox): State<Sandbox>, body: Bytes) -> (StatusCode, Jso
     }
 }
 
-async fn ledger(State(sandbox): State<Sandbox>) -> Json<Vec<LedgerEntry>> {
-    Json(sandbox.ledger())
+async fn refunds_made(State(sandbox): State<Sandbox>) -> Json<Vec<RefundMade>> {
+    Json(sandbox.refunds_made())
 }
 
 async fn orders(State(sandbox): State<Sandbox>) -> Json<Vec<Order>> {

@@ -50,7 +50,7 @@ async fn every_event_file_produces_its_stated_status() {
     );
 
     for expected in expectations {
-        let before = sandbox.ledger().len();
+        let before = sandbox.refunds_made().len();
         // Each event is its own invocation; a replay is a second invocation with the same key.
         let request_id = format!("req-{}", expected.file);
         let answer = send_as(&app, load_event(&expected.file), &request_id, 0).await;
@@ -62,7 +62,7 @@ async fn every_event_file_produces_its_stated_status() {
             answer.raw
         );
         assert_eq!(
-            sandbox.ledger().len() - before,
+            sandbox.refunds_made().len() - before,
             expected.refunds,
             "{}: refunds made",
             expected.file
