@@ -28,21 +28,29 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 pub type Error = Box<dyn std::error::Error>;
 
+/// `make bench`: the release bootstrap through a Runtime API emulator.
+#[derive(clap::Parser)]
+#[command(name = "refund-chat-bench")]
+struct Cli {
+    /// The release bootstrap to measure.
+    bootstrap: PathBuf,
+    /// Cold starts to measure.
+    #[arg(long, default_value_t = 21)]
+    cold: usize,
+    /// Warm turns to measure.
+    #[arg(long, default_value_t = 2000)]
+    warm: usize,
+}
+
 // One thread, like the function: on 2 cores, a multi-threaded bench would
 // compete with the process it measures.
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let Some(bootstrap) = args.first().map(PathBuf::from) else {
-        return Err("usage: refund-chat-bench BOOTSTRAP [--cold N] [--warm N]".into());
-    };
-    let count = |name: &str, default: usize| -> Result<usize, Error> {
-        match args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)) {
-            Some(n) => Ok(n.parse()?),
-            None => Ok(default),
-        }
-    };
-    let (cold_runs, warm_turns) = (count("--cold", 21)?, count("--warm", 2000)?);
+    let Cli {
+        bootstrap,
+        cold: cold_runs,
+        warm: warm_turns,
+    } = <Cli as clap::Parser>::parse();
 
     let stand_ins = StandIns::start().await?;
     let event = Bytes::from_static(EVENT.as_bytes());

@@ -37,40 +37,31 @@ const AUTO_REFUND_LIMIT: u64 = 5000;
 const DAILY_LIMIT: u64 = 10000;
 const ORDER_WINDOW: Duration = Duration::from_secs(24 * 3600);
 
+/// `make chaos`: the function under a misbehaving model, payments, DynamoDB and customers.
+#[derive(clap::Parser)]
+#[command(name = "refund-chat-chaos")]
 struct Args {
+    #[arg(long, default_value_t = 1)]
     seed: u64,
+    #[arg(long, default_value_t = 10_000)]
     requests: usize,
+    /// Customers at their keyboards, at once.
+    #[arg(long, default_value_t = 6)]
     clients: usize,
+    /// Function containers on the Runtime API.
+    #[arg(long, default_value_t = 4)]
     functions: usize,
-    bootstrap: PathBuf,
-    time_limit: Duration,
+    /// The function's bootstrap (default target/debug/refund-chat).
+    #[arg(long)]
+    bootstrap: Option<PathBuf>,
+    /// Seconds the whole run may take.
+    #[arg(long = "time-limit", default_value_t = 1800)]
+    time_limit_secs: u64,
     /// Requests per segment: each segment is a fresh stack (moto's memory
     /// grows with every transaction it has seen, about 1.4 MB each, so one
     /// moto cannot hold a long run), checked on its own books.
+    #[arg(long, default_value_t = 1000)]
     segment: usize,
-}
-
-fn args() -> Result<Args, Error> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let value = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let number = |name: &str, default: u64| -> Result<u64, Error> {
-        Ok(value(name).map(|v| v.parse()).transpose()?.unwrap_or(default))
-    };
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    Ok(Args {
-        seed: number("--seed", 1)?,
-        requests: number("--requests", 10_000)? as usize,
-        clients: number("--clients", 6)? as usize,
-        functions: number("--functions", 4)? as usize,
-        bootstrap: value("--bootstrap").map_or_else(|| root.join("target/debug/refund-chat"), PathBuf::from),
-        time_limit: Duration::from_secs(number("--time-limit", 1800)?),
-        segment: number("--segment", 1000)?.max(1) as usize,
-    })
 }
 
 /// What the payments service does wrong, per request.
@@ -111,7 +102,13 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<bool, Error> {
-    let args = args()?;
+    let mut args = <Args as clap::Parser>::parse();
+    let bootstrap = args
+        .bootstrap
+        .take()
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/refund-chat"));
+    args.bootstrap = Some(bootstrap);
+    args.segment = args.segment.max(1);
     let started = Instant::now();
     let segments = args.requests.div_ceil(args.segment);
     println!(
@@ -227,7 +224,7 @@ async fn segment_run(
     for n in 0..args.functions {
         let log = std::fs::File::create(logs.join(format!("function-{n}.log")))?;
         functions.push(
-            tokio::process::Command::new(&args.bootstrap)
+            tokio::process::Command::new(args.bootstrap.as_deref().unwrap_or(Path::new("refund-chat")))
                 .env_clear()
                 .envs(refund_chat_local::runtime_api::lambda_environment(api_address))
                 .env("AWS_ENDPOINT_URL_SECRETS_MANAGER", &moto)
@@ -249,7 +246,7 @@ async fn segment_run(
                 .stderr(Stdio::inherit())
                 .kill_on_drop(true)
                 .spawn()
-                .map_err(|e| format!("{}: {e} (build it first)", args.bootstrap.display()))?,
+                .map_err(|e| format!("{:?}: {e} (build it first)", args.bootstrap))?,
         );
     }
 
@@ -309,10 +306,11 @@ async fn segment_run(
             }
         })
     };
-    let time_left = args.time_limit.saturating_sub(run_started.elapsed());
+    let time_limit = Duration::from_secs(args.time_limit_secs);
+    let time_left = time_limit.saturating_sub(run_started.elapsed());
     let finished = tokio::select! {
         done = tokio::time::timeout(time_left, futures_all(tasks)) => done.map_err(|_| {
-            format!("the run did not finish within {:?}", args.time_limit)
+            format!("the run did not finish within {time_limit:?}")
         }),
         exited = a_function_exits(&mut functions) => Err(exited),
     };

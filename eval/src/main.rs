@@ -30,6 +30,31 @@ use tasks::Family;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
+/// `make eval`: the tasks of eval/tasks, k times each, graded on the end state.
+#[derive(clap::Parser)]
+#[command(name = "refund-chat-eval")]
+struct Cli {
+    /// Runs of every task.
+    #[arg(long, default_value_t = 4)]
+    k: usize,
+    /// local, adversarial, or openai (the default when OPENAI_BASE_URL and OPENAI_API_KEY are set).
+    #[arg(long)]
+    model: Option<String>,
+    /// Only these families (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    families: Option<Vec<String>>,
+    /// Runs at once.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Where the report goes (default target/eval).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Exit 1 unless the rules held in every safety run (and, with the local model, exactly the known failures failed).
+    #[arg(long)]
+    check: bool,
+}
+
+/// The command line with its defaults applied.
 struct Args {
     k: usize,
     model: String,
@@ -39,24 +64,21 @@ struct Args {
     check: bool,
 }
 
-fn args() -> Result<Args, Error> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let value = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
+fn args() -> Args {
+    let cli = <Cli as clap::Parser>::parse();
     let real = std::env::var("OPENAI_BASE_URL").is_ok() && std::env::var("OPENAI_API_KEY").is_ok();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    Ok(Args {
-        k: value("--k").map(|v| v.parse()).transpose()?.unwrap_or(4),
-        model: value("--model").unwrap_or_else(|| if real { "openai" } else { "local" }.to_owned()),
-        families: value("--families").map(|f| f.split(',').map(str::to_owned).collect()),
-        concurrency: value("--concurrency").map(|v| v.parse()).transpose()?.unwrap_or(4),
-        out: value("--out").map_or_else(|| root.join("target/eval"), PathBuf::from),
-        check: args.iter().any(|a| a == "--check"),
-    })
+    Args {
+        k: cli.k,
+        model: cli
+            .model
+            .unwrap_or_else(|| if real { "openai" } else { "local" }.to_owned()),
+        families: cli.families,
+        concurrency: cli.concurrency,
+        out: cli
+            .out
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/eval")),
+        check: cli.check,
+    }
 }
 
 /// A model server on a free port: its API base.
@@ -77,7 +99,7 @@ async fn main() -> ExitCode {
 }
 
 async fn evaluate() -> Result<bool, Error> {
-    let args = args()?;
+    let args = args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut families = tasks::load(&root.join("eval/tasks"))?;
     if let Some(wanted) = &args.families {

@@ -6,36 +6,40 @@ use std::path::PathBuf;
 use refund_chat_local::local_model::LocalModel;
 use refund_chat_local::payments_sandbox::Sandbox;
 
-const USAGE: &str = "usage: refund-chat-local payments [--port 8081] [--refunds-file FILE]
-       refund-chat-local model [--port 8082]
-       refund-chat-local widget [--port 8080] [--web DIR] [--function URL]";
+#[derive(clap::Parser)]
+#[command(name = "refund-chat-local")]
+enum Cli {
+    /// The payments sandbox over the seeded orders.
+    Payments {
+        #[arg(long, default_value_t = 8081)]
+        port: u16,
+        /// Where the refunds it makes are kept across restarts.
+        #[arg(long)]
+        refunds_file: Option<PathBuf>,
+    },
+    /// The local OpenAI-compatible model.
+    Model {
+        #[arg(long, default_value_t = 8082)]
+        port: u16,
+    },
+    /// The chat page, passing chat requests on to the function.
+    Widget {
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        #[arg(long, default_value = "web")]
+        web: PathBuf,
+        #[arg(long, default_value = "http://127.0.0.1:9000/support/refund-chat")]
+        function: String,
+    },
+}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let option = |name: &str| {
-        args.iter()
-            .position(|a| a == name)
-            .and_then(|i| args.get(i + 1))
-            .cloned()
-    };
-    let port = |default: u16| {
-        option("--port")
-            .map(|p| p.parse::<u16>())
-            .transpose()
-            .map(|p| p.unwrap_or(default))
-    };
-
-    let (name, port, router) = match args.first().map(String::as_str) {
-        Some("payments") => {
-            let ledger = option("--refunds-file").map(PathBuf::from);
-            ("payments sandbox", port(8081)?, Sandbox::open(ledger)?.router())
-        }
-        Some("model") => ("local model", port(8082)?, LocalModel::new(None).router()),
-        Some("widget") => {
-            let web = option("--web").map_or_else(|| PathBuf::from("web"), PathBuf::from);
-            let function = option("--function").unwrap_or_else(|| "http://127.0.0.1:9000/support/refund-chat".into());
-            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port(8080)?)).await?;
+    let (name, port, router) = match <Cli as clap::Parser>::parse() {
+        Cli::Payments { port, refunds_file } => ("payments sandbox", port, Sandbox::open(refunds_file)?.router()),
+        Cli::Model { port } => ("local model", port, LocalModel::new(None).router()),
+        Cli::Widget { port, web, function } => {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
             println!("chat page on http://{}", listener.local_addr()?);
             let widget = refund_chat_local::widget::Widget::new(web, function);
             tokio::select! {
@@ -44,7 +48,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             return Ok(());
         }
-        _ => return Err(USAGE.into()),
     };
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     println!("{name} listening on http://{}", listener.local_addr()?);
