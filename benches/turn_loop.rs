@@ -4,7 +4,7 @@
 //! is the domain's CPU floor.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use refund_chat::doubles::{RecordingPayments, ScriptedModel, Step};
+use refund_chat::doubles::{RecordingRefunds, ScriptedModel, Step};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::tool;
@@ -21,7 +21,7 @@ fn turn_loop(c: &mut Criterion) {
         Step::tools(&[("call_1", "issue_refund", r#"{"order_id":"A-1001","amount_cents":1250}"#)]),
         Step::text("Done."),
     ]);
-    let payments = RecordingPayments::silent(RefundOutcome::Executed(Receipt {
+    let payments = RecordingRefunds::silent(RefundOutcome::Executed(Receipt {
         refund_id: "rf_1".into(),
         status: "succeeded".into(),
         amount_cents: AmountCents::new(1250),

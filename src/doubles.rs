@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall, Usage};
-use crate::refund::{RefundGateway, RefundOutcome, RefundRequest};
+use crate::refund::{PaymentOutcome, Payments, RefundGateway, RefundOutcome, RefundRequest};
 
 /// One completion call's result.
 #[derive(Debug, Clone)]
@@ -119,16 +119,17 @@ impl ChatModel for ScriptedModel {
     }
 }
 
-/// Answers every refund with the same outcome and records each request.
-pub struct RecordingPayments {
+/// The turn's refund gateway: answers every refund with the same outcome
+/// (any of them: pending approval, already recorded, ...) and records each request.
+pub struct RecordingRefunds {
     outcome: RefundOutcome,
     requests: Mutex<Vec<RefundRequest>>,
     record: bool,
 }
 
-impl RecordingPayments {
+impl RecordingRefunds {
     pub fn answering(outcome: RefundOutcome) -> Self {
-        RecordingPayments {
+        RecordingRefunds {
             outcome,
             requests: Mutex::default(),
             record: true,
@@ -137,6 +138,47 @@ impl RecordingPayments {
 
     /// For benchmarks: records nothing.
     pub fn silent(outcome: RefundOutcome) -> Self {
+        RecordingRefunds {
+            record: false,
+            ..RecordingRefunds::answering(outcome)
+        }
+    }
+
+    pub fn requests(&self) -> Vec<RefundRequest> {
+        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+}
+
+impl RefundGateway for RecordingRefunds {
+    async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
+        if self.record
+            && let Ok(mut requests) = self.requests.lock()
+        {
+            requests.push(request.clone());
+        }
+        self.outcome.clone()
+    }
+}
+
+/// The payments service: answers every call with the same payment outcome
+/// and records each request.
+pub struct RecordingPayments {
+    outcome: PaymentOutcome,
+    requests: Mutex<Vec<RefundRequest>>,
+    record: bool,
+}
+
+impl RecordingPayments {
+    pub fn answering(outcome: PaymentOutcome) -> Self {
+        RecordingPayments {
+            outcome,
+            requests: Mutex::default(),
+            record: true,
+        }
+    }
+
+    /// For benchmarks: records nothing.
+    pub fn silent(outcome: PaymentOutcome) -> Self {
         RecordingPayments {
             record: false,
             ..RecordingPayments::answering(outcome)
@@ -148,8 +190,8 @@ impl RecordingPayments {
     }
 }
 
-impl RefundGateway for RecordingPayments {
-    async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
+impl Payments for RecordingPayments {
+    async fn pay(&self, request: &RefundRequest) -> PaymentOutcome {
         if self.record
             && let Ok(mut requests) = self.requests.lock()
         {

@@ -21,7 +21,7 @@ use refund_chat::ledger::{RefundRecord, new_writer};
 use refund_chat::record_then_pay::approvals::{self, ApprovalError};
 use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::payments::HttpPayments;
-use refund_chat::refund::{RefundOutcome, RefundState};
+use refund_chat::refund::{PaymentOutcome, RefundState};
 use refund_chat::untrusted::{self, visible};
 
 /// Approve, reject and resolve refunds, and export the audit trail.
@@ -272,7 +272,7 @@ async fn pay(ledger: &DynamoLedger, config: &StaffConfig, id: &str, by: &str, pa
         Payment::Reissue => format!("reissued {id} as {}", record.record_id),
     };
     Ok(match &approved.outcome {
-        RefundOutcome::Executed(receipt) => {
+        PaymentOutcome::Executed(receipt) => {
             println!(
                 "{done}: refunded {amount} on order {} to {} (refund {})",
                 visible(&record.order_id),
@@ -281,17 +281,14 @@ async fn pay(ledger: &DynamoLedger, config: &StaffConfig, id: &str, by: &str, pa
             );
             Ending::Done
         }
-        RefundOutcome::Rejected { status, detail } => Ending::Refused(format!(
+        PaymentOutcome::Rejected { status, detail } => Ending::Refused(format!(
             "payments rejected the refund with HTTP {status} ({}); recorded as rejected, no money moved",
             visible(detail)
         )),
-        other => Ending::Refused(format!(
+        PaymentOutcome::Unknown(error) => Ending::Refused(format!(
             "the refund's outcome is unknown ({}); recorded for `refund-chat-admin unknown`: check it with \
              payments, then resolve it",
-            match other {
-                RefundOutcome::Unknown(error) => visible(&error.to_string()).into_owned(),
-                other => other.name().to_owned(),
-            }
+            visible(&error.to_string())
         )),
     })
 }

@@ -20,7 +20,7 @@ use super::{
 use crate::clock::{rfc3339, utc_day};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::{History, Limits, Reason, order_key};
-use crate::refund::{PriorRefund, Receipt, RefundOutcome, RefundRequest, RefundScope, RefundState, Resolution};
+use crate::refund::{PaymentOutcome, PriorRefund, Receipt, RefundRequest, RefundScope, RefundState, Resolution};
 
 #[derive(Default)]
 pub struct MemoryLedger {
@@ -217,13 +217,11 @@ impl RefundLedger for MemoryLedger {
     async fn record_outcome(
         &self,
         request: &RefundRequest,
-        outcome: &RefundOutcome,
+        outcome: &PaymentOutcome,
         _counts_for: &CountsFor,
         now_ms: u64,
     ) -> Result<(), LedgerError> {
-        let Some(state) = outcome.payments_state() else {
-            return Ok(());
-        };
+        let state = outcome.state();
         let mut books = self.books()?;
         let record_id = request.scope.record_id();
         let Some((record, writer)) = books.refunds.get_mut(&record_id) else {
@@ -235,16 +233,15 @@ impl RefundLedger for MemoryLedger {
         record.state = state.as_str().to_owned();
         record.updated_at = Some(rfc3339(now_ms));
         match outcome {
-            RefundOutcome::Executed(receipt) => {
+            PaymentOutcome::Executed(receipt) => {
                 record.refund_id = Some(receipt.refund_id.clone());
                 record.receipt_status = Some(receipt.status.clone());
             }
-            RefundOutcome::Rejected { status, detail } => {
+            PaymentOutcome::Rejected { status, detail } => {
                 record.payments_status = Some(u64::from(*status));
                 record.payments_detail = Some(detail.clone());
             }
-            RefundOutcome::Unknown(error) => record.failure = Some(error.to_string()),
-            _ => {}
+            PaymentOutcome::Unknown(error) => record.failure = Some(error.to_string()),
         }
         if state == RefundState::Rejected {
             let record = record.clone();

@@ -22,7 +22,7 @@ pub mod memory;
 use std::future::Future;
 
 use crate::refund::policy::{History, Limits, Reason};
-use crate::refund::{PriorRefund, RefundOutcome, RefundRequest, RefundScope};
+use crate::refund::{PaymentOutcome, PriorRefund, RefundRequest, RefundScope};
 
 /// A new writer's mark: `owner` (a Lambda request id, or an approver)
 /// and a random part, so that no two writers ever share one, even an
@@ -211,7 +211,7 @@ pub trait RefundLedger: Send + Sync {
     fn record_outcome(
         &self,
         request: &RefundRequest,
-        outcome: &RefundOutcome,
+        outcome: &PaymentOutcome,
         counted: &CountsFor,
         now_ms: u64,
     ) -> impl Future<Output = Result<(), LedgerError>> + Send;

@@ -16,7 +16,7 @@
 use crate::clock::now_ms;
 use crate::ledger::{CountsFor, LedgerError, RefundLedger, RefundRecord, StaffDecision, StaffLedger};
 use crate::refund::policy::Limits;
-use crate::refund::{RefundGateway, RefundOutcome, RefundState};
+use crate::refund::{PaymentOutcome, Payments, RefundState};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApprovalError {
@@ -52,13 +52,13 @@ pub enum ApprovalError {
 pub struct Approved {
     /// The record that was paid (for a reissue, the new one).
     pub record: RefundRecord,
-    pub outcome: RefundOutcome,
+    pub outcome: PaymentOutcome,
     /// False when the outcome could not be written: the record stays
     /// `executing`, which `unknown` lists once it is stale.
     pub outcome_recorded: bool,
 }
 
-pub async fn approve<L: StaffLedger, G: RefundGateway>(
+pub async fn approve<L: StaffLedger, G: Payments>(
     ledger: &L,
     payments: &G,
     record_id: &str,
@@ -80,7 +80,7 @@ pub async fn approve<L: StaffLedger, G: RefundGateway>(
 
 /// Pays, under a new record, an approved refund that a person resolved as
 /// not executed (see the module's documentation).
-pub async fn reissue<L: StaffLedger, G: RefundGateway>(
+pub async fn reissue<L: StaffLedger, G: Payments>(
     ledger: &L,
     payments: &G,
     record_id: &str,
@@ -124,7 +124,7 @@ async fn recover_claim<L: StaffLedger>(
 }
 
 /// One payments call for a record this writer holds, then its outcome.
-async fn pay<L: RefundLedger, G: RefundGateway>(
+async fn pay<L: RefundLedger, G: Payments>(
     ledger: &L,
     payments: &G,
     record: RefundRecord,
@@ -135,7 +135,7 @@ async fn pay<L: RefundLedger, G: RefundGateway>(
         // Held in `executing` by this approver: `unknown` will list it.
         return Err(ApprovalError::Inconsistent(record.record_id));
     }
-    let outcome = payments.refund(&request).await;
+    let outcome = payments.pay(&request).await;
     let recorded = ledger
         .record_outcome(&request, &outcome, &CountsFor::Rule2, now_ms())
         .await;

@@ -20,16 +20,16 @@ pub mod approvals;
 use crate::clock::{now_ms, utc_day};
 use crate::ledger::{ApprovalWrite, AutomaticWrite, CountsFor, LedgerError, RefundLedger};
 use crate::refund::policy::{self, Decision, History, Limits, Reason};
-use crate::refund::{RefundGateway, RefundOutcome, RefundRequest};
+use crate::refund::{Payments, RefundGateway, RefundOutcome, RefundRequest};
 
-pub struct RecordedRefunds<L, G> {
+pub struct RecordedRefunds<L, P> {
     ledger: L,
-    payments: G,
+    payments: P,
     limits: Limits,
 }
 
-impl<L, G> RecordedRefunds<L, G> {
-    pub fn new(ledger: L, payments: G, limits: Limits) -> Self {
+impl<L, P> RecordedRefunds<L, P> {
+    pub fn new(ledger: L, payments: P, limits: Limits) -> Self {
         RecordedRefunds {
             ledger,
             payments,
@@ -38,7 +38,7 @@ impl<L, G> RecordedRefunds<L, G> {
     }
 }
 
-impl<L: RefundLedger, G: RefundGateway + Sync> RecordedRefunds<L, G> {
+impl<L: RefundLedger, P: Payments + Sync> RecordedRefunds<L, P> {
     async fn automatic(&self, request: &RefundRequest, now: u64) -> Result<RefundOutcome, LedgerError> {
         match self.ledger.record_automatic(request, &self.limits, now).await? {
             AutomaticWrite::Recorded => {}
@@ -61,7 +61,7 @@ impl<L: RefundLedger, G: RefundGateway + Sync> RecordedRefunds<L, G> {
                 return self.for_approval(request, reasons, now).await;
             }
         }
-        let outcome = self.payments.refund(request).await;
+        let outcome = self.payments.pay(request).await;
         let counted = CountsFor::Rules2And3 { day: utc_day(now) };
         if let Err(error) = self.ledger.record_outcome(request, &outcome, &counted, now_ms()).await {
             tracing::error!(
@@ -72,7 +72,7 @@ impl<L: RefundLedger, G: RefundGateway + Sync> RecordedRefunds<L, G> {
                 "the refund record stays executing (read as unknown)"
             );
         }
-        Ok(outcome)
+        Ok(outcome.into())
     }
 
     async fn for_approval(
@@ -100,7 +100,7 @@ fn already_recorded(prior: crate::refund::PriorRefund) -> RefundOutcome {
     RefundOutcome::AlreadyRecorded(prior)
 }
 
-impl<L: RefundLedger, G: RefundGateway + Sync> RefundGateway for RecordedRefunds<L, G> {
+impl<L: RefundLedger, P: Payments + Sync> RefundGateway for RecordedRefunds<L, P> {
     async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
         let now = now_ms();
         // Rule 1 (and rule 3 for an amount above the daily limit alone) needs

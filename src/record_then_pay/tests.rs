@@ -9,7 +9,7 @@ use crate::doubles::RecordingPayments;
 use crate::ledger::memory::MemoryLedger;
 use crate::refund::message::CustomerMessage;
 use crate::refund::money::AmountCents;
-use crate::refund::{Receipt, RefundGateway, RefundOutcome, RefundRequest, RefundScope};
+use crate::refund::{PaymentOutcome, Receipt, RefundGateway, RefundOutcome, RefundRequest, RefundScope};
 
 fn request(request_id: &str, order_id: &str, cents: u64) -> RefundRequest {
     RefundRequest {
@@ -22,8 +22,8 @@ fn request(request_id: &str, order_id: &str, cents: u64) -> RefundRequest {
     }
 }
 
-fn paid() -> RefundOutcome {
-    RefundOutcome::Executed(Receipt {
+fn paid() -> PaymentOutcome {
+    PaymentOutcome::Executed(Receipt {
         refund_id: "rf_1".into(),
         status: "succeeded".into(),
         amount_cents: AmountCents::new(1250),
@@ -54,8 +54,8 @@ async fn a_refused_write_goes_to_approval_with_the_ledgers_reasons() {
         RecordingPayments::answering(paid()),
         DEFAULT_LIMITS,
     );
-    assert_eq!(refunds.refund(&request("r-1", "A-1", 4000)).await, paid());
-    assert_eq!(refunds.refund(&request("r-1b", "C-3", 5000)).await, paid());
+    assert_eq!(refunds.refund(&request("r-1", "A-1", 4000)).await, paid().into());
+    assert_eq!(refunds.refund(&request("r-1b", "C-3", 5000)).await, paid().into());
 
     let again = refunds.refund(&request("r-2", " a-1", 1000)).await;
     let over_the_day = refunds.refund(&request("r-3", "B-2", 1500)).await;

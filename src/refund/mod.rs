@@ -252,12 +252,47 @@ pub enum RefundOutcome {
     Unrecorded,
 }
 
-impl From<Result<Receipt, RefundError>> for RefundOutcome {
+/// What one payments call proved (contract 3): a receipt, a rejection
+/// (a 4xx: no money moved), or nothing either way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaymentOutcome {
+    Executed(Receipt),
+    Rejected { status: u16, detail: String },
+    Unknown(RefundError),
+}
+
+impl From<Result<Receipt, RefundError>> for PaymentOutcome {
     fn from(result: Result<Receipt, RefundError>) -> Self {
         match result {
-            Ok(receipt) => RefundOutcome::Executed(receipt),
-            Err(RefundError::Rejected { status, detail }) => RefundOutcome::Rejected { status, detail },
-            Err(error) => RefundOutcome::Unknown(error),
+            Ok(receipt) => PaymentOutcome::Executed(receipt),
+            Err(RefundError::Rejected { status, detail }) => PaymentOutcome::Rejected { status, detail },
+            Err(error) => PaymentOutcome::Unknown(error),
+        }
+    }
+}
+
+impl PaymentOutcome {
+    /// The state the ledger records for it.
+    pub fn state(&self) -> RefundState {
+        match self {
+            PaymentOutcome::Executed(_) => RefundState::Executed,
+            PaymentOutcome::Rejected { .. } => RefundState::Rejected,
+            PaymentOutcome::Unknown(_) => RefundState::Unknown,
+        }
+    }
+
+    pub fn name(&self) -> &'static str {
+        self.state().as_str()
+    }
+}
+
+/// A refund's outcome is a payment's when payments was called.
+impl From<PaymentOutcome> for RefundOutcome {
+    fn from(outcome: PaymentOutcome) -> Self {
+        match outcome {
+            PaymentOutcome::Executed(receipt) => RefundOutcome::Executed(receipt),
+            PaymentOutcome::Rejected { status, detail } => RefundOutcome::Rejected { status, detail },
+            PaymentOutcome::Unknown(error) => RefundOutcome::Unknown(error),
         }
     }
 }
@@ -279,23 +314,18 @@ impl RefundOutcome {
     pub fn is_recorded(&self) -> bool {
         !matches!(self, RefundOutcome::Unrecorded)
     }
-
-    /// The state the ledger records for an outcome of a payments call.
-    pub fn payments_state(&self) -> Option<RefundState> {
-        match self {
-            RefundOutcome::Executed(_) => Some(RefundState::Executed),
-            RefundOutcome::Rejected { .. } => Some(RefundState::Rejected),
-            RefundOutcome::Unknown(_) => Some(RefundState::Unknown),
-            _ => None,
-        }
-    }
 }
 
-/// Makes (or declines to make) the refund. For the payments adapter one call
-/// is one payments request: there is no idempotency key, and an
-/// implementation must never retry.
+/// Makes (or declines to make) the refund the turn asks for: in the function,
+/// "decide, record, then pay" ([`crate::record_then_pay`]).
 pub trait RefundGateway {
     fn refund(&self, request: &RefundRequest) -> impl Future<Output = RefundOutcome> + Send;
+}
+
+/// The payments service (contract 3). One call is one payments request:
+/// there is no idempotency key, and an implementation must never retry.
+pub trait Payments {
+    fn pay(&self, request: &RefundRequest) -> impl Future<Output = PaymentOutcome> + Send;
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::refund::money::AmountCents;
-use crate::refund::{Receipt, RefundError, RefundGateway, RefundOutcome, RefundRequest};
+use crate::refund::{PaymentOutcome, Payments, Receipt, RefundError, RefundRequest};
 
 pub struct HttpPayments {
     http: reqwest::Client,
@@ -105,8 +105,8 @@ fn transport(error: reqwest::Error) -> RefundError {
     }
 }
 
-impl RefundGateway for HttpPayments {
-    async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
+impl Payments for HttpPayments {
+    async fn pay(&self, request: &RefundRequest) -> PaymentOutcome {
         self.call(request).await.into()
     }
 }
@@ -155,8 +155,8 @@ mod tests {
         let (_server, payments) = payments_answering(ResponseTemplate::new(201).set_body_json(receipt)).await;
 
         assert_eq!(
-            payments.refund(&request()).await,
-            RefundOutcome::Executed(Receipt {
+            payments.pay(&request()).await,
+            PaymentOutcome::Executed(Receipt {
                 refund_id: "rf_1".into(),
                 status: "succeeded".into(),
                 amount_cents: AmountCents::new(1250),
@@ -169,8 +169,8 @@ mod tests {
         let detail = json!({"detail": "order A-1001 has only 3.00 left to refund"});
         let (_server, payments) = payments_answering(ResponseTemplate::new(409).set_body_json(detail)).await;
         assert_eq!(
-            payments.refund(&request()).await,
-            RefundOutcome::Rejected {
+            payments.pay(&request()).await,
+            PaymentOutcome::Rejected {
                 status: 409,
                 detail: "order A-1001 has only 3.00 left to refund".into()
             }
@@ -212,7 +212,7 @@ mod tests {
         ];
         for (response, expected) in cases {
             let (_server, payments) = payments_answering(response).await;
-            assert_eq!(payments.refund(&request()).await, RefundOutcome::Unknown(expected));
+            assert_eq!(payments.pay(&request()).await, PaymentOutcome::Unknown(expected));
         }
     }
 
@@ -232,11 +232,11 @@ mod tests {
         let http = crate::http_client::money_path_client().unwrap();
         let payments = HttpPayments::new(http, &server.uri(), TIMEOUT);
 
-        let outcome = payments.refund(&request()).await;
+        let outcome = payments.pay(&request()).await;
 
         assert_eq!(
             outcome,
-            RefundOutcome::Unknown(RefundError::Failed {
+            PaymentOutcome::Unknown(RefundError::Failed {
                 status: 302,
                 detail: "moved".into()
             })
@@ -267,9 +267,9 @@ mod tests {
         let http = crate::http_client::money_path_client().unwrap();
         let payments = HttpPayments::new(http, &base, TIMEOUT);
 
-        let outcome = payments.refund(&request()).await;
+        let outcome = payments.pay(&request()).await;
 
-        assert!(matches!(outcome, RefundOutcome::Unknown(_)), "{outcome:?}");
+        assert!(matches!(outcome, PaymentOutcome::Unknown(_)), "{outcome:?}");
     }
 
     #[test]
@@ -298,10 +298,10 @@ mod tests {
         let http = crate::http_client::money_path_client().unwrap();
         let payments = HttpPayments::new(http, &format!("http://{address}"), TIMEOUT);
 
-        let outcome = payments.refund(&request()).await;
+        let outcome = payments.pay(&request()).await;
 
         assert!(
-            matches!(outcome, RefundOutcome::Unknown(RefundError::Transport(_))),
+            matches!(outcome, PaymentOutcome::Unknown(RefundError::Transport(_))),
             "{outcome:?}"
         );
         assert_eq!(
@@ -318,8 +318,8 @@ mod tests {
         let started = std::time::Instant::now();
 
         assert_eq!(
-            payments.refund(&request()).await,
-            RefundOutcome::Unknown(RefundError::Timeout)
+            payments.pay(&request()).await,
+            PaymentOutcome::Unknown(RefundError::Timeout)
         );
         assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     }

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::chat::{CompletionError, Message};
-use crate::doubles::{RecordingPayments, ScriptedModel, Step};
+use crate::doubles::{RecordingRefunds, ScriptedModel, Step};
 use crate::refund::money::AmountCents;
 use crate::refund::{Receipt, RefundError, RefundOutcome, RefundRequest, RefundScope};
 
@@ -47,7 +47,7 @@ const REFUND_ARGS: &str = r#"{"order_id":"A-1","amount_cents":1250}"#;
 
 async fn run(
     model: &ScriptedModel,
-    payments: &RecordingPayments,
+    payments: &RecordingRefunds,
 ) -> (Result<String, TurnError>, TurnStats, Vec<Message>) {
     let message = CustomerMessage::new("refund A-1, 12.50");
     let mut turn = Turn::new(model, payments, BACKOFF, context(), &message);
@@ -68,7 +68,7 @@ fn tool_contents(messages: &[Message]) -> Vec<String> {
 #[tokio::test(start_paused = true)]
 async fn a_refund_runs_once_with_the_requests_user_id() {
     let model = ScriptedModel::new(vec![tools(&[("c1", TOOL_NAME, REFUND_ARGS)]), text("Done.")]);
-    let payments = RecordingPayments::answering(receipt());
+    let payments = RecordingRefunds::answering(receipt());
 
     let (result, stats, messages) = run(&model, &payments).await;
 
@@ -96,7 +96,7 @@ async fn a_refund_runs_once_with_the_requests_user_id() {
 #[tokio::test(start_paused = true)]
 async fn a_timeout_is_retried_after_the_backoff_with_the_same_history() {
     let model = ScriptedModel::new(vec![timeout(), text("Hello.")]);
-    let payments = RecordingPayments::answering(receipt());
+    let payments = RecordingRefunds::answering(receipt());
     let start = Instant::now();
 
     let (result, stats, _) = run(&model, &payments).await;
@@ -124,7 +124,7 @@ async fn a_retry_after_a_refund_resumes_the_turn_without_refunding_again() {
         tools(&[("c2", TOOL_NAME, REFUND_ARGS)]),
         text("Refunded once."),
     ]);
-    let payments = RecordingPayments::answering(receipt());
+    let payments = RecordingRefunds::answering(receipt());
 
     let (result, stats, messages) = run(&model, &payments).await;
 
@@ -148,7 +148,7 @@ async fn a_retry_after_a_refund_resumes_the_turn_without_refunding_again() {
 #[tokio::test(start_paused = true)]
 async fn two_timeouts_end_the_turn_as_timed_out() {
     let model = ScriptedModel::new(vec![timeout(), timeout()]);
-    let payments = RecordingPayments::answering(receipt());
+    let payments = RecordingRefunds::answering(receipt());
     let start = Instant::now();
 
     let (result, stats, _) = run(&model, &payments).await;
@@ -166,7 +166,7 @@ async fn a_timeout_on_the_fifth_call_exhausts_the_budget_without_backoff() {
         .collect();
     steps.push(timeout());
     let model = ScriptedModel::new(steps);
-    let payments = RecordingPayments::answering(receipt());
+    let payments = RecordingRefunds::answering(receipt());
     let start = Instant::now();
 
     let (result, stats, _) = run(&model, &payments).await;
@@ -186,7 +186,7 @@ async fn timeouts_on_the_fourth_and_fifth_calls_exhaust_the_budget() {
         timeout(),
         timeout(),
     ]);
-    let payments = RecordingPayments::answering(receipt());
+    let payments = RecordingRefunds::answering(receipt());
     let start = Instant::now();
 
     let (result, stats, _) = run(&model, &payments).await;
@@ -200,7 +200,7 @@ async fn timeouts_on_the_fourth_and_fifth_calls_exhaust_the_budget() {
 async fn a_model_that_keeps_asking_for_tools_stops_after_five_calls() {
     let steps = (0..5).map(|_| tools(&[("c", "lookup_order", "{}")])).collect();
     let model = ScriptedModel::new(steps);
-    let payments = RecordingPayments::answering(receipt());
+    let payments = RecordingRefunds::answering(receipt());
 
     let (result, stats, _) = run(&model, &payments).await;
 
@@ -215,7 +215,7 @@ async fn tool_calls_of_the_fifth_call_are_not_executed() {
     let mut steps: Vec<Step> = (0..4).map(|_| tools(&[("c", TOOL_NAME, invalid)])).collect();
     steps.push(tools(&[("c5", TOOL_NAME, REFUND_ARGS)]));
     let model = ScriptedModel::new(steps);
-    let payments = RecordingPayments::answering(receipt());
+    let payments = RecordingRefunds::answering(receipt());
 
     let (result, stats, _) = run(&model, &payments).await;
 
@@ -230,7 +230,7 @@ async fn tool_calls_of_the_fifth_call_are_not_executed() {
 #[tokio::test(start_paused = true)]
 async fn a_provider_error_is_not_retried() {
     let model = ScriptedModel::new(vec![Step::Status(503)]);
-    let payments = RecordingPayments::answering(receipt());
+    let payments = RecordingRefunds::answering(receipt());
 
     let (result, stats, _) = run(&model, &payments).await;
 
@@ -251,7 +251,7 @@ async fn a_failed_refund_attempt_still_spends_the_latch() {
         tools(&[("c2", TOOL_NAME, r#"{"order_id":"A-2","amount_cents":100}"#)]),
         text("Sorry."),
     ]);
-    let payments = RecordingPayments::answering(RefundOutcome::Unknown(RefundError::Timeout));
+    let payments = RecordingRefunds::answering(RefundOutcome::Unknown(RefundError::Timeout));
 
     let (result, stats, messages) = run(&model, &payments).await;
 
@@ -272,7 +272,7 @@ async fn invalid_calls_do_not_spend_the_latch() {
         ]),
         text("Done."),
     ]);
-    let payments = RecordingPayments::answering(receipt());
+    let payments = RecordingRefunds::answering(receipt());
 
     let (result, stats, messages) = run(&model, &payments).await;
 
@@ -327,7 +327,7 @@ async fn outcomes_that_moved_no_money_still_spend_the_latch_and_tell_the_model()
             tools(&[("c2", TOOL_NAME, REFUND_ARGS)]),
             text("Done."),
         ]);
-        let payments = RecordingPayments::answering(outcome.clone());
+        let payments = RecordingRefunds::answering(outcome.clone());
 
         let (result, stats, messages) = run(&model, &payments).await;
 

@@ -14,7 +14,7 @@ use refund_chat::ledger::{AutomaticWrite, CountsFor, RefundLedger};
 use refund_chat::ledger::{Confirmed, StaffDecision};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
-use refund_chat::refund::{RefundError, RefundOutcome, RefundRequest, RefundScope};
+use refund_chat::refund::{PaymentOutcome, RefundError, RefundRequest, RefundScope};
 use serde_json::json;
 
 use refund_chat_testkit::*;
@@ -224,12 +224,12 @@ async fn a_late_outcome_never_lands_on_a_resolved_record() {
     for (request_id, late) in [
         (
             "req-late-rejected",
-            RefundOutcome::Rejected {
+            PaymentOutcome::Rejected {
                 status: 409,
                 detail: "no".into(),
             },
         ),
-        ("req-late-unknown", RefundOutcome::Unknown(RefundError::Timeout)),
+        ("req-late-unknown", PaymentOutcome::Unknown(RefundError::Timeout)),
     ] {
         let request = direct_request(request_id, &format!("L-{request_id}"), 1000, "w-sleepy-laptop");
         assert_eq!(
@@ -269,7 +269,7 @@ async fn a_refund_rejected_by_payments_after_its_guard_expired_releases_nothing(
         Ok(AutomaticWrite::Recorded)
     );
     expire_guards(&h).await;
-    let rejected = RefundOutcome::Rejected {
+    let rejected = PaymentOutcome::Rejected {
         status: 422,
         detail: "order not found".into(),
     };

@@ -9,7 +9,7 @@ use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::{AutomaticWrite, CountsFor, LedgerError, RefundLedger, RequestLedger};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
-use refund_chat::refund::{RefundOutcome, RefundRequest, RefundScope, RefundState};
+use refund_chat::refund::{PaymentOutcome, RefundRequest, RefundScope, RefundState};
 use serde_json::json;
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
@@ -211,7 +211,7 @@ async fn a_retried_write_knows_itself_and_another_writer_finds_the_record() {
     let counted = CountsFor::Rules2And3 {
         day: refund_chat::clock::utc_day(1),
     };
-    let executed = RefundOutcome::Rejected {
+    let executed = PaymentOutcome::Rejected {
         status: 409,
         detail: "no".into(),
     };

@@ -63,7 +63,7 @@ use super::{
 use crate::clock::{rfc3339, utc_day};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::{History, Limits, Reason, order_key};
-use crate::refund::{PriorRefund, Receipt, RefundOutcome, RefundRequest, RefundScope, RefundState, Resolution};
+use crate::refund::{PaymentOutcome, PriorRefund, Receipt, RefundRequest, RefundScope, RefundState, Resolution};
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -579,13 +579,11 @@ impl super::RefundLedger for DynamoLedger {
     async fn record_outcome(
         &self,
         request: &RefundRequest,
-        outcome: &RefundOutcome,
+        outcome: &PaymentOutcome,
         counted: &CountsFor,
         now_ms: u64,
     ) -> Result<(), LedgerError> {
-        let Some(state) = outcome.payments_state() else {
-            return Ok(());
-        };
+        let state = outcome.state();
         let mut set = vec!["#state = :state", "updated_at = :now"];
         // Never on a record a person resolved meanwhile (contract 9): the
         // resolution is what payments confirmed, and it already settled the guards.
@@ -601,24 +599,23 @@ impl super::RefundLedger for DynamoLedger {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         let mut remove_queue = true;
         match outcome {
-            RefundOutcome::Executed(receipt) => {
+            PaymentOutcome::Executed(receipt) => {
                 set.extend(["refund_id = :refund_id", "receipt_status = :receipt_status"]);
                 update = update
                     .expression_attribute_values(":refund_id", s(&receipt.refund_id))
                     .expression_attribute_values(":receipt_status", s(&receipt.status));
             }
-            RefundOutcome::Rejected { status, detail } => {
+            PaymentOutcome::Rejected { status, detail } => {
                 set.extend(["payments_status = :status", "payments_detail = :detail"]);
                 update = update
                     .expression_attribute_values(":status", n(u64::from(*status)))
                     .expression_attribute_values(":detail", s(detail));
             }
-            RefundOutcome::Unknown(error) => {
+            PaymentOutcome::Unknown(error) => {
                 set.extend(["failure = :failure", "waiting_for = :state"]);
                 update = update.expression_attribute_values(":failure", s(error.to_string()));
                 remove_queue = false;
             }
-            _ => {}
         }
         let expression = format!(
             "SET {}{}",
