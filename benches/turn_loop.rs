@@ -8,8 +8,8 @@ use refund_chat::doubles::{RecordingRefunds, ScriptedModel, Step};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::tool;
-use refund_chat::refund::{Receipt, RefundOutcome, RefundScope};
-use refund_chat::turn::{Turn, TurnContext};
+use refund_chat::refund::{Attempt, Receipt, RefundOutcome, RefundScope, WriterMark};
+use refund_chat::turn::Turn;
 
 fn turn_loop(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -27,10 +27,9 @@ fn turn_loop(c: &mut Criterion) {
         amount_cents: AmountCents::new(1250),
     }));
     let message = CustomerMessage::new("refund A-1001 12.50");
-    let context = TurnContext {
+    let context = Attempt {
         scope: RefundScope::for_request("u-1001", "req-1"),
-        request_id: "req-1".into(),
-        writer: "req-1/bench".into(),
+        writer: WriterMark::fixed("req-1/bench"),
     };
     c.bench_function("refund turn (2 completions, 1 payment), in-memory", |b| {
         b.iter(|| {

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use refund_chat::clock::now_ms;
 use refund_chat::ledger::dynamo::DynamoLedger;
-use refund_chat::ledger::new_writer;
 use refund_chat::record_then_pay::approvals::{self, ApprovalError};
 use refund_chat::refund::RefundState;
 use refund_chat::refund::payments::HttpPayments;
@@ -55,7 +54,7 @@ impl Staff {
                 self.count("guard expired first");
             }
             let by = format!("staff-{}", rng.below(3));
-            let writer = new_writer(&format!("chaos:{by}"));
+            let writer = refund_chat::refund::WriterMark::new(&format!("chaos:{by}"));
             let ending = if rng.chance(0.6) {
                 match approvals::approve(
                     &self.ledger,

@@ -15,9 +15,9 @@ use std::process::ExitCode;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use refund_chat::clock::{now_ms, parse_utc};
 use refund_chat::config::{FUNCTION_TIMEOUT, StaffConfig};
+use refund_chat::ledger::RefundRecord;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::{Confirmed, StaffDecision};
-use refund_chat::ledger::{RefundRecord, new_writer};
 use refund_chat::record_then_pay::approvals::{self, ApprovalError};
 use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::payments::HttpPayments;
@@ -227,7 +227,7 @@ async fn pay(ledger: &DynamoLedger, config: &StaffConfig, id: &str, by: &str, pa
         Err(error) => return Ok(Ending::Failed(format!("HTTP client: {error}"))),
     };
     let payments = HttpPayments::new(http, &config.payments_base_url, config.payments_timeout);
-    let writer = new_writer(&format!("staff:{by}"));
+    let writer = refund_chat::refund::WriterMark::new(&format!("staff:{by}"));
     let (action, result) = match payment {
         Payment::Approval => (
             "approve",

@@ -180,7 +180,7 @@ mod admission {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::refund::RefundScope;
+    use crate::refund::{RefundScope, WriterMark};
 
     /// A request ledger whose key was left by a dead invocation, and whose
     /// takeover another retry wins first, with a lease ending at `winner_lease_ms`.
@@ -227,8 +227,7 @@ mod admission {
         };
         let lease = RequestLease {
             scope: RefundScope::for_idempotency_key("u-1", "k-1"),
-            request_id: "req-2".into(),
-            writer: "req-2/w".into(),
+            writer: WriterMark::fixed("req-2/w"),
             body_sha256: body_sha256(b"body"),
             lease_until_ms: now + 60_000,
             expires_at_s: u64::MAX,

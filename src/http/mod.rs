@@ -30,9 +30,9 @@ use crate::http::idempotency::{Admission, IdempotencyKey, MalformedKey, Refusal}
 use crate::http::identity::IdentityError;
 use crate::ledger::{LedgerError, RequestLease, RequestLedger, StoredResponse};
 use crate::ops::telemetry::{self, KeyUse, RequestEnd};
-use crate::refund::{RefundGateway, RefundScope};
+use crate::refund::{Attempt, RefundGateway, RefundScope, WriterMark};
 use crate::secrets::{ApiKeySource, SecretError};
-use crate::turn::{Turn, TurnContext, TurnError, TurnStats};
+use crate::turn::{Turn, TurnError, TurnStats};
 
 pub const ROUTE: &str = "/support/refund-chat";
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
@@ -140,8 +140,8 @@ impl ApiError {
 /// cannot mistake another's write for its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {
-    pub request_id: String,
-    pub writer: String,
+    /// Its mark on what it writes, which names its Lambda request id.
+    pub writer: WriterMark,
     /// Epoch ms; 0 when the runtime gave none.
     pub deadline_ms: u64,
 }
@@ -155,10 +155,14 @@ impl Invocation {
             .unwrap_or_else(|| "unknown".to_owned());
         let deadline_ms = context.map(|context| context.deadline).unwrap_or_default();
         Invocation {
-            writer: crate::ledger::new_writer(&request_id),
-            request_id,
+            writer: WriterMark::new(&request_id),
             deadline_ms,
         }
+    }
+
+    /// The Lambda request id.
+    pub fn request_id(&self) -> &str {
+        self.writer.invocation()
     }
 }
 
@@ -292,14 +296,13 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
             idempotency_key = checked.key.is_some(),
         );
         let Some((key, body_sha256)) = checked.key else {
-            let scope = RefundScope::for_request(user_id, &invocation.request_id);
+            let scope = RefundScope::for_request(user_id, invocation.request_id());
             return Answer::of(self.run_turn(&checked.chat, scope, invocation, trace).await);
         };
 
         let now = now_ms();
         let lease = RequestLease {
             scope: RefundScope::for_idempotency_key(user_id, key.as_str()),
-            request_id: invocation.request_id.clone(),
             writer: invocation.writer.clone(),
             body_sha256,
             lease_until_ms: self.lease_end(invocation, now),
@@ -383,9 +386,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
         trace: &mut RequestTrace,
     ) -> Result<String, ApiError> {
         let model = self.model().await?;
-        let context = TurnContext {
+        let context = Attempt {
             scope,
-            request_id: invocation.request_id.clone(),
             writer: invocation.writer.clone(),
         };
         let mut turn = Turn::new(model, &self.refunds, self.config.retry_backoff, context, &chat.message);
@@ -414,7 +416,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
         let mut response = Response::builder()
             .status(answer.status)
             .header(header::CONTENT_TYPE, "application/json");
-        if let Ok(value) = HeaderValue::from_str(&invocation.request_id) {
+        if let Ok(value) = HeaderValue::from_str(invocation.request_id()) {
             response = response.header(REQUEST_ID_HEADER, value);
         }
         if let Some(origin) = self

@@ -20,7 +20,9 @@ use super::{
 use crate::clock::{rfc3339, utc_day};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::{History, Limits, Reason, order_key};
-use crate::refund::{PaymentOutcome, PriorRefund, Receipt, RefundRequest, RefundScope, RefundState, Resolution};
+use crate::refund::{
+    PaymentOutcome, PriorRefund, Receipt, RefundRequest, RefundScope, RefundState, Resolution, WriterMark,
+};
 
 #[derive(Default)]
 pub struct MemoryLedger {
@@ -76,15 +78,15 @@ fn new_record(
     now_ms: u64,
 ) -> RefundRecord {
     RefundRecord {
-        record_id: request.scope.record_id(),
+        record_id: request.scope().record_id(),
         state: state.as_str().to_owned(),
-        user_id: request.scope.user_id().to_owned(),
+        user_id: request.scope().user_id().to_owned(),
         order_id: request.order_id.clone(),
         amount_cents: request.amount.cents(),
         created_at: rfc3339(now_ms),
         created_at_ms: now_ms,
-        request_id: request.request_id.clone(),
-        idempotency_key: request.scope.idempotency_key().map(str::to_owned),
+        request_id: request.request_id().to_owned(),
+        idempotency_key: request.scope().idempotency_key().map(str::to_owned),
         decision: decision.to_owned(),
         reasons: reasons.iter().map(|r| r.as_str().to_owned()).collect(),
         customer_message: (state == RefundState::AwaitingApproval).then(|| request.message.text().to_owned()),
@@ -129,7 +131,7 @@ impl Books {
             ),
             automatic_today: AmountCents::new(
                 self.days
-                    .get(&(request.scope.user_id().to_owned(), utc_day(now_ms)))
+                    .get(&(request.scope().user_id().to_owned(), utc_day(now_ms)))
                     .map_or(0, |counted| counted.values().sum()),
             ),
         }
@@ -162,9 +164,9 @@ impl RefundLedger for MemoryLedger {
         now_ms: u64,
     ) -> Result<AutomaticWrite, LedgerError> {
         let mut books = self.books()?;
-        let record_id = request.scope.record_id();
+        let record_id = request.scope().record_id();
         if let Some((existing, writer)) = books.refunds.get(&record_id) {
-            return Ok(if *writer == request.writer {
+            return Ok(if *writer == request.writer().as_str() {
                 AutomaticWrite::Recorded
             } else {
                 AutomaticWrite::Existing(prior(existing)?)
@@ -181,10 +183,12 @@ impl RefundLedger for MemoryLedger {
         books.guard_order(&request.order_id, &record_id, now_ms);
         books
             .days
-            .entry((request.scope.user_id().to_owned(), utc_day(now_ms)))
+            .entry((request.scope().user_id().to_owned(), utc_day(now_ms)))
             .or_default()
             .insert(record_id.clone(), request.amount.cents());
-        books.refunds.insert(record_id, (record, request.writer.clone()));
+        books
+            .refunds
+            .insert(record_id, (record, request.writer().as_str().to_owned()));
         Ok(AutomaticWrite::Recorded)
     }
 
@@ -196,9 +200,9 @@ impl RefundLedger for MemoryLedger {
         now_ms: u64,
     ) -> Result<ApprovalWrite, LedgerError> {
         let mut books = self.books()?;
-        let record_id = request.scope.record_id();
+        let record_id = request.scope().record_id();
         if let Some((existing, writer)) = books.refunds.get(&record_id) {
-            return Ok(if *writer == request.writer {
+            return Ok(if *writer == request.writer().as_str() {
                 ApprovalWrite::Recorded
             } else {
                 ApprovalWrite::Existing(prior(existing)?)
@@ -206,7 +210,9 @@ impl RefundLedger for MemoryLedger {
         }
         let record = new_record(request, "approval", RefundState::AwaitingApproval, reasons, now_ms);
         books.guard_order(&request.order_id, &record_id, now_ms);
-        books.refunds.insert(record_id, (record, request.writer.clone()));
+        books
+            .refunds
+            .insert(record_id, (record, request.writer().as_str().to_owned()));
         Ok(ApprovalWrite::Recorded)
     }
 
@@ -223,11 +229,14 @@ impl RefundLedger for MemoryLedger {
     ) -> Result<(), LedgerError> {
         let state = outcome.state();
         let mut books = self.books()?;
-        let record_id = request.scope.record_id();
+        let record_id = request.scope().record_id();
         let Some((record, writer)) = books.refunds.get_mut(&record_id) else {
             return Err(LedgerError::Conflict("no refund record".into()));
         };
-        if *writer != request.writer || record.state != RefundState::Executing.as_str() || record.resolution.is_some() {
+        if *writer != request.writer().as_str()
+            || record.state != RefundState::Executing.as_str()
+            || record.resolution.is_some()
+        {
             return Err(LedgerError::Conflict(format!("refund record is {}", record.state)));
         }
         record.state = state.as_str().to_owned();
@@ -256,14 +265,14 @@ impl RequestLedger for MemoryLedger {
         let mut books = self.books()?;
         let id = lease.scope.id();
         match books.requests.get(&id) {
-            Some(existing) if existing.writer == lease.writer => Ok(KeyClaim::Claimed),
+            Some(existing) if existing.writer == lease.writer.as_str() => Ok(KeyClaim::Claimed),
             Some(existing) if existing.expires_at_s >= now_ms / 1000 => Ok(KeyClaim::Existing(existing.clone())),
             _ => {
                 books.requests.insert(
                     id,
                     StoredRequest {
                         body_sha256: lease.body_sha256.clone(),
-                        writer: lease.writer.clone(),
+                        writer: lease.writer.as_str().to_owned(),
                         lease_until_ms: lease.lease_until_ms,
                         expires_at_s: lease.expires_at_s,
                         response: None,
@@ -284,7 +293,7 @@ impl RequestLedger for MemoryLedger {
         let Some(existing) = books.requests.get_mut(&lease.scope.id()) else {
             return Err(LedgerError::Conflict("no request record".into()));
         };
-        if existing.writer == lease.writer {
+        if existing.writer == lease.writer.as_str() {
             return Ok(TakeOver::Won);
         }
         if existing.writer != previous_writer || existing.response.is_some() || existing.lease_until_ms >= now_ms {
@@ -292,7 +301,7 @@ impl RequestLedger for MemoryLedger {
                 lease_until_ms: existing.lease_until_ms,
             });
         }
-        existing.writer = lease.writer.clone();
+        existing.writer = lease.writer.as_str().to_owned();
         existing.lease_until_ms = lease.lease_until_ms;
         Ok(TakeOver::Won)
     }
@@ -305,7 +314,7 @@ impl RequestLedger for MemoryLedger {
     ) -> Result<(), LedgerError> {
         let mut books = self.books()?;
         match books.requests.get_mut(&lease.scope.id()) {
-            Some(existing) if existing.writer == lease.writer => {
+            Some(existing) if existing.writer == lease.writer.as_str() => {
                 existing.response.get_or_insert_with(|| response.clone());
                 Ok(())
             }
@@ -318,7 +327,7 @@ impl RequestLedger for MemoryLedger {
         let id = lease.scope.id();
         match books.requests.get(&id) {
             None => Ok(()),
-            Some(existing) if existing.writer == lease.writer && existing.response.is_none() => {
+            Some(existing) if existing.writer == lease.writer.as_str() && existing.response.is_none() => {
                 books.requests.remove(&id);
                 Ok(())
             }
@@ -336,7 +345,7 @@ impl StaffLedger for MemoryLedger {
         &self,
         record_id: &str,
         by: &str,
-        writer: &str,
+        writer: &WriterMark,
         now_ms: u64,
         _limits: &Limits,
     ) -> Result<StaffDecision, LedgerError> {
@@ -352,7 +361,7 @@ impl StaffLedger for MemoryLedger {
         record.decided_by = Some(by.to_owned());
         record.decided_at = Some(rfc3339(now_ms));
         record.executing_since_ms = Some(now_ms);
-        *held_by = writer.to_owned();
+        *held_by = writer.as_str().to_owned();
         books.guard_order(&before.order_id, record_id, now_ms);
         Ok(StaffDecision::Done(before))
     }
@@ -361,7 +370,7 @@ impl StaffLedger for MemoryLedger {
         &self,
         record_id: &str,
         by: &str,
-        writer: &str,
+        writer: &WriterMark,
         now_ms: u64,
         _limits: &Limits,
     ) -> Result<StaffDecision, LedgerError> {
@@ -378,7 +387,7 @@ impl StaffLedger for MemoryLedger {
         }
         let scope = RefundScope::for_reissue(&original.user_id, &original.record_id);
         let mut reissue = original.request(writer);
-        reissue.scope = scope;
+        reissue.attempt.scope = scope;
         let mut record = new_record(&reissue, "approval", RefundState::Executing, &[], now_ms);
         record.reasons = original.reasons.clone();
         record.decided_by = Some(by.to_owned());
@@ -389,7 +398,7 @@ impl StaffLedger for MemoryLedger {
         books.guard_order(&order_id, &record.record_id, now_ms);
         books
             .refunds
-            .insert(record.record_id.clone(), (record.clone(), writer.to_owned()));
+            .insert(record.record_id.clone(), (record.clone(), writer.as_str().to_owned()));
         Ok(StaffDecision::Done(record))
     }
 

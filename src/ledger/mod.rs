@@ -22,21 +22,7 @@ pub mod memory;
 use std::future::Future;
 
 use crate::refund::policy::{History, Limits, Reason};
-use crate::refund::{PaymentOutcome, PriorRefund, RefundRequest, RefundScope};
-
-/// A new writer's mark: `owner` (a Lambda request id, or an approver)
-/// and a random part, so that no two writers ever share one, even an
-/// invocation delivered twice with the same request id.
-pub fn new_writer(owner: &str) -> String {
-    use std::hash::{BuildHasher, Hasher};
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    // std's per-process random hasher keys, varied by a counter and the clock.
-    let mut hasher = std::hash::RandomState::new().build_hasher();
-    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    hasher.write_u64(crate::clock::now_ms());
-    format!("{owner}/{:016x}", hasher.finish())
-}
+use crate::refund::{Attempt, PaymentOutcome, PriorRefund, RefundRequest, RefundScope, WriterMark};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LedgerError {
@@ -92,8 +78,8 @@ pub enum CountsFor {
 pub struct RequestLease {
     /// The customer and key (a scope, since the key's scope is the request's).
     pub scope: RefundScope,
-    pub request_id: String,
-    pub writer: String,
+    /// The holder's mark, which names its invocation.
+    pub writer: WriterMark,
     /// Hex SHA-256 of the request body.
     pub body_sha256: String,
     /// Epoch ms: the invocation's deadline.
@@ -245,7 +231,7 @@ pub trait StaffLedger: RefundLedger {
         &self,
         record_id: &str,
         by: &str,
-        writer: &str,
+        writer: &WriterMark,
         now_ms: u64,
         limits: &Limits,
     ) -> impl Future<Output = Result<StaffDecision, LedgerError>> + Send;
@@ -256,7 +242,7 @@ pub trait StaffLedger: RefundLedger {
         &self,
         record_id: &str,
         by: &str,
-        writer: &str,
+        writer: &WriterMark,
         now_ms: u64,
         limits: &Limits,
     ) -> impl Future<Output = Result<StaffDecision, LedgerError>> + Send;
@@ -374,11 +360,12 @@ impl RefundRecord {
     }
 
     /// The request the record stands for, to pay or release it as `writer`.
-    pub fn request(&self, writer: &str) -> RefundRequest {
+    pub fn request(&self, writer: &WriterMark) -> RefundRequest {
         RefundRequest {
-            scope: self.scope(),
-            request_id: self.request_id.clone(),
-            writer: writer.to_owned(),
+            attempt: Attempt {
+                scope: self.scope(),
+                writer: writer.clone(),
+            },
             order_id: self.order_id.clone(),
             amount: crate::refund::money::AmountCents::new(self.amount_cents),
             message: crate::refund::message::CustomerMessage::new(""),

@@ -16,7 +16,7 @@
 use crate::clock::now_ms;
 use crate::ledger::{CountsFor, LedgerError, RefundLedger, RefundRecord, StaffDecision, StaffLedger};
 use crate::refund::policy::Limits;
-use crate::refund::{PaymentOutcome, Payments, RefundState};
+use crate::refund::{PaymentOutcome, Payments, RefundState, WriterMark};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApprovalError {
@@ -63,7 +63,7 @@ pub async fn approve<L: StaffLedger, G: Payments>(
     payments: &G,
     record_id: &str,
     by: &str,
-    writer: &str,
+    writer: &WriterMark,
     limits: &Limits,
 ) -> Result<Approved, ApprovalError> {
     let claimed = match ledger.claim_approval(record_id, by, writer, now_ms(), limits).await {
@@ -85,7 +85,7 @@ pub async fn reissue<L: StaffLedger, G: Payments>(
     payments: &G,
     record_id: &str,
     by: &str,
-    writer: &str,
+    writer: &WriterMark,
     limits: &Limits,
 ) -> Result<Approved, ApprovalError> {
     match ledger.claim_reissue(record_id, by, writer, now_ms(), limits).await? {
@@ -103,7 +103,7 @@ pub async fn reissue<L: StaffLedger, G: Payments>(
 async fn recover_claim<L: StaffLedger>(
     ledger: &L,
     record_id: &str,
-    writer: &str,
+    writer: &WriterMark,
     lost: LedgerError,
 ) -> Result<StaffDecision, ApprovalError> {
     tracing::warn!(event = "ledger", op = "claim_approval", record_id, error = %lost, "reading the record back");
@@ -112,7 +112,7 @@ async fn recover_claim<L: StaffLedger>(
         cause,
     };
     match ledger.record_and_writer(record_id).await {
-        Ok(Some((record, holder))) if holder == writer && record.state == RefundState::Executing.as_str() => {
+        Ok(Some((record, holder))) if holder == writer.as_str() && record.state == RefundState::Executing.as_str() => {
             Ok(StaffDecision::Done(record))
         }
         // Not recorded: nothing changed, approving again is safe.
@@ -128,10 +128,10 @@ async fn pay<L: RefundLedger, G: Payments>(
     ledger: &L,
     payments: &G,
     record: RefundRecord,
-    writer: &str,
+    writer: &WriterMark,
 ) -> Result<Approved, ApprovalError> {
     let request = record.request(writer);
-    if request.scope.record_id() != record.record_id {
+    if request.scope().record_id() != record.record_id {
         // Held in `executing` by this approver: `unknown` will list it.
         return Err(ApprovalError::Inconsistent(record.record_id));
     }

@@ -87,7 +87,7 @@ impl<L: RefundLedger, P: Payments + Sync> RecordedRefunds<L, P> {
             .await?
         {
             ApprovalWrite::Recorded => Ok(RefundOutcome::PendingApproval {
-                approval_id: request.scope.record_id(),
+                approval_id: request.scope().record_id(),
                 reasons: reasons.iter().map(|reason| reason.as_str().to_owned()).collect(),
             }),
             ApprovalWrite::Existing(prior) => Ok(already_recorded(prior)),

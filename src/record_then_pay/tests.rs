@@ -9,13 +9,16 @@ use crate::doubles::RecordingPayments;
 use crate::ledger::memory::MemoryLedger;
 use crate::refund::message::CustomerMessage;
 use crate::refund::money::AmountCents;
-use crate::refund::{PaymentOutcome, Receipt, RefundGateway, RefundOutcome, RefundRequest, RefundScope};
+use crate::refund::{
+    Attempt, PaymentOutcome, Receipt, RefundGateway, RefundOutcome, RefundRequest, RefundScope, WriterMark,
+};
 
 fn request(request_id: &str, order_id: &str, cents: u64) -> RefundRequest {
     RefundRequest {
-        scope: RefundScope::for_request("u-1", request_id),
-        request_id: request_id.to_owned(),
-        writer: format!("{request_id}/w"),
+        attempt: Attempt {
+            scope: RefundScope::for_request("u-1", request_id),
+            writer: WriterMark::fixed(format!("{request_id}/w")),
+        },
         order_id: order_id.to_owned(),
         amount: AmountCents::new(cents),
         message: CustomerMessage::new("my order arrived broken"),
@@ -92,6 +95,7 @@ async fn two_approvers_make_one_payment() {
         panic!("above the limit: sent to a person");
     };
     let payments = RecordingPayments::answering(paid());
+    let (alice_mark, bob_mark) = (WriterMark::new("staff:alice"), WriterMark::new("staff:bob"));
 
     let (alice, bob) = tokio::join!(
         approvals::approve(
@@ -99,7 +103,7 @@ async fn two_approvers_make_one_payment() {
             &payments,
             &approval_id,
             "alice",
-            "w-alice",
+            &alice_mark,
             &DEFAULT_LIMITS
         ),
         approvals::approve(
@@ -107,7 +111,7 @@ async fn two_approvers_make_one_payment() {
             &payments,
             &approval_id,
             "bob",
-            "w-bob",
+            &bob_mark,
             &DEFAULT_LIMITS
         ),
     );

@@ -94,22 +94,92 @@ impl RefundScope {
     }
 }
 
+/// A writer's mark on what it writes to the ledger: a fencing token. It
+/// names the invocation it belongs to (a Lambda request id, or
+/// `staff:<name>`) and adds a random part, so no two writers ever share one,
+/// even an invocation delivered twice with the same request id. A write that
+/// finds an item carrying its own mark knows the item is its own (a retried
+/// write that had landed).
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct WriterMark(String);
+
+impl WriterMark {
+    /// A new mark for `invocation`.
+    pub fn new(invocation: &str) -> WriterMark {
+        use std::hash::{BuildHasher, Hasher};
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        // std's per-process random hasher keys, varied by a counter and the clock.
+        let mut hasher = std::hash::RandomState::new().build_hasher();
+        hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+        hasher.write_u64(crate::clock::now_ms());
+        WriterMark(format!("{invocation}/{:016x}", hasher.finish()))
+    }
+
+    /// A mark with a known value (`<invocation>/<anything>`), for tests that
+    /// play two writers or the same one twice.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn fixed(mark: impl Into<String>) -> WriterMark {
+        WriterMark(mark.into())
+    }
+
+    /// The mark as written to the ledger.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The invocation it belongs to.
+    pub fn invocation(&self) -> &str {
+        self.0.rsplit_once('/').map_or(&self.0, |(invocation, _)| invocation)
+    }
+}
+
+impl fmt::Debug for WriterMark {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "WriterMark({})", self.0)
+    }
+}
+
+/// Who attempts refunds, under which scope: one invocation's turn, or one
+/// approver's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub scope: RefundScope,
+    pub writer: WriterMark,
+}
+
+impl Attempt {
+    /// The Lambda request id (or the staff member) making the attempt.
+    pub fn request_id(&self) -> &str {
+        self.writer.invocation()
+    }
+}
+
 /// What the turn asks for. The payments body is built from it by the payments
 /// adapter: `user_id` is always the scope's (the verified customer), never
 /// the model's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefundRequest {
-    pub scope: RefundScope,
-    /// The Lambda request id of the invocation making the attempt.
-    pub request_id: String,
-    /// This invocation's mark on what it writes to the ledger (see
-    /// [`crate::http::Invocation`]): a retried write recognises itself by it.
-    pub writer: String,
+    pub attempt: Attempt,
     pub order_id: String,
     pub amount: AmountCents,
     /// What the customer wrote: kept in the ledger only when a person must
     /// approve the refund (their context), never logged.
     pub message: CustomerMessage,
+}
+
+impl RefundRequest {
+    pub fn scope(&self) -> &RefundScope {
+        &self.attempt.scope
+    }
+
+    pub fn writer(&self) -> &WriterMark {
+        &self.attempt.writer
+    }
+
+    pub fn request_id(&self) -> &str {
+        self.attempt.request_id()
+    }
 }
 
 /// A refund receipt: what the payments service answers with on 2xx.
@@ -346,6 +416,14 @@ mod tests {
             RefundScope::for_reissue("u-1", "rr-1").record_id(),
             RefundScope::for_request("u-1", "rr-1").record_id()
         );
+    }
+
+    #[test]
+    fn a_writer_mark_names_its_invocation_and_is_never_shared() {
+        let (a, b) = (WriterMark::new("req-1"), WriterMark::new("req-1"));
+        assert_ne!(a, b, "the same invocation delivered twice");
+        assert_eq!(a.invocation(), "req-1");
+        assert_eq!(WriterMark::new("staff:alice").invocation(), "staff:alice");
     }
 
     #[test]

@@ -54,7 +54,7 @@ impl HttpPayments {
         let body = RefundBody {
             order_id: &request.order_id,
             amount_cents: request.amount,
-            user_id: request.scope.user_id(),
+            user_id: request.scope().user_id(),
         };
         let response = self
             .http
@@ -118,15 +118,16 @@ mod tests {
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
     use super::*;
-    use crate::refund::RefundScope;
+    use crate::refund::{Attempt, RefundScope, WriterMark};
 
     const TIMEOUT: Duration = Duration::from_millis(300);
 
     fn request() -> RefundRequest {
         RefundRequest {
-            scope: RefundScope::for_request("u-1001", "req-1"),
-            request_id: "req-1".into(),
-            writer: "req-1/w".into(),
+            attempt: Attempt {
+                scope: RefundScope::for_request("u-1001", "req-1"),
+                writer: WriterMark::fixed("req-1/w"),
+            },
             order_id: "A-1001".into(),
             amount: AmountCents::new(1250),
             message: crate::refund::message::CustomerMessage::new("refund A-1001"),

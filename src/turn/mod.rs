@@ -38,7 +38,7 @@ use tokio::time::Instant;
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall};
 use crate::refund::message::CustomerMessage;
 use crate::refund::tool::{self, RefundArguments, TOOL_NAME, ToolResult};
-use crate::refund::{RefundGateway, RefundOutcome, RefundRequest, RefundScope};
+use crate::refund::{Attempt, RefundGateway, RefundOutcome, RefundRequest};
 use crate::untrusted;
 
 /// Completion calls per request, counting timed-out calls and calls made in a retry.
@@ -81,15 +81,6 @@ pub enum TurnError {
     /// Any other provider failure; never retried.
     #[error(transparent)]
     Provider(CompletionError),
-}
-
-/// Who the turn acts for, and under which name its refund is recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TurnContext {
-    pub scope: RefundScope,
-    pub request_id: String,
-    /// This invocation's mark on its ledger writes.
-    pub writer: String,
 }
 
 /// Figures about the turn so far, for the request's summary log line.
@@ -142,7 +133,7 @@ enum RefundLatch {
 pub struct Turn<'a, M, G> {
     model: &'a M,
     refunds: &'a G,
-    context: TurnContext,
+    context: Attempt,
     customer_message: CustomerMessage,
     backoff_unit: Duration,
     messages: Vec<Message>,
@@ -155,7 +146,7 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
         model: &'a M,
         refunds: &'a G,
         backoff_unit: Duration,
-        context: TurnContext,
+        context: Attempt,
         customer_message: &CustomerMessage,
     ) -> Self {
         Turn {
@@ -313,9 +304,7 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
         self.refund_latch = RefundLatch::Spent;
         let RefundArguments { order_id, amount } = arguments;
         let request = RefundRequest {
-            scope: self.context.scope.clone(),
-            request_id: self.context.request_id.clone(),
-            writer: self.context.writer.clone(),
+            attempt: self.context.clone(),
             order_id,
             amount,
             message: self.customer_message.clone(),

@@ -10,7 +10,7 @@ use super::*;
 use crate::chat::{CompletionError, Message};
 use crate::doubles::{RecordingRefunds, ScriptedModel, Step};
 use crate::refund::money::AmountCents;
-use crate::refund::{Receipt, RefundError, RefundOutcome, RefundRequest, RefundScope};
+use crate::refund::{Attempt, Receipt, RefundError, RefundOutcome, RefundRequest, RefundScope, WriterMark};
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
 const BACKOFF: Duration = Duration::from_secs(2);
@@ -35,11 +35,10 @@ fn timeout() -> Step {
     Step::Timeout(CALL_TIMEOUT)
 }
 
-fn context() -> TurnContext {
-    TurnContext {
+fn context() -> Attempt {
+    Attempt {
         scope: RefundScope::for_request("user-7", "req-1"),
-        request_id: "req-1".into(),
-        writer: "req-1/w".into(),
+        writer: WriterMark::fixed("req-1/w"),
     }
 }
 
@@ -76,9 +75,10 @@ async fn a_refund_runs_once_with_the_requests_user_id() {
     assert_eq!(
         payments.requests(),
         vec![RefundRequest {
-            scope: RefundScope::for_request("user-7", "req-1"),
-            request_id: "req-1".into(),
-            writer: "req-1/w".into(),
+            attempt: Attempt {
+                scope: RefundScope::for_request("user-7", "req-1"),
+                writer: WriterMark::fixed("req-1/w"),
+            },
             order_id: "A-1".into(),
             amount: AmountCents::new(1250),
             message: CustomerMessage::new("refund A-1, 12.50"),

@@ -383,7 +383,7 @@ async fn the_loser_of_a_cancelled_transaction_is_told_who_decided() {
                 .claim_approval(
                     &id,
                     "bob",
-                    "w-bob",
+                    &refund_chat::refund::WriterMark::fixed("staff:bob/1"),
                     refund_chat::clock::now_ms(),
                     &refund_chat::config::DEFAULT_LIMITS,
                 )
@@ -534,7 +534,13 @@ async fn a_stuck_approval_is_paid_only_after_a_person_resolved_it_and_only_once(
     let now = refund_chat::clock::now_ms();
     // Alice's claim landed and her process died before it called payments.
     let claimed = ledger
-        .claim_approval(&id, "alice", "w-alice-lost", now, &refund_chat::config::DEFAULT_LIMITS)
+        .claim_approval(
+            &id,
+            "alice",
+            &refund_chat::refund::WriterMark::fixed("staff:alice/lost"),
+            now,
+            &refund_chat::config::DEFAULT_LIMITS,
+        )
         .await;
     assert!(matches!(claimed, Ok(refund_chat::ledger::StaffDecision::Done(_))));
 

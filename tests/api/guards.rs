@@ -14,7 +14,7 @@ use refund_chat::ledger::{AutomaticWrite, CountsFor, RefundLedger};
 use refund_chat::ledger::{Confirmed, StaffDecision};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
-use refund_chat::refund::{PaymentOutcome, RefundError, RefundRequest, RefundScope};
+use refund_chat::refund::{Attempt, PaymentOutcome, RefundError, RefundRequest, RefundScope, WriterMark};
 use serde_json::json;
 
 use refund_chat_testkit::*;
@@ -193,7 +193,7 @@ async fn an_approval_days_later_counts_for_the_order_from_its_payment() {
         &payments,
         &friday,
         "alice",
-        "w-alice",
+        &WriterMark::fixed("staff:alice/1"),
         &DEFAULT_LIMITS,
     )
     .await;
@@ -206,9 +206,10 @@ async fn an_approval_days_later_counts_for_the_order_from_its_payment() {
 
 fn direct_request(request_id: &str, order_id: &str, cents: u64, writer: &str) -> RefundRequest {
     RefundRequest {
-        scope: RefundScope::for_request(USER, request_id),
-        request_id: request_id.to_owned(),
-        writer: writer.to_owned(),
+        attempt: Attempt {
+            scope: RefundScope::for_request(USER, request_id),
+            writer: WriterMark::fixed(format!("{request_id}/{writer}")),
+        },
         order_id: order_id.to_owned(),
         amount: AmountCents::new(cents),
         message: CustomerMessage::new(""),
@@ -236,7 +237,7 @@ async fn a_late_outcome_never_lands_on_a_resolved_record() {
             ledger.record_automatic(&request, &DEFAULT_LIMITS, now).await,
             Ok(AutomaticWrite::Recorded)
         );
-        let id = request.scope.record_id();
+        let id = request.scope().record_id();
         // A person checked with payments and resolved it while the answer was on its way.
         let resolved = ledger
             .resolve(&id, &Confirmed::NotExecuted, "dan", now_ms() + 1, now_ms())
@@ -285,6 +286,6 @@ async fn a_refund_rejected_by_payments_after_its_guard_expired_releases_nothing(
 
     assert_eq!(recorded, Ok(()));
     assert!(guards(&h).await.is_empty(), "{:?}", guards(&h).await);
-    let record = ledger.record(&request.scope.record_id()).await.unwrap().unwrap();
+    let record = ledger.record(&request.scope().record_id()).await.unwrap().unwrap();
     assert_eq!(record.state, "rejected");
 }

@@ -11,7 +11,7 @@ use refund_chat::ledger::{RefundLedger, RequestLedger};
 use refund_chat::ledger::{RequestLease, StoredResponse};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
-use refund_chat::refund::{RefundRequest, RefundScope};
+use refund_chat::refund::{Attempt, RefundRequest, RefundScope, WriterMark};
 use serde_json::json;
 
 use refund_chat_testkit::*;
@@ -152,17 +152,17 @@ async fn a_retry_after_a_dead_invocation_takes_over_and_never_pays_again() {
     let now = now_ms();
     let dead = RequestLease {
         scope: scope.clone(),
-        request_id: "req-dead".into(),
-        writer: "req-dead/0".into(),
+        writer: WriterMark::fixed("req-dead/0"),
         body_sha256: body_sha256(chat_body(REFUND_MESSAGE).as_bytes()),
         lease_until_ms: now - 1,
         expires_at_s: now / 1000 + 3600,
     };
     ledger.claim_request(&dead, now - 60_000).await.unwrap();
     let dead_attempt = RefundRequest {
-        scope,
-        request_id: "req-dead".into(),
-        writer: "req-dead/0".into(),
+        attempt: Attempt {
+            scope,
+            writer: WriterMark::fixed("req-dead/0"),
+        },
         order_id: "A-1001".into(),
         amount: AmountCents::new(1250),
         message: CustomerMessage::new(REFUND_MESSAGE),
@@ -203,8 +203,7 @@ async fn a_live_lease_of_another_invocation_is_not_taken_over() {
     let now = now_ms();
     let running = RequestLease {
         scope: RefundScope::for_idempotency_key(USER, KEY),
-        request_id: "req-running".into(),
-        writer: "req-running/0".into(),
+        writer: WriterMark::fixed("req-running/0"),
         body_sha256: body_sha256(chat_body("hello").as_bytes()),
         lease_until_ms: now + 30_000,
         expires_at_s: now / 1000 + 3600,
@@ -256,8 +255,7 @@ async fn an_expired_request_record_counts_as_absent() {
     let now = now_ms();
     let old = RequestLease {
         scope: RefundScope::for_idempotency_key(USER, KEY),
-        request_id: "req-old".into(),
-        writer: "req-old/0".into(),
+        writer: WriterMark::fixed("req-old/0"),
         body_sha256: body_sha256(b"another body entirely"),
         lease_until_ms: now - 90_000_000,
         expires_at_s: now / 1000 - 1,

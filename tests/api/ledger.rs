@@ -9,7 +9,7 @@ use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::{AutomaticWrite, CountsFor, LedgerError, RefundLedger, RequestLedger};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
-use refund_chat::refund::{PaymentOutcome, RefundRequest, RefundScope, RefundState};
+use refund_chat::refund::{Attempt, PaymentOutcome, RefundRequest, RefundScope, RefundState, WriterMark};
 use serde_json::json;
 use wiremock::{Mock, MockServer, Respond, ResponseTemplate};
 
@@ -174,9 +174,10 @@ async fn a_rejection_and_an_unknown_outcome_are_recorded_as_such() {
 
 fn attempt(writer: &str) -> RefundRequest {
     RefundRequest {
-        scope: RefundScope::for_request(USER, "req-1"),
-        request_id: "req-1".into(),
-        writer: writer.into(),
+        attempt: Attempt {
+            scope: RefundScope::for_request(USER, "req-1"),
+            writer: WriterMark::fixed(format!("req-1/{writer}")),
+        },
         order_id: "A-1001".into(),
         amount: AmountCents::new(1250),
         message: CustomerMessage::new(REFUND_MESSAGE),
@@ -235,7 +236,7 @@ async fn a_retried_write_knows_itself_and_another_writer_finds_the_record() {
         .collect();
     assert_eq!(records.len(), 1);
     assert_eq!(attr(records[0], "state"), Some("rejected"));
-    assert_eq!(attr(records[0], "writer"), Some("w1"));
+    assert_eq!(attr(records[0], "writer"), Some("req-1/w1"));
 }
 
 #[tokio::test]
@@ -287,8 +288,7 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
     let body = chat_body("refund D-4001 120.00");
     let dead = refund_chat::ledger::RequestLease {
         scope: RefundScope::for_idempotency_key(USER, "k-worst"),
-        request_id: "req-dead".into(),
-        writer: "req-dead/w".into(),
+        writer: WriterMark::fixed("req-dead/w"),
         body_sha256: refund_chat::http::idempotency::body_sha256(body.as_bytes()),
         lease_until_ms: refund_chat::clock::now_ms() - 1,
         expires_at_s: refund_chat::clock::now_ms() / 1000 + 3600,

@@ -291,7 +291,7 @@ impl<'a> Released<'a> {
         Released {
             record_id,
             order_id: &request.order_id,
-            user_id: request.scope.user_id(),
+            user_id: request.scope().user_id(),
             amount: request.amount,
         }
     }
@@ -368,15 +368,15 @@ pub(crate) fn refund_item(
     now_ms: u64,
 ) -> Item {
     let mut item: Item = [
-        ("pk", s(refund_pk(&request.scope))),
+        ("pk", s(refund_pk(request.scope()))),
         ("kind", s("refund")),
-        ("record_id", s(request.scope.record_id())),
-        ("scope", s(request.scope.id())),
-        ("user_id", s(request.scope.user_id())),
+        ("record_id", s(request.scope().record_id())),
+        ("scope", s(request.scope().id())),
+        ("user_id", s(request.scope().user_id())),
         ("order_id", s(&request.order_id)),
         ("amount_cents", n(request.amount.cents())),
-        ("request_id", s(&request.request_id)),
-        ("writer", s(&request.writer)),
+        ("request_id", s(request.request_id())),
+        ("writer", s(request.writer().as_str())),
         ("decision", s(decision)),
         ("state", s(state.as_str())),
         ("waiting_for", s(state.as_str())),
@@ -387,7 +387,7 @@ pub(crate) fn refund_item(
     .into_iter()
     .map(|(name, value)| (name.to_owned(), value))
     .collect();
-    if let Some(key) = request.scope.idempotency_key() {
+    if let Some(key) = request.scope().idempotency_key() {
         item.insert("idempotency_key".into(), s(key));
     }
     if state == RefundState::Executing {
@@ -471,7 +471,7 @@ impl super::RefundLedger for DynamoLedger {
             return Ok(AutomaticWrite::Refused(self.history(request, limits, now_ms).await?));
         };
         let day = utc_day(now_ms);
-        let record_id = request.scope.record_id();
+        let record_id = request.scope().record_id();
         let record = self.put_refund(refund_item(request, "automatic", RefundState::Executing, &[], now_ms))?;
         // Rule 2: no refund of the order that may have moved money within the window.
         let order = self
@@ -484,7 +484,7 @@ impl super::RefundLedger for DynamoLedger {
         // Rule 3: today's automatic total, this refund included, within the limit.
         let daily = Update::builder()
             .table_name(&self.table)
-            .key("pk", s(daily_pk(request.scope.user_id(), &day)))
+            .key("pk", s(daily_pk(request.scope().user_id(), &day)))
             .update_expression("ADD total_cents :amount, live :record SET expires_at = :expires, #kind = :kind")
             .condition_expression("attribute_not_exists(total_cents) OR total_cents <= :headroom")
             .expression_attribute_values(":amount", n(request.amount.cents()))
@@ -506,7 +506,7 @@ impl super::RefundLedger for DynamoLedger {
             Some(failed) => failed,
         };
         if let Some(existing) = &failed[0] {
-            return Ok(match self.own_or_prior(existing, &request.writer)? {
+            return Ok(match self.own_or_prior(existing, request.writer().as_str())? {
                 None => AutomaticWrite::Recorded,
                 Some(prior) => AutomaticWrite::Existing(prior),
             });
@@ -539,7 +539,7 @@ impl super::RefundLedger for DynamoLedger {
         ))?;
         // A refund waiting for a person counts for rule 2 too: it may move money.
         let order = self
-            .guard_order(&request.order_id, &request.scope.record_id(), limits, now_ms)
+            .guard_order(&request.order_id, &request.scope().record_id(), limits, now_ms)
             .build()
             .map_err(malformed)?;
         let items = [
@@ -549,7 +549,7 @@ impl super::RefundLedger for DynamoLedger {
         match self.transact(items).await? {
             None => Ok(ApprovalWrite::Recorded),
             Some(failed) => match &failed[0] {
-                Some(existing) => Ok(match self.own_or_prior(existing, &request.writer)? {
+                Some(existing) => Ok(match self.own_or_prior(existing, request.writer().as_str())? {
                     None => ApprovalWrite::Recorded,
                     Some(prior) => ApprovalWrite::Existing(prior),
                 }),
@@ -561,7 +561,7 @@ impl super::RefundLedger for DynamoLedger {
     async fn history(&self, request: &RefundRequest, limits: &Limits, now_ms: u64) -> Result<History, LedgerError> {
         let order = self.get(&order_pk(&request.order_id)).await?.unwrap_or_default();
         let daily = self
-            .get(&daily_pk(request.scope.user_id(), &utc_day(now_ms)))
+            .get(&daily_pk(request.scope().user_id(), &utc_day(now_ms)))
             .await?
             .unwrap_or_default();
         Ok(History {
@@ -589,13 +589,13 @@ impl super::RefundLedger for DynamoLedger {
         // resolution is what payments confirmed, and it already settled the guards.
         let mut update = Update::builder()
             .table_name(&self.table)
-            .key("pk", s(refund_pk(&request.scope)))
+            .key("pk", s(refund_pk(request.scope())))
             .condition_expression("#state = :executing AND writer = :writer AND attribute_not_exists(resolution)")
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":state", s(state.as_str()))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
             .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
-            .expression_attribute_values(":writer", s(&request.writer))
+            .expression_attribute_values(":writer", s(request.writer().as_str()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         let mut remove_queue = true;
         match outcome {
@@ -627,7 +627,7 @@ impl super::RefundLedger for DynamoLedger {
                 .update(update.update_expression(expression).build().map_err(malformed)?)
                 .build(),
         ];
-        let record_id = request.scope.record_id();
+        let record_id = request.scope().record_id();
         let releases = if state == RefundState::Rejected {
             self.releases(&Released::of(request, &record_id), counted)?
         } else {
@@ -637,7 +637,7 @@ impl super::RefundLedger for DynamoLedger {
             None => Ok(()),
             Some(failed) => match &failed[0] {
                 Some(item)
-                    if text(item, "writer") == Some(request.writer.as_str())
+                    if text(item, "writer") == Some(request.writer().as_str())
                         && text(item, "state") == Some(state.as_str()) =>
                 {
                     Ok(())
@@ -680,8 +680,8 @@ impl super::RequestLedger for DynamoLedger {
             .item("kind", s("request"))
             .item("state", s("in_progress"))
             .item("body_sha256", s(&lease.body_sha256))
-            .item("request_id", s(&lease.request_id))
-            .item("writer", s(&lease.writer))
+            .item("request_id", s(lease.writer.invocation()))
+            .item("writer", s(lease.writer.as_str()))
             .item("lease_until_ms", n(lease.lease_until_ms))
             .item("expires_at", n(lease.expires_at_s))
             .item("created_at", s(rfc3339(now_ms)))
@@ -720,8 +720,8 @@ impl super::RequestLedger for DynamoLedger {
             )
             .condition_expression("writer = :previous AND #state = :in_progress AND lease_until_ms < :now_ms")
             .expression_attribute_names("#state", "state")
-            .expression_attribute_values(":writer", s(&lease.writer))
-            .expression_attribute_values(":request_id", s(&lease.request_id))
+            .expression_attribute_values(":writer", s(lease.writer.as_str()))
+            .expression_attribute_values(":request_id", s(lease.writer.invocation()))
             .expression_attribute_values(":lease", n(lease.lease_until_ms))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
             .expression_attribute_values(":previous", s(previous_writer))
@@ -766,7 +766,7 @@ impl super::RequestLedger for DynamoLedger {
             .expression_attribute_values(":status", n(u64::from(response.status)))
             .expression_attribute_values(":body", s(&response.body))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
-            .expression_attribute_values(":writer", s(&lease.writer))
+            .expression_attribute_values(":writer", s(lease.writer.as_str()))
             .expression_attribute_values(":in_progress", s("in_progress"))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
@@ -797,7 +797,7 @@ impl super::RequestLedger for DynamoLedger {
             .key("pk", s(request_pk(&lease.scope)))
             .condition_expression("writer = :writer AND #state = :in_progress")
             .expression_attribute_names("#state", "state")
-            .expression_attribute_values(":writer", s(&lease.writer))
+            .expression_attribute_values(":writer", s(lease.writer.as_str()))
             .expression_attribute_values(":in_progress", s("in_progress"))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()

@@ -12,7 +12,7 @@ use crate::clock::rfc3339;
 use crate::ledger::{Confirmed, LedgerError, RefundRecord, StaffDecision};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::Limits;
-use crate::refund::{RefundRequest, RefundScope, RefundState};
+use crate::refund::{Attempt, RefundRequest, RefundScope, RefundState, WriterMark};
 
 /// How often a decision is tried when DynamoDB cancels it for a concurrent
 /// transaction on one of its items that did not decide the record itself
@@ -142,7 +142,7 @@ impl DynamoLedger {
         &self,
         record_id: &str,
         by: &str,
-        writer: &str,
+        writer: &WriterMark,
         now_ms: u64,
         limits: &Limits,
     ) -> Result<StaffDecision, LedgerError> {
@@ -156,7 +156,7 @@ impl DynamoLedger {
                  writer = :writer, executing_since_ms = :now_ms",
             )
             .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
-            .expression_attribute_values(":writer", s(writer))
+            .expression_attribute_values(":writer", s(writer.as_str()))
             .expression_attribute_values(":now_ms", n(now_ms));
         let guard = self
             .guard_order(&before.order_id, record_id, limits, now_ms)
@@ -249,7 +249,7 @@ impl DynamoLedger {
         &self,
         record_id: &str,
         by: &str,
-        writer: &str,
+        writer: &WriterMark,
         now_ms: u64,
         limits: &Limits,
     ) -> Result<StaffDecision, LedgerError> {
@@ -259,9 +259,10 @@ impl DynamoLedger {
         let scope = RefundScope::for_reissue(&original.user_id, &original.record_id);
         let reissue_id = scope.record_id();
         let request = RefundRequest {
-            scope,
-            request_id: original.request_id.clone(),
-            writer: writer.to_owned(),
+            attempt: Attempt {
+                scope,
+                writer: writer.clone(),
+            },
             order_id: original.order_id.clone(),
             amount: AmountCents::new(original.amount_cents),
             message: crate::refund::message::CustomerMessage::new(""),
@@ -369,7 +370,7 @@ impl crate::ledger::StaffLedger for DynamoLedger {
         &self,
         record_id: &str,
         by: &str,
-        writer: &str,
+        writer: &WriterMark,
         now_ms: u64,
         limits: &Limits,
     ) -> Result<StaffDecision, LedgerError> {
@@ -380,7 +381,7 @@ impl crate::ledger::StaffLedger for DynamoLedger {
         &self,
         record_id: &str,
         by: &str,
-        writer: &str,
+        writer: &WriterMark,
         now_ms: u64,
         limits: &Limits,
     ) -> Result<StaffDecision, LedgerError> {
