@@ -104,7 +104,7 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
             .into_iter()
             .map(|r| Refund {
                 order_id: r.order_id,
-                amount_cents: r.amount_cents,
+                amount_cents: r.amount.cents(),
             })
             .collect(),
         status: response.status().as_u16(),

@@ -19,7 +19,6 @@ use refund_chat::ledger::RefundRecord;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::{Confirmed, StaffDecision};
 use refund_chat::record_then_pay::approvals::{self, ApprovalError};
-use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::payments::HttpPayments;
 use refund_chat::refund::{PaymentOutcome, RefundState};
 use refund_chat::untrusted::{self, visible};
@@ -266,7 +265,7 @@ async fn pay(ledger: &DynamoLedger, config: &StaffConfig, id: &str, by: &str, pa
         refund_outcome = approved.outcome.name(),
         outcome_recorded = approved.outcome_recorded,
     );
-    let amount = AmountCents::new(record.amount_cents);
+    let amount = record.amount;
     let done = match payment {
         Payment::Approval => format!("approved {id}"),
         Payment::Reissue => format!("reissued {id} as {}", record.record_id),
@@ -330,7 +329,7 @@ async fn unknown(ledger: &DynamoLedger) -> Outcome {
         .iter()
         .map(|r| {
             let why = r.failure.clone().unwrap_or_else(|| "no outcome recorded".to_owned());
-            row(r, [r.state.clone(), why])
+            row(r, [r.state.to_string(), why])
         })
         .collect();
     print_table(
@@ -463,7 +462,7 @@ fn row<const N: usize>(record: &RefundRecord, more: [String; N]) -> Vec<String> 
         .get(..19)
         .unwrap_or(&record.created_at)
         .replace('T', " ");
-    let amount = AmountCents::new(record.amount_cents).to_string();
+    let amount = record.amount.to_string();
     [
         record.record_id.clone(),
         created,

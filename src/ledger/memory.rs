@@ -14,8 +14,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{
-    ApprovalWrite, AutomaticWrite, CountsFor, KeyClaim, LedgerError, RefundLedger, RefundRecord, RequestLease,
-    RequestLedger, StaffDecision, StaffLedger, StoredRequest, StoredResponse, TakeOver,
+    ApprovalWrite, AutomaticWrite, CountsFor, DecidedBy, KeyClaim, LedgerError, RefundLedger, RefundRecord,
+    RequestLease, RequestLedger, StaffDecision, StaffLedger, StoredRequest, StoredResponse, TakeOver,
 };
 use crate::clock::{rfc3339, utc_day};
 use crate::refund::money::AmountCents;
@@ -72,22 +72,23 @@ impl MemoryLedger {
 
 fn new_record(
     request: &RefundRequest,
-    decision: &str,
+    decision: DecidedBy,
     state: RefundState,
     reasons: &[Reason],
     now_ms: u64,
 ) -> RefundRecord {
     RefundRecord {
         record_id: request.scope().record_id(),
-        state: state.as_str().to_owned(),
+        state,
         user_id: request.scope().user_id().to_owned(),
         order_id: request.order_id.clone(),
-        amount_cents: request.amount.cents(),
+        amount: request.amount,
+        day: utc_day(now_ms),
         created_at: rfc3339(now_ms),
         created_at_ms: now_ms,
         request_id: request.request_id().to_owned(),
         idempotency_key: request.scope().idempotency_key().map(str::to_owned),
-        decision: decision.to_owned(),
+        decision,
         reasons: reasons.iter().map(|r| r.as_str().to_owned()).collect(),
         customer_message: (state == RefundState::AwaitingApproval).then(|| request.message.text().to_owned()),
         executing_since_ms: (state == RefundState::Executing).then_some(now_ms),
@@ -96,11 +97,11 @@ fn new_record(
 }
 
 fn prior(record: &RefundRecord) -> Result<PriorRefund, LedgerError> {
-    let state = RefundState::parse(&record.state).ok_or_else(|| LedgerError::Malformed("state".into()))?;
+    let state = record.state;
     Ok(PriorRefund {
         state,
         order_id: record.order_id.clone(),
-        amount: AmountCents::new(record.amount_cents),
+        amount: record.amount,
         receipt: record
             .refund_id
             .clone()
@@ -108,15 +109,9 @@ fn prior(record: &RefundRecord) -> Result<PriorRefund, LedgerError> {
             .map(|refund_id| Receipt {
                 refund_id,
                 status: record.receipt_status.clone().unwrap_or_default(),
-                amount_cents: AmountCents::new(record.amount_cents),
+                amount_cents: record.amount,
             }),
-        resolution: match record.resolution.as_deref() {
-            Some("executed") => Some(Resolution::Executed {
-                refund_id: record.resolved_refund_id.clone().unwrap_or_default(),
-            }),
-            Some("not_executed") => Some(Resolution::NotExecuted),
-            _ => None,
-        },
+        resolution: record.resolution.clone(),
     })
 }
 
@@ -179,7 +174,7 @@ impl RefundLedger for MemoryLedger {
         if history.order_refunded_recently || !within_day {
             return Ok(AutomaticWrite::Refused(history));
         }
-        let record = new_record(request, "automatic", RefundState::Executing, &[], now_ms);
+        let record = new_record(request, DecidedBy::Rules, RefundState::Executing, &[], now_ms);
         books.guard_order(&request.order_id, &record_id, now_ms);
         books
             .days
@@ -208,7 +203,13 @@ impl RefundLedger for MemoryLedger {
                 ApprovalWrite::Existing(prior(existing)?)
             });
         }
-        let record = new_record(request, "approval", RefundState::AwaitingApproval, reasons, now_ms);
+        let record = new_record(
+            request,
+            DecidedBy::Approval,
+            RefundState::AwaitingApproval,
+            reasons,
+            now_ms,
+        );
         books.guard_order(&request.order_id, &record_id, now_ms);
         books
             .refunds
@@ -233,13 +234,11 @@ impl RefundLedger for MemoryLedger {
         let Some((record, writer)) = books.refunds.get_mut(&record_id) else {
             return Err(LedgerError::Conflict("no refund record".into()));
         };
-        if *writer != request.writer().as_str()
-            || record.state != RefundState::Executing.as_str()
-            || record.resolution.is_some()
+        if *writer != request.writer().as_str() || record.state != RefundState::Executing || record.resolution.is_some()
         {
             return Err(LedgerError::Conflict(format!("refund record is {}", record.state)));
         }
-        record.state = state.as_str().to_owned();
+        record.state = state;
         record.updated_at = Some(rfc3339(now_ms));
         match outcome {
             PaymentOutcome::Executed(receipt) => {
@@ -353,11 +352,11 @@ impl StaffLedger for MemoryLedger {
         let Some((record, held_by)) = books.refunds.get_mut(record_id) else {
             return Ok(StaffDecision::NotFound);
         };
-        if record.state != RefundState::AwaitingApproval.as_str() {
+        if record.state != RefundState::AwaitingApproval {
             return Ok(StaffDecision::Refused(record.clone()));
         }
         let before = record.clone();
-        record.state = RefundState::Executing.as_str().to_owned();
+        record.state = RefundState::Executing;
         record.decided_by = Some(by.to_owned());
         record.decided_at = Some(rfc3339(now_ms));
         record.executing_since_ms = Some(now_ms);
@@ -378,9 +377,9 @@ impl StaffLedger for MemoryLedger {
         let Some((original, _)) = books.refunds.get_mut(record_id) else {
             return Ok(StaffDecision::NotFound);
         };
-        let reissuable = original.decision == "approval"
+        let reissuable = original.decision == DecidedBy::Approval
             && original.decided_by.is_some()
-            && original.resolution.as_deref() == Some("not_executed")
+            && original.resolution == Some(Resolution::NotExecuted)
             && original.reissued_as.is_none();
         if !reissuable {
             return Ok(StaffDecision::Refused(original.clone()));
@@ -388,7 +387,7 @@ impl StaffLedger for MemoryLedger {
         let scope = RefundScope::for_reissue(&original.user_id, &original.record_id);
         let mut reissue = original.request(writer);
         reissue.attempt.scope = scope;
-        let mut record = new_record(&reissue, "approval", RefundState::Executing, &[], now_ms);
+        let mut record = new_record(&reissue, DecidedBy::Approval, RefundState::Executing, &[], now_ms);
         record.reasons = original.reasons.clone();
         record.decided_by = Some(by.to_owned());
         record.decided_at = Some(rfc3339(now_ms));

@@ -21,8 +21,11 @@ pub mod memory;
 
 use std::future::Future;
 
+use crate::refund::money::AmountCents;
 use crate::refund::policy::{History, Limits, Reason};
-use crate::refund::{Attempt, PaymentOutcome, PriorRefund, RefundRequest, RefundScope, WriterMark};
+use crate::refund::{
+    Attempt, PaymentOutcome, PriorRefund, RefundRequest, RefundScope, RefundState, Resolution, WriterMark,
+};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LedgerError {
@@ -86,6 +89,23 @@ pub struct RequestLease {
     pub lease_until_ms: u64,
     /// Epoch seconds: DynamoDB's TTL attribute.
     pub expires_at_s: u64,
+}
+
+/// Where a request record stands: held by a live request, or answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestState {
+    InProgress,
+    Completed,
+}
+
+impl RequestState {
+    /// As the ledger stores it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RequestState::InProgress => "in_progress",
+            RequestState::Completed => "completed",
+        }
+    }
 }
 
 /// A request record as found.
@@ -254,20 +274,48 @@ pub trait StaffLedger: RefundLedger {
     ) -> impl Future<Output = Result<Option<(RefundRecord, String)>, LedgerError>> + Send;
 }
 
+/// How the policy decided a refund record (contract 8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DecidedBy {
+    /// No rule fired: paid without a person.
+    #[default]
+    Rules,
+    /// A rule fired: a person approves or rejects it.
+    Approval,
+}
+
+impl DecidedBy {
+    /// As the ledger stores it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecidedBy::Rules => "automatic",
+            DecidedBy::Approval => "approval",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<DecidedBy> {
+        [DecidedBy::Rules, DecidedBy::Approval]
+            .into_iter()
+            .find(|d| d.as_str() == text)
+    }
+}
+
 /// A refund record as the support team sees it: every field, for `show`,
 /// `pending`, `unknown` and the audit export.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RefundRecord {
     pub record_id: String,
-    pub state: String,
+    pub state: RefundState,
     pub user_id: String,
     pub order_id: String,
-    pub amount_cents: u64,
+    pub amount: AmountCents,
+    /// The UTC day it was recorded on (rule 3's day).
+    pub day: String,
     pub created_at: String,
     pub created_at_ms: u64,
     pub request_id: String,
     pub idempotency_key: Option<String>,
-    pub decision: String,
+    pub decision: DecidedBy,
     pub reasons: Vec<String>,
     pub customer_message: Option<String>,
     pub executing_since_ms: Option<u64>,
@@ -280,8 +328,8 @@ pub struct RefundRecord {
     pub decided_by: Option<String>,
     pub decided_at: Option<String>,
     pub rejection_reason: Option<String>,
-    pub resolution: Option<String>,
-    pub resolved_refund_id: Option<String>,
+    /// What a person confirmed with payments, for an outcome that was unknown.
+    pub resolution: Option<Resolution>,
     pub resolved_by: Option<String>,
     pub resolved_at: Option<String>,
     /// On a reissue: the approved record that never reached payments.
@@ -329,15 +377,15 @@ impl RefundRecord {
         let num = |value: Option<u64>| value.map(|n| n.to_string()).unwrap_or_default();
         [
             self.record_id.clone(),
-            self.state.clone(),
+            self.state.as_str().to_owned(),
             self.user_id.clone(),
             self.order_id.clone(),
-            self.amount_cents.to_string(),
+            self.amount.cents().to_string(),
             self.created_at.clone(),
             self.created_at_ms.to_string(),
             self.request_id.clone(),
             opt(&self.idempotency_key),
-            self.decision.clone(),
+            self.decision.as_str().to_owned(),
             self.reasons.join(" "),
             opt(&self.customer_message),
             num(self.executing_since_ms),
@@ -350,8 +398,15 @@ impl RefundRecord {
             opt(&self.decided_by),
             opt(&self.decided_at),
             opt(&self.rejection_reason),
-            opt(&self.resolution),
-            opt(&self.resolved_refund_id),
+            self.resolution
+                .as_ref()
+                .map(Resolution::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            match &self.resolution {
+                Some(Resolution::Executed { refund_id }) => refund_id.clone(),
+                _ => String::new(),
+            },
             opt(&self.resolved_by),
             opt(&self.resolved_at),
             opt(&self.reissue_of),
@@ -367,19 +422,16 @@ impl RefundRecord {
                 writer: writer.clone(),
             },
             order_id: self.order_id.clone(),
-            amount: crate::refund::money::AmountCents::new(self.amount_cents),
+            amount: self.amount,
             message: crate::refund::message::CustomerMessage::new(""),
         }
     }
 
     /// How the record counts for the rules, should it be released.
     pub fn counts_for(&self) -> CountsFor {
-        if self.decision == "automatic" {
-            CountsFor::Rules2And3 {
-                day: self.created_at.get(..10).unwrap_or_default().to_owned(),
-            }
-        } else {
-            CountsFor::Rule2
+        match self.decision {
+            DecidedBy::Rules => CountsFor::Rules2And3 { day: self.day.clone() },
+            DecidedBy::Approval => CountsFor::Rule2,
         }
     }
 

@@ -112,11 +112,11 @@ async fn recover_claim<L: StaffLedger>(
         cause,
     };
     match ledger.record_and_writer(record_id).await {
-        Ok(Some((record, holder))) if holder == writer.as_str() && record.state == RefundState::Executing.as_str() => {
+        Ok(Some((record, holder))) if holder == writer.as_str() && record.state == RefundState::Executing => {
             Ok(StaffDecision::Done(record))
         }
         // Not recorded: nothing changed, approving again is safe.
-        Ok(Some((record, _))) if record.state == RefundState::AwaitingApproval.as_str() => Err(uncertain(lost)),
+        Ok(Some((record, _))) if record.state == RefundState::AwaitingApproval => Err(uncertain(lost)),
         Ok(Some((record, _))) => Ok(StaffDecision::Refused(record)),
         Ok(None) => Ok(StaffDecision::NotFound),
         Err(error) => Err(uncertain(error)),
@@ -162,15 +162,15 @@ fn already_decided(record_id: &str, found: RefundRecord) -> ApprovalError {
             .decided_by
             .clone()
             .unwrap_or_else(|| "the refund assistant".to_owned()),
-        state: found.state,
+        state: found.state.to_string(),
     }
 }
 
 /// A record's state, with its resolution and reissue when it has them.
 fn describe(record: &RefundRecord) -> String {
-    let mut text = record.state.clone();
+    let mut text = record.state.to_string();
     if let Some(resolution) = &record.resolution {
-        text.push_str(&format!(", resolved {resolution}"));
+        text.push_str(&format!(", resolved {}", resolution.as_str()));
     }
     if let Some(reissue) = &record.reissued_as {
         text.push_str(&format!(", already reissued as {reissue}"));

@@ -79,7 +79,7 @@ async fn a_refused_write_goes_to_approval_with_the_ledgers_reasons() {
         .ledger
         .records()
         .iter()
-        .filter(|r| r.state == "awaiting_approval")
+        .filter(|r| r.state == crate::refund::RefundState::AwaitingApproval)
         .count();
     assert_eq!(waiting, 3);
 }
@@ -123,5 +123,5 @@ async fn two_approvers_make_one_payment() {
     };
     assert_eq!(won.outcome, paid());
     assert!(matches!(lost, ApprovalError::AlreadyDecided { .. }), "{lost}");
-    assert_eq!(refunds.ledger.records()[0].state, "executed");
+    assert_eq!(refunds.ledger.records()[0].state, crate::refund::RefundState::Executed);
 }

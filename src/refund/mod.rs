@@ -236,8 +236,11 @@ impl RefundError {
 /// Where a refund record stands (contract 6.2, 8 and 9). `Executing` is
 /// what every reader treats as unknown: the attempt was recorded and its
 /// outcome never was.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum RefundState {
+    /// The first state of every record (the default only so that a record
+    /// can be built field by field).
+    #[default]
     Executing,
     Executed,
     Rejected,
@@ -284,6 +287,16 @@ impl fmt::Display for RefundState {
 pub enum Resolution {
     Executed { refund_id: String },
     NotExecuted,
+}
+
+impl Resolution {
+    /// As the ledger stores it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Resolution::Executed { .. } => "executed",
+            Resolution::NotExecuted => "not_executed",
+        }
+    }
 }
 
 /// What an existing refund record says, for a request that finds one.

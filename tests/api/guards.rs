@@ -287,5 +287,5 @@ async fn a_refund_rejected_by_payments_after_its_guard_expired_releases_nothing(
     assert_eq!(recorded, Ok(()));
     assert!(guards(&h).await.is_empty(), "{:?}", guards(&h).await);
     let record = ledger.record(&request.scope().record_id()).await.unwrap().unwrap();
-    assert_eq!(record.state, "rejected");
+    assert_eq!(record.state, refund_chat::refund::RefundState::Rejected);
 }

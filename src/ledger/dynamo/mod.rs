@@ -57,8 +57,8 @@ use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
 use super::{
-    ApprovalWrite, AutomaticWrite, CountsFor, KeyClaim, LedgerError, RequestLease, StoredRequest, StoredResponse,
-    TakeOver,
+    ApprovalWrite, AutomaticWrite, CountsFor, KeyClaim, LedgerError, RequestLease, RequestState, StoredRequest,
+    StoredResponse, TakeOver,
 };
 use crate::clock::{rfc3339, utc_day};
 use crate::refund::money::AmountCents;
@@ -415,13 +415,7 @@ pub fn prior_refund(item: &Item) -> Result<PriorRefund, LedgerError> {
         }),
         _ => None,
     };
-    let resolution = match text(item, "resolution") {
-        Some("executed") => Some(Resolution::Executed {
-            refund_id: text(item, "resolved_refund_id").unwrap_or_default().to_owned(),
-        }),
-        Some("not_executed") => Some(Resolution::NotExecuted),
-        _ => None,
-    };
+    let resolution = resolution_of(item);
     Ok(PriorRefund {
         state,
         order_id: required(item, "order_id")?.to_owned(),
@@ -431,9 +425,20 @@ pub fn prior_refund(item: &Item) -> Result<PriorRefund, LedgerError> {
     })
 }
 
+/// What a person resolved an unknown outcome as, if anything.
+pub(crate) fn resolution_of(item: &Item) -> Option<Resolution> {
+    match text(item, "resolution") {
+        Some("executed") => Some(Resolution::Executed {
+            refund_id: text(item, "resolved_refund_id").unwrap_or_default().to_owned(),
+        }),
+        Some("not_executed") => Some(Resolution::NotExecuted),
+        _ => None,
+    }
+}
+
 fn stored_request(item: &Item) -> Result<StoredRequest, LedgerError> {
     let response = match (text(item, "state"), number(item, "response_status")) {
-        (Some("completed"), Some(status)) => Some(StoredResponse {
+        (Some(state), Some(status)) if state == RequestState::Completed.as_str() => Some(StoredResponse {
             status: u16::try_from(status).map_err(|_| LedgerError::Malformed("response_status".into()))?,
             body: required(item, "response_body")?.to_owned(),
         }),
@@ -678,7 +683,7 @@ impl super::RequestLedger for DynamoLedger {
             .table_name(&self.table)
             .item("pk", s(request_pk(&lease.scope)))
             .item("kind", s("request"))
-            .item("state", s("in_progress"))
+            .item("state", s(RequestState::InProgress.as_str()))
             .item("body_sha256", s(&lease.body_sha256))
             .item("request_id", s(lease.writer.invocation()))
             .item("writer", s(lease.writer.as_str()))
@@ -725,7 +730,7 @@ impl super::RequestLedger for DynamoLedger {
             .expression_attribute_values(":lease", n(lease.lease_until_ms))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
             .expression_attribute_values(":previous", s(previous_writer))
-            .expression_attribute_values(":in_progress", s("in_progress"))
+            .expression_attribute_values(":in_progress", s(RequestState::InProgress.as_str()))
             .expression_attribute_values(":now_ms", n(now_ms))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
@@ -762,12 +767,12 @@ impl super::RequestLedger for DynamoLedger {
             )
             .condition_expression("writer = :writer AND #state = :in_progress")
             .expression_attribute_names("#state", "state")
-            .expression_attribute_values(":completed", s("completed"))
+            .expression_attribute_values(":completed", s(RequestState::Completed.as_str()))
             .expression_attribute_values(":status", n(u64::from(response.status)))
             .expression_attribute_values(":body", s(&response.body))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
             .expression_attribute_values(":writer", s(lease.writer.as_str()))
-            .expression_attribute_values(":in_progress", s("in_progress"))
+            .expression_attribute_values(":in_progress", s(RequestState::InProgress.as_str()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
@@ -778,7 +783,7 @@ impl super::RequestLedger for DynamoLedger {
                 match condition_failed_item!(error, Failed) {
                     Some(item)
                         if text(&item, "writer") == Some(lease.writer.as_str())
-                            && text(&item, "state") == Some("completed") =>
+                            && text(&item, "state") == Some(RequestState::Completed.as_str()) =>
                     {
                         Ok(())
                     }
@@ -798,7 +803,7 @@ impl super::RequestLedger for DynamoLedger {
             .condition_expression("writer = :writer AND #state = :in_progress")
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":writer", s(lease.writer.as_str()))
-            .expression_attribute_values(":in_progress", s("in_progress"))
+            .expression_attribute_values(":in_progress", s(RequestState::InProgress.as_str()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;

@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 
 use super::{DynamoLedger, Released, WAITING_INDEX, number, refund_pk_of, text, unavailable};
 use crate::clock::rfc3339;
-use crate::ledger::{Confirmed, LedgerError, RefundRecord, StaffDecision};
+use crate::ledger::{Confirmed, DecidedBy, LedgerError, RefundRecord, StaffDecision};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::Limits;
 use crate::refund::{Attempt, RefundRequest, RefundScope, RefundState, WriterMark};
@@ -33,18 +33,27 @@ fn opt(item: &Item, name: &str) -> Option<String> {
     text(item, name).map(str::to_owned)
 }
 
-pub fn record_of(item: &Item) -> RefundRecord {
-    RefundRecord {
+/// A refund record item as the support team reads it; a state or decision
+/// the code does not know is a malformed record, not a guess.
+pub fn record_of(item: &Item) -> Result<RefundRecord, LedgerError> {
+    let state = text(item, "state")
+        .and_then(RefundState::parse)
+        .ok_or_else(|| LedgerError::Malformed("a refund record without a known state".into()))?;
+    let decision = text(item, "decision")
+        .and_then(DecidedBy::parse)
+        .ok_or_else(|| LedgerError::Malformed("a refund record without a known decision".into()))?;
+    Ok(RefundRecord {
         record_id: opt(item, "record_id").unwrap_or_default(),
-        state: opt(item, "state").unwrap_or_default(),
+        state,
         user_id: opt(item, "user_id").unwrap_or_default(),
         order_id: opt(item, "order_id").unwrap_or_default(),
-        amount_cents: number(item, "amount_cents").unwrap_or_default(),
+        amount: AmountCents::new(number(item, "amount_cents").unwrap_or_default()),
+        day: opt(item, "day").unwrap_or_default(),
         created_at: opt(item, "created_at").unwrap_or_default(),
         created_at_ms: number(item, "created_at_ms").unwrap_or_default(),
         request_id: opt(item, "request_id").unwrap_or_default(),
         idempotency_key: opt(item, "idempotency_key"),
-        decision: opt(item, "decision").unwrap_or_default(),
+        decision,
         reasons: item
             .get("reasons")
             .and_then(|v| v.as_l().ok())
@@ -61,13 +70,12 @@ pub fn record_of(item: &Item) -> RefundRecord {
         decided_by: opt(item, "decided_by"),
         decided_at: opt(item, "decided_at"),
         rejection_reason: opt(item, "rejection_reason"),
-        resolution: opt(item, "resolution"),
-        resolved_refund_id: opt(item, "resolved_refund_id"),
+        resolution: super::resolution_of(item),
         resolved_by: opt(item, "resolved_by"),
         resolved_at: opt(item, "resolved_at"),
         reissue_of: opt(item, "reissue_of"),
         reissued_as: opt(item, "reissued_as"),
-    }
+    })
 }
 
 fn released(record: &RefundRecord) -> Released<'_> {
@@ -75,18 +83,18 @@ fn released(record: &RefundRecord) -> Released<'_> {
         record_id: &record.record_id,
         order_id: &record.order_id,
         user_id: &record.user_id,
-        amount: AmountCents::new(record.amount_cents),
+        amount: record.amount,
     }
 }
 
 impl DynamoLedger {
     /// One refund record, by its id.
     pub async fn record(&self, record_id: &str) -> Result<Option<RefundRecord>, LedgerError> {
-        Ok(self
-            .get(&refund_pk_of(record_id))
+        self.get(&refund_pk_of(record_id))
             .await?
             .filter(|item| text(item, "kind") == Some("refund"))
-            .map(|item| record_of(&item)))
+            .map(|item| record_of(&item))
+            .transpose()
     }
 
     /// The records waiting for `state`, oldest first (the `waiting` index).
@@ -103,7 +111,7 @@ impl DynamoLedger {
             .items()
             .send();
         let items: Vec<Item> = pages.collect::<Result<Vec<_>, _>>().await.map_err(unavailable)?;
-        Ok(items.iter().map(record_of).collect())
+        items.iter().map(record_of).collect()
     }
 
     /// Every refund record created at or after `since_ms`, oldest first.
@@ -121,18 +129,18 @@ impl DynamoLedger {
             .items()
             .send();
         let items: Vec<Item> = pages.collect::<Result<Vec<_>, _>>().await.map_err(unavailable)?;
-        let mut records: Vec<RefundRecord> = items.iter().map(record_of).collect();
+        let mut records = items.iter().map(record_of).collect::<Result<Vec<_>, _>>()?;
         records.sort_by(|a, b| (a.created_at_ms, &a.record_id).cmp(&(b.created_at_ms, &b.record_id)));
         Ok(records)
     }
 
     /// The record and the mark of whoever last took it to pay (`writer`).
     async fn record_and_writer_now(&self, record_id: &str) -> Result<Option<(RefundRecord, String)>, LedgerError> {
-        Ok(self
-            .get(&refund_pk_of(record_id))
+        self.get(&refund_pk_of(record_id))
             .await?
             .filter(|item| text(item, "kind") == Some("refund"))
-            .map(|item| (record_of(&item), text(&item, "writer").unwrap_or_default().to_owned())))
+            .map(|item| Ok((record_of(&item)?, text(&item, "writer").unwrap_or_default().to_owned())))
+            .transpose()
     }
 
     /// Moves `awaiting_approval` to `executing`, approver and time recorded,
@@ -264,7 +272,7 @@ impl DynamoLedger {
                 writer: writer.clone(),
             },
             order_id: original.order_id.clone(),
-            amount: AmountCents::new(original.amount_cents),
+            amount: original.amount,
             message: crate::refund::message::CustomerMessage::new(""),
         };
         let mut item = super::refund_item(&request, "approval", RefundState::Executing, &[], now_ms);
@@ -275,7 +283,7 @@ impl DynamoLedger {
         item.insert("decided_by".into(), s(by));
         item.insert("decided_at".into(), s(rfc3339(now_ms)));
         item.insert("reissue_of".into(), s(&original.record_id));
-        let new_record = record_of(&item);
+        let new_record = record_of(&item)?;
         let link = Update::builder()
             .table_name(self.table())
             .key("pk", s(refund_pk_of(record_id)))
@@ -346,7 +354,7 @@ impl DynamoLedger {
                 Ok(None) => return Ok(StaffDecision::Done(before)),
                 Ok(Some(failed)) => {
                     return Ok(match &failed[0] {
-                        Some(found) if !found.is_empty() => StaffDecision::Refused(record_of(found)),
+                        Some(found) if !found.is_empty() => StaffDecision::Refused(record_of(found)?),
                         Some(_) => StaffDecision::NotFound,
                         // Another of its writes failed: the record is as it was.
                         None => StaffDecision::Refused(before),
