@@ -1,0 +1,279 @@
+//! The refund records on DynamoDB ([`crate::ledger::RefundLedger`]): the
+//! record written in one transaction with the guards whose conditions are
+//! rules 2 and 3, and its outcome, with the releases a rejection makes.
+
+use super::*;
+
+/// A new refund record.
+pub(crate) fn refund_item(
+    request: &RefundRequest,
+    decision: &str,
+    state: RefundState,
+    reasons: &[Reason],
+    now_ms: u64,
+) -> Item {
+    let mut item: Item = [
+        ("pk", s(refund_pk(request.scope()))),
+        ("kind", s("refund")),
+        ("record_id", s(request.scope().record_id())),
+        ("scope", s(request.scope().id())),
+        ("user_id", s(request.scope().user_id())),
+        ("order_id", s(&request.order_id)),
+        ("amount_cents", n(request.amount.cents())),
+        ("request_id", s(request.request_id())),
+        ("writer", s(request.writer().as_str())),
+        ("decision", s(decision)),
+        ("state", s(state.as_str())),
+        ("waiting_for", s(state.as_str())),
+        ("day", s(utc_day(now_ms))),
+        ("created_at", s(rfc3339(now_ms))),
+        ("created_at_ms", n(now_ms)),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect();
+    if let Some(key) = request.scope().idempotency_key() {
+        item.insert("idempotency_key".into(), s(key));
+    }
+    if state == RefundState::Executing {
+        item.insert("executing_since_ms".into(), n(now_ms));
+    }
+    if state == RefundState::AwaitingApproval {
+        item.insert(
+            "reasons".into(),
+            AttributeValue::L(reasons.iter().map(|reason| s(reason.as_str())).collect()),
+        );
+        item.insert("customer_message".into(), s(request.message.text()));
+    }
+    item
+}
+
+/// A refund record as the turn needs to see it.
+pub fn prior_refund(item: &Item) -> Result<PriorRefund, LedgerError> {
+    let state = RefundState::parse(required(item, "state")?)
+        .ok_or_else(|| LedgerError::Malformed("unknown refund state".into()))?;
+    let receipt = match (text(item, "refund_id"), state) {
+        (Some(refund_id), RefundState::Executed) => Some(Receipt {
+            refund_id: refund_id.to_owned(),
+            status: text(item, "receipt_status").unwrap_or_default().to_owned(),
+            amount_cents: AmountCents::new(number(item, "amount_cents").unwrap_or_default()),
+        }),
+        _ => None,
+    };
+    let resolution = resolution_of(item);
+    Ok(PriorRefund {
+        state,
+        order_id: required(item, "order_id")?.to_owned(),
+        amount: AmountCents::new(number(item, "amount_cents").unwrap_or_default()),
+        receipt,
+        resolution,
+    })
+}
+
+/// What a person resolved an unknown outcome as, if anything.
+pub(crate) fn resolution_of(item: &Item) -> Option<Resolution> {
+    match text(item, "resolution") {
+        Some("executed") => Some(Resolution::Executed {
+            refund_id: text(item, "resolved_refund_id").unwrap_or_default().to_owned(),
+        }),
+        Some("not_executed") => Some(Resolution::NotExecuted),
+        _ => None,
+    }
+}
+
+impl crate::ledger::RefundLedger for DynamoLedger {
+    async fn record_automatic(
+        &self,
+        request: &RefundRequest,
+        limits: &Limits,
+        now_ms: u64,
+    ) -> Result<AutomaticWrite, LedgerError> {
+        // Rule 3 cannot pass for an amount above the daily limit on its own.
+        let Some(headroom) = limits.daily_headroom(request.amount) else {
+            return Ok(AutomaticWrite::Refused(self.history(request, limits, now_ms).await?));
+        };
+        let day = utc_day(now_ms);
+        let record_id = request.scope().record_id();
+        let record = self.put_refund(refund_item(request, "automatic", RefundState::Executing, &[], now_ms))?;
+        // Rule 2: no refund of the order that may have moved money within the window.
+        let order = self
+            .guard_order(&request.order_id, &record_id, limits, now_ms)
+            .condition_expression("attribute_not_exists(live) OR last_at_ms < :window_start")
+            .expression_attribute_values(":window_start", n(limits.window_start_ms(now_ms)))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(malformed)?;
+        // Rule 3: today's automatic total, this refund included, within the limit.
+        let daily = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(daily_pk(request.scope().user_id(), &day)))
+            .update_expression("ADD total_cents :amount, live :record SET expires_at = :expires, #kind = :kind")
+            .condition_expression("attribute_not_exists(total_cents) OR total_cents <= :headroom")
+            .expression_attribute_values(":amount", n(request.amount.cents()))
+            .expression_attribute_values(":record", AttributeValue::Ss(vec![record_id]))
+            .expression_attribute_values(":expires", n(guard_expiry_s(now_ms, limits.order_window)))
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":kind", s("daily_total"))
+            .expression_attribute_values(":headroom", n(headroom.cents()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(malformed)?;
+        let items = [
+            TransactWriteItem::builder().put(record).build(),
+            TransactWriteItem::builder().update(order).build(),
+            TransactWriteItem::builder().update(daily).build(),
+        ];
+        let failed = match self.transact(items).await? {
+            None => return Ok(AutomaticWrite::Recorded),
+            Some(failed) => failed,
+        };
+        if let Some(existing) = &failed[0] {
+            return Ok(match self.own_or_prior(existing, request.writer().as_str())? {
+                None => AutomaticWrite::Recorded,
+                Some(prior) => AutomaticWrite::Existing(prior),
+            });
+        }
+        Ok(AutomaticWrite::Refused(History {
+            order_refunded_recently: failed[1].is_some(),
+            automatic_today: match &failed[2] {
+                // The total that did not leave room; unknown counts as the limit.
+                Some(daily) => {
+                    AmountCents::new(number(daily, "total_cents").unwrap_or(limits.user_daily_auto_limit.cents()))
+                }
+                None => AmountCents::ZERO,
+            },
+        }))
+    }
+
+    async fn record_for_approval(
+        &self,
+        request: &RefundRequest,
+        reasons: &[Reason],
+        limits: &Limits,
+        now_ms: u64,
+    ) -> Result<ApprovalWrite, LedgerError> {
+        let record = self.put_refund(refund_item(
+            request,
+            "approval",
+            RefundState::AwaitingApproval,
+            reasons,
+            now_ms,
+        ))?;
+        // A refund waiting for a person counts for rule 2 too: it may move money.
+        let order = self
+            .guard_order(&request.order_id, &request.scope().record_id(), limits, now_ms)
+            .build()
+            .map_err(malformed)?;
+        let items = [
+            TransactWriteItem::builder().put(record).build(),
+            TransactWriteItem::builder().update(order).build(),
+        ];
+        match self.transact(items).await? {
+            None => Ok(ApprovalWrite::Recorded),
+            Some(failed) => match &failed[0] {
+                Some(existing) => Ok(match self.own_or_prior(existing, request.writer().as_str())? {
+                    None => ApprovalWrite::Recorded,
+                    Some(prior) => ApprovalWrite::Existing(prior),
+                }),
+                None => Err(LedgerError::Conflict("the approval record was not written".into())),
+            },
+        }
+    }
+
+    async fn history(&self, request: &RefundRequest, limits: &Limits, now_ms: u64) -> Result<History, LedgerError> {
+        let order = self.get(&order_pk(&request.order_id)).await?.unwrap_or_default();
+        let daily = self
+            .get(&daily_pk(request.scope().user_id(), &utc_day(now_ms)))
+            .await?
+            .unwrap_or_default();
+        Ok(History {
+            order_refunded_recently: limits.order_refunded_recently(
+                order
+                    .get("live")
+                    .is_some_and(|live| live.as_ss().is_ok_and(|l| !l.is_empty())),
+                number(&order, "last_at_ms"),
+                now_ms,
+            ),
+            automatic_today: AmountCents::new(number(&daily, "total_cents").unwrap_or_default()),
+        })
+    }
+
+    async fn record_outcome(
+        &self,
+        request: &RefundRequest,
+        outcome: &PaymentOutcome,
+        counted: &CountsFor,
+        now_ms: u64,
+    ) -> Result<(), LedgerError> {
+        let state = outcome.state();
+        let mut set = vec!["#state = :state", "updated_at = :now"];
+        // Never on a record a person resolved meanwhile (contract 9): the
+        // resolution is what payments confirmed, and it already settled the guards.
+        let mut update = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(refund_pk(request.scope())))
+            .condition_expression("#state = :executing AND writer = :writer AND attribute_not_exists(resolution)")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":state", s(state.as_str()))
+            .expression_attribute_values(":now", s(rfc3339(now_ms)))
+            .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
+            .expression_attribute_values(":writer", s(request.writer().as_str()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let mut remove_queue = true;
+        match outcome {
+            PaymentOutcome::Executed(receipt) => {
+                set.extend(["refund_id = :refund_id", "receipt_status = :receipt_status"]);
+                update = update
+                    .expression_attribute_values(":refund_id", s(&receipt.refund_id))
+                    .expression_attribute_values(":receipt_status", s(&receipt.status));
+            }
+            PaymentOutcome::Rejected { status, detail } => {
+                set.extend(["payments_status = :status", "payments_detail = :detail"]);
+                update = update
+                    .expression_attribute_values(":status", n(u64::from(*status)))
+                    .expression_attribute_values(":detail", s(detail));
+            }
+            PaymentOutcome::Unknown(error) => {
+                set.extend(["failure = :failure", "waiting_for = :state"]);
+                update = update.expression_attribute_values(":failure", s(error.to_string()));
+                remove_queue = false;
+            }
+        }
+        let expression = format!(
+            "SET {}{}",
+            set.join(", "),
+            if remove_queue { " REMOVE waiting_for" } else { "" }
+        );
+        let main = vec![
+            TransactWriteItem::builder()
+                .update(update.update_expression(expression).build().map_err(malformed)?)
+                .build(),
+        ];
+        let record_id = request.scope().record_id();
+        let releases = if state == RefundState::Rejected {
+            self.releases(&Released::of(request, &record_id), counted)?
+        } else {
+            Vec::new()
+        };
+        match self.transact_releasing(main, releases).await? {
+            None => Ok(()),
+            Some(failed) => match &failed[0] {
+                Some(item)
+                    if text(item, "writer") == Some(request.writer().as_str())
+                        && text(item, "state") == Some(state.as_str()) =>
+                {
+                    Ok(())
+                }
+                Some(item) if text(item, "resolution").is_some() => Err(LedgerError::Conflict(format!(
+                    "a person resolved the refund record as {:?} first: this outcome is not recorded",
+                    text(item, "resolution")
+                ))),
+                Some(item) => Err(LedgerError::Conflict(format!(
+                    "refund record is {:?}, not executing",
+                    text(item, "state")
+                ))),
+                None => Err(LedgerError::Conflict("the outcome was not recorded".into())),
+            },
+        }
+    }
+}
