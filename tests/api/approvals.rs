@@ -95,11 +95,12 @@ impl Desk {
 }
 
 #[tokio::test]
-async fn pending_then_approve_pays_once_with_the_records_customer_and_amount() {
+async fn pending_lists_the_refund_with_its_reasons_and_the_customers_words() {
     let desk = Desk::new(receipt()).await;
     let id = desk.pending_refund("req-1").await;
 
     let pending = desk.run(&["pending"]).await;
+
     assert_eq!(pending.status.code(), Some(0), "{}", stderr(&pending));
     let table = stdout(&pending);
     assert!(table.starts_with("ID "), "{table}");
@@ -113,8 +114,15 @@ async fn pending_then_approve_pays_once_with_the_records_customer_and_amount() {
     ] {
         assert!(table.contains(shown), "{shown} missing from:\n{table}");
     }
+}
+
+#[tokio::test]
+async fn approve_pays_once_with_the_records_customer_and_amount_and_logs_the_approver() {
+    let desk = Desk::new(receipt()).await;
+    let id = desk.pending_refund("req-1").await;
 
     let approved = desk.run(&["approve", &id, "--by", "alice"]).await;
+
     assert_eq!(approved.status.code(), Some(0), "{}", stderr(&approved));
     assert!(stdout(&approved).contains("refunded 120.00"), "{}", stdout(&approved));
     assert_eq!(
@@ -131,8 +139,17 @@ async fn pending_then_approve_pays_once_with_the_records_customer_and_amount() {
         "the decision is logged with the approver"
     );
     assert!(!stderr(&approved).contains("sofa"), "never the customer's message");
+}
+
+#[tokio::test]
+async fn a_second_approval_is_refused_names_the_first_approver_and_pays_nothing() {
+    let desk = Desk::new(receipt()).await;
+    let id = desk.pending_refund("req-1").await;
+    let first = desk.run(&["approve", &id, "--by", "alice"]).await;
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
 
     let again = desk.run(&["approve", &id, "--by", "bob"]).await;
+
     assert_eq!(again.status.code(), Some(1));
     assert!(stderr(&again).contains("decided by alice"), "{}", stderr(&again));
     assert_eq!(desk.paid().await.len(), 1);
