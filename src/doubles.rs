@@ -119,17 +119,24 @@ impl ChatModel for ScriptedModel {
     }
 }
 
-/// The turn's refund gateway: answers every refund with the same outcome
-/// (any of them: pending approval, already recorded, ...) and records each request.
-pub struct RecordingRefunds {
-    outcome: RefundOutcome,
+/// A stand-in that answers every call with the same outcome and records
+/// each request: `Recording<RefundOutcome>` is the turn's refund gateway (any
+/// outcome: pending approval, already recorded, ...), `Recording<PaymentOutcome>`
+/// the payments service.
+pub struct Recording<O> {
+    outcome: O,
     requests: Mutex<Vec<RefundRequest>>,
     record: bool,
 }
 
-impl RecordingRefunds {
-    pub fn answering(outcome: RefundOutcome) -> Self {
-        RecordingRefunds {
+/// The turn's refund gateway stand-in.
+pub type RecordingRefunds = Recording<RefundOutcome>;
+/// The payments stand-in.
+pub type RecordingPayments = Recording<PaymentOutcome>;
+
+impl<O: Clone> Recording<O> {
+    pub fn answering(outcome: O) -> Self {
+        Recording {
             outcome,
             requests: Mutex::default(),
             record: true,
@@ -137,66 +144,35 @@ impl RecordingRefunds {
     }
 
     /// For benchmarks: records nothing.
-    pub fn silent(outcome: RefundOutcome) -> Self {
-        RecordingRefunds {
+    pub fn silent(outcome: O) -> Self {
+        Recording {
             record: false,
-            ..RecordingRefunds::answering(outcome)
+            ..Recording::answering(outcome)
         }
     }
 
     pub fn requests(&self) -> Vec<RefundRequest> {
         self.requests.lock().map(|r| r.clone()).unwrap_or_default()
     }
+
+    fn answer(&self, request: &RefundRequest) -> O {
+        if self.record
+            && let Ok(mut requests) = self.requests.lock()
+        {
+            requests.push(request.clone());
+        }
+        self.outcome.clone()
+    }
 }
 
-impl RefundGateway for RecordingRefunds {
+impl RefundGateway for Recording<RefundOutcome> {
     async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
-        if self.record
-            && let Ok(mut requests) = self.requests.lock()
-        {
-            requests.push(request.clone());
-        }
-        self.outcome.clone()
+        self.answer(request)
     }
 }
 
-/// The payments service: answers every call with the same payment outcome
-/// and records each request.
-pub struct RecordingPayments {
-    outcome: PaymentOutcome,
-    requests: Mutex<Vec<RefundRequest>>,
-    record: bool,
-}
-
-impl RecordingPayments {
-    pub fn answering(outcome: PaymentOutcome) -> Self {
-        RecordingPayments {
-            outcome,
-            requests: Mutex::default(),
-            record: true,
-        }
-    }
-
-    /// For benchmarks: records nothing.
-    pub fn silent(outcome: PaymentOutcome) -> Self {
-        RecordingPayments {
-            record: false,
-            ..RecordingPayments::answering(outcome)
-        }
-    }
-
-    pub fn requests(&self) -> Vec<RefundRequest> {
-        self.requests.lock().map(|r| r.clone()).unwrap_or_default()
-    }
-}
-
-impl Payments for RecordingPayments {
+impl Payments for Recording<PaymentOutcome> {
     async fn pay(&self, request: &RefundRequest) -> PaymentOutcome {
-        if self.record
-            && let Ok(mut requests) = self.requests.lock()
-        {
-            requests.push(request.clone());
-        }
-        self.outcome.clone()
+        self.answer(request)
     }
 }

@@ -259,23 +259,14 @@ async fn segment_run(
         sent: AtomicUsize::new(0),
         exchanges: std::sync::Mutex::default(),
     });
-    let aws_at = |endpoint: String| {
-        aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .region(aws_config::Region::new("eu-west-1"))
-            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                "chaos", "chaos", None, None, "chaos",
-            ))
-            .endpoint_url(endpoint)
-            .load()
-    };
     let staff = Arc::new(staff::Staff {
         seed,
         ledger: refund_chat::ledger::dynamo::DynamoLedger::from_sdk_config(
-            &aws_at(format!("http://{ledger_address}")).await,
+            &refund_chat_testkit::aws_at(&format!("http://{ledger_address}")).await,
             &table,
             LEDGER_TIMEOUT,
         ),
-        ttl: aws_sdk_dynamodb::Client::new(&aws_at(moto.clone()).await),
+        ttl: aws_sdk_dynamodb::Client::new(&refund_chat_testkit::aws_at(&moto).await),
         table: table.clone(),
         payments: refund_chat::refund::payments::HttpPayments::new(
             refund_chat::http_client::money_path_client()?,

@@ -134,46 +134,6 @@ impl DynamoLedger {
         Ok(records)
     }
 
-    /// The record and the mark of whoever last took it to pay (`writer`).
-    async fn record_and_writer_now(&self, record_id: &str) -> Result<Option<(RefundRecord, String)>, LedgerError> {
-        self.get(&refund_pk_of(record_id))
-            .await?
-            .filter(|item| text(item, "kind") == Some("refund"))
-            .map(|item| Ok((record_of(&item)?, text(&item, "writer").unwrap_or_default().to_owned())))
-            .transpose()
-    }
-
-    /// Moves `awaiting_approval` to `executing`, approver and time recorded,
-    /// `writer` taking the record for the payments call. The order's guard
-    /// counts it again from now: the money moves now, however long it waited.
-    async fn claim_approval_now(
-        &self,
-        record_id: &str,
-        by: &str,
-        writer: &WriterMark,
-        now_ms: u64,
-        limits: &Limits,
-    ) -> Result<StaffDecision, LedgerError> {
-        let Some(before) = self.record(record_id).await? else {
-            return Ok(StaffDecision::NotFound);
-        };
-        let update = self
-            .decision(record_id, RefundState::AwaitingApproval, by, now_ms)
-            .update_expression(
-                "SET #state = :executing, waiting_for = :executing, decided_by = :by, decided_at = :at, \
-                 writer = :writer, executing_since_ms = :now_ms",
-            )
-            .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
-            .expression_attribute_values(":writer", s(writer.as_str()))
-            .expression_attribute_values(":now_ms", n(now_ms));
-        let guard = self
-            .guard_order(&before.order_id, record_id, limits, now_ms)
-            .build()
-            .map_err(|error| LedgerError::Malformed(error.to_string()))?;
-        let guard = TransactWriteItem::builder().update(guard).build();
-        self.apply(record_id, before, update, vec![guard], Vec::new()).await
-    }
-
     /// `awaiting_approval` to `rejected_by_staff`: no money moves, and the
     /// refund stops counting for rule 2.
     pub async fn reject(
@@ -247,70 +207,6 @@ impl DynamoLedger {
         self.apply(record_id, before, update, Vec::new(), releases).await
     }
 
-    /// Pays, under a new record, an approved refund that a person resolved
-    /// as not executed: its approval was recorded, but payments was never
-    /// reached (an approver whose claim's answer was lost). The original
-    /// gets `reissued_as`, the new record `reissue_of`, in one transaction,
-    /// so an original is reissued at most once. `Done` holds the new record,
-    /// `executing` and held by `writer`.
-    async fn claim_reissue_now(
-        &self,
-        record_id: &str,
-        by: &str,
-        writer: &WriterMark,
-        now_ms: u64,
-        limits: &Limits,
-    ) -> Result<StaffDecision, LedgerError> {
-        let Some(original) = self.record(record_id).await? else {
-            return Ok(StaffDecision::NotFound);
-        };
-        let scope = RefundScope::for_reissue(&original.user_id, &original.record_id);
-        let reissue_id = scope.record_id();
-        let request = RefundRequest {
-            attempt: Attempt {
-                scope,
-                writer: writer.clone(),
-            },
-            order_id: original.order_id.clone(),
-            amount: original.amount,
-            message: crate::refund::message::CustomerMessage::new(""),
-        };
-        let mut item = super::refund_item(&request, "approval", RefundState::Executing, &[], now_ms);
-        item.insert(
-            "reasons".into(),
-            AttributeValue::L(original.reasons.iter().map(s).collect()),
-        );
-        item.insert("decided_by".into(), s(by));
-        item.insert("decided_at".into(), s(rfc3339(now_ms)));
-        item.insert("reissue_of".into(), s(&original.record_id));
-        let new_record = record_of(&item)?;
-        let link = Update::builder()
-            .table_name(self.table())
-            .key("pk", s(refund_pk_of(record_id)))
-            .update_expression("SET reissued_as = :reissue")
-            .condition_expression(
-                "resolution = :not_executed AND decision = :approval AND attribute_exists(decided_by) \
-                 AND attribute_not_exists(reissued_as)",
-            )
-            .expression_attribute_values(":reissue", s(&reissue_id))
-            .expression_attribute_values(":not_executed", s("not_executed"))
-            .expression_attribute_values(":approval", s("approval"))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
-        let put = self.put_refund(item)?;
-        let guard = self
-            .guard_order(&original.order_id, &reissue_id, limits, now_ms)
-            .build()
-            .map_err(|error| LedgerError::Malformed(error.to_string()))?;
-        let extra = vec![
-            TransactWriteItem::builder().put(put).build(),
-            TransactWriteItem::builder().update(guard).build(),
-        ];
-        Ok(match self.apply(record_id, original, link, extra, Vec::new()).await? {
-            StaffDecision::Done(_) => StaffDecision::Done(new_record),
-            other => other,
-        })
-    }
-
     /// An update of a record in `from`, by `by` at `now_ms`.
     fn decision(
         &self,
@@ -374,6 +270,18 @@ impl DynamoLedger {
 }
 
 impl crate::ledger::StaffLedger for DynamoLedger {
+    /// The record and the mark of whoever last took it to pay (`writer`).
+    async fn record_and_writer(&self, record_id: &str) -> Result<Option<(RefundRecord, String)>, LedgerError> {
+        self.get(&refund_pk_of(record_id))
+            .await?
+            .filter(|item| text(item, "kind") == Some("refund"))
+            .map(|item| Ok((record_of(&item)?, text(&item, "writer").unwrap_or_default().to_owned())))
+            .transpose()
+    }
+
+    /// Moves `awaiting_approval` to `executing`, approver and time recorded,
+    /// `writer` taking the record for the payments call. The order's guard
+    /// counts it again from now: the money moves now, however long it waited.
     async fn claim_approval(
         &self,
         record_id: &str,
@@ -382,9 +290,32 @@ impl crate::ledger::StaffLedger for DynamoLedger {
         now_ms: u64,
         limits: &Limits,
     ) -> Result<StaffDecision, LedgerError> {
-        self.claim_approval_now(record_id, by, writer, now_ms, limits).await
+        let Some(before) = self.record(record_id).await? else {
+            return Ok(StaffDecision::NotFound);
+        };
+        let update = self
+            .decision(record_id, RefundState::AwaitingApproval, by, now_ms)
+            .update_expression(
+                "SET #state = :executing, waiting_for = :executing, decided_by = :by, decided_at = :at, \
+                 writer = :writer, executing_since_ms = :now_ms",
+            )
+            .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
+            .expression_attribute_values(":writer", s(writer.as_str()))
+            .expression_attribute_values(":now_ms", n(now_ms));
+        let guard = self
+            .guard_order(&before.order_id, record_id, limits, now_ms)
+            .build()
+            .map_err(|error| LedgerError::Malformed(error.to_string()))?;
+        let guard = TransactWriteItem::builder().update(guard).build();
+        self.apply(record_id, before, update, vec![guard], Vec::new()).await
     }
 
+    /// Pays, under a new record, an approved refund that a person resolved
+    /// as not executed: its approval was recorded, but payments was never
+    /// reached (an approver whose claim's answer was lost). The original
+    /// gets `reissued_as`, the new record `reissue_of`, in one transaction,
+    /// so an original is reissued at most once. `Done` holds the new record,
+    /// `executing` and held by `writer`.
     async fn claim_reissue(
         &self,
         record_id: &str,
@@ -393,10 +324,53 @@ impl crate::ledger::StaffLedger for DynamoLedger {
         now_ms: u64,
         limits: &Limits,
     ) -> Result<StaffDecision, LedgerError> {
-        self.claim_reissue_now(record_id, by, writer, now_ms, limits).await
-    }
-
-    async fn record_and_writer(&self, record_id: &str) -> Result<Option<(RefundRecord, String)>, LedgerError> {
-        self.record_and_writer_now(record_id).await
+        let Some(original) = self.record(record_id).await? else {
+            return Ok(StaffDecision::NotFound);
+        };
+        let scope = RefundScope::for_reissue(&original.user_id, &original.record_id);
+        let reissue_id = scope.record_id();
+        let request = RefundRequest {
+            attempt: Attempt {
+                scope,
+                writer: writer.clone(),
+            },
+            order_id: original.order_id.clone(),
+            amount: original.amount,
+            message: crate::refund::message::CustomerMessage::new(""),
+        };
+        let mut item = super::refund_item(&request, "approval", RefundState::Executing, &[], now_ms);
+        item.insert(
+            "reasons".into(),
+            AttributeValue::L(original.reasons.iter().map(s).collect()),
+        );
+        item.insert("decided_by".into(), s(by));
+        item.insert("decided_at".into(), s(rfc3339(now_ms)));
+        item.insert("reissue_of".into(), s(&original.record_id));
+        let new_record = record_of(&item)?;
+        let link = Update::builder()
+            .table_name(self.table())
+            .key("pk", s(refund_pk_of(record_id)))
+            .update_expression("SET reissued_as = :reissue")
+            .condition_expression(
+                "resolution = :not_executed AND decision = :approval AND attribute_exists(decided_by) \
+                 AND attribute_not_exists(reissued_as)",
+            )
+            .expression_attribute_values(":reissue", s(&reissue_id))
+            .expression_attribute_values(":not_executed", s("not_executed"))
+            .expression_attribute_values(":approval", s("approval"))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let put = self.put_refund(item)?;
+        let guard = self
+            .guard_order(&original.order_id, &reissue_id, limits, now_ms)
+            .build()
+            .map_err(|error| LedgerError::Malformed(error.to_string()))?;
+        let extra = vec![
+            TransactWriteItem::builder().put(put).build(),
+            TransactWriteItem::builder().update(guard).build(),
+        ];
+        Ok(match self.apply(record_id, original, link, extra, Vec::new()).await? {
+            StaffDecision::Done(_) => StaffDecision::Done(new_record),
+            other => other,
+        })
     }
 }
