@@ -40,7 +40,7 @@ pub enum ApprovalError {
         "could not tell whether the approval of {record_id} was recorded ({cause}); payments was NOT called. \
          Run `refund-chat-admin show {record_id}`: if it is still awaiting_approval, approve it again; if it is \
          executing and decided by you, `unknown` lists it once the function's timeout has passed: check with \
-         payments that no refund was made, `resolve {record_id} --not-executed`, then `reissue {record_id}`"
+         payments that no refund was made, `resolve {record_id} --not-executed --by NAME`, then `reissue {record_id} --by NAME`"
     )]
     ClaimUncertain { record_id: String, cause: LedgerError },
     #[error(transparent)]

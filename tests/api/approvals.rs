@@ -220,27 +220,31 @@ async fn a_payments_rejection_during_approval_is_recorded_and_refused() {
     assert_eq!(attr(&desk.record(&id).await, "state"), Some("rejected"));
 }
 
-#[tokio::test]
-async fn an_unknown_outcome_is_listed_and_resolved_without_payments() {
+/// A refund whose payments call timed out in the function (money may have
+/// moved), the admin tool runnable against its ledger, and the approver's own
+/// payments service, which must never be called.
+async fn an_unknown_outcome() -> (Desk, TestApp, String) {
     let desk = Desk::new(receipt()).await;
-    // The function's own payments call times out: the refund may have moved.
     let h = TestApp::new(
         vec![refund_call("c1", "A-1001", 1250), text("A person will confirm.")],
         receipt().set_delay(HANG),
     )
     .await;
     h.chat(REFUND_MESSAGE).await;
-    let record = &h.refund_records().await[0];
-    let id = attr(record, "record_id").unwrap().to_owned();
-    let run = |args: Vec<String>| {
-        let (table, payments) = (h.table.clone(), desk.payments.uri());
-        async move {
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            admin(&table, &moto().endpoint, &payments, &args).await
-        }
-    };
+    let id = attr(&h.refund_records().await[0], "record_id").unwrap().to_owned();
+    (desk, h, id)
+}
 
-    let unknown = run(vec!["unknown".into()]).await;
+async fn admin_on(h: &TestApp, desk: &Desk, args: &[&str]) -> Output {
+    admin(&h.table, &moto().endpoint, &desk.payments.uri(), args).await
+}
+
+#[tokio::test]
+async fn unknown_lists_a_refund_whose_payments_call_gave_no_answer() {
+    let (desk, h, id) = an_unknown_outcome().await;
+
+    let unknown = admin_on(&h, &desk, &["unknown"]).await;
+
     assert_eq!(unknown.status.code(), Some(0));
     assert!(stdout(&unknown).contains(&id), "{}", stdout(&unknown));
     assert!(
@@ -248,35 +252,33 @@ async fn an_unknown_outcome_is_listed_and_resolved_without_payments() {
         "{}",
         stdout(&unknown)
     );
+}
 
-    let resolved = run(vec![
-        "resolve".into(),
-        id.clone(),
-        "--executed".into(),
-        "rf_777".into(),
-        "--by".into(),
-        "dan".into(),
-    ])
-    .await;
+#[tokio::test]
+async fn resolve_records_what_payments_confirmed_once_and_never_calls_payments() {
+    let (desk, h, id) = an_unknown_outcome().await;
+
+    let resolved = admin_on(&h, &desk, &["resolve", &id, "--executed", "rf_777", "--by", "dan"]).await;
+    let twice = admin_on(&h, &desk, &["resolve", &id, "--not-executed", "--by", "erin"]).await;
+
     assert_eq!(resolved.status.code(), Some(0), "{}", stderr(&resolved));
-    let twice = run(vec![
-        "resolve".into(),
-        id.clone(),
-        "--not-executed".into(),
-        "--by".into(),
-        "erin".into(),
-    ])
-    .await;
     assert_eq!(twice.status.code(), Some(1));
-
     assert!(desk.paid().await.is_empty(), "resolve never calls payments");
     let record = &h.refund_records().await[0];
     assert_eq!(attr(record, "state"), Some("unknown"), "the original state is kept");
     assert_eq!(attr(record, "resolution"), Some("executed"));
     assert_eq!(attr(record, "resolved_refund_id"), Some("rf_777"));
     assert_eq!(attr(record, "resolved_by"), Some("dan"));
-    assert!(!stdout(&run(vec!["unknown".into()]).await).contains(&id));
-    let export: Vec<Value> = serde_json::from_slice(&run(vec!["export".into()]).await.stdout).unwrap();
+    assert!(!stdout(&admin_on(&h, &desk, &["unknown"]).await).contains(&id));
+}
+
+#[tokio::test]
+async fn the_export_keeps_the_failure_and_who_resolved_it() {
+    let (desk, h, id) = an_unknown_outcome().await;
+    admin_on(&h, &desk, &["resolve", &id, "--executed", "rf_777", "--by", "dan"]).await;
+
+    let export: Vec<Value> = serde_json::from_slice(&admin_on(&h, &desk, &["export"]).await.stdout).unwrap();
+
     assert_eq!(export[0]["resolved_by"], "dan");
     assert!(export[0]["resolved_at"].is_string());
     assert_eq!(

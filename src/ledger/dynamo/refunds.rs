@@ -3,11 +3,12 @@
 //! rules 2 and 3, and its outcome, with the releases a rejection makes.
 
 use super::*;
+use crate::ledger::DecidedBy;
 
 /// A new refund record.
 pub(crate) fn refund_item(
     request: &RefundRequest,
-    decision: &str,
+    decision: DecidedBy,
     state: RefundState,
     reasons: &[Reason],
     now_ms: u64,
@@ -22,7 +23,7 @@ pub(crate) fn refund_item(
         ("amount_cents", n(request.amount.cents())),
         ("request_id", s(request.request_id())),
         ("writer", s(request.writer().as_str())),
-        ("decision", s(decision)),
+        ("decision", s(decision.as_str())),
         ("state", s(state.as_str())),
         ("waiting_for", s(state.as_str())),
         ("day", s(utc_day(now_ms))),
@@ -94,7 +95,13 @@ impl crate::ledger::RefundLedger for DynamoLedger {
         };
         let day = utc_day(now_ms);
         let record_id = request.scope().record_id();
-        let record = self.put_refund(refund_item(request, "automatic", RefundState::Executing, &[], now_ms))?;
+        let record = self.put_refund(refund_item(
+            request,
+            DecidedBy::Rules,
+            RefundState::Executing,
+            &[],
+            now_ms,
+        ))?;
         // Rule 2: no refund of the order that may have moved money within the window.
         let order = self
             .guard_order(&request.order_id, &record_id, limits, now_ms)
@@ -154,7 +161,7 @@ impl crate::ledger::RefundLedger for DynamoLedger {
     ) -> Result<ApprovalWrite, LedgerError> {
         let record = self.put_refund(refund_item(
             request,
-            "approval",
+            DecidedBy::Approval,
             RefundState::AwaitingApproval,
             reasons,
             now_ms,

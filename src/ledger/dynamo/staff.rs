@@ -338,7 +338,7 @@ impl crate::ledger::StaffLedger for DynamoLedger {
             amount: original.amount,
             message: crate::refund::message::CustomerMessage::new(""),
         };
-        let mut item = super::refund_item(&request, "approval", RefundState::Executing, &[], now_ms);
+        let mut item = super::refund_item(&request, DecidedBy::Approval, RefundState::Executing, &[], now_ms);
         item.insert(
             "reasons".into(),
             AttributeValue::L(original.reasons.iter().map(s).collect()),
