@@ -115,7 +115,23 @@ fn prior(record: &RefundRecord) -> Result<PriorRefund, LedgerError> {
     })
 }
 
+/// What writing a scope's record finds already there.
+enum Found {
+    Nothing,
+    /// This writer's own: a retried write that had landed.
+    Own,
+    Another(PriorRefund),
+}
+
 impl Books {
+    fn found(&self, request: &RefundRequest) -> Result<Found, LedgerError> {
+        Ok(match self.refunds.get(&request.scope().record_id()) {
+            None => Found::Nothing,
+            Some((_, writer)) if *writer == request.writer().as_str() => Found::Own,
+            Some((existing, _)) => Found::Another(prior(existing)?),
+        })
+    }
+
     fn history(&self, request: &RefundRequest, limits: &Limits, now_ms: u64) -> History {
         let order = self.orders.get(&order_key(&request.order_id));
         History {
@@ -160,12 +176,10 @@ impl RefundLedger for MemoryLedger {
     ) -> Result<AutomaticWrite, LedgerError> {
         let mut books = self.books()?;
         let record_id = request.scope().record_id();
-        if let Some((existing, writer)) = books.refunds.get(&record_id) {
-            return Ok(if *writer == request.writer().as_str() {
-                AutomaticWrite::Recorded
-            } else {
-                AutomaticWrite::Existing(prior(existing)?)
-            });
+        match books.found(request)? {
+            Found::Nothing => {}
+            Found::Own => return Ok(AutomaticWrite::Recorded),
+            Found::Another(prior) => return Ok(AutomaticWrite::Existing(prior)),
         }
         let history = books.history(request, limits, now_ms);
         let within_day = limits
@@ -196,12 +210,10 @@ impl RefundLedger for MemoryLedger {
     ) -> Result<ApprovalWrite, LedgerError> {
         let mut books = self.books()?;
         let record_id = request.scope().record_id();
-        if let Some((existing, writer)) = books.refunds.get(&record_id) {
-            return Ok(if *writer == request.writer().as_str() {
-                ApprovalWrite::Recorded
-            } else {
-                ApprovalWrite::Existing(prior(existing)?)
-            });
+        match books.found(request)? {
+            Found::Nothing => {}
+            Found::Own => return Ok(ApprovalWrite::Recorded),
+            Found::Another(prior) => return Ok(ApprovalWrite::Existing(prior)),
         }
         let record = new_record(
             request,
