@@ -33,7 +33,7 @@
 //!
 //! Binaries: `refund-chat` (the function, `src/main.rs`) and
 //! `refund-chat-admin` (approvals and the audit trail, `src/bin/`). With the
-//! `test-support` feature (and in unit tests), [`doubles`] holds in-memory
+//! `test-support` feature (and in unit tests), `doubles` holds in-memory
 //! stand-ins for tests and benchmarks.
 
 pub mod chat;
