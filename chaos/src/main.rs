@@ -51,17 +51,17 @@ struct Args {
     /// Function containers on the Runtime API.
     #[arg(long, default_value_t = 4)]
     functions: usize,
-    /// The function's bootstrap (default target/debug/refund-chat).
-    #[arg(long)]
-    bootstrap: Option<PathBuf>,
+    /// The function's bootstrap.
+    #[arg(long, default_value_os_t = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/refund-chat"))]
+    bootstrap: PathBuf,
     /// Seconds the whole run may take.
     #[arg(long = "time-limit", default_value_t = 1800)]
     time_limit_secs: u64,
     /// Requests per segment: each segment is a fresh stack (moto's memory
     /// grows with every transaction it has seen, about 1.4 MB each, so one
     /// moto cannot hold a long run), checked on its own books.
-    #[arg(long, default_value_t = 1000)]
-    segment: usize,
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    segment: u64,
 }
 
 /// What the payments service does wrong, per request.
@@ -102,15 +102,10 @@ async fn main() -> ExitCode {
 }
 
 async fn run() -> Result<bool, Error> {
-    let mut args = <Args as clap::Parser>::parse();
-    let bootstrap = args
-        .bootstrap
-        .take()
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/refund-chat"));
-    args.bootstrap = Some(bootstrap);
-    args.segment = args.segment.max(1);
+    let args = <Args as clap::Parser>::parse();
     let started = Instant::now();
-    let segments = args.requests.div_ceil(args.segment);
+    let segment_size = args.segment as usize;
+    let segments = args.requests.div_ceil(segment_size);
     println!(
         "chaos run: seed {}, {} requests in {segments} segment(s) of up to {}, {} clients, {} function containers",
         args.seed, args.requests, args.segment, args.clients, args.functions
@@ -118,7 +113,7 @@ async fn run() -> Result<bool, Error> {
     let mut totals: Vec<checks::Invariant> = Vec::new();
     let mut sent = 0;
     for segment in 0..segments {
-        let requests = args.segment.min(args.requests.saturating_sub(sent)).max(1);
+        let requests = segment_size.min(args.requests.saturating_sub(sent)).max(1);
         let seed = args.seed.wrapping_mul(1000).wrapping_add(segment as u64);
         let (invariants, answered) = segment_run(&args, seed, requests, started).await?;
         sent += answered;
@@ -224,7 +219,7 @@ async fn segment_run(
     for n in 0..args.functions {
         let log = std::fs::File::create(logs.join(format!("function-{n}.log")))?;
         functions.push(
-            tokio::process::Command::new(args.bootstrap.as_deref().unwrap_or(Path::new("refund-chat")))
+            tokio::process::Command::new(&args.bootstrap)
                 .env_clear()
                 .envs(refund_chat_local::runtime_api::lambda_environment(api_address))
                 .env("AWS_ENDPOINT_URL_SECRETS_MANAGER", &moto)
@@ -246,7 +241,7 @@ async fn segment_run(
                 .stderr(Stdio::inherit())
                 .kill_on_drop(true)
                 .spawn()
-                .map_err(|e| format!("{:?}: {e} (build it first)", args.bootstrap))?,
+                .map_err(|e| format!("{}: {e} (build it first)", args.bootstrap.display()))?,
         );
     }
 
