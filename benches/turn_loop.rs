@@ -30,11 +30,12 @@ fn turn_loop(c: &mut Criterion) {
     let context = Attempt {
         scope: RefundScope::for_request("u-1001", "req-1"),
         writer: WriterMark::fixed("req-1/bench"),
+        conversation: None,
     };
     c.bench_function("refund turn (2 completions, 1 payment), in-memory", |b| {
         b.iter(|| {
             runtime.block_on(async {
-                let mut turn = Turn::new(&model, &payments, std::time::Duration::ZERO, context.clone(), &message);
+                let mut turn = Turn::new(&model, &payments, std::time::Duration::ZERO, context.clone(), Vec::new(), &message);
                 turn.run().await
             })
         })

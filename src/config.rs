@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use crate::conversation::Window;
 use crate::refund::money::AmountCents;
 use crate::refund::policy::Limits;
 use crate::secrets::SECRET_READ_TIMEOUT;
@@ -18,6 +19,11 @@ pub const DEFAULT_PAYMENTS_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_LEDGER_TIMEOUT: Duration = Duration::from_secs(2);
 pub const DEFAULT_IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 3600);
 pub const DEFAULT_USER_ID_CLAIM: &str = "sub";
+pub const DEFAULT_CONVERSATION_TTL: Duration = Duration::from_secs(24 * 3600);
+pub const DEFAULT_CONVERSATION_WINDOW: Window = Window {
+    max_exchanges: 10,
+    max_chars: 24_000,
+};
 pub const DEFAULT_LIMITS: Limits = Limits {
     auto_refund_limit: AmountCents::new(5000),
     order_window: Duration::from_secs(24 * 3600),
@@ -37,6 +43,13 @@ pub const DEFAULT_LIMITS: Limits = Limits {
 ///
 /// Without a key the first two and the last do not happen.
 pub const LEDGER_OPERATIONS_PER_REQUEST: u32 = 7;
+
+/// Conversation operations one request can make at most, on the same bound:
+/// the lease, the window's read, the append (one transaction), then either
+/// the lease given back (the scope's exchange was already there) or the
+/// items' expiry moved (bounded as one operation, see
+/// [`crate::ledger::dynamo::conversations`]): **4**.
+pub const CONVERSATION_OPERATIONS_PER_REQUEST: u32 = 4;
 
 /// Where the customer's identity comes from (contract 7): configuration,
 /// read by the HTTP edge ([`crate::http::identity`]).
@@ -62,6 +75,10 @@ pub struct Config {
     pub idempotency_ttl: Duration,
     pub identity: IdentitySource,
     pub limits: Limits,
+    /// Where conversations live (a table of their own).
+    pub conversation_table: String,
+    pub conversation_ttl: Duration,
+    pub conversation_window: Window,
     /// Not in the contract's table: the chat widget's origin, sent as
     /// `access-control-allow-origin` (a proxy integration's responses get no
     /// CORS headers from API Gateway). Unset: no CORS header.
@@ -120,6 +137,12 @@ impl Config {
                 user_daily_auto_limit: vars
                     .cents("USER_DAILY_AUTO_LIMIT_CENTS", DEFAULT_LIMITS.user_daily_auto_limit)?,
             },
+            conversation_table: vars.required("CONVERSATION_TABLE")?,
+            conversation_ttl: vars.hours("CONVERSATION_TTL_HOURS", DEFAULT_CONVERSATION_TTL)?,
+            conversation_window: Window {
+                max_exchanges: vars.count("CONVERSATION_MAX_EXCHANGES", DEFAULT_CONVERSATION_WINDOW.max_exchanges)?,
+                max_chars: vars.count("CONVERSATION_MAX_CHARS", DEFAULT_CONVERSATION_WINDOW.max_chars)?,
+            },
             cors_allow_origin: vars
                 .get("CORS_ALLOW_ORIGIN")
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
@@ -144,7 +167,7 @@ impl Config {
     pub fn worst_case(&self) -> Duration {
         turn::worst_case_duration(self.openai_timeout, self.retry_backoff, self.payments_timeout)
             + SECRET_READ_TIMEOUT
-            + self.ledger_timeout * LEDGER_OPERATIONS_PER_REQUEST
+            + self.ledger_timeout * (LEDGER_OPERATIONS_PER_REQUEST + CONVERSATION_OPERATIONS_PER_REQUEST)
     }
 }
 
@@ -182,7 +205,7 @@ impl StaffConfig {
 /// The function's timeout in `template.yaml` (`tests/template.rs` checks
 /// that they agree): an `executing` record older than this has no
 /// invocation left that could still record its outcome.
-pub const FUNCTION_TIMEOUT: Duration = Duration::from_secs(135);
+pub const FUNCTION_TIMEOUT: Duration = Duration::from_secs(145);
 
 /// Environment variables, read one rule at a time. Empty values count as unset.
 struct Vars<F>(F);
@@ -212,6 +235,17 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
 
     fn hours(&self, name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
         self.get(name).map_or(Ok(default), |value| parse_hours(name, value))
+    }
+
+    /// A whole number, 0 or more.
+    fn count(&self, name: &'static str, default: usize) -> Result<usize, ConfigError> {
+        self.get(name).map_or(Ok(default), |value| {
+            value.parse().map_err(|_| ConfigError::Malformed {
+                name,
+                expected: "a whole number, 0 or more",
+                value,
+            })
+        })
     }
 
     fn cents(&self, name: &'static str, default: AmountCents) -> Result<AmountCents, ConfigError> {
@@ -276,10 +310,11 @@ mod tests {
         Config::from_lookup(|name| vars.get(name).cloned())
     }
 
-    const REQUIRED: [(&str, &str); 3] = [
+    const REQUIRED: [(&str, &str); 4] = [
         ("OPENAI_API_KEY_SECRET_ID", "openai-key"),
         ("PAYMENTS_BASE_URL", "http://127.0.0.1:8081/"),
         ("LEDGER_TABLE", "refund-ledger"),
+        ("CONVERSATION_TABLE", "refund-chat-conversations"),
     ];
 
     #[test]
@@ -301,7 +336,15 @@ mod tests {
         );
         assert_eq!(
             config.worst_case(),
-            Duration::from_secs(112) + SECRET_READ_TIMEOUT + Duration::from_secs(2 * 7)
+            Duration::from_secs(112) + SECRET_READ_TIMEOUT + Duration::from_secs(2 * (7 + 4))
+        );
+        assert_eq!(config.conversation_ttl, Duration::from_secs(24 * 3600));
+        assert_eq!(
+            config.conversation_window,
+            Window {
+                max_exchanges: 10,
+                max_chars: 24_000
+            }
         );
     }
 
@@ -367,6 +410,9 @@ mod tests {
             ("AUTO_REFUND_LIMIT_CENTS", "50.00"),
             ("USER_DAILY_AUTO_LIMIT_CENTS", "-1"),
             ("ORDER_REFUND_WINDOW_HOURS", "0"),
+            ("CONVERSATION_TTL_HOURS", "0"),
+            ("CONVERSATION_MAX_EXCHANGES", "-1"),
+            ("CONVERSATION_MAX_CHARS", "many"),
         ] {
             let mut vars = REQUIRED.to_vec();
             vars.push((name, value));

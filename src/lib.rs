@@ -39,6 +39,7 @@
 pub mod chat;
 pub mod clock;
 pub mod config;
+pub mod conversation;
 #[cfg(any(test, feature = "test-support"))]
 pub mod doubles;
 pub mod http;

@@ -10,13 +10,15 @@ use aws_config::timeout::TimeoutConfig;
 use crate::config::Config;
 use crate::http::{App, Ports};
 use crate::http_client::money_path_client;
-use crate::ledger::dynamo::DynamoLedger;
+use crate::ledger::dynamo::{DynamoLedger, client_for};
+use crate::ledger::dynamo::conversations::DynamoConversations;
 use crate::record_then_pay::RecordedRefunds;
 use crate::refund::payments::HttpPayments;
 use crate::secrets::{SECRET_READ_TIMEOUT, SecretsManagerKey};
 
 /// The function as deployed.
-pub type FunctionApp<K = SecretsManagerKey> = App<K, RecordedRefunds<DynamoLedger, HttpPayments>, DynamoLedger>;
+pub type FunctionApp<K = SecretsManagerKey> =
+    App<K, RecordedRefunds<DynamoLedger, HttpPayments>, DynamoLedger, DynamoConversations>;
 
 /// The AWS configuration from the standard chain. Loading it makes no
 /// network call; the secret read's bound is the default operation timeout,
@@ -48,8 +50,27 @@ pub fn wire<K>(config: Config, aws: &SdkConfig, key_source: K) -> reqwest::Resul
 where
     K: crate::secrets::ApiKeySource,
 {
+    wire_on(config, aws, aws, key_source)
+}
+
+/// The same, with the conversation table reached through an AWS
+/// configuration of its own (tests put a faulty proxy before one of the two).
+pub fn wire_on<K>(
+    config: Config,
+    ledger_aws: &SdkConfig,
+    conversations_aws: &SdkConfig,
+    key_source: K,
+) -> reqwest::Result<FunctionApp<K>>
+where
+    K: crate::secrets::ApiKeySource,
+{
     let http = money_path_client()?;
-    let ledger = DynamoLedger::from_sdk_config(aws, &config.ledger_table, config.ledger_timeout);
+    let ledger = DynamoLedger::from_sdk_config(ledger_aws, &config.ledger_table, config.ledger_timeout);
+    let conversations = DynamoConversations::new(
+        client_for(conversations_aws, config.ledger_timeout),
+        &config.conversation_table,
+        config.conversation_ttl,
+    );
     let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
     let refunds = RecordedRefunds::new(ledger.clone(), payments, config.limits);
     Ok(App::new(
@@ -58,6 +79,7 @@ where
             key_source,
             refunds,
             ledger,
+            conversations,
             http,
         },
     ))

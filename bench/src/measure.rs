@@ -73,6 +73,7 @@ fn spawn_function(bootstrap: &Path, runtime_api: SocketAddr, stand_ins: &StandIn
         .env("OPENAI_BASE_URL", format!("http://{}/v1", stand_ins.openai.0))
         .env("PAYMENTS_BASE_URL", format!("http://{}", stand_ins.payments.0))
         .env("LEDGER_TABLE", "bench-ledger")
+        .env("CONVERSATION_TABLE", "bench-conversations")
         // As template.yaml does on Lambda: one bundle, not the bundle plus a directory.
         .env(
             "SSL_CERT_FILE",

@@ -231,6 +231,7 @@ async fn segment_run(
                 .env("RETRY_BACKOFF_SECS", "0.05")
                 .env("PAYMENTS_TIMEOUT_SECS", PAYMENTS_TIMEOUT.as_secs_f64().to_string())
                 .env("LEDGER_TABLE", &table)
+                .env("CONVERSATION_TABLE", refund_chat_testkit::conversation_table(&table))
                 .env("LEDGER_TIMEOUT_SECS", LEDGER_TIMEOUT.as_secs_f64().to_string())
                 .env("IDEMPOTENCY_TTL_HOURS", "1")
                 .env("USER_IDENTITY", "authorizer")

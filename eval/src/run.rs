@@ -59,6 +59,8 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
     let table = format!("eval-{}-{}-{attempt}", std::process::id(), task.id);
     let dynamodb = aws_sdk_dynamodb::Client::new(&bench.aws);
     refund_chat::ledger::dynamo::schema::create_table(&dynamodb, &table).await?;
+    let conversations = format!("{table}-conversations");
+    refund_chat::ledger::dynamo::schema::create_conversation_table(&dynamodb, &conversations).await?;
     // Every model exchange passes through a recording proxy: the traces give tokens and the transcript.
     let base = reqwest::Url::parse(&bench.model_base)?;
     let recorder = Proxy::new(base.origin().ascii_serialization(), false, forward_all());
@@ -71,6 +73,7 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
         ("PAYMENTS_BASE_URL", format!("http://{payments}")),
         ("OPENAI_TIMEOUT_SECS", bench.completion_timeout_secs.to_string()),
         ("LEDGER_TABLE", table.clone()),
+        ("CONVERSATION_TABLE", conversations.clone()),
         ("USER_IDENTITY", "authorizer".to_owned()),
     ];
     let config = Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()))?;

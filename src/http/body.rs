@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::conversation::{ConversationId, MAX_ID_LENGTH};
 use crate::refund::message::CustomerMessage;
 
 /// Longest customer message, in Unicode scalar values (not bytes).
@@ -12,6 +13,8 @@ pub const MAX_MESSAGE_CHARS: usize = 4000;
 pub struct ChatRequest {
     pub user_id: String,
     pub message: CustomerMessage,
+    /// The conversation this message continues; none starts a new one.
+    pub conversation_id: Option<ConversationId>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -25,7 +28,8 @@ pub enum InputError {
 }
 
 impl ChatRequest {
-    /// Parses the raw body. Fields other than `user_id` and `message` are ignored.
+    /// Parses the raw body. Fields other than `user_id`, `message` and
+    /// `conversation_id` are ignored.
     pub fn parse(body: &[u8]) -> Result<ChatRequest, InputError> {
         if body.iter().all(u8::is_ascii_whitespace) {
             return Err(InputError::Malformed("the request body is missing"));
@@ -43,9 +47,19 @@ impl ChatRequest {
                 "message must be at most {MAX_MESSAGE_CHARS} characters, got {length}"
             )));
         }
+        let conversation_id = match fields.remove("conversation_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(raw)) => Some(ConversationId::parse(&raw).ok_or_else(|| {
+                InputError::InvalidField(format!(
+                    "conversation_id must be 1 to {MAX_ID_LENGTH} visible ASCII characters"
+                ))
+            })?),
+            Some(_) => return Err(InputError::InvalidField("conversation_id must be a string".into())),
+        };
         Ok(ChatRequest {
             user_id,
             message: CustomerMessage::new(message),
+            conversation_id,
         })
     }
 }
@@ -72,9 +86,24 @@ mod tests {
             parsed,
             ChatRequest {
                 user_id: "u1".into(),
-                message: CustomerMessage::new("hi")
+                message: CustomerMessage::new("hi"),
+                conversation_id: None,
             }
         );
+    }
+
+    #[test]
+    fn a_conversation_id_is_1_to_128_visible_ascii_characters_or_a_422() {
+        let body = |id: Value| serde_json::json!({"user_id": "u1", "message": "hi", "conversation_id": id}).to_string();
+        let parsed = ChatRequest::parse(body(Value::from("c_1")).as_bytes()).unwrap();
+        assert_eq!(parsed.conversation_id, ConversationId::parse("c_1"));
+        assert_eq!(ChatRequest::parse(body(Value::Null).as_bytes()).unwrap().conversation_id, None);
+        for bad in [Value::from(""), Value::from("a b"), Value::from("x".repeat(129)), Value::from(7)] {
+            assert!(
+                matches!(ChatRequest::parse(body(bad.clone()).as_bytes()), Err(InputError::InvalidField(d)) if d.contains("conversation_id")),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

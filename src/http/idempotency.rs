@@ -83,8 +83,12 @@ fn retry_after_secs(remaining_ms: u64) -> u64 {
 /// How a request with a key may go on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Admission {
-    /// It holds the key: run the turn.
-    Proceed { taken_over: bool },
+    /// It holds the key: run the turn, in the conversation the key's record
+    /// names (on a takeover, the one the dead invocation had begun).
+    Proceed {
+        taken_over: bool,
+        conversation_id: Option<String>,
+    },
     /// The first request's answer, to send again.
     Replay(StoredResponse),
 }
@@ -102,7 +106,12 @@ pub enum Refusal {
 /// Claims the key for `lease`, or says why not.
 pub async fn admit<L: RequestLedger>(ledger: &L, lease: &RequestLease, now_ms: u64) -> Result<Admission, Refusal> {
     let existing = match ledger.claim_request(lease, now_ms).await? {
-        KeyClaim::Claimed => return Ok(Admission::Proceed { taken_over: false }),
+        KeyClaim::Claimed => {
+            return Ok(Admission::Proceed {
+                taken_over: false,
+                conversation_id: lease.conversation_id.clone(),
+            });
+        }
         KeyClaim::Existing(existing) => existing,
     };
     match judge(&existing, &lease.body_sha256, now_ms) {
@@ -111,7 +120,10 @@ pub async fn admit<L: RequestLedger>(ledger: &L, lease: &RequestLease, now_ms: u
         Verdict::InProgress { retry_after_secs } => Err(Refusal::InProgress { retry_after_secs }),
         Verdict::TakeOver { previous_writer } => {
             match ledger.take_over_request(lease, &previous_writer, now_ms).await? {
-                TakeOver::Won => Ok(Admission::Proceed { taken_over: true }),
+                TakeOver::Won => Ok(Admission::Proceed {
+                    taken_over: true,
+                    conversation_id: existing.conversation_id.or_else(|| lease.conversation_id.clone()),
+                }),
                 // Another retry took it over first: wait for its lease.
                 TakeOver::Lost { lease_until_ms } => Err(Refusal::InProgress {
                     retry_after_secs: retry_after_secs(lease_until_ms.saturating_sub(now_ms)),
@@ -131,6 +143,7 @@ mod tests {
             writer: "w1".into(),
             lease_until_ms,
             expires_at_s: u64::MAX,
+            conversation_id: None,
             response,
         }
     }
@@ -197,6 +210,7 @@ mod admission {
                 writer: "dead".into(),
                 lease_until_ms: 1,
                 expires_at_s: u64::MAX,
+                conversation_id: None,
                 response: None,
             }))
         }
@@ -231,6 +245,7 @@ mod admission {
             body_sha256: body_sha256(b"body"),
             lease_until_ms: now + 60_000,
             expires_at_s: u64::MAX,
+            conversation_id: None,
         };
 
         let admission = admit(&ledger, &lease, now).await;

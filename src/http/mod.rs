@@ -21,15 +21,19 @@ use serde_json::json;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use crate::chat::CompletionError;
 use crate::chat::openai::OpenAiChat;
+use crate::chat::{CompletionError, Message};
 use crate::clock::now_ms;
 use crate::config::Config;
+use crate::conversation::{self, ConversationId, Exchange, NoRandomness};
 use crate::http::body::{ChatRequest, InputError};
 use crate::http::idempotency::{Admission, IdempotencyKey, MalformedKey, Refusal};
 use crate::http::identity::IdentityError;
-use crate::ledger::{LedgerError, RequestLease, RequestLedger, StoredResponse};
-use crate::ops::telemetry::{self, KeyUse, RequestEnd};
+use crate::ledger::{
+    Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError, RequestLease, RequestLedger,
+    StoredResponse,
+};
+use crate::ops::telemetry::{self, ConversationUse, KeyUse, RequestEnd};
 use crate::refund::{Attempt, RefundGateway, RefundScope, WriterMark};
 use crate::secrets::{ApiKeySource, SecretError};
 use crate::turn::{Turn, TurnError, TurnStats};
@@ -60,6 +64,15 @@ pub enum ApiError {
     InProgress { retry_after_secs: u64 },
     #[error("the refund ledger cannot be reached: {0}")]
     LedgerUnavailable(LedgerError),
+    /// Unknown, expired, or another customer's: one answer for all three.
+    #[error("no such conversation")]
+    ConversationNotFound,
+    #[error("the conversation's previous turn is still running")]
+    ConversationBusy { retry_after_secs: u64 },
+    #[error("the conversation cannot be reached: {0}")]
+    ConversationUnavailable(LedgerError),
+    #[error(transparent)]
+    NoRandomness(#[from] NoRandomness),
     #[error(transparent)]
     Secret(#[from] SecretError),
     #[error(transparent)]
@@ -86,8 +99,10 @@ impl ApiError {
             ApiError::Identity(IdentityError::Unauthenticated) => StatusCode::UNAUTHORIZED,
             ApiError::Identity(IdentityError::Mismatch) => StatusCode::FORBIDDEN,
             ApiError::InProgress { .. } => StatusCode::CONFLICT,
-            ApiError::LedgerUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            ApiError::Secret(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            ApiError::LedgerUnavailable(_) | ApiError::ConversationUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::ConversationNotFound => StatusCode::NOT_FOUND,
+            ApiError::ConversationBusy { .. } => StatusCode::CONFLICT,
+            ApiError::Secret(_) | ApiError::NoRandomness(_) => StatusCode::INTERNAL_SERVER_ERROR,
             ApiError::Turn(TurnError::TimedOut) => StatusCode::GATEWAY_TIMEOUT,
             ApiError::Turn(TurnError::BudgetExhausted | TurnError::Provider(_)) => StatusCode::BAD_GATEWAY,
         }
@@ -112,9 +127,18 @@ impl ApiError {
                 "a request with this Idempotency-Key is still being answered; try again after Retry-After seconds"
                     .into()
             }
-            ApiError::LedgerUnavailable(_) => {
+            ApiError::LedgerUnavailable(_) | ApiError::ConversationUnavailable(_) => {
                 "the assistant cannot take requests right now; try again after Retry-After seconds".into()
             }
+            ApiError::ConversationNotFound => {
+                "this conversation has ended or does not exist; start a new one without conversation_id".into()
+            }
+            ApiError::ConversationBusy { .. } => {
+                "the assistant is still answering the previous message of this conversation; try again after \
+                 Retry-After seconds"
+                    .into()
+            }
+            ApiError::NoRandomness(_) => "the assistant is not available right now".into(),
             ApiError::Secret(_) => "the assistant is not available right now (configuration could not be read)".into(),
             ApiError::Turn(TurnError::TimedOut) => "the assistant did not answer in time".into(),
             ApiError::Turn(TurnError::BudgetExhausted) => "the assistant could not finish this request".into(),
@@ -127,8 +151,10 @@ impl ApiError {
 
     pub fn retry_after_secs(&self) -> Option<u64> {
         match self {
-            ApiError::InProgress { retry_after_secs } => Some(*retry_after_secs),
-            ApiError::LedgerUnavailable(_) => Some(LEDGER_RETRY_AFTER_SECS),
+            ApiError::InProgress { retry_after_secs } | ApiError::ConversationBusy { retry_after_secs } => {
+                Some(*retry_after_secs)
+            }
+            ApiError::LedgerUnavailable(_) | ApiError::ConversationUnavailable(_) => Some(LEDGER_RETRY_AFTER_SECS),
             _ => None,
         }
     }
@@ -174,6 +200,7 @@ struct RequestTrace {
     key_use: KeyUse,
     /// What became of the key after the turn: `stored` or `released`.
     key_settled: Option<&'static str>,
+    conversation: ConversationUse,
 }
 
 /// The answer before it becomes a response.
@@ -186,19 +213,24 @@ struct Answer {
 
 impl Answer {
     fn of(result: Result<String, ApiError>) -> Answer {
-        match result {
-            Ok(reply) => Answer {
-                status: StatusCode::OK,
-                body: json!({ "reply": reply }).to_string(),
-                error: None,
-                replayed: false,
-            },
-            Err(error) => Answer {
-                status: error.status(),
-                body: json!({ "detail": error.detail() }).to_string(),
-                error: Some(error),
-                replayed: false,
-            },
+        Answer::in_conversation(result, None)
+    }
+
+    /// The answer of a request that ran a turn names its conversation (200,
+    /// 502, 504; contract 11).
+    fn in_conversation(result: Result<String, ApiError>, conversation: Option<&ConversationId>) -> Answer {
+        let (status, mut body, error) = match result {
+            Ok(reply) => (StatusCode::OK, json!({ "reply": reply }), None),
+            Err(error) => (error.status(), json!({ "detail": error.detail() }), Some(error)),
+        };
+        if let Some(id) = conversation {
+            body["conversation_id"] = json!(id.as_str());
+        }
+        Answer {
+            status,
+            body: body.to_string(),
+            error,
+            replayed: false,
         }
     }
 
@@ -222,11 +254,12 @@ struct Checked {
 
 /// The function's state for the life of the container: configuration and
 /// the ports, wired in [`crate::startup`].
-pub struct App<K, R, L> {
+pub struct App<K, R, L, C> {
     config: Config,
     key_source: K,
     refunds: R,
     ledger: L,
+    conversations: C,
     http: reqwest::Client,
     /// Built on first use, once the key has been read; an error is not cached.
     model: OnceCell<OpenAiChat>,
@@ -235,25 +268,43 @@ pub struct App<K, R, L> {
 }
 
 /// Everything [`App`] talks to.
-pub struct Ports<K, R, L> {
+pub struct Ports<K, R, L, C> {
     /// Where the OpenAI key comes from.
     pub key_source: K,
     /// What runs a refund the model asks for (in the function: record, then pay).
     pub refunds: R,
     /// Where request records live.
     pub ledger: L,
+    /// Where conversations live.
+    pub conversations: C,
     /// The HTTP client for OpenAI.
     pub http: reqwest::Client,
 }
 
-impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
-    pub fn new(config: Config, ports: Ports<K, R, L>) -> Self {
+/// The conversation a request runs in, before its lease is taken.
+struct Continuing {
+    id: ConversationId,
+    /// The function issued the id for this request (or its key's first
+    /// request did): absent means new, not unknown.
+    issued_here: bool,
+}
+
+/// A turn's outcome, with what it added to the conversation (`None` when no
+/// turn ran: the key could not be read).
+struct TurnResult {
+    reply: Result<String, ApiError>,
+    own_messages: Option<Vec<Message>>,
+}
+
+impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> App<K, R, L, C> {
+    pub fn new(config: Config, ports: Ports<K, R, L, C>) -> Self {
         crate::refund::tool::warm_up();
         App {
             config,
             key_source: ports.key_source,
             refunds: ports.refunds,
             ledger: ports.ledger,
+            conversations: ports.conversations,
             http: ports.http,
             model: OnceCell::new(),
             cold: AtomicBool::new(true),
@@ -276,6 +327,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
             stats: trace.stats.as_ref(),
             key_use: trace.key_use,
             key_settled: trace.key_settled,
+            conversation: &trace.conversation,
             cold_start: self.cold.swap(false, Ordering::Relaxed),
             duration: started.elapsed(),
         });
@@ -294,10 +346,23 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
             user_id = %user_id,
             message_chars = checked.chat.message.chars(),
             idempotency_key = checked.key.is_some(),
+            conversation_id = checked.chat.conversation_id.as_ref().map(ConversationId::as_str).unwrap_or_default(),
         );
+        let mut continuing = match &checked.chat.conversation_id {
+            Some(id) => Continuing {
+                id: id.clone(),
+                issued_here: false,
+            },
+            None => match ConversationId::generate() {
+                Ok(id) => Continuing { id, issued_here: true },
+                Err(error) => return Answer::of(Err(error.into())),
+            },
+        };
         let Some((key, body_sha256)) = checked.key else {
             let scope = RefundScope::for_request(user_id, invocation.request_id());
-            return Answer::of(self.run_turn(&checked.chat, scope, invocation, trace).await);
+            return self
+                .converse(&checked.chat, &continuing, scope, invocation, trace)
+                .await;
         };
 
         let now = now_ms();
@@ -307,10 +372,18 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
             body_sha256,
             lease_until_ms: self.lease_end(invocation, now),
             expires_at_s: (now + self.config.idempotency_ttl.as_millis() as u64) / 1000,
+            conversation_id: Some(continuing.id.as_str().to_owned()),
         };
         match idempotency::admit(&self.ledger, &lease, now).await {
-            Ok(Admission::Proceed { taken_over }) => {
+            Ok(Admission::Proceed {
+                taken_over,
+                conversation_id,
+            }) => {
                 trace.key_use = if taken_over { KeyUse::TakenOver } else { KeyUse::New };
+                // A takeover continues the conversation its key's first request began.
+                if let Some(id) = conversation_id.as_deref().and_then(ConversationId::parse) {
+                    continuing.id = id;
+                }
             }
             Ok(Admission::Replay(stored)) => {
                 trace.key_use = KeyUse::Replayed;
@@ -324,10 +397,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
                 return Answer::of(Err(refusal.into()));
             }
         }
-        let answer = Answer::of(
-            self.run_turn(&checked.chat, lease.scope.clone(), invocation, trace)
-                .await,
-        );
+        let answer = self
+            .converse(&checked.chat, &continuing, lease.scope.clone(), invocation, trace)
+            .await;
         self.settle(&lease, &answer, trace).await;
         answer
     }
@@ -345,19 +417,30 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
     /// Stores the answer for replays, or gives the key back: a 500, 502 or
     /// 504 after which the scope has no refund record is released, so a retry
     /// runs afresh (contract 6.3). When in doubt, it is stored: a stored
-    /// failure costs the customer a new message, never money.
+    /// failure costs the customer a new message, never money. An answer
+    /// about the conversation (404, 409, 503) ran no turn and is never
+    /// stored: the retry it asks for must run.
     async fn settle(&self, lease: &RequestLease, answer: &Answer, trace: &mut RequestTrace) {
         let recorded = trace
             .stats
             .as_ref()
             .and_then(|stats| stats.refund.as_ref())
             .is_some_and(|outcome| outcome.is_recorded());
-        let keep = answer.status == StatusCode::OK
-            || recorded
-            || self.ledger.refund_exists(&lease.scope).await.unwrap_or_else(|error| {
-                tracing::error!(event = "ledger", op = "refund_exists", error = %error, "storing the answer");
-                true
-            });
+        let refused_by_conversation = matches!(
+            answer.error,
+            Some(
+                ApiError::ConversationNotFound
+                    | ApiError::ConversationBusy { .. }
+                    | ApiError::ConversationUnavailable(_)
+            )
+        );
+        let keep = !refused_by_conversation
+            && (answer.status == StatusCode::OK
+                || recorded
+                || self.ledger.refund_exists(&lease.scope).await.unwrap_or_else(|error| {
+                    tracing::error!(event = "ledger", op = "refund_exists", error = %error, "storing the answer");
+                    true
+                }));
         let (op, result) = if keep {
             let response = StoredResponse {
                 status: answer.status.as_u16(),
@@ -378,22 +461,125 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger> App<K, R, L> {
         trace.key_settled = Some(if keep { "stored" } else { "released" });
     }
 
-    async fn run_turn(
+    /// Takes the conversation's lease, reads its window, runs the turn, and
+    /// appends the exchange (contract 11). The conversation is checked
+    /// before any secret or model call: 404, 409 or 503.
+    async fn converse(
         &self,
         chat: &ChatRequest,
+        continuing: &Continuing,
         scope: RefundScope,
         invocation: &Invocation,
         trace: &mut RequestTrace,
-    ) -> Result<String, ApiError> {
-        let model = self.model().await?;
+    ) -> Answer {
+        let now = now_ms();
+        let lease = ConversationLease {
+            id: continuing.id.clone(),
+            customer: scope.user_id().to_owned(),
+            writer: invocation.writer.clone(),
+            lease_until_ms: self.lease_end(invocation, now),
+        };
+        trace.conversation.id = Some(lease.id.as_str().to_owned());
+        let held = match self.conversations.begin(&lease, continuing.issued_here, now).await {
+            Ok(Begun::Held(held)) => held,
+            Ok(Begun::NotFound) => return Answer::of(Err(ApiError::ConversationNotFound)),
+            Ok(Begun::Busy { lease_until_ms }) => {
+                trace.conversation.busy = true;
+                let retry_after_secs = lease_until_ms.saturating_sub(now).div_ceil(1000).max(1);
+                return Answer::of(Err(ApiError::ConversationBusy { retry_after_secs }));
+            }
+            Err(error) => {
+                tracing::error!(event = "conversation", op = "begin", error = %error);
+                return Answer::of(Err(ApiError::ConversationUnavailable(error)));
+            }
+        };
+        let window = match self.window(&lease, &held).await {
+            Ok(window) => window,
+            Err(error) => {
+                tracing::error!(event = "conversation", op = "recent", error = %error);
+                self.release_conversation(&lease).await;
+                return Answer::of(Err(ApiError::ConversationUnavailable(error)));
+            }
+        };
+        trace.conversation.history_exchanges = window.len();
         let context = Attempt {
             scope,
             writer: invocation.writer.clone(),
+            conversation: Some(lease.id.as_str().to_owned()),
         };
-        let mut turn = Turn::new(model, &self.refunds, self.config.retry_backoff, context, &chat.message);
+        let turn = self
+            .run_turn(chat, context.clone(), conversation::history(&window), trace)
+            .await;
+        let Some(own_messages) = turn.own_messages else {
+            self.release_conversation(&lease).await;
+            return Answer::of(turn.reply);
+        };
+        let reply = turn.reply.as_ref().ok().cloned();
+        let answer = Answer::in_conversation(turn.reply, Some(&lease.id));
+        let exchange = Exchange::of_turn(&own_messages, reply.as_deref());
+        let appended = self
+            .conversations
+            .append(&lease, &held, &context.scope, &exchange, answer.status.as_u16(), now_ms())
+            .await;
+        trace.conversation.appended = Some(match appended {
+            Ok(Appended::Appended) => "appended",
+            Ok(Appended::AlreadyThere) => "already_there",
+            Err(error) => {
+                // The answer stands: the ledger, not the conversation, is the record of money.
+                tracing::error!(event = "conversation", op = "append", error = %error);
+                "failed"
+            }
+        });
+        answer
+    }
+
+    /// The earlier exchanges the model gets: none for a new conversation.
+    async fn window(&self, lease: &ConversationLease, held: &HeldConversation) -> Result<Vec<Exchange>, LedgerError> {
+        let window = self.config.conversation_window;
+        if held.exchanges == 0 || window.max_exchanges == 0 {
+            return Ok(Vec::new());
+        }
+        let recent = self.conversations.recent(&lease.id, window.max_exchanges).await?;
+        Ok(window.select(recent))
+    }
+
+    async fn release_conversation(&self, lease: &ConversationLease) {
+        if let Err(error) = self.conversations.release(lease).await {
+            // Its lease ends at the deadline by itself.
+            tracing::error!(event = "conversation", op = "release", error = %error);
+        }
+    }
+
+    async fn run_turn(
+        &self,
+        chat: &ChatRequest,
+        context: Attempt,
+        history: Vec<Message>,
+        trace: &mut RequestTrace,
+    ) -> TurnResult {
+        let model = match self.model().await {
+            Ok(model) => model,
+            Err(error) => {
+                return TurnResult {
+                    reply: Err(error.into()),
+                    own_messages: None,
+                };
+            }
+        };
+        let mut turn = Turn::new(
+            model,
+            &self.refunds,
+            self.config.retry_backoff,
+            context,
+            history,
+            &chat.message,
+        );
         let result = turn.run().await;
         trace.stats = Some(turn.stats().clone());
-        Ok(result?)
+        TurnResult {
+            reply: result.map_err(ApiError::from),
+            own_messages: Some(turn.own_messages().to_vec()),
+        }
     }
 
     async fn model(&self) -> Result<&OpenAiChat, SecretError> {

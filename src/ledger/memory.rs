@@ -92,6 +92,7 @@ fn new_record(
         reasons: reasons.iter().map(|r| r.as_str().to_owned()).collect(),
         customer_message: (state == RefundState::AwaitingApproval).then(|| request.message.text().to_owned()),
         executing_since_ms: (state == RefundState::Executing).then_some(now_ms),
+        conversation_id: request.attempt.conversation.clone(),
         ..RefundRecord::default()
     }
 }
@@ -286,6 +287,7 @@ impl RequestLedger for MemoryLedger {
                         writer: lease.writer.as_str().to_owned(),
                         lease_until_ms: lease.lease_until_ms,
                         expires_at_s: lease.expires_at_s,
+                        conversation_id: lease.conversation_id.clone(),
                         response: None,
                     },
                 );

@@ -21,6 +21,7 @@ pub mod memory;
 
 use std::future::Future;
 
+use crate::conversation::{ConversationId, Exchange};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::{History, Limits, Reason};
 use crate::refund::{
@@ -89,6 +90,9 @@ pub struct RequestLease {
     pub lease_until_ms: u64,
     /// Epoch seconds: DynamoDB's TTL attribute.
     pub expires_at_s: u64,
+    /// The conversation the request runs in: a retry that takes the key
+    /// over continues it, even one the first request had just issued.
+    pub conversation_id: Option<String>,
 }
 
 /// Where a request record stands: held by a live request, or answered.
@@ -117,6 +121,7 @@ pub struct StoredRequest {
     pub expires_at_s: u64,
     /// Set once the first request completed.
     pub response: Option<StoredResponse>,
+    pub conversation_id: Option<String>,
 }
 
 /// An answer kept for replays: status and body exactly as first sent.
@@ -176,6 +181,84 @@ pub trait RequestLedger: Send + Sync {
     /// Whether the scope has a refund record (a strongly consistent read):
     /// what decides between storing an answer and releasing the key.
     fn refund_exists(&self, scope: &RefundScope) -> impl Future<Output = Result<bool, LedgerError>> + Send;
+}
+
+/// One turn's hold on its conversation (contract 11): a lease that ends at
+/// the invocation's deadline, so a dead invocation stops holding it by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationLease {
+    pub id: ConversationId,
+    /// The customer it belongs to: a conversation of another is absent.
+    pub customer: String,
+    pub writer: WriterMark,
+    /// Epoch ms: the invocation's deadline.
+    pub lease_until_ms: u64,
+}
+
+/// A conversation this turn holds, as it was when the lease was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldConversation {
+    /// Exchanges so far: the next one's sequence number.
+    pub exchanges: u64,
+    /// Epoch seconds: when the earliest of its stored exchanges expires.
+    pub items_expire_at_s: u64,
+}
+
+/// What taking a conversation's lease found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Begun {
+    Held(HeldConversation),
+    /// Unknown, expired, or another customer's: one answer for all three.
+    NotFound,
+    /// Its previous turn still runs; that turn's lease ends at `lease_until_ms`.
+    Busy { lease_until_ms: u64 },
+}
+
+/// What appending an exchange found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    Appended,
+    /// The refund scope's exchange is already there (a takeover of a dead
+    /// invocation's key that had appended it): nothing was added.
+    AlreadyThere,
+}
+
+/// The conversations, as the HTTP edge keeps them (contract 11). Every
+/// operation is bounded by `LEDGER_TIMEOUT_SECS` in the adapter; every
+/// write is conditional on the lease, never a read-then-write.
+pub trait ConversationStore: Send + Sync {
+    /// Takes the conversation's lease for `lease.writer`. `may_create`: the
+    /// id is the function's own, just issued (or recorded with the request's
+    /// key), so an absent conversation is created; otherwise it is 404.
+    fn begin(
+        &self,
+        lease: &ConversationLease,
+        may_create: bool,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Begun, LedgerError>> + Send;
+
+    /// The `count` most recent exchanges, newest first (a strongly consistent
+    /// read: the previous turn's exchange is in it).
+    fn recent(
+        &self,
+        id: &ConversationId,
+        count: usize,
+    ) -> impl Future<Output = Result<Vec<Exchange>, LedgerError>> + Send;
+
+    /// Appends the turn's exchange and gives the lease back, in one
+    /// transaction, at most once per refund scope.
+    fn append(
+        &self,
+        lease: &ConversationLease,
+        held: &HeldConversation,
+        scope: &RefundScope,
+        exchange: &Exchange,
+        status: u16,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Appended, LedgerError>> + Send;
+
+    /// Gives the lease back without an exchange (no turn ran).
+    fn release(&self, lease: &ConversationLease) -> impl Future<Output = Result<(), LedgerError>> + Send;
 }
 
 /// The refund records, as "decide, record, then pay" uses them (6.2, 8).
@@ -336,11 +419,16 @@ pub struct RefundRecord {
     pub reissue_of: Option<String>,
     /// On that record: the reissue that pays it instead.
     pub reissued_as: Option<String>,
+    /// The conversation of the turn that wrote it.
+    pub conversation_id: Option<String>,
+    /// Who removed the customer's message (the right to be forgotten), and when.
+    pub message_forgotten_by: Option<String>,
+    pub message_forgotten_at: Option<String>,
 }
 
 impl RefundRecord {
     /// The columns of the audit trail, in order.
-    pub const COLUMNS: [&'static str; 28] = [
+    pub const COLUMNS: [&'static str; 31] = [
         "record_id",
         "state",
         "user_id",
@@ -369,10 +457,13 @@ impl RefundRecord {
         "resolved_at",
         "reissue_of",
         "reissued_as",
+        "conversation_id",
+        "message_forgotten_by",
+        "message_forgotten_at",
     ];
 
     /// Every field as text, in [`RefundRecord::COLUMNS`] order; empty when unset.
-    pub fn values(&self) -> [String; 28] {
+    pub fn values(&self) -> [String; 31] {
         let opt = |value: &Option<String>| value.clone().unwrap_or_default();
         let num = |value: Option<u64>| value.map(|n| n.to_string()).unwrap_or_default();
         [
@@ -411,6 +502,9 @@ impl RefundRecord {
             opt(&self.resolved_at),
             opt(&self.reissue_of),
             opt(&self.reissued_as),
+            opt(&self.conversation_id),
+            opt(&self.message_forgotten_by),
+            opt(&self.message_forgotten_at),
         ]
     }
 
@@ -420,6 +514,7 @@ impl RefundRecord {
             attempt: Attempt {
                 scope: self.scope(),
                 writer: writer.clone(),
+                conversation: self.conversation_id.clone(),
             },
             order_id: self.order_id.clone(),
             amount: self.amount,

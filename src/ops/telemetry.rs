@@ -50,6 +50,8 @@ pub fn init_metrics() -> Result<&'static Collector, metrics_cloudwatch_embedded:
         "RefundsAwaitingApproval",
         "IdempotentReplays",
         "IdempotencyConflicts",
+        "ConversationsBusy",
+        "ConversationAppendFailures",
         "LedgerFailures",
         "ColdStarts",
     ] {
@@ -86,6 +88,20 @@ impl KeyUse {
     }
 }
 
+/// What a request did with its conversation (contract 11), for the summary
+/// line: never its text.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConversationUse {
+    /// Known once the request passed its checks.
+    pub id: Option<String>,
+    /// Earlier exchanges sent to the model.
+    pub history_exchanges: usize,
+    /// Refused because its previous turn still runs.
+    pub busy: bool,
+    /// `appended`, `already_there` or `failed`, once the turn ended.
+    pub appended: Option<&'static str>,
+}
+
 /// What the request's end looked like, for [`finish_request`].
 pub struct RequestEnd<'a> {
     pub status: StatusCode,
@@ -96,6 +112,7 @@ pub struct RequestEnd<'a> {
     pub key_use: KeyUse,
     /// `stored` or `released` once a keyed request's answer was settled.
     pub key_settled: Option<&'static str>,
+    pub conversation: &'a ConversationUse,
     pub cold_start: bool,
     pub duration: Duration,
 }
@@ -129,6 +146,9 @@ pub fn finish_request(end: RequestEnd<'_>) {
         },
         idempotency = end.key_use.as_str(),
         idempotency_settled = end.key_settled.unwrap_or_default(),
+        conversation_id = end.conversation.id.as_deref().unwrap_or_default(),
+        history_exchanges = end.conversation.history_exchanges,
+        conversation_appended = end.conversation.appended.unwrap_or_default(),
         replayed = end.key_use == KeyUse::Replayed,
         second_refunds_refused = stats.second_refunds_refused,
         invalid_tool_calls = stats.invalid_tool_calls,
@@ -162,8 +182,14 @@ pub fn finish_request(end: RequestEnd<'_>) {
     if end.key_use == KeyUse::Replayed {
         metrics::counter!("IdempotentReplays").increment(1);
     }
-    if end.status == StatusCode::CONFLICT {
+    if end.status == StatusCode::CONFLICT && end.key_use == KeyUse::Refused {
         metrics::counter!("IdempotencyConflicts").increment(1);
+    }
+    if end.conversation.busy {
+        metrics::counter!("ConversationsBusy").increment(1);
+    }
+    if end.conversation.appended == Some("failed") {
+        metrics::counter!("ConversationAppendFailures").increment(1);
     }
     if end.cold_start {
         metrics::counter!("ColdStarts").increment(1);

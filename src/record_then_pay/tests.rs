@@ -18,6 +18,7 @@ fn request(request_id: &str, order_id: &str, cents: u64) -> RefundRequest {
         attempt: Attempt {
             scope: RefundScope::for_request("u-1", request_id),
             writer: WriterMark::fixed(format!("{request_id}/w")),
+            conversation: None,
         },
         order_id: order_id.to_owned(),
         amount: AmountCents::new(cents),

@@ -146,6 +146,8 @@ impl fmt::Debug for WriterMark {
 pub struct Attempt {
     pub scope: RefundScope,
     pub writer: WriterMark,
+    /// The conversation of the turn (contract 11), which its refund record names.
+    pub conversation: Option<String>,
 }
 
 impl Attempt {

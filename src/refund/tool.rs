@@ -21,7 +21,7 @@ use crate::refund::{RefundError, RefundOutcome, RefundState, Resolution};
 pub const TOOL_NAME: &str = "issue_refund";
 
 pub const TOOL_DESCRIPTION: &str = "Refund money to the customer for one of their orders. \
-     Moves real money at once and can be used at most once per conversation. \
+     Moves real money at once and can be used at most once per customer message. \
      order_id is the order's id exactly as the customer gave it; amount_cents is the amount \
      in cents (12.50 is 1250).";
 
@@ -262,18 +262,18 @@ impl ToolResult {
                         status,
                         amount_cents: prior.amount,
                         already_refunded: true,
-                        note: "this refund was already made for this conversation; do not make it again",
+                        note: "this refund was already made for this message; do not make it again",
                     },
                     None if prior.moved_no_money() => ToolResult::error(
-                        "a refund for this conversation was already tried and refused; no money moved; do not \
+                        "a refund for this message was already tried and refused; no money moved; do not \
                          try again and tell the customer the support team can help",
                     ),
                     None if prior.state == RefundState::AwaitingApproval => ToolResult::error(
-                        "a refund for this conversation is already waiting for a person to approve it; tell the \
+                        "a refund for this message is already waiting for a person to approve it; tell the \
                          customer the support team will review it, and do not try again",
                     ),
                     None => ToolResult::error(format!(
-                        "a refund for this conversation was already attempted and its outcome is not confirmed. \
+                        "a refund for this message was already attempted and its outcome is not confirmed. \
                          {MAY_HAVE_MOVED}"
                     )),
                 }

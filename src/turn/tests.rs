@@ -39,6 +39,7 @@ fn context() -> Attempt {
     Attempt {
         scope: RefundScope::for_request("user-7", "req-1"),
         writer: WriterMark::fixed("req-1/w"),
+        conversation: None,
     }
 }
 
@@ -49,7 +50,7 @@ async fn run(
     payments: &RecordingRefunds,
 ) -> (Result<String, TurnError>, TurnStats, Vec<Message>) {
     let message = CustomerMessage::new("refund A-1, 12.50");
-    let mut turn = Turn::new(model, payments, BACKOFF, context(), &message);
+    let mut turn = Turn::new(model, payments, BACKOFF, context(), Vec::new(), &message);
     let result = turn.run().await;
     (result, turn.stats().clone(), turn.messages().to_vec())
 }
@@ -78,6 +79,7 @@ async fn a_refund_runs_once_with_the_requests_user_id() {
             attempt: Attempt {
                 scope: RefundScope::for_request("user-7", "req-1"),
                 writer: WriterMark::fixed("req-1/w"),
+                conversation: None,
             },
             order_id: "A-1".into(),
             amount: AmountCents::new(1250),
@@ -374,4 +376,75 @@ fn next_step_is_the_contracts_rules() {
         NextStep::End(TurnError::Provider(_))
     ));
     assert!(matches!(next_step(5, 2, Ok(Default::default())), NextStep::Reply(reply) if reply.is_empty()));
+}
+
+/// An earlier exchange in which a refund was made: the history a later
+/// turn of the conversation is sent.
+fn history_with_a_refund() -> Vec<Message> {
+    vec![
+        Message::User("refund A-1, 12.50".into()),
+        Message::Assistant {
+            content: None,
+            tool_calls: vec![crate::chat::ToolCall {
+                id: "old_call".into(),
+                name: TOOL_NAME.into(),
+                arguments: REFUND_ARGS.into(),
+            }],
+        },
+        Message::Tool {
+            tool_call_id: "old_call".into(),
+            content: r#"{"refund_id":"rf_0","status":"succeeded","amount_cents":1250}"#.into(),
+        },
+        Message::Assistant {
+            content: Some("Done.".into()),
+            tool_calls: Vec::new(),
+        },
+    ]
+}
+
+#[tokio::test(start_paused = true)]
+async fn history_is_sent_to_the_model_and_never_run() {
+    let model = ScriptedModel::new(vec![text("You are welcome.")]);
+    let payments = RecordingRefunds::answering(receipt());
+    let history = history_with_a_refund();
+    let message = CustomerMessage::new("thanks!");
+    let mut turn = Turn::new(&model, &payments, BACKOFF, context(), history.clone(), &message);
+
+    assert_eq!(turn.run().await.unwrap(), "You are welcome.");
+
+    assert!(payments.requests().is_empty(), "a refund in the history is never made again");
+    let sent = &model.calls()[0].1;
+    assert_eq!(sent[0], Message::System(SYSTEM_PROMPT.to_owned()));
+    assert_eq!(&sent[1..5], history.as_slice());
+    assert_eq!(sent[5], Message::User("thanks!".into()));
+    assert_eq!(turn.own_messages(), &[Message::User("thanks!".into())]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_latch_and_the_budget_are_per_request_whatever_the_history() {
+    // The history already holds a refund: this message may still make one,
+    // and only one, and its calls count from zero.
+    let model = ScriptedModel::new(vec![
+        tools(&[("c1", TOOL_NAME, REFUND_ARGS)]),
+        tools(&[("c2", TOOL_NAME, REFUND_ARGS)]),
+        text("Done."),
+    ]);
+    let payments = RecordingRefunds::answering(receipt());
+    let message = CustomerMessage::new("and the other one too");
+    let mut turn = Turn::new(&model, &payments, BACKOFF, context(), history_with_a_refund(), &message);
+
+    assert_eq!(turn.run().await.unwrap(), "Done.");
+
+    assert_eq!(payments.requests().len(), 1);
+    assert_eq!(turn.stats().completion_calls, 3);
+    assert_eq!(turn.stats().second_refunds_refused, 1);
+    // Its own messages: the new message, two assistant turns with their results.
+    assert_eq!(turn.own_messages().len(), 5);
+}
+
+#[test]
+fn the_prompt_says_what_is_true_of_conversations() {
+    assert!(!SYSTEM_PROMPT.contains("per conversation"));
+    assert!(SYSTEM_PROMPT.contains("at most one refund for each new customer message"));
+    assert!(SYSTEM_PROMPT.contains("earlier ones of this conversation"));
 }

@@ -57,6 +57,7 @@ pub fn config(openai_base: &str, payments_base: &str, table: &str) -> Config {
         ("RETRY_BACKOFF_SECS", BACKOFF.as_secs_f64().to_string()),
         ("PAYMENTS_TIMEOUT_SECS", PAYMENTS_TIMEOUT.as_secs_f64().to_string()),
         ("LEDGER_TABLE", table.to_owned()),
+        ("CONVERSATION_TABLE", conversation_table(table)),
         ("LEDGER_TIMEOUT_SECS", LEDGER_TIMEOUT.as_secs_f64().to_string()),
         // As deployed: the customer is the authorizer's (the events carry one).
         ("USER_IDENTITY", "authorizer".to_owned()),
@@ -80,12 +81,15 @@ impl Respond for FnResponder {
 pub fn refunding_model(request: &Request) -> ResponseTemplate {
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    if messages.iter().any(|m| m["role"] == "tool") {
+    // This turn's messages: from the newest customer message on (earlier
+    // exchanges of the conversation come before it).
+    let newest = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+    let this_turn = &messages[newest..];
+    if this_turn.iter().any(|m| m["role"] == "tool") {
         return text("Done.");
     }
-    let said = messages
-        .iter()
-        .find(|m| m["role"] == "user")
+    let said = this_turn
+        .first()
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default();
     let words: Vec<&str> = said.split_whitespace().collect();
@@ -161,6 +165,7 @@ pub struct Builder<K> {
     key_source: K,
     payments_base: Option<String>,
     ledger_endpoint: Option<String>,
+    conversations_endpoint: Option<String>,
     configure: Vec<ConfigChange>,
 }
 
@@ -173,6 +178,7 @@ impl TestApp<FixedKey> {
             key_source: FixedKey::new(API_KEY),
             payments_base: None,
             ledger_endpoint: None,
+            conversations_endpoint: None,
             configure: Vec::new(),
         }
     }
@@ -207,6 +213,11 @@ impl<K: ApiKeySource> Builder<K> {
         self.ledger_endpoint = Some(endpoint);
         self
     }
+    /// The conversation table's DynamoDB at another address.
+    pub fn conversations_at(mut self, endpoint: String) -> Self {
+        self.conversations_endpoint = Some(endpoint);
+        self
+    }
     pub fn configure(mut self, change: impl FnOnce(&mut Config) + 'static) -> Self {
         self.configure.push(Box::new(change));
         self
@@ -219,6 +230,7 @@ impl<K: ApiKeySource> Builder<K> {
             key_source,
             payments_base: self.payments_base,
             ledger_endpoint: self.ledger_endpoint,
+            conversations_endpoint: self.conversations_endpoint,
             configure: self.configure,
         }
     }
@@ -251,7 +263,11 @@ impl<K: ApiKeySource> Builder<K> {
             Some(endpoint) => aws_at(endpoint).await,
             None => aws.clone(),
         };
-        let app = refund_chat::startup::wire(config, &ledger_aws, self.key_source).expect("app");
+        let conversations_aws = match &self.conversations_endpoint {
+            Some(endpoint) => aws_at(endpoint).await,
+            None => aws.clone(),
+        };
+        let app = refund_chat::startup::wire_on(config, &ledger_aws, &conversations_aws, self.key_source).expect("app");
         TestApp {
             openai,
             payments,
@@ -302,6 +318,37 @@ impl<K: ApiKeySource> TestApp<K> {
         items(&self.aws, &self.table).await
     }
 
+    /// A message in `conversation` (none: a new one), as a request of its
+    /// own Lambda request id, as every invocation on Lambda has.
+    pub async fn say(&self, conversation: Option<&str>, message: &str) -> Answer {
+        self.say_with(conversation, message, &[]).await
+    }
+
+    /// The same, with extra headers (an `Idempotency-Key`).
+    pub async fn say_with(&self, conversation: Option<&str>, message: &str, headers: &[(&str, &str)]) -> Answer {
+        let event = post_event(&conversation_body(message, conversation), headers);
+        send_as(&self.app, event, &fresh_request_id(), 0).await
+    }
+
+    /// The conversation table, as the function's adapter sees it.
+    pub fn conversations(&self) -> refund_chat::ledger::dynamo::conversations::DynamoConversations {
+        refund_chat::ledger::dynamo::conversations::DynamoConversations::new(
+            aws_sdk_dynamodb::Client::new(&self.aws),
+            conversation_table(&self.table),
+            self.app.config().conversation_ttl,
+        )
+    }
+
+    /// A conversation's stored exchanges, oldest first (none if it is absent).
+    pub async fn exchanges(&self, id: &str) -> Vec<refund_chat::ledger::dynamo::conversations::StoredExchange> {
+        self.conversations()
+            .transcript(id, refund_chat::clock::now_ms())
+            .await
+            .expect("the conversation table")
+            .map(|transcript| transcript.exchanges)
+            .unwrap_or_default()
+    }
+
     /// The ledger's refund records.
     pub async fn refund_records(&self) -> Vec<std::collections::HashMap<String, AttributeValue>> {
         self.ledger()
@@ -314,6 +361,21 @@ impl<K: ApiKeySource> TestApp<K> {
 
 pub fn chat_body(message: &str) -> String {
     json!({"user_id": USER, "message": message}).to_string()
+}
+
+/// [`USER`]'s message in `conversation` (none: a new one).
+pub fn conversation_body(message: &str, conversation: Option<&str>) -> String {
+    let mut body = json!({"user_id": USER, "message": message});
+    if let Some(id) = conversation {
+        body["conversation_id"] = json!(id);
+    }
+    body.to_string()
+}
+
+/// A Lambda request id no other request of the test binary has.
+pub fn fresh_request_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    format!("req-{:06}", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
 }
 
 /// An HTTP API v2 event POSTing `body` to the route, signed in (JWT

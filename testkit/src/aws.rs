@@ -31,7 +31,8 @@ pub async fn aws_at(endpoint: &str) -> SdkConfig {
         .await
 }
 
-/// A fresh ledger table in moto, as `template.yaml` defines it.
+/// A fresh ledger table in moto, as `template.yaml` defines it, and its
+/// conversation table beside it ([`conversation_table`]).
 pub async fn new_table(aws: &SdkConfig) -> String {
     static TABLES: AtomicUsize = AtomicUsize::new(0);
     let name = format!(
@@ -39,10 +40,19 @@ pub async fn new_table(aws: &SdkConfig) -> String {
         std::process::id(),
         TABLES.fetch_add(1, Ordering::SeqCst)
     );
-    refund_chat::ledger::dynamo::schema::create_table(&aws_sdk_dynamodb::Client::new(aws), &name)
+    let client = aws_sdk_dynamodb::Client::new(aws);
+    refund_chat::ledger::dynamo::schema::create_table(&client, &name)
         .await
         .expect("create the ledger table in moto");
+    refund_chat::ledger::dynamo::schema::create_conversation_table(&client, &conversation_table(&name))
+        .await
+        .expect("create the conversation table in moto");
     name
+}
+
+/// The conversation table that goes with a ledger table of the local stack or a test.
+pub fn conversation_table(ledger_table: &str) -> String {
+    format!("{ledger_table}-conversations")
 }
 
 /// Every item of a table (a scan: fine for a test's handful of items).
@@ -64,8 +74,8 @@ pub fn attr<'a>(item: &'a std::collections::HashMap<String, AttributeValue>, nam
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// The local stack's AWS side in moto at `aws`'s endpoint: the OpenAI key
-/// secret (`SecretString` `{"api_key": ...}`), and the ledger table as the
-/// code defines it.
+/// secret (`SecretString` `{"api_key": ...}`), the ledger table and its
+/// conversation table ([`conversation_table`]) as the code defines them.
 pub async fn set_up_local_aws(aws: &SdkConfig, table: &str, secret_id: &str, api_key: &str) -> Result<(), Error> {
     aws_sdk_secretsmanager::Client::new(aws)
         .create_secret()
@@ -74,7 +84,9 @@ pub async fn set_up_local_aws(aws: &SdkConfig, table: &str, secret_id: &str, api
         .send()
         .await
         .map_err(|e| aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string())?;
-    refund_chat::ledger::dynamo::schema::create_table(&aws_sdk_dynamodb::Client::new(aws), table).await?;
+    let client = aws_sdk_dynamodb::Client::new(aws);
+    refund_chat::ledger::dynamo::schema::create_table(&client, table).await?;
+    refund_chat::ledger::dynamo::schema::create_conversation_table(&client, &conversation_table(table)).await?;
     Ok(())
 }
 

@@ -73,6 +73,13 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// The conversation the answer names (a 200, 502 or 504 always does).
+    pub fn conversation_id(&self) -> &str {
+        self.body["conversation_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no conversation_id in {} ({})", self.raw, self.status))
+    }
+
     pub fn reply(&self) -> &str {
         self.body["reply"]
             .as_str()

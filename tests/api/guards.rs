@@ -209,6 +209,7 @@ fn direct_request(request_id: &str, order_id: &str, cents: u64, writer: &str) ->
         attempt: Attempt {
             scope: RefundScope::for_request(USER, request_id),
             writer: WriterMark::fixed(format!("{request_id}/{writer}")),
+            conversation: None,
         },
         order_id: order_id.to_owned(),
         amount: AmountCents::new(cents),

@@ -156,12 +156,14 @@ async fn a_retry_after_a_dead_invocation_takes_over_and_never_pays_again() {
         body_sha256: body_sha256(chat_body(REFUND_MESSAGE).as_bytes()),
         lease_until_ms: now - 1,
         expires_at_s: now / 1000 + 3600,
+        conversation_id: None,
     };
     ledger.claim_request(&dead, now - 60_000).await.unwrap();
     let dead_attempt = RefundRequest {
         attempt: Attempt {
             scope,
             writer: WriterMark::fixed("req-dead/0"),
+            conversation: None,
         },
         order_id: "A-1001".into(),
         amount: AmountCents::new(1250),
@@ -207,6 +209,7 @@ async fn a_live_lease_of_another_invocation_is_not_taken_over() {
         body_sha256: body_sha256(chat_body("hello").as_bytes()),
         lease_until_ms: now + 30_000,
         expires_at_s: now / 1000 + 3600,
+        conversation_id: None,
     };
     ledger.claim_request(&running, now).await.unwrap();
 
@@ -259,6 +262,7 @@ async fn an_expired_request_record_counts_as_absent() {
         body_sha256: body_sha256(b"another body entirely"),
         lease_until_ms: now - 90_000_000,
         expires_at_s: now / 1000 - 1,
+        conversation_id: None,
     };
     ledger.claim_request(&old, now - 90_000_000).await.unwrap();
     let stored = StoredResponse {

@@ -177,6 +177,7 @@ fn attempt(writer: &str) -> RefundRequest {
         attempt: Attempt {
             scope: RefundScope::for_request(USER, "req-1"),
             writer: WriterMark::fixed(format!("req-1/{writer}")),
+            conversation: None,
         },
         order_id: "A-1001".into(),
         amount: AmountCents::new(1250),
@@ -292,6 +293,7 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
         body_sha256: refund_chat::http::idempotency::body_sha256(body.as_bytes()),
         lease_until_ms: refund_chat::clock::now_ms() - 1,
         expires_at_s: refund_chat::clock::now_ms() / 1000 + 3600,
+        conversation_id: None,
     };
     let ledger = DynamoLedger::from_sdk_config(&h.aws, &h.table, LEDGER_TIMEOUT);
     let claimed = ledger.claim_request(&dead, refund_chat::clock::now_ms()).await;

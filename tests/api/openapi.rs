@@ -60,8 +60,12 @@ fn the_documented_limits_are_the_codes() {
 fn the_check_catches_an_answer_that_drifted() {
     let mut headers = HeaderMap::new();
     headers.insert("x-request-id", "req-1".parse().unwrap());
-    assert!(openapi_check(200, &headers, &json!({"reply": "hi"})).is_ok());
-    assert!(openapi_check(200, &headers, &json!({"reply": "hi", "refund_id": "rf_1"})).is_err());
+    assert!(openapi_check(200, &headers, &json!({"reply": "hi", "conversation_id": "c_1"})).is_ok());
+    assert!(
+        openapi_check(200, &headers, &json!({"reply": "hi"})).is_err(),
+        "an answer of a turn names its conversation"
+    );
+    assert!(openapi_check(200, &headers, &json!({"reply": "hi", "conversation_id": "c_1", "refund_id": "rf_1"})).is_err());
     assert!(openapi_check(418, &headers, &json!({"detail": "teapot"})).is_err());
     assert!(
         openapi_check(409, &headers, &json!({"detail": "busy"})).is_err(),

@@ -21,7 +21,8 @@ async fn refund_happy_path() {
     let answer = h.chat(REFUND_MESSAGE).await;
 
     assert_eq!(answer.status, StatusCode::OK);
-    assert_eq!(answer.body, json!({"reply": "Your 12.50 refund is on its way."}));
+    assert_eq!(answer.reply(), "Your 12.50 refund is on its way.");
+    assert!(answer.conversation_id().starts_with("c_"), "{}", answer.raw);
     assert_eq!(answer.headers["content-type"], "application/json");
     assert_eq!(answer.headers["x-request-id"], REQUEST_ID);
     assert_eq!(
@@ -102,7 +103,7 @@ async fn a_final_message_without_text_is_an_empty_reply() {
     let answer = h.chat("hello").await;
 
     assert_eq!(answer.status, StatusCode::OK);
-    assert_eq!(answer.body, json!({"reply": ""}));
+    assert_eq!(answer.body, json!({"reply": "", "conversation_id": answer.conversation_id()}));
 }
 
 #[tokio::test]

@@ -43,6 +43,7 @@
 //! the item returned with the failure carries our own `writer`, which we
 //! recognise as success. No write can apply twice.
 
+pub mod conversations;
 mod refunds;
 mod requests;
 pub mod schema;
@@ -88,14 +89,7 @@ impl DynamoLedger {
     /// A client on the shared AWS configuration (one HTTP client, one root
     /// store), every operation bounded by `timeout`.
     pub fn from_sdk_config(sdk: &aws_config::SdkConfig, table: impl Into<String>, timeout: Duration) -> Self {
-        // The operation timeout bounds every call, retries included, so the
-        // SDK's stalled-stream watchdog (a timer polled on every response) adds
-        // nothing but work on the hot path.
-        let config = aws_sdk_dynamodb::config::Builder::from(sdk)
-            .timeout_config(TimeoutConfig::builder().operation_timeout(timeout).build())
-            .stalled_stream_protection(aws_sdk_dynamodb::config::StalledStreamProtectionConfig::disabled())
-            .build();
-        DynamoLedger::new(Client::from_conf(config), table)
+        DynamoLedger::new(client_for(sdk, timeout), table)
     }
 
     pub fn client(&self) -> &Client {
@@ -197,50 +191,12 @@ impl DynamoLedger {
         }
     }
 
-    /// Runs a transaction. `Ok(None)`: it was applied. `Ok(Some(items))`: a
-    /// condition failed; for each item, what it found when its own condition
-    /// failed (`None` where it did not).
+    /// Runs a transaction: see [`transact`].
     pub(crate) async fn transact(
         &self,
         items: impl IntoIterator<Item = TransactWriteItem>,
     ) -> Result<Option<Vec<Option<Item>>>, LedgerError> {
-        let items: Vec<TransactWriteItem> = items.into_iter().collect();
-        let count = items.len();
-        match self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-        {
-            Ok(_) => Ok(None),
-            Err(error) => {
-                use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException as Cancelled;
-                let Some(Cancelled(cancelled)) = error.as_service_error() else {
-                    return Err(unavailable(error));
-                };
-                let reasons = cancelled.cancellation_reasons();
-                if !reasons.iter().any(|r| r.code() == Some("ConditionalCheckFailed")) {
-                    if reasons.iter().any(|r| r.code() == Some("TransactionConflict")) {
-                        return Err(LedgerError::Contended);
-                    }
-                    // Throttling, or a capacity or validation problem.
-                    return Err(LedgerError::Unavailable(
-                        reasons.iter().filter_map(|r| r.code()).collect::<Vec<_>>().join(","),
-                    ));
-                }
-                Ok(Some(
-                    (0..count)
-                        .map(|i| {
-                            reasons
-                                .get(i)
-                                .filter(|r| r.code() == Some("ConditionalCheckFailed"))
-                                .map(|r| r.item().cloned().unwrap_or_default())
-                        })
-                        .collect(),
-                ))
-            }
-        }
+        transact(&self.client, items).await
     }
 
     /// For a refund record a conditional write found: `None` when it is our
@@ -269,6 +225,64 @@ impl DynamoLedger {
     pub fn table(&self) -> &str {
         &self.table
     }
+}
+
+/// Runs a transaction. `Ok(None)`: it was applied. `Ok(Some(items))`: a
+/// condition failed; for each item, what it found when its own condition
+/// failed (`None` where it did not).
+pub(crate) async fn transact(
+client: &Client,
+    items: impl IntoIterator<Item = TransactWriteItem>,
+) -> Result<Option<Vec<Option<Item>>>, LedgerError> {
+    let items: Vec<TransactWriteItem> = items.into_iter().collect();
+    let count = items.len();
+    match client
+        .transact_write_items()
+        .set_transact_items(Some(items))
+        .send()
+        .await
+    {
+        Ok(_) => Ok(None),
+        Err(error) => {
+            use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException as Cancelled;
+            let Some(Cancelled(cancelled)) = error.as_service_error() else {
+                return Err(unavailable(error));
+            };
+            let reasons = cancelled.cancellation_reasons();
+            if !reasons.iter().any(|r| r.code() == Some("ConditionalCheckFailed")) {
+                if reasons.iter().any(|r| r.code() == Some("TransactionConflict")) {
+                    return Err(LedgerError::Contended);
+                }
+                // Throttling, or a capacity or validation problem.
+                return Err(LedgerError::Unavailable(
+                    reasons.iter().filter_map(|r| r.code()).collect::<Vec<_>>().join(","),
+                ));
+            }
+            Ok(Some(
+                (0..count)
+                    .map(|i| {
+                        reasons
+                            .get(i)
+                            .filter(|r| r.code() == Some("ConditionalCheckFailed"))
+                            .map(|r| r.item().cloned().unwrap_or_default())
+                    })
+                    .collect(),
+            ))
+        }
+    }
+}
+
+/// A DynamoDB client on the shared AWS configuration, every operation
+/// bounded by `timeout`, retries included.
+pub fn client_for(sdk: &aws_config::SdkConfig, timeout: Duration) -> Client {
+    // The operation timeout bounds every call, retries included, so the
+    // SDK's stalled-stream watchdog (a timer polled on every response) adds
+    // nothing but work on the hot path.
+    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
+        .timeout_config(TimeoutConfig::builder().operation_timeout(timeout).build())
+        .stalled_stream_protection(aws_sdk_dynamodb::config::StalledStreamProtectionConfig::disabled())
+        .build();
+    Client::from_conf(config)
 }
 
 /// The DynamoDB actions the function calls: its role grants exactly these

@@ -36,6 +36,9 @@ pub(crate) fn refund_item(
     if let Some(key) = request.scope().idempotency_key() {
         item.insert("idempotency_key".into(), s(key));
     }
+    if let Some(conversation) = &request.attempt.conversation {
+        item.insert("conversation_id".into(), s(conversation));
+    }
     if state == RefundState::Executing {
         item.insert("executing_since_ms".into(), n(now_ms));
     }

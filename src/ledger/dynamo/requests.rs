@@ -28,6 +28,7 @@ fn stored_request(item: &Item) -> Result<StoredRequest, LedgerError> {
         lease_until_ms: number(item, "lease_until_ms").unwrap_or_default(),
         expires_at_s: number(item, "expires_at").unwrap_or_default(),
         response,
+        conversation_id: text(item, "conversation_id").map(str::to_owned),
     })
 }
 
@@ -50,6 +51,12 @@ impl crate::ledger::RequestLedger for DynamoLedger {
         let result = self
             .client
             .put_item()
+            .set_item(
+                lease
+                    .conversation_id
+                    .as_ref()
+                    .map(|id| [("conversation_id".to_owned(), s(id))].into()),
+            )
             .table_name(&self.table)
             .item("pk", s(request_pk(&lease.scope)))
             .item("kind", s("request"))

@@ -1,4 +1,4 @@
-//! The ledger table's schema, in one place. [`create_table`] builds it (for
+//! The tables' schemas (the ledger's and the conversations'), in one place. [`create_table`] builds it (for
 //! local stacks and tests: moto), and `tests/template.rs` checks that
 //! `template.yaml`'s table is [`cloudformation`]'s, so the deployed table,
 //! the local one and the code's expectations cannot drift apart.
@@ -24,79 +24,139 @@ pub const WAITING_RANGE_KEY: &str = "created_at";
 /// carry it, refund records never do.
 pub const TTL_ATTRIBUTE: &str = "expires_at";
 
-/// The table as CloudFormation describes it: the properties of
-/// `template.yaml`'s `RefundLedger` that define its shape.
-pub fn cloudformation() -> Value {
-    let attributes: Vec<Value> = [PARTITION_KEY, WAITING_HASH_KEY, WAITING_RANGE_KEY]
-        .map(|name| json!({"AttributeName": name, "AttributeType": "S"}))
-        .into();
-    json!({
-        "BillingMode": "PAY_PER_REQUEST",
-        "AttributeDefinitions": attributes,
-        "KeySchema": [{"AttributeName": PARTITION_KEY, "KeyType": "HASH"}],
-        "GlobalSecondaryIndexes": [{
-            "IndexName": WAITING_INDEX,
-            "KeySchema": [
-                {"AttributeName": WAITING_HASH_KEY, "KeyType": "HASH"},
-                {"AttributeName": WAITING_RANGE_KEY, "KeyType": "RANGE"},
-            ],
-            "Projection": {"ProjectionType": "ALL"},
-        }],
-        "TimeToLiveSpecification": {"AttributeName": TTL_ATTRIBUTE, "Enabled": true},
-    })
+/// The conversation table's keys: partition key `pk` (the id), sort key `sk`.
+pub const CONVERSATION_SORT_KEY: &str = super::conversations::SORT_KEY;
+
+/// The conversation headers by customer (keys only): what "forget" reads.
+/// Only a header carries `customer`, so the index is sparse.
+pub const BY_CUSTOMER_INDEX: &str = "by_customer";
+pub const BY_CUSTOMER_HASH_KEY: &str = "customer";
+pub const BY_CUSTOMER_RANGE_KEY: &str = "created_at";
+
+/// A table's shape: what both the CloudFormation form and [`create`] are made from.
+struct Shape {
+    sort_key: Option<&'static str>,
+    index: (&'static str, &'static str, &'static str, &'static str),
 }
 
-/// Creates the table as [`cloudformation`] describes it, TTL included.
+const LEDGER: Shape = Shape {
+    sort_key: None,
+    index: (WAITING_INDEX, WAITING_HASH_KEY, WAITING_RANGE_KEY, "ALL"),
+};
+
+const CONVERSATIONS: Shape = Shape {
+    sort_key: Some(CONVERSATION_SORT_KEY),
+    index: (BY_CUSTOMER_INDEX, BY_CUSTOMER_HASH_KEY, BY_CUSTOMER_RANGE_KEY, "KEYS_ONLY"),
+};
+
+impl Shape {
+    fn attributes(&self) -> Vec<&'static str> {
+        let (_, hash, range, _) = self.index;
+        [Some(PARTITION_KEY), self.sort_key, Some(hash), Some(range)].into_iter().flatten().collect()
+    }
+
+    fn cloudformation(&self) -> Value {
+        let (index, hash, range, projection) = self.index;
+        let attributes: Vec<Value> = self
+            .attributes()
+            .into_iter()
+            .map(|name| json!({"AttributeName": name, "AttributeType": "S"}))
+            .collect();
+        let mut key = vec![json!({"AttributeName": PARTITION_KEY, "KeyType": "HASH"})];
+        if let Some(sort_key) = self.sort_key {
+            key.push(json!({"AttributeName": sort_key, "KeyType": "RANGE"}));
+        }
+        json!({
+            "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": attributes,
+            "KeySchema": key,
+            "GlobalSecondaryIndexes": [{
+                "IndexName": index,
+                "KeySchema": [
+                    {"AttributeName": hash, "KeyType": "HASH"},
+                    {"AttributeName": range, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": projection},
+            }],
+            "TimeToLiveSpecification": {"AttributeName": TTL_ATTRIBUTE, "Enabled": true},
+        })
+    }
+
+    async fn create(&self, client: &Client, name: &str) -> Result<(), LedgerError> {
+        use aws_sdk_dynamodb::types::{
+            AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+            ProjectionType, ScalarAttributeType, TimeToLiveSpecification,
+        };
+        let malformed = |error: aws_sdk_dynamodb::error::BuildError| LedgerError::Malformed(error.to_string());
+        let attribute = |name: &str| {
+            AttributeDefinition::builder()
+                .attribute_name(name)
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .map_err(malformed)
+        };
+        let key = |name: &str, kind: KeyType| {
+            KeySchemaElement::builder()
+                .attribute_name(name)
+                .key_type(kind)
+                .build()
+                .map_err(malformed)
+        };
+        let (index, hash, range, projection) = self.index;
+        let index = GlobalSecondaryIndex::builder()
+            .index_name(index)
+            .key_schema(key(hash, KeyType::Hash)?)
+            .key_schema(key(range, KeyType::Range)?)
+            .projection(Projection::builder().projection_type(ProjectionType::from(projection)).build())
+            .build()
+            .map_err(malformed)?;
+        let mut table = client
+            .create_table()
+            .table_name(name)
+            .billing_mode(BillingMode::PayPerRequest)
+            .key_schema(key(PARTITION_KEY, KeyType::Hash)?)
+            .global_secondary_indexes(index);
+        if let Some(sort_key) = self.sort_key {
+            table = table.key_schema(key(sort_key, KeyType::Range)?);
+        }
+        for name in self.attributes() {
+            table = table.attribute_definitions(attribute(name)?);
+        }
+        table.send().await.map_err(unavailable)?;
+        let ttl = TimeToLiveSpecification::builder()
+            .attribute_name(TTL_ATTRIBUTE)
+            .enabled(true)
+            .build()
+            .map_err(malformed)?;
+        client
+            .update_time_to_live()
+            .table_name(name)
+            .time_to_live_specification(ttl)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(())
+    }
+}
+
+/// The ledger table as CloudFormation describes it: the properties of
+/// `template.yaml`'s `RefundLedger` that define its shape.
+pub fn cloudformation() -> Value {
+    LEDGER.cloudformation()
+}
+
+/// The conversation table as CloudFormation describes it (`template.yaml`'s
+/// `ConversationTable`).
+pub fn conversations_cloudformation() -> Value {
+    CONVERSATIONS.cloudformation()
+}
+
+/// Creates the ledger table as [`cloudformation`] describes it, TTL included.
 pub async fn create_table(client: &Client, name: &str) -> Result<(), LedgerError> {
-    use aws_sdk_dynamodb::types::{
-        AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType,
-        ScalarAttributeType, TimeToLiveSpecification,
-    };
-    let malformed = |error: aws_sdk_dynamodb::error::BuildError| LedgerError::Malformed(error.to_string());
-    let attribute = |name: &str| {
-        AttributeDefinition::builder()
-            .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
-            .build()
-            .map_err(malformed)
-    };
-    let key = |name: &str, kind: KeyType| {
-        KeySchemaElement::builder()
-            .attribute_name(name)
-            .key_type(kind)
-            .build()
-            .map_err(malformed)
-    };
-    let waiting = GlobalSecondaryIndex::builder()
-        .index_name(WAITING_INDEX)
-        .key_schema(key(WAITING_HASH_KEY, KeyType::Hash)?)
-        .key_schema(key(WAITING_RANGE_KEY, KeyType::Range)?)
-        .projection(Projection::builder().projection_type(ProjectionType::All).build())
-        .build()
-        .map_err(malformed)?;
-    client
-        .create_table()
-        .table_name(name)
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(attribute(PARTITION_KEY)?)
-        .attribute_definitions(attribute(WAITING_HASH_KEY)?)
-        .attribute_definitions(attribute(WAITING_RANGE_KEY)?)
-        .key_schema(key(PARTITION_KEY, KeyType::Hash)?)
-        .global_secondary_indexes(waiting)
-        .send()
-        .await
-        .map_err(unavailable)?;
-    let ttl = TimeToLiveSpecification::builder()
-        .attribute_name(TTL_ATTRIBUTE)
-        .enabled(true)
-        .build()
-        .map_err(malformed)?;
-    client
-        .update_time_to_live()
-        .table_name(name)
-        .time_to_live_specification(ttl)
-        .send()
-        .await
-        .map_err(unavailable)?;
-    Ok(())
+    LEDGER.create(client, name).await
+}
+
+/// Creates the conversation table as [`conversations_cloudformation`] describes it.
+pub async fn create_conversation_table(client: &Client, name: &str) -> Result<(), LedgerError> {
+    CONVERSATIONS.create(client, name).await
 }

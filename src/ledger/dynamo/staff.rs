@@ -75,6 +75,9 @@ pub fn record_of(item: &Item) -> Result<RefundRecord, LedgerError> {
         resolved_at: opt(item, "resolved_at"),
         reissue_of: opt(item, "reissue_of"),
         reissued_as: opt(item, "reissued_as"),
+        conversation_id: opt(item, "conversation_id"),
+        message_forgotten_by: opt(item, "message_forgotten_by"),
+        message_forgotten_at: opt(item, "message_forgotten_at"),
     })
 }
 
@@ -333,6 +336,7 @@ impl crate::ledger::StaffLedger for DynamoLedger {
             attempt: Attempt {
                 scope,
                 writer: writer.clone(),
+                conversation: original.conversation_id.clone(),
             },
             order_id: original.order_id.clone(),
             amount: original.amount,

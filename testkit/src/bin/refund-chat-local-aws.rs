@@ -1,5 +1,6 @@
 //! The local stack's AWS side in moto, for `make run` and `make ledger`:
-//! `setup` creates the OpenAI key secret and the ledger table (the code's
+//! `setup` creates the OpenAI key secret, the ledger table and its
+//! conversation table (the code's
 //! own schema, [`refund_chat::ledger::dynamo::schema`]); `ledger` prints the
 //! table's items, one JSON object a line, oldest first.
 

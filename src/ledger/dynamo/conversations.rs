@@ -1,0 +1,459 @@
+//! The conversations on DynamoDB ([`crate::ledger::ConversationStore`]), in
+//! a table of their own (`CONVERSATION_TABLE`; why in `docs/decisions.md`):
+//! partition key `pk` (the conversation id), sort key `sk`.
+//!
+//! | item | `sk` | attributes |
+//! | --- | --- | --- |
+//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `lease_writer`, `lease_until_ms` (while a turn runs), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange), `items_expire_at` |
+//! | exchange | `x#<seq, 6 digits>` | `seq`, `request_id`, `refund_record` (the scope's record id), `status`, `created_at`, `chars`, `messages` (JSON), `expires_at` |
+//! | scope mark | `scope#<record id>` | `seq`, `expires_at` |
+//!
+//! Each exchange is an item of its own (a 4000-character message and a
+//! turn's replies: tens of KB at most), so a conversation of any length stays
+//! far below the 400 KB item limit. The header is the only item with
+//! `customer`, so the `by_customer` index (keys only) lists a customer's
+//! conversations without a scan.
+//!
+//! - **One turn at a time.** [`begin`](ConversationStore::begin) is one
+//!   conditional update of the header: the lease is taken only if it is free
+//!   or ended, the customer is the owner, and the conversation has not
+//!   expired (TTL deletes lazily, so every condition checks `expires_at`).
+//! - **Exactly once.** [`append`](ConversationStore::append) is one
+//!   transaction: the header moves from `seq` to `seq + 1` and gives the
+//!   lease back (on the condition that this writer holds it and nothing was
+//!   appended meanwhile), the exchange is put, and so is the refund scope's
+//!   mark, on the condition that the scope has none. A takeover of a dead
+//!   invocation's key that had appended finds the mark: nothing is added.
+//! - **Expiry.** The header expires `CONVERSATION_TTL_HOURS` after the last
+//!   exchange. The other items are written to expire twice that after their
+//!   write; when the earliest of them would expire before the header, the
+//!   append moves them all to twice the TTL from now (once per TTL of an
+//!   active conversation). Reads go through the header, so an expired
+//!   conversation is absent even while its items wait for TTL.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::{
+    AttributeValue, DeleteRequest, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    WriteRequest,
+};
+
+use super::{Item, malformed, n, number, s, text, transact, unavailable};
+use crate::clock::rfc3339;
+use crate::conversation::{ConversationId, Exchange};
+use crate::ledger::{Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError};
+use crate::refund::RefundScope;
+
+pub const SORT_KEY: &str = "sk";
+pub const HEAD: &str = "head";
+const EXCHANGE_PREFIX: &str = "x#";
+const SCOPE_PREFIX: &str = "scope#";
+/// DynamoDB's batch write limit.
+const BATCH: usize = 25;
+
+fn exchange_sk(seq: u64) -> String {
+    format!("{EXCHANGE_PREFIX}{seq:06}")
+}
+
+#[derive(Clone)]
+pub struct DynamoConversations {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+    ttl: Duration,
+}
+
+/// An exchange as stored, with what the transcript shows beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredExchange {
+    pub seq: u64,
+    pub created_at: String,
+    pub request_id: String,
+    pub refund_record: String,
+    pub status: u16,
+    pub exchange: Exchange,
+}
+
+/// A whole conversation, for the support team.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Transcript {
+    pub id: String,
+    pub customer: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub expires_at_s: u64,
+    pub exchanges: Vec<StoredExchange>,
+}
+
+impl DynamoConversations {
+    /// `client` is the ledger's (one HTTP client, one bound per operation).
+    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>, ttl: Duration) -> Self {
+        DynamoConversations {
+            client,
+            table: table.into(),
+            ttl,
+        }
+    }
+
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    fn key(&self, id: &str, sk: impl Into<String>) -> [(String, AttributeValue); 2] {
+        [("pk".to_owned(), s(id)), (SORT_KEY.to_owned(), s(sk))]
+    }
+
+    fn header_expiry_s(&self, now_ms: u64) -> u64 {
+        now_ms / 1000 + self.ttl.as_secs()
+    }
+
+    fn items_expiry_s(&self, now_ms: u64) -> u64 {
+        now_ms / 1000 + 2 * self.ttl.as_secs()
+    }
+
+    /// Every item of the conversation (a strongly consistent query, all pages).
+    async fn all_items(&self, id: &str, keys_only: bool) -> Result<Vec<Item>, LedgerError> {
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :id")
+            .expression_attribute_values(":id", s(id))
+            .consistent_read(true);
+        if keys_only {
+            query = query.projection_expression("pk, sk");
+        }
+        query
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(unavailable)
+    }
+
+    /// Moves every item but the header to expire at `until_s`, then notes it
+    /// on the header. A conversation deleted meanwhile is not recreated.
+    async fn extend_items(&self, id: &str, until_s: u64) -> Result<(), LedgerError> {
+        for item in self.all_items(id, true).await? {
+            match text(&item, SORT_KEY) {
+                // The header last, so a failure part-way is tried again next time.
+                Some(HEAD) | None => {}
+                Some(sk) => self.set_if_present(id, sk, "SET expires_at = :until", until_s).await?,
+            }
+        }
+        self.set_if_present(id, HEAD, "SET items_expire_at = :until", until_s)
+            .await
+    }
+
+    async fn set_if_present(&self, id: &str, sk: &str, expression: &str, until_s: u64) -> Result<(), LedgerError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.key(id, sk).into_iter().collect()))
+            .update_expression(expression)
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":until", n(until_s))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(error) if is_condition_failure(&error) => Ok(()),
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+
+    /// The whole conversation, if it exists and has not expired.
+    pub async fn transcript(&self, id: &str, now_ms: u64) -> Result<Option<Transcript>, LedgerError> {
+        let items = self.all_items(id, false).await?;
+        let Some(head) = items.iter().find(|item| text(item, SORT_KEY) == Some(HEAD)) else {
+            return Ok(None);
+        };
+        let expires_at_s = number(head, "expires_at").unwrap_or_default();
+        if expires_at_s <= now_ms / 1000 {
+            return Ok(None);
+        }
+        let mut exchanges = items
+            .iter()
+            .filter(|item| text(item, SORT_KEY).is_some_and(|sk| sk.starts_with(EXCHANGE_PREFIX)))
+            .map(stored_exchange)
+            .collect::<Result<Vec<_>, _>>()?;
+        exchanges.sort_by_key(|stored| stored.seq);
+        Ok(Some(Transcript {
+            id: id.to_owned(),
+            customer: text(head, "customer").unwrap_or_default().to_owned(),
+            created_at: text(head, "created_at").unwrap_or_default().to_owned(),
+            updated_at: text(head, "updated_at").unwrap_or_default().to_owned(),
+            expires_at_s,
+            exchanges,
+        }))
+    }
+
+    /// The ids of a customer's conversations, expired ones included (from
+    /// the `by_customer` index).
+    pub async fn of_customer(&self, customer: &str) -> Result<Vec<String>, LedgerError> {
+        let items = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(super::schema::BY_CUSTOMER_INDEX)
+            .key_condition_expression("customer = :customer")
+            .expression_attribute_values(":customer", s(customer))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(unavailable)?;
+        let mut ids: Vec<String> = items.iter().filter_map(|item| text(item, "pk")).map(str::to_owned).collect();
+        ids.dedup();
+        Ok(ids)
+    }
+
+    /// Deletes every item of the conversation: the support team's "forget",
+    /// never the function's (its role has no delete on this table). Returns
+    /// how many items went.
+    pub async fn delete(&self, id: &str) -> Result<usize, LedgerError> {
+        let keys = self.all_items(id, true).await?;
+        for chunk in keys.chunks(BATCH) {
+            let mut pending: Vec<WriteRequest> = chunk
+                .iter()
+                .map(|key| {
+                    DeleteRequest::builder()
+                        .set_key(Some(key.clone()))
+                        .build()
+                        .map(|delete| WriteRequest::builder().delete_request(delete).build())
+                        .map_err(malformed)
+                })
+                .collect::<Result<_, _>>()?;
+            // Unprocessed items (throttling) are sent again, a bounded number of times.
+            for _ in 0..8 {
+                if pending.is_empty() {
+                    break;
+                }
+                let output = self
+                    .client
+                    .batch_write_item()
+                    .request_items(&self.table, pending)
+                    .send()
+                    .await
+                    .map_err(unavailable)?;
+                pending = output
+                    .unprocessed_items()
+                    .and_then(|unprocessed| unprocessed.get(&self.table))
+                    .cloned()
+                    .unwrap_or_default();
+            }
+            if !pending.is_empty() {
+                return Err(LedgerError::Unavailable("DynamoDB kept items unprocessed".into()));
+            }
+        }
+        Ok(keys.len())
+    }
+}
+
+fn is_condition_failure<R>(
+    error: &aws_sdk_dynamodb::error::SdkError<aws_sdk_dynamodb::operation::update_item::UpdateItemError, R>,
+) -> bool {
+    matches!(
+        error.as_service_error(),
+        Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_))
+    )
+}
+
+fn stored_exchange(item: &Item) -> Result<StoredExchange, LedgerError> {
+    let messages = text(item, "messages").ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
+    Ok(StoredExchange {
+        seq: number(item, "seq").unwrap_or_default(),
+        created_at: text(item, "created_at").unwrap_or_default().to_owned(),
+        request_id: text(item, "request_id").unwrap_or_default().to_owned(),
+        refund_record: text(item, "refund_record").unwrap_or_default().to_owned(),
+        status: number(item, "status").and_then(|s| u16::try_from(s).ok()).unwrap_or_default(),
+        exchange: Exchange::from_json(messages).map_err(LedgerError::Malformed)?,
+    })
+}
+
+impl ConversationStore for DynamoConversations {
+    async fn begin(&self, lease: &ConversationLease, may_create: bool, now_ms: u64) -> Result<Begun, LedgerError> {
+        let live = "customer = :customer AND expires_at > :now_s \
+                    AND (attribute_not_exists(lease_until_ms) OR lease_until_ms < :now_ms OR lease_writer = :writer)";
+        let condition = if may_create {
+            format!("attribute_not_exists(pk) OR ({live})")
+        } else {
+            live.to_owned()
+        };
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.key(lease.id.as_str(), HEAD).into_iter().collect()))
+            .update_expression(
+                "SET lease_writer = :writer, lease_until_ms = :until, customer = if_not_exists(customer, :customer), \
+                 created_at = if_not_exists(created_at, :now), updated_at = if_not_exists(updated_at, :now), \
+                 exchanges = if_not_exists(exchanges, :zero), expires_at = if_not_exists(expires_at, :expires), \
+                 items_expire_at = if_not_exists(items_expire_at, :items_expire)",
+            )
+            .condition_expression(condition)
+            .expression_attribute_values(":writer", s(lease.writer.as_str()))
+            .expression_attribute_values(":until", n(lease.lease_until_ms))
+            .expression_attribute_values(":customer", s(&lease.customer))
+            .expression_attribute_values(":now", s(rfc3339(now_ms)))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":expires", n(self.header_expiry_s(now_ms)))
+            .expression_attribute_values(":items_expire", n(self.items_expiry_s(now_ms)))
+            .expression_attribute_values(":now_s", n(now_ms / 1000))
+            .expression_attribute_values(":now_ms", n(now_ms))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(output) => {
+                let item = output.attributes().cloned().unwrap_or_default();
+                Ok(Begun::Held(HeldConversation {
+                    exchanges: number(&item, "exchanges").unwrap_or_default(),
+                    items_expire_at_s: number(&item, "items_expire_at").unwrap_or_default(),
+                }))
+            }
+            Err(error) => {
+                use aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException as Failed;
+                let Some(Failed(failed)) = error.as_service_error() else {
+                    return Err(unavailable(error));
+                };
+                let found = failed.item().cloned().unwrap_or_default();
+                let live = text(&found, "customer") == Some(lease.customer.as_str())
+                    && number(&found, "expires_at").is_some_and(|at| at > now_ms / 1000);
+                Ok(if live {
+                    Begun::Busy {
+                        lease_until_ms: number(&found, "lease_until_ms").unwrap_or(now_ms),
+                    }
+                } else {
+                    Begun::NotFound
+                })
+            }
+        }
+    }
+
+    async fn recent(&self, id: &ConversationId, count: usize) -> Result<Vec<Exchange>, LedgerError> {
+        if count == 0 {
+            return Ok(Vec::new());
+        }
+        let mut exchanges = Vec::new();
+        let mut start: Option<Item> = None;
+        // Newest first, page by page, until `count` (a page holds at most 1 MB).
+        loop {
+            let output = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :id AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":id", s(id.as_str()))
+                .expression_attribute_values(":prefix", s(EXCHANGE_PREFIX))
+                .projection_expression("messages")
+                .scan_index_forward(false)
+                .consistent_read(true)
+                .limit(i32::try_from(count - exchanges.len()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in output.items() {
+                let messages =
+                    text(item, "messages").ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
+                exchanges.push(Exchange::from_json(messages).map_err(LedgerError::Malformed)?);
+            }
+            start = output.last_evaluated_key().cloned();
+            if start.is_none() || exchanges.len() >= count {
+                return Ok(exchanges);
+            }
+        }
+    }
+
+    async fn append(
+        &self,
+        lease: &ConversationLease,
+        held: &HeldConversation,
+        scope: &RefundScope,
+        exchange: &Exchange,
+        status: u16,
+        now_ms: u64,
+    ) -> Result<Appended, LedgerError> {
+        let id = lease.id.as_str();
+        let seq = held.exchanges;
+        let items_expire = self.items_expiry_s(now_ms);
+        let header = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(self.key(id, HEAD).into_iter().collect()))
+            .update_expression(
+                "SET exchanges = :next, updated_at = :now, expires_at = :expires REMOVE lease_writer, lease_until_ms",
+            )
+            .condition_expression("lease_writer = :writer AND exchanges = :seq")
+            .expression_attribute_values(":next", n(seq + 1))
+            .expression_attribute_values(":seq", n(seq))
+            .expression_attribute_values(":now", s(rfc3339(now_ms)))
+            .expression_attribute_values(":expires", n(self.header_expiry_s(now_ms)))
+            .expression_attribute_values(":writer", s(lease.writer.as_str()))
+            .build()
+            .map_err(malformed)?;
+        let put = |sk: String, attributes: Vec<(&str, AttributeValue)>| {
+            let mut item: Item = self.key(id, sk).into_iter().collect();
+            item.extend(attributes.into_iter().map(|(k, v)| (k.to_owned(), v)));
+            item.insert("seq".into(), n(seq));
+            item.insert("expires_at".into(), n(items_expire));
+            Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(pk)")
+                .build()
+                .map_err(malformed)
+        };
+        let record_id = scope.record_id();
+        let exchange_put = put(
+            exchange_sk(seq),
+            vec![
+                ("request_id", s(lease.writer.invocation())),
+                ("refund_record", s(&record_id)),
+                ("status", n(u64::from(status))),
+                ("created_at", s(rfc3339(now_ms))),
+                ("chars", n(exchange.chars() as u64)),
+                ("messages", s(exchange.to_json())),
+            ],
+        )?;
+        let mark = put(format!("{SCOPE_PREFIX}{record_id}"), Vec::new())?;
+        let items = [
+            TransactWriteItem::builder().update(header).build(),
+            TransactWriteItem::builder().put(exchange_put).build(),
+            TransactWriteItem::builder().put(mark).build(),
+        ];
+        match transact(&self.client, items).await? {
+            None => {}
+            Some(found) if found.get(2).is_some_and(Option::is_some) => {
+                self.release(lease).await?;
+                return Ok(Appended::AlreadyThere);
+            }
+            Some(_) => return Err(LedgerError::Conflict("the conversation's lease was lost".into())),
+        }
+        if held.items_expire_at_s < self.header_expiry_s(now_ms) {
+            self.extend_items(id, items_expire).await?;
+        }
+        Ok(Appended::Appended)
+    }
+
+    async fn release(&self, lease: &ConversationLease) -> Result<(), LedgerError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.key(lease.id.as_str(), HEAD).into_iter().collect()))
+            .update_expression("REMOVE lease_writer, lease_until_ms")
+            .condition_expression("lease_writer = :writer")
+            .expression_attribute_values(":writer", s(lease.writer.as_str()))
+            .send()
+            .await;
+        match result {
+            // Not ours (any more): nothing to give back.
+            Err(error) if !is_condition_failure(&error) => Err(unavailable(error)),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,392 @@
+//! Conversations (contract 11): kept by the function, one turn at a time,
+//! each exchange appended once, a bounded window sent to the model, and
+//! nobody's conversation visible to another customer.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use lambda_http::http::StatusCode;
+use refund_chat::conversation::ConversationId;
+use refund_chat::ledger::dynamo::conversations::HEAD;
+use refund_chat::ledger::{Begun, ConversationLease, ConversationStore};
+use refund_chat::refund::WriterMark;
+use serde_json::{Value, json};
+use wiremock::ResponseTemplate;
+
+use refund_chat_testkit::*;
+
+/// The `(role, content)` of every message of one model request after the system prompt.
+fn sent(request: &Value) -> Vec<(String, String)> {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .skip(1)
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or_default().to_owned(),
+                m["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn pair(role: &str, content: &str) -> (String, String) {
+    (role.to_owned(), content.to_owned())
+}
+
+/// Another invocation holds the conversation's lease until `lease_until_ms`.
+async fn hold_lease<K: refund_chat::secrets::ApiKeySource>(h: &TestApp<K>, id: &str, lease_until_ms: u64) {
+    let lease = ConversationLease {
+        id: ConversationId::parse(id).unwrap(),
+        customer: USER.to_owned(),
+        writer: WriterMark::fixed("req-other/w"),
+        lease_until_ms,
+    };
+    let begun = h.conversations().begin(&lease, false, refund_chat::clock::now_ms()).await;
+    assert!(matches!(begun, Ok(Begun::Held(_))), "{begun:?}");
+}
+
+#[tokio::test]
+async fn a_detail_given_in_the_next_message_completes_the_refund() {
+    let h = TestApp::new(
+        vec![
+            text("Which order is it, and how much should I refund?"),
+            refund_call("c1", "A-1001", 1250),
+            text("Done: 12.50 refunded for A-1001."),
+        ],
+        receipt(),
+    )
+    .await;
+
+    let first = h.say(None, "my mug arrived broken").await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
+    let id = first.conversation_id().to_owned();
+    let second = h.say(Some(&id), "A-1001, the whole 12.50").await;
+
+    assert_eq!(second.status, StatusCode::OK, "{}", second.raw);
+    assert_eq!(second.conversation_id(), id);
+    assert_eq!(second.reply(), "Done: 12.50 refunded for A-1001.");
+    let requests = h.model_requests().await;
+    assert_eq!(
+        sent(&requests[1]),
+        vec![
+            pair("user", "my mug arrived broken"),
+            pair("assistant", "Which order is it, and how much should I refund?"),
+            pair("user", "A-1001, the whole 12.50"),
+        ],
+        "the model sees the earlier exchange, then the new message"
+    );
+    assert_eq!(h.payments_requests().await.len(), 1);
+    let exchanges = h.exchanges(&id).await;
+    assert_eq!(exchanges.len(), 2);
+    assert_eq!(exchanges[1].exchange.customer_message(), Some("A-1001, the whole 12.50"));
+    assert_eq!(exchanges[1].exchange.reply(), Some("Done: 12.50 refunded for A-1001."));
+    // The refund record names the conversation of the turn that wrote it.
+    let records = h.refund_records().await;
+    assert_eq!(attr(&records[0], "conversation_id"), Some(id.as_str()));
+}
+
+#[tokio::test]
+async fn a_refund_in_the_history_is_sent_to_the_model_and_never_made_again() {
+    let h = TestApp::new(
+        vec![
+            refund_call("c1", "A-1001", 1250),
+            text("Done."),
+            text("You are welcome."),
+        ],
+        receipt(),
+    )
+    .await;
+
+    let first = h.say(None, REFUND_MESSAGE).await;
+    let second = h.say(Some(first.conversation_id()), "thanks").await;
+
+    assert_eq!(second.status, StatusCode::OK, "{}", second.raw);
+    assert_eq!(h.payments_requests().await.len(), 1, "history is data, never run");
+    let third_request = &h.model_requests().await[2];
+    assert_eq!(tool_messages(third_request).len(), 1, "the tool call is sent with its result");
+    let call = &third_request["messages"][2]["tool_calls"][0];
+    assert_eq!(call["id"], "c1");
+    assert_eq!(third_request["messages"][3]["tool_call_id"], "c1");
+}
+
+#[tokio::test]
+async fn an_unknown_expired_or_foreign_conversation_is_one_404_before_any_model_call() {
+    let h = TestApp::new(vec![text("Hello.")], receipt()).await;
+    let mine = h.say(None, "hello").await.conversation_id().to_owned();
+    let foreign = send_as(
+        &h.app,
+        post_event_as("u-2002", &json!({"user_id": "u-2002", "message": "hi", "conversation_id": mine}).to_string(), &[]),
+        &fresh_request_id(),
+        0,
+    )
+    .await;
+    let unknown = h.say(Some("c_00000000000000000000000000000000"), "hi").await;
+    // Expired: TTL deletes lazily, so the item is still there.
+    aws_sdk_dynamodb::Client::new(&h.aws)
+        .update_item()
+        .table_name(conversation_table(&h.table))
+        .key("pk", AttributeValue::S(mine.clone()))
+        .key("sk", AttributeValue::S(HEAD.into()))
+        .update_expression("SET expires_at = :past")
+        .expression_attribute_values(":past", AttributeValue::N((refund_chat::clock::now_ms() / 1000 - 1).to_string()))
+        .send()
+        .await
+        .unwrap();
+    let expired = h.say(Some(&mine), "hi again").await;
+
+    for answer in [&foreign, &unknown, &expired] {
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{}", answer.raw);
+        assert_eq!(answer.raw, unknown.raw, "no one learns which of the three it was");
+    }
+    assert_eq!(h.model_requests().await.len(), 1, "only the first message reached the model");
+}
+
+#[tokio::test]
+async fn a_message_while_the_previous_turn_runs_is_a_409_with_its_leases_retry_after() {
+    let h = TestApp::new(vec![text("Hello.")], receipt()).await;
+    let id = h.say(None, "hello").await.conversation_id().to_owned();
+    hold_lease(&h, &id, refund_chat::clock::now_ms() + 7_500).await;
+
+    let busy = h.say_with(Some(&id), "are you there?", &[("idempotency-key", "k-busy")]).await;
+
+    assert_eq!(busy.status, StatusCode::CONFLICT, "{}", busy.raw);
+    let retry_after: u64 = busy.header("retry-after").unwrap().parse().unwrap();
+    assert!((7..=8).contains(&retry_after), "{retry_after}");
+    assert_eq!(h.model_requests().await.len(), 1);
+    // The key was given back, not stored: the re-send the 409 asks for runs.
+    let records: Vec<_> = h.ledger().await.into_iter().filter(|i| attr(i, "kind") == Some("request")).collect();
+    assert!(records.is_empty(), "{records:?}");
+}
+
+#[tokio::test]
+async fn a_dead_invocations_lease_runs_out_by_itself() {
+    let h = TestApp::new(vec![text("Hello."), text("Still here.")], receipt()).await;
+    let id = h.say(None, "hello").await.conversation_id().to_owned();
+    hold_lease(&h, &id, refund_chat::clock::now_ms() - 1).await;
+
+    let answer = h.say(Some(&id), "are you there?").await;
+
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+    assert_eq!(h.exchanges(&id).await.len(), 2);
+}
+
+#[tokio::test]
+async fn messages_sent_at_once_to_one_conversation_take_turns() {
+    // The model takes a while, so the messages overlap.
+    let h = TestApp::builder()
+        .model_responder(|_| text("Noted.").set_delay(Duration::from_millis(150)))
+        .build()
+        .await;
+    let id = h.say(None, "hello").await.conversation_id().to_owned();
+
+    let messages: Vec<String> = (0..6).map(|i| format!("message {i}")).collect();
+    let answers = futures::future::join_all(messages.iter().map(|m| h.say(Some(&id), m))).await;
+
+    let ok: Vec<_> = answers.iter().filter(|a| a.status == StatusCode::OK).collect();
+    let busy = answers.iter().filter(|a| a.status == StatusCode::CONFLICT).count();
+    assert_eq!(ok.len() + busy, 6, "{:?}", answers.iter().map(|a| &a.raw).collect::<Vec<_>>());
+    assert!(busy >= 1, "the messages overlapped");
+    let exchanges = h.exchanges(&id).await;
+    assert_eq!(exchanges.len(), 1 + ok.len(), "one exchange per 200, none per 409");
+    assert_eq!(h.model_requests().await.len(), 1 + ok.len(), "a 409 costs no model call");
+    let seqs: Vec<u64> = exchanges.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (0..exchanges.len() as u64).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn a_replayed_message_appends_nothing() {
+    let h = TestApp::new(vec![text("Hello.")], receipt()).await;
+    let key = [("idempotency-key", "k-replay")];
+
+    let first = h.say_with(None, "hello", &key).await;
+    let again = h.say_with(None, "hello", &key).await;
+
+    assert_eq!(again.header("idempotent-replayed"), Some("true"));
+    assert_eq!(again.raw, first.raw);
+    assert_eq!(h.exchanges(first.conversation_id()).await.len(), 1);
+    assert_eq!(h.model_requests().await.len(), 1);
+}
+
+/// Puts the key's request record back to `in_progress` with an ended lease:
+/// the state a dead invocation leaves when it died after the append.
+async fn kill_after_the_append<K: refund_chat::secrets::ApiKeySource>(h: &TestApp<K>) {
+    let records: Vec<_> = h.ledger().await.into_iter().filter(|i| attr(i, "kind") == Some("request")).collect();
+    assert_eq!(records.len(), 1);
+    aws_sdk_dynamodb::Client::new(&h.aws)
+        .update_item()
+        .table_name(&h.table)
+        .key("pk", records[0]["pk"].clone())
+        .update_expression("SET #state = :in_progress, lease_until_ms = :ended, writer = :dead REMOVE response_status, response_body")
+        .expression_attribute_names("#state", "state")
+        .expression_attribute_values(":in_progress", AttributeValue::S("in_progress".into()))
+        .expression_attribute_values(":ended", AttributeValue::N("1".into()))
+        .expression_attribute_values(":dead", AttributeValue::S("req-dead/w".into()))
+        .send()
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_takeover_of_a_dead_invocations_key_never_appends_the_exchange_twice() {
+    let h = TestApp::new(
+        vec![
+            text("Hello."),
+            refund_call("c1", "A-1001", 1250),
+            text("Done."),
+            refund_call("c2", "A-1001", 1250),
+            text("Done again."),
+        ],
+        receipt(),
+    )
+    .await;
+    let id = h.say(None, "hello").await.conversation_id().to_owned();
+    let key = [("idempotency-key", "k-dead")];
+    let first = h.say_with(Some(&id), REFUND_MESSAGE, &key).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
+    kill_after_the_append(&h).await;
+
+    let retry = h.say_with(Some(&id), REFUND_MESSAGE, &key).await;
+
+    assert_eq!(retry.status, StatusCode::OK, "{}", retry.raw);
+    assert_eq!(h.exchanges(&id).await.len(), 2, "the message's exchange is there once");
+    assert_eq!(h.payments_requests().await.len(), 1, "and its refund was made once");
+}
+
+#[tokio::test]
+async fn a_takeover_continues_the_conversation_its_dead_first_request_began() {
+    let h = TestApp::new(vec![text("Hello."), text("Hello again.")], receipt()).await;
+    let key = [("idempotency-key", "k-new")];
+    let first = h.say_with(None, "hello", &key).await;
+    kill_after_the_append(&h).await;
+
+    let retry = h.say_with(None, "hello", &key).await;
+
+    assert_eq!(retry.status, StatusCode::OK, "{}", retry.raw);
+    assert_eq!(retry.conversation_id(), first.conversation_id(), "not a second conversation");
+    assert_eq!(h.exchanges(first.conversation_id()).await.len(), 1);
+}
+
+#[tokio::test]
+async fn an_unreachable_conversation_store_is_a_503_before_any_model_call() {
+    let h = TestApp::builder()
+        .model(vec![text("Hello.")])
+        .conversations_at(format!("http://127.0.0.1:{}", free_port()))
+        .build()
+        .await;
+
+    let answer = h.say_with(None, REFUND_MESSAGE, &[("idempotency-key", "k-503")]).await;
+
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{}", answer.raw);
+    assert_eq!(answer.header("retry-after"), Some("2"));
+    assert!(h.model_requests().await.is_empty());
+    assert!(h.payments_requests().await.is_empty());
+    let records: Vec<_> = h.ledger().await.into_iter().filter(|i| attr(i, "kind") == Some("request")).collect();
+    assert!(records.is_empty(), "the key was given back");
+}
+
+#[tokio::test]
+async fn a_failed_append_never_changes_the_answer() {
+    let log = OperationLog::default();
+    let conversations = proxy(
+        &moto().endpoint,
+        false,
+        log.hook(|seen| match seen.dynamodb_operation() {
+            "TransactWriteItems" => dynamo_error("InternalServerError", "injected", json!({})),
+            _ => Action::Forward,
+        }),
+    )
+    .await;
+    let h = TestApp::builder()
+        .model(vec![refund_call("c1", "A-1001", 1250), text("Done.")])
+        .conversations_at(conversations)
+        .build()
+        .await;
+
+    let answer = h.say(None, REFUND_MESSAGE).await;
+
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+    assert_eq!(answer.reply(), "Done.");
+    assert_eq!(h.payments_requests().await.len(), 1);
+    assert!(h.exchanges(answer.conversation_id()).await.is_empty());
+    assert!(log.names().contains(&"TransactWriteItems".to_owned()), "{:?}", log.names());
+}
+
+#[tokio::test]
+async fn the_window_is_the_most_recent_whole_exchanges_within_both_limits() {
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .configure(|config| {
+            config.conversation_window.max_exchanges = 3;
+            // Each exchange is its message (2 characters) and "ok": 4. 10 fit two.
+            config.conversation_window.max_chars = 10;
+        })
+        .build()
+        .await;
+    let id = h.say(None, "m0").await.conversation_id().to_owned();
+    for i in 1..5 {
+        assert_eq!(h.say(Some(&id), &format!("m{i}")).await.status, StatusCode::OK);
+    }
+
+    let requests = h.model_requests().await;
+    assert_eq!(
+        sent(&requests[4]),
+        vec![
+            pair("user", "m2"),
+            pair("assistant", "ok"),
+            pair("user", "m3"),
+            pair("assistant", "ok"),
+            pair("user", "m4"),
+        ]
+    );
+    assert_eq!(h.exchanges(&id).await.len(), 5, "the whole conversation is kept");
+}
+
+#[tokio::test]
+async fn a_conversation_of_100_exchanges_of_4000_characters_fits() {
+    let long_reply = "r".repeat(4000);
+    let reply = long_reply.clone();
+    let h = TestApp::builder()
+        .model_responder(move |_| text(&reply))
+        .build()
+        .await;
+    let message = "é".repeat(4000);
+    let id = h.say(None, &message).await.conversation_id().to_owned();
+    for _ in 1..100 {
+        let answer = h.say(Some(&id), &message).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+    }
+
+    let exchanges = h.exchanges(&id).await;
+    assert_eq!(exchanges.len(), 100);
+    assert!(exchanges.iter().all(|e| e.exchange.reply() == Some(long_reply.as_str())));
+    let largest = items(&h.aws, &conversation_table(&h.table))
+        .await
+        .iter()
+        .map(|item| item.iter().map(|(k, v)| k.len() + v.as_s().map_or(16, String::len)).sum::<usize>())
+        .max()
+        .unwrap();
+    assert!(largest < 40_000, "the largest item is {largest} bytes, far below 400 KB");
+    // The prompt stays flat: the window, not the conversation.
+    let last = h.model_requests().await.pop().unwrap();
+    let prompt_chars: usize = sent(&last).iter().map(|(_, content)| content.chars().count()).sum();
+    assert!(prompt_chars <= 24_000 + 4000, "{prompt_chars}");
+}
+
+#[tokio::test]
+async fn the_answer_of_a_failed_turn_names_its_conversation_and_is_kept() {
+    let h = TestApp::new(
+        vec![ResponseTemplate::new(500).set_body_json(json!({"error": {"message": "boom"}}))],
+        receipt(),
+    )
+    .await;
+
+    let answer = h.say(None, "hello").await;
+
+    assert_eq!(answer.status, StatusCode::BAD_GATEWAY, "{}", answer.raw);
+    let exchanges = h.exchanges(answer.conversation_id()).await;
+    assert_eq!(exchanges.len(), 1);
+    assert_eq!(exchanges[0].status, 502);
+    assert_eq!(exchanges[0].exchange.reply(), None);
+}
