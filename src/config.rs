@@ -171,11 +171,13 @@ impl Config {
     }
 }
 
-/// What `refund-chat-admin` needs (contract 9): the ledger, payments, and
-/// rule 2's window (an approval counts for its order from when it pays).
+/// What `refund-chat-admin` needs (contracts 9 and 11): the ledger, the
+/// conversations, payments, and rule 2's window (an approval counts for its
+/// order from when it pays).
 #[derive(Debug, Clone, PartialEq)]
 pub struct StaffConfig {
     pub ledger_table: String,
+    pub conversation_table: String,
     pub ledger_timeout: Duration,
     pub payments_base_url: String,
     pub payments_timeout: Duration,
@@ -191,6 +193,7 @@ impl StaffConfig {
         let vars = Vars(lookup);
         Ok(StaffConfig {
             ledger_table: vars.required("LEDGER_TABLE")?,
+            conversation_table: vars.required("CONVERSATION_TABLE")?,
             ledger_timeout: vars.secs("LEDGER_TIMEOUT_SECS", DEFAULT_LEDGER_TIMEOUT, false)?,
             payments_base_url: vars.url("PAYMENTS_BASE_URL", None)?,
             payments_timeout: vars.secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,

@@ -10,7 +10,7 @@ use aws_config::timeout::TimeoutConfig;
 use crate::config::Config;
 use crate::http::{App, Ports};
 use crate::http_client::money_path_client;
-use crate::ledger::dynamo::{DynamoLedger, client_for};
+use crate::ledger::dynamo::DynamoLedger;
 use crate::ledger::dynamo::conversations::DynamoConversations;
 use crate::record_then_pay::RecordedRefunds;
 use crate::refund::payments::HttpPayments;
@@ -66,10 +66,11 @@ where
 {
     let http = money_path_client()?;
     let ledger = DynamoLedger::from_sdk_config(ledger_aws, &config.ledger_table, config.ledger_timeout);
-    let conversations = DynamoConversations::new(
-        client_for(conversations_aws, config.ledger_timeout),
+    let conversations = DynamoConversations::from_sdk_config(
+        conversations_aws,
         &config.conversation_table,
         config.conversation_ttl,
+        config.ledger_timeout,
     );
     let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
     let refunds = RecordedRefunds::new(ledger.clone(), payments, config.limits);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use refund_chat::config::{
     Config, DEFAULT_IDEMPOTENCY_TTL, DEFAULT_LEDGER_TIMEOUT, DEFAULT_OPENAI_TIMEOUT, DEFAULT_PAYMENTS_TIMEOUT,
-    DEFAULT_RETRY_BACKOFF, LEDGER_OPERATIONS_PER_REQUEST,
+    CONVERSATION_OPERATIONS_PER_REQUEST, DEFAULT_RETRY_BACKOFF, LEDGER_OPERATIONS_PER_REQUEST,
 };
 use refund_chat::secrets::SECRET_READ_TIMEOUT;
 use refund_chat::turn::worst_case_duration;
@@ -48,6 +48,7 @@ fn timeouts_cover_the_worst_case_from_the_code() {
         "OPENAI_API_KEY_SECRET_ID" => Some("arn:aws:secretsmanager:eu-west-1:123456789012:secret:k".to_owned()),
         "PAYMENTS_BASE_URL" => Some("https://payments.internal".to_owned()),
         "LEDGER_TABLE" => Some("refund-ledger".to_owned()),
+        "CONVERSATION_TABLE" => Some("refund-chat-conversations".to_owned()),
         _ => env[name].as_str().map(str::to_owned),
     };
     let worst_case = Config::from_lookup(lookup).unwrap().worst_case();
@@ -55,9 +56,9 @@ fn timeouts_cover_the_worst_case_from_the_code() {
         worst_case,
         worst_case_duration(Duration::from_secs(20), Duration::from_secs(2), Duration::from_secs(10))
             + SECRET_READ_TIMEOUT
-            + DEFAULT_LEDGER_TIMEOUT * LEDGER_OPERATIONS_PER_REQUEST
+            + DEFAULT_LEDGER_TIMEOUT * (LEDGER_OPERATIONS_PER_REQUEST + CONVERSATION_OPERATIONS_PER_REQUEST)
     );
-    assert_eq!(worst_case, Duration::from_secs(131));
+    assert_eq!(worst_case, Duration::from_secs(139));
 
     let function_timeout = secs(&function["Properties"]["Timeout"]);
     assert_eq!(
@@ -125,14 +126,28 @@ fn the_deployment_is_the_contracts() {
     let policies = function["Properties"]["Policies"].as_array().unwrap();
     assert_eq!(policies.len(), 1);
     let statements = policies[0]["Statement"].as_array().unwrap();
-    assert_eq!(statements.len(), 3);
+    assert_eq!(statements.len(), 4);
     assert!(statements.iter().all(|s| s["Effect"] == "Allow"));
     assert_eq!(statements[0]["Action"], "secretsmanager:GetSecretValue");
     assert_eq!(statements[0]["Resource"], json!({"Ref": "OpenAiKeySecretArn"}));
     let env = &function["Properties"]["Environment"]["Variables"];
     assert_eq!(env["OPENAI_API_KEY_SECRET_ID"], json!({"Ref": "OpenAiKeySecretArn"}));
     let table = json!({"Fn::GetAtt": ["RefundLedger", "Arn"]});
-    let mut granted: Vec<&str> = statements[1..]
+    let actions = |statement: &Value| -> Vec<String> {
+        match &statement["Action"] {
+            Value::String(action) => vec![action.clone()],
+            actions => actions.as_array().unwrap().iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        }
+    };
+    let conversations = &statements[3];
+    assert_eq!(conversations["Resource"], json!({"Fn::GetAtt": ["ConversationTable", "Arn"]}));
+    assert_eq!(
+        actions(conversations),
+        refund_chat::ledger::dynamo::conversations::ACTIONS_USED,
+        "exactly what the code calls on conversations: no delete, no index"
+    );
+    assert_eq!(env["CONVERSATION_TABLE"], json!({"Ref": "ConversationTable"}));
+    let mut granted: Vec<&str> = statements[1..3]
         .iter()
         .flat_map(|statement| {
             assert_eq!(statement["Resource"], table, "ledger actions on the ledger only");
@@ -199,6 +214,24 @@ fn the_ledger_table_keeps_every_record() {
     for (property, expected) in schema.as_object().expect("an object") {
         assert_eq!(&properties[property], expected, "RefundLedger's {property}");
     }
+}
+
+#[test]
+fn the_conversation_table_is_the_codes_encrypted_and_expiring() {
+    let template = template();
+    let table = &template["Resources"]["ConversationTable"];
+    assert_eq!(table["Type"], "AWS::DynamoDB::Table");
+    let properties = &table["Properties"];
+    let schema = refund_chat::ledger::dynamo::schema::conversations_cloudformation();
+    for (property, expected) in schema.as_object().expect("an object") {
+        assert_eq!(&properties[property], expected, "ConversationTable's {property}");
+    }
+    assert_eq!(properties["SSESpecification"], json!({"SSEEnabled": true, "SSEType": "KMS"}));
+    assert_eq!(properties["TimeToLiveSpecification"]["Enabled"], true);
+    assert!(
+        properties["PointInTimeRecoverySpecification"].is_null(),
+        "a forgotten conversation must not live on in a backup"
+    );
 }
 
 #[test]

@@ -11,12 +11,15 @@
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use refund_chat::clock::{now_ms, parse_utc};
 use refund_chat::config::{FUNCTION_TIMEOUT, StaffConfig};
 use refund_chat::ledger::RefundRecord;
+use refund_chat::chat::Message;
 use refund_chat::ledger::dynamo::DynamoLedger;
+use refund_chat::ledger::dynamo::conversations::DynamoConversations;
 use refund_chat::ledger::{Confirmed, StaffDecision};
 use refund_chat::record_then_pay::approvals::{self, ApprovalError};
 use refund_chat::refund::payments::HttpPayments;
@@ -25,8 +28,8 @@ use refund_chat::untrusted::{self, visible};
 
 /// Approve, reject and resolve refunds, and export the audit trail.
 ///
-/// Configured like the function: LEDGER_TABLE, PAYMENTS_BASE_URL,
-/// PAYMENTS_TIMEOUT_SECS, LEDGER_TIMEOUT_SECS and the AWS chain.
+/// Configured like the function: LEDGER_TABLE, CONVERSATION_TABLE,
+/// PAYMENTS_BASE_URL, PAYMENTS_TIMEOUT_SECS, LEDGER_TIMEOUT_SECS and the AWS chain.
 #[derive(Parser)]
 #[command(name = "refund-chat-admin", version)]
 struct Cli {
@@ -63,6 +66,17 @@ enum Command {
     /// approval never reached payments): a new record, linked, paid once.
     Reissue {
         id: String,
+        #[arg(long, value_name = "NAME")]
+        by: String,
+    },
+    /// A whole conversation: every exchange, then its refund records.
+    Conversation { id: String },
+    /// The right to be forgotten: delete the customer's conversations and
+    /// request records, and remove their messages from their refund records
+    /// (which stay: they are the shop's financial record). Recorded.
+    Forget {
+        #[arg(long, value_name = "USER")]
+        customer: String,
         #[arg(long, value_name = "NAME")]
         by: String,
     },
@@ -153,7 +167,12 @@ async fn main() -> ExitCode {
 async fn run(command: Command, config: &StaffConfig) -> Ending {
     let aws = refund_chat::startup::aws_config().await;
     let ledger = DynamoLedger::from_sdk_config(&aws, &config.ledger_table, config.ledger_timeout);
+    // The TTL only matters to the function's writes; the admin reads and deletes.
+    let conversations =
+        DynamoConversations::from_sdk_config(&aws, &config.conversation_table, Duration::ZERO, config.ledger_timeout);
     let result = match command {
+        Command::Conversation { id } => conversation(&ledger, &conversations, &id).await,
+        Command::Forget { customer, by } => forget(&ledger, &conversations, &customer, &by).await,
         Command::Pending => pending(&ledger).await,
         Command::Show { id } => show(&ledger, &id).await,
         Command::Approve { id, by } => pay(&ledger, config, &id, &by, Payment::Approval).await,
@@ -210,6 +229,98 @@ async fn show(ledger: &DynamoLedger, id: &str) -> Outcome {
             if value.is_empty() { "-".into() } else { visible(&value) }
         );
     }
+    Ok(Ending::Done)
+}
+
+async fn conversation(ledger: &DynamoLedger, conversations: &DynamoConversations, id: &str) -> Outcome {
+    let Some(transcript) = conversations.transcript(id, now_ms()).await? else {
+        return Ok(Ending::Refused(format!("no conversation {} (or it expired)", visible(id))));
+    };
+    println!("conversation  {}", visible(&transcript.id));
+    println!("customer      {}", visible(&transcript.customer));
+    println!("created       {}", transcript.created_at);
+    println!("last exchange {}", transcript.updated_at);
+    println!("expires       {}", refund_chat::clock::rfc3339(transcript.expires_at_s * 1000));
+    println!("exchanges     {}", transcript.exchanges.len());
+    let mut record_ids = Vec::new();
+    for stored in &transcript.exchanges {
+        println!();
+        println!(
+            "#{}  {}  request {}  status {}",
+            stored.seq,
+            stored.created_at,
+            visible(&stored.request_id),
+            stored.status
+        );
+        for message in &stored.exchange.messages {
+            for line in transcript_lines(message) {
+                println!("  {line}");
+            }
+        }
+        record_ids.push(stored.refund_record.clone());
+    }
+    println!();
+    let mut records = Vec::new();
+    for record_id in record_ids.iter().filter(|id| !id.is_empty()) {
+        if let Some(record) = ledger.record(record_id).await? {
+            records.push(record);
+        }
+    }
+    if records.is_empty() {
+        println!("no refund records in this conversation");
+    } else {
+        let rows: Vec<Vec<String>> = records.iter().map(|r| row(r, [r.state.as_str().to_owned()])).collect();
+        print_table(&["ID", "CREATED (UTC)", "CUSTOMER", "ORDER", "AMOUNT", "STATE"], &rows);
+    }
+    Ok(Ending::Done)
+}
+
+/// One message of a transcript, as lines for a terminal: all of it is text
+/// a customer or the model wrote, so all of it is made visible.
+fn transcript_lines(message: &Message) -> Vec<String> {
+    match message {
+        Message::System(text) => vec![format!("system: {}", visible(text))],
+        Message::User(text) => vec![format!("customer: {}", visible(text))],
+        Message::Assistant { content, tool_calls } => content
+            .iter()
+            .filter(|text| !text.is_empty())
+            .map(|text| format!("assistant: {}", visible(text)))
+            .chain(tool_calls.iter().map(|call| {
+                format!(
+                    "assistant calls {} {}",
+                    visible(&call.name),
+                    visible(&call.arguments)
+                )
+            }))
+            .collect(),
+        Message::Tool { content, .. } => vec![format!("tool result: {}", visible(content))],
+    }
+}
+
+async fn forget(ledger: &DynamoLedger, conversations: &DynamoConversations, customer: &str, by: &str) -> Outcome {
+    let now = now_ms();
+    let ids = conversations.of_customer(customer).await?;
+    for id in &ids {
+        conversations.delete(id).await?;
+    }
+    let forgotten = ledger.forget_customer(customer, by, now).await?;
+    ledger.record_forget(customer, by, now, forgotten, ids.len()).await?;
+    tracing::info!(
+        event = "staff_decision",
+        action = "forget",
+        by,
+        conversations_deleted = ids.len(),
+        messages_removed = forgotten.messages_removed,
+        request_records_deleted = forgotten.request_records_deleted,
+    );
+    println!(
+        "forgot {}: {} conversation(s) deleted, the message removed from {} refund record(s), {} request record(s) \
+         deleted; the refund records stay (the shop's financial record)",
+        visible(customer),
+        ids.len(),
+        forgotten.messages_removed,
+        forgotten.request_records_deleted
+    );
     Ok(Ending::Done)
 }
 

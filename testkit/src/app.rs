@@ -332,10 +332,11 @@ impl<K: ApiKeySource> TestApp<K> {
 
     /// The conversation table, as the function's adapter sees it.
     pub fn conversations(&self) -> refund_chat::ledger::dynamo::conversations::DynamoConversations {
-        refund_chat::ledger::dynamo::conversations::DynamoConversations::new(
-            aws_sdk_dynamodb::Client::new(&self.aws),
+        refund_chat::ledger::dynamo::conversations::DynamoConversations::from_sdk_config(
+            &self.aws,
             conversation_table(&self.table),
             self.app.config().conversation_ttl,
+            LEDGER_TIMEOUT,
         )
     }
 

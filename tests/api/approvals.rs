@@ -15,7 +15,7 @@ use refund_chat_testkit::*;
 const BIG_REFUND: &str = "The sofa from order D-4001 arrived torn: refund D-4001 12000";
 
 /// Runs the admin binary against `ledger` (an AWS endpoint) and `payments`.
-async fn admin(table: &str, ledger: &str, payments: &str, args: &[&str]) -> Output {
+pub(crate) async fn admin(table: &str, ledger: &str, payments: &str, args: &[&str]) -> Output {
     admin_with(table, ledger, payments, &[], args).await
 }
 
@@ -26,6 +26,7 @@ async fn admin_with(table: &str, ledger: &str, payments: &str, env: &[(&str, &st
         .env_clear()
         .envs(env.iter().copied())
         .env("LEDGER_TABLE", table)
+        .env("CONVERSATION_TABLE", conversation_table(table))
         .env("PAYMENTS_BASE_URL", payments)
         .env("PAYMENTS_TIMEOUT_SECS", "0.5")
         .env("AWS_ENDPOINT_URL", ledger)
@@ -37,11 +38,11 @@ async fn admin_with(table: &str, ledger: &str, payments: &str, env: &[(&str, &st
         .expect("run refund-chat-admin")
 }
 
-fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 

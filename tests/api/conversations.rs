@@ -390,3 +390,118 @@ async fn the_answer_of_a_failed_turn_names_its_conversation_and_is_kept() {
     assert_eq!(exchanges[0].status, 502);
     assert_eq!(exchanges[0].exchange.reply(), None);
 }
+
+#[tokio::test]
+async fn the_items_expiry_moves_before_the_conversation_could_outlive_them() {
+    let h = TestApp::new(vec![text("Hello."), text("Again.")], receipt()).await;
+    let id = h.say(None, "hello").await.conversation_id().to_owned();
+    // As if its first exchange had been written a TTL ago.
+    let client = aws_sdk_dynamodb::Client::new(&h.aws);
+    client
+        .update_item()
+        .table_name(conversation_table(&h.table))
+        .key("pk", AttributeValue::S(id.clone()))
+        .key("sk", AttributeValue::S(HEAD.into()))
+        .update_expression("SET items_expire_at = :soon")
+        .expression_attribute_values(":soon", AttributeValue::N((refund_chat::clock::now_ms() / 1000 + 60).to_string()))
+        .send()
+        .await
+        .unwrap();
+
+    assert_eq!(h.say(Some(&id), "still there?").await.status, StatusCode::OK);
+
+    let ttl = h.app.config().conversation_ttl.as_secs();
+    let now_s = refund_chat::clock::now_ms() / 1000;
+    let items: Vec<_> = items(&h.aws, &conversation_table(&h.table))
+        .await
+        .into_iter()
+        .filter(|item| attr(item, "pk") == Some(id.as_str()))
+        .collect();
+    assert_eq!(items.len(), 1 + 2 + 2, "the header, two exchanges, two scope marks");
+    let expiry = |item: &std::collections::HashMap<String, AttributeValue>, name: &str| -> u64 {
+        item[name].as_n().unwrap().parse().unwrap()
+    };
+    let head = items.iter().find(|item| attr(item, "sk") == Some(HEAD)).unwrap();
+    let header_expiry = expiry(head, "expires_at");
+    assert!(header_expiry >= now_s + ttl - 5);
+    for item in items.iter().filter(|item| attr(item, "sk") != Some(HEAD)) {
+        assert!(expiry(item, "expires_at") >= header_expiry, "{item:?} would expire before its conversation");
+    }
+    assert!(expiry(head, "items_expire_at") >= header_expiry);
+}
+
+#[tokio::test]
+async fn the_transcript_shows_every_exchange_its_refunds_and_no_control_character() {
+    let h = TestApp::new(
+        vec![text("Which order?"), refund_call("c1", "A-1001", 1250), text("Done.")],
+        receipt(),
+    )
+    .await;
+    let payments = wiremock::MockServer::start().await;
+    let id = h.say(None, "my mug \u{1b}[2Jarrived broken").await.conversation_id().to_owned();
+    h.say(Some(&id), "A-1001, 12.50").await;
+    let record_id = attr(&h.refund_records().await[0], "record_id").unwrap().to_owned();
+
+    let shown = crate::approvals::admin(&h.table, &moto().endpoint, &payments.uri(), &["conversation", &id]).await;
+
+    assert_eq!(shown.status.code(), Some(0), "{}", crate::approvals::stderr(&shown));
+    let out = crate::approvals::stdout(&shown);
+    assert!(!out.contains('\u{1b}'), "{out}");
+    assert!(out.contains("customer: my mug \\u{1b}[2Jarrived broken"), "{out}");
+    assert!(out.contains("assistant: Which order?"), "{out}");
+    assert!(out.contains("assistant calls issue_refund"), "{out}");
+    assert!(out.contains("tool result: "), "{out}");
+    assert!(out.contains(&record_id), "the conversation's refund records: {out}");
+    let record = crate::approvals::admin(&h.table, &moto().endpoint, &payments.uri(), &["show", &record_id]).await;
+    let out = crate::approvals::stdout(&record);
+    assert!(
+        out.lines().any(|line| line.starts_with("conversation_id") && line.ends_with(&id)),
+        "show names the conversation: {out}"
+    );
+}
+
+#[tokio::test]
+async fn forgetting_a_customer_deletes_their_conversations_and_messages_and_keeps_their_refunds() {
+    let h = TestApp::builder().model_responder(refunding_model).build().await;
+    // Above the automatic limit: the record keeps the message for an approver.
+    let mine = h
+        .say_with(None, "refund D-4001 12000 Zanzibar-quokka", &[("idempotency-key", "k-1")])
+        .await;
+    assert_eq!(mine.status, StatusCode::OK, "{}", mine.raw);
+    let other = send_as(
+        &h.app,
+        post_event_as("u-2002", &json!({"user_id": "u-2002", "message": "refund B-1 100"}).to_string(), &[]),
+        &fresh_request_id(),
+        0,
+    )
+    .await;
+    let payments = wiremock::MockServer::start().await;
+
+    let forgot = crate::approvals::admin(
+        &h.table,
+        &moto().endpoint,
+        &payments.uri(),
+        &["forget", "--customer", USER, "--by", "dpo@shop"],
+    )
+    .await;
+
+    assert_eq!(forgot.status.code(), Some(0), "{}", crate::approvals::stderr(&forgot));
+    assert!(h.exchanges(mine.conversation_id()).await.is_empty());
+    let left: Vec<_> = items(&h.aws, &conversation_table(&h.table)).await;
+    assert!(left.iter().all(|item| attr(item, "pk") == Some(other.conversation_id())), "{left:?}");
+    let ledger = h.ledger().await;
+    let records: Vec<_> = ledger.iter().filter(|i| attr(i, "kind") == Some("refund")).collect();
+    assert_eq!(records.len(), 2, "every refund record stays");
+    let record = records.iter().find(|r| attr(r, "user_id") == Some(USER)).unwrap();
+    assert_eq!(attr(record, "customer_message"), None);
+    assert_eq!(attr(record, "message_forgotten_by"), Some("dpo@shop"));
+    assert!(attr(record, "message_forgotten_at").is_some());
+    assert!(
+        !ledger.iter().any(|i| attr(i, "kind") == Some("request")),
+        "the customer's stored answers went too"
+    );
+    let audit: Vec<_> = ledger.iter().filter(|i| attr(i, "kind") == Some("forget")).collect();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(attr(audit[0], "by"), Some("dpo@shop"));
+    assert!(!format!("{ledger:?}").contains("Zanzibar-quokka"), "the message is nowhere in the ledger");
+}

@@ -45,6 +45,12 @@ use crate::ledger::{Appended, Begun, ConversationLease, ConversationStore, HeldC
 use crate::refund::RefundScope;
 
 pub const SORT_KEY: &str = "sk";
+
+/// The DynamoDB actions the function calls on the conversation table: its
+/// role grants exactly these (`tests/template.rs` checks it). The append's
+/// transaction is authorised as its `UpdateItem` and `PutItem`s. Deletes and
+/// the `by_customer` index are the support team's alone.
+pub const ACTIONS_USED: &[&str] = &["dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"];
 pub const HEAD: &str = "head";
 const EXCHANGE_PREFIX: &str = "x#";
 const SCOPE_PREFIX: &str = "scope#";
@@ -60,6 +66,9 @@ pub struct DynamoConversations {
     client: aws_sdk_dynamodb::Client,
     table: String,
     ttl: Duration,
+    /// `LEDGER_TIMEOUT_SECS`: what the client bounds each operation to, and
+    /// this adapter the expiry's move (several operations) as a whole.
+    bound: Duration,
 }
 
 /// An exchange as stored, with what the transcript shows beside it.
@@ -85,12 +94,18 @@ pub struct Transcript {
 }
 
 impl DynamoConversations {
-    /// `client` is the ledger's (one HTTP client, one bound per operation).
-    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>, ttl: Duration) -> Self {
+    /// A client on the shared AWS configuration, every operation bounded by `bound`.
+    pub fn from_sdk_config(
+        sdk: &aws_config::SdkConfig,
+        table: impl Into<String>,
+        ttl: Duration,
+        bound: Duration,
+    ) -> Self {
         DynamoConversations {
-            client,
+            client: super::client_for(sdk, bound),
             table: table.into(),
             ttl,
+            bound,
         }
     }
 
@@ -434,7 +449,11 @@ impl ConversationStore for DynamoConversations {
             Some(_) => return Err(LedgerError::Conflict("the conversation's lease was lost".into())),
         }
         if held.items_expire_at_s < self.header_expiry_s(now_ms) {
-            self.extend_items(id, items_expire).await?;
+            // Bounded as one operation; a failure is tried again on the next append.
+            let extended = tokio::time::timeout(self.bound, self.extend_items(id, items_expire)).await;
+            if let Err(error) = extended.unwrap_or(Err(LedgerError::Timeout)) {
+                tracing::warn!(event = "conversation", op = "extend_expiry", error = %error);
+            }
         }
         Ok(Appended::Appended)
     }

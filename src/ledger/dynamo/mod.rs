@@ -44,6 +44,7 @@
 //! recognise as success. No write can apply twice.
 
 pub mod conversations;
+pub mod forget;
 mod refunds;
 mod requests;
 pub mod schema;
