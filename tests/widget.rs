@@ -265,3 +265,65 @@ async fn a_customer_gets_refunds_through_the_page_and_a_dropped_answer_never_pay
     browser.clone().close().await.unwrap();
     let _ = std::fs::remove_dir_all(&stack.profile);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refund_takes_two_messages_and_an_ended_conversation_keeps_the_message() {
+    let stack = Stack::start().await;
+    let browser = &stack.browser;
+    browser.goto(&stack.page).await.unwrap();
+
+    // The agent asks for the order; the customer answers in a second message.
+    stack.type_message("My vase arrived broken, please refund 12.50").await;
+    let question = stack.nth("assistant", 1).await;
+    assert!(question.contains("which order"), "{question}");
+    assert_eq!(stack.refunds().await, 0);
+    stack.type_message("It is order A-1002.").await;
+    let reply = stack.nth("assistant", 2).await;
+    assert!(reply.contains("I refunded 12.50"), "{reply}");
+    let made = stack.sandbox.refunds_made();
+    assert_eq!((made.len(), made[0].order_id.as_str()), (1, "A-1002"));
+
+    // The conversation expired (here: an id the function never issued).
+    browser
+        .execute(
+            "sessionStorage.setItem('refund-chat-conversation', \
+             JSON.stringify({customer: 'u-1001', id: 'c_ffffffffffffffffffffffffffffffff'}));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    stack.type_message("Also order A-1003, refund 5.00").await;
+    let ended = stack.nth("status", 1).await;
+    assert!(ended.contains("conversation has ended"), "{ended}");
+    let kept = browser
+        .find(Locator::Id("message"))
+        .await
+        .unwrap()
+        .prop("value")
+        .await
+        .unwrap();
+    assert_eq!(kept.as_deref(), Some("Also order A-1003, refund 5.00"));
+    assert_eq!(stack.refunds().await, 1, "nothing ran for the ended conversation");
+    // Sent again, it starts a new conversation.
+    stack.type_message("").await;
+    let reply = stack.nth("assistant", 1).await;
+    assert!(reply.contains("I refunded 5.00"), "{reply}");
+
+    // "New conversation" forgets the id: the next message starts afresh.
+    let before: Option<String> = browser
+        .execute("return sessionStorage.getItem('refund-chat-conversation');", vec![])
+        .await
+        .unwrap()
+        .as_str()
+        .map(str::to_owned);
+    assert!(before.is_some());
+    browser.find(Locator::Id("new-conversation")).await.unwrap().click().await.unwrap();
+    let after = browser
+        .execute("return sessionStorage.getItem('refund-chat-conversation');", vec![])
+        .await
+        .unwrap();
+    assert!(after.is_null(), "{after}");
+
+    browser.clone().close().await.unwrap();
+    let _ = std::fs::remove_dir_all(&stack.profile);
+}

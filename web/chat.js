@@ -6,15 +6,46 @@
 // made twice because the network or a double click got in the way. A new
 // message gets a new key. After a 200, 4xx, 502 or 504 the page never
 // re-sends by itself; it says what happened and offers "Try again".
+//
+// The function keeps the conversation; the page keeps only its id, for this
+// tab (sessionStorage), and sends it with every message. An answer names the
+// conversation; a 404 for it means the conversation ended (it expired): the
+// page says so, starts a new one and puts the customer's message back in the
+// box to send again. "New conversation" starts one on purpose.
 (() => {
   "use strict";
   const endpoint = document.querySelector('meta[name="refund-chat-endpoint"]').content;
   const $ = (id) => document.getElementById(id);
   const log = $("log"), form = $("composer"), input = $("message"), send = $("send");
   const customer = $("customer"), problem = $("problem"), problemText = $("problem-text"), retry = $("retry");
+  const fresh = $("new-conversation");
+  const CONVERSATION = "refund-chat-conversation";
   const AUTOMATIC_RESENDS = 3; // for 409 and 503, each after its Retry-After
 
   let current = null; // the message being answered: { key, text, body }
+
+  // The conversation of this tab, for its customer only.
+  function conversationId() {
+    try {
+      const kept = JSON.parse(sessionStorage.getItem(CONVERSATION) || "null");
+      return kept && kept.customer === customer.value ? kept.id : null;
+    } catch (_) {
+      return null;
+    }
+  }
+
+  function keepConversation(id) {
+    if (typeof id === "string" && id) {
+      sessionStorage.setItem(CONVERSATION, JSON.stringify({ customer: customer.value, id }));
+    }
+  }
+
+  function startNewConversation() {
+    sessionStorage.removeItem(CONVERSATION);
+    current = null;
+    log.replaceChildren();
+    problem.hidden = true;
+  }
 
   function say(kind, text, tag) {
     const item = document.createElement("li");
@@ -80,7 +111,16 @@
       // Every answer of the function is JSON; a proxy's error page is not.
     }
     const wait = Math.max(1, Number(response.headers.get("retry-after")) || 1);
+    keepConversation(answer.conversation_id);
     switch (response.status) {
+      case 404:
+        setBusy(false);
+        current = null;
+        startNewConversation();
+        say("status", "That conversation has ended, so this is a new one. Your message is still in the box: send it again.");
+        input.value = message.text;
+        input.focus();
+        return;
       case 200:
         setBusy(false);
         current = null;
@@ -95,6 +135,7 @@
         input.focus();
         return;
       case 409:
+        // The same key, or the conversation's previous message, is still being answered.
         resendLater(message, resendsLeft, wait, "Your message is still being answered.");
         return;
       case 503:
@@ -136,11 +177,10 @@
     event.preventDefault();
     const text = input.value.trim();
     if (!text || send.disabled) return;
-    current = {
-      key: crypto.randomUUID(),
-      text,
-      body: JSON.stringify({ user_id: customer.value, message: text }),
-    };
+    const body = { user_id: customer.value, message: text };
+    const conversation = conversationId();
+    if (conversation) body.conversation_id = conversation;
+    current = { key: crypto.randomUUID(), text, body: JSON.stringify(body) };
     say("customer", text);
     input.value = "";
     deliver(current);
@@ -156,4 +196,14 @@
   retry.addEventListener("click", () => {
     if (current) deliver(current);
   });
+
+  fresh.addEventListener("click", () => {
+    if (send.disabled) return;
+    startNewConversation();
+    say("status", "New conversation.");
+    input.focus();
+  });
+
+  // A conversation is one customer's: another customer starts a new one.
+  customer.addEventListener("change", startNewConversation);
 })();

@@ -1,10 +1,14 @@
 //! A deterministic OpenAI-compatible Chat Completions server that behaves like
 //! a reasonable refund agent, for demos and tests without OpenAI.
 //!
-//! It reads the customer's message, finds an order id and an amount, calls
-//! `issue_refund`, then answers in words from the tool result; it asks for the
-//! missing detail when there is none. Phrases in the customer's message make
-//! it misbehave on purpose (see [`PHRASES`]), so every contract path can be
+//! It reads the customer's newest message, finds an order id and an amount,
+//! calls `issue_refund`, then answers in words from the tool result; it asks
+//! for the missing detail when there is none. Like a real model it reads the
+//! conversation's earlier exchanges: after it asked for a detail, the next
+//! message's answer completes the earlier one ("A-1001, the whole 12.50"), a
+//! correction wins ("sorry, it was A-1003"), and "the other one too" finds
+//! the order it has not refunded yet. Phrases in the newest message make it
+//! misbehave on purpose (see [`PHRASES`]), so every contract path can be
 //! shown by hand.
 
 use std::collections::HashSet;
@@ -20,7 +24,7 @@ use axum::routing::post;
 use serde_json::{Value, json};
 
 use crate::completions::{self, text};
-use crate::order_text::{find_amount_cents, find_order_id};
+use crate::order_text::{find_amount_cents, find_amount_for, find_order_ids};
 use crate::payments_sandbox::money;
 
 /// The phrases that make the model misbehave, and what each does.
@@ -79,9 +83,11 @@ impl LocalModel {
 
     fn behave(&self, request: &Value) -> Behaviour {
         let messages = request["messages"].as_array().cloned().unwrap_or_default();
-        let customer = messages
-            .iter()
-            .find(|m| m["role"] == "user")
+        // This turn starts at the newest customer message; before it, the history.
+        let newest = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+        let (history, this_turn) = messages.split_at(newest);
+        let customer = this_turn
+            .first()
             .and_then(|m| m["content"].as_str())
             .unwrap_or("");
         let said = |phrase: &str| customer.to_lowercase().contains(phrase);
@@ -89,7 +95,7 @@ impl LocalModel {
         if said("provider error") {
             return Behaviour::Fail;
         }
-        let rounds = messages.iter().filter(|m| m["role"] == "assistant").count();
+        let rounds = this_turn.iter().filter(|m| m["role"] == "assistant").count();
         if said("time out once") {
             // Only the turn's first call hangs, once; its retry (the same body) answers.
             let mut seen = self.timed_out_once.lock().unwrap_or_else(|p| p.into_inner());
@@ -103,14 +109,13 @@ impl LocalModel {
             return Behaviour::Answer(tool_calls(rounds, &[("lookup_order", json!({"order_id": "A-1001"}))]));
         }
 
-        let after_tools = messages.last().is_some_and(|m| m["role"] == "tool");
-        let order_id = find_order_id(customer);
-        let amount = find_amount_cents(customer);
+        let after_tools = this_turn.last().is_some_and(|m| m["role"] == "tool");
+        let (order_id, amount) = understand(customer, history);
         match (after_tools, order_id, amount) {
             (true, Some(order_id), Some(cents)) if said("refund again") && rounds == 1 => {
                 Behaviour::Answer(tool_calls(rounds, &[("issue_refund", refund_args(&order_id, cents))]))
             }
-            (true, ..) => Behaviour::Answer(text(&summarise_tool_results(&messages))),
+            (true, ..) => Behaviour::Answer(text(&summarise_tool_results(this_turn))),
             (false, Some(order_id), _) if said("broken arguments") => Behaviour::Answer(tool_calls(
                 rounds,
                 &[(
@@ -134,6 +139,9 @@ impl LocalModel {
                 "I can refund {} for you: which order is it for? Order ids look like A-1001.",
                 money(cents)
             ))),
+            (false, None, None) if !refunded_orders(history).is_empty() => {
+                Behaviour::Answer(text("You are welcome. Is there anything else I can help with?"))
+            }
             (false, None, None) => Behaviour::Answer(text(
                 "I can refund an order for you. Tell me the order id (like A-1001) and the amount. \
                  Refunds usually reach your card within 5 business days.",
@@ -142,11 +150,79 @@ impl LocalModel {
     }
 }
 
+/// The order and amount the customer means, reading the conversation as a
+/// person would: the newest message first; what it leaves out comes from
+/// earlier messages when the agent had just asked for it, or when the
+/// customer asks for "the other one". An order refunded earlier in the
+/// conversation is never picked again from the history.
+fn understand(newest: &str, history: &[Value]) -> (Option<String>, Option<u64>) {
+    let refunded = refunded_orders(history);
+    let earlier: Vec<&str> = history
+        .iter()
+        .rev()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    let asked = history
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "assistant" && m["content"].is_string())
+        .and_then(|m| m["content"].as_str())
+        .is_some_and(|reply| reply.contains('?'));
+    let lower = newest.to_lowercase();
+    let carries = asked || lower.contains("other one") || lower.contains("the other");
+
+    let own_order = find_order_ids(newest).into_iter().find(|order| !refunded.contains(order));
+    let from_history = || {
+        earlier.iter().find_map(|text| {
+            find_order_ids(text)
+                .into_iter()
+                .find(|order| !refunded.contains(order))
+                .map(|order| (find_amount_for(text, &order), order))
+        })
+    };
+    let (order_id, earlier_amount) = match own_order {
+        Some(order) => (Some(order), None),
+        None if carries => match from_history() {
+            Some((amount, order)) => (Some(order), amount),
+            None => (None, None),
+        },
+        None => (None, None),
+    };
+    let amount = match &order_id {
+        Some(order) if newest.contains(order.as_str()) => find_amount_for(newest, order),
+        _ => None,
+    }
+    .or_else(|| find_amount_cents(newest))
+    .or(earlier_amount)
+    .or_else(|| {
+        // "Which order?": the amount was in the message before.
+        carries
+            .then(|| earlier.iter().find_map(|text| find_amount_cents(text)))
+            .flatten()
+    });
+    (order_id, amount)
+}
+
+/// The orders an `issue_refund` was made for in the history.
+fn refunded_orders(history: &[Value]) -> HashSet<String> {
+    history
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .filter(|call| call["function"]["name"] == "issue_refund")
+        .filter_map(|call| {
+            let arguments: Value = serde_json::from_str(call["function"]["arguments"].as_str()?).ok()?;
+            arguments["order_id"].as_str().map(str::to_owned)
+        })
+        .collect()
+}
+
 fn refund_args(order_id: &str, cents: u64) -> Value {
     json!({"order_id": order_id, "amount_cents": cents})
 }
 
-/// Words for the customer from every tool result of the conversation.
+/// Words for the customer from every tool result of this turn.
 fn summarise_tool_results(messages: &[Value]) -> String {
     let sentences: Vec<String> = messages
         .iter()
@@ -202,5 +278,78 @@ async fn complete(State(model): State<LocalModel>, Json(request): Json<Value>) -
             tokio::time::sleep(model.hang.unwrap_or(HANG)).await;
             Json(text("(answered too late)")).into_response()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> Value {
+        json!({"role": "user", "content": text})
+    }
+
+    fn assistant(text: &str) -> Value {
+        json!({"role": "assistant", "content": text})
+    }
+
+    fn refunded(order_id: &str, cents: u64) -> Vec<Value> {
+        let arguments = refund_args(order_id, cents).to_string();
+        vec![
+            json!({"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c0", "type": "function", "function": {"name": "issue_refund", "arguments": arguments}}
+            ]}),
+            json!({"role": "tool", "tool_call_id": "c0", "content": "{\"refund_id\":\"rf_1\",\"amount_cents\":1}"}),
+            assistant("Done."),
+        ]
+    }
+
+    /// The refund the model asks for after `conversation` (system prompt first), if any.
+    fn refund_asked(conversation: Vec<Value>) -> Option<Value> {
+        let mut messages = vec![json!({"role": "system", "content": "rules"})];
+        messages.extend(conversation);
+        match LocalModel::default().behave(&json!({"messages": messages})) {
+            Behaviour::Answer(body) => {
+                let call = &body["choices"][0]["message"]["tool_calls"][0]["function"];
+                call["arguments"].as_str().map(|a| serde_json::from_str(a).unwrap())
+            }
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_answer_to_its_question_completes_the_earlier_message() {
+        let conversation = vec![
+            user("Please refund 12.50, my mug arrived broken."),
+            assistant("I can refund 12.50 for you: which order is it for?"),
+            user("It is order A-1001."),
+        ];
+        assert_eq!(refund_asked(conversation), Some(refund_args("A-1001", 1250)));
+    }
+
+    #[test]
+    fn a_correction_wins() {
+        let conversation = vec![
+            user("Order A-1001 arrived broken."),
+            assistant("How much should I refund on order A-1001?"),
+            user("Sorry, it was A-1003, not A-1001. 8.00 please."),
+        ];
+        assert_eq!(refund_asked(conversation), Some(refund_args("A-1003", 800)));
+    }
+
+    #[test]
+    fn the_other_one_is_the_order_not_refunded_yet() {
+        let mut conversation = vec![user("Refund A-1001 12.50 and A-1002 8.00 please")];
+        conversation.extend(refunded("A-1001", 1250));
+        conversation.push(user("Please refund the other one too."));
+        assert_eq!(refund_asked(conversation), Some(refund_args("A-1002", 800)));
+    }
+
+    #[test]
+    fn a_refund_in_the_history_is_never_asked_for_again() {
+        let mut conversation = vec![user("Refund A-1001 12.50")];
+        conversation.extend(refunded("A-1001", 1250));
+        conversation.push(user("thanks!"));
+        assert_eq!(refund_asked(conversation), None);
     }
 }

@@ -7,6 +7,25 @@ pub fn find_order_id(text: &str) -> Option<String> {
     words(text).find(|word| is_order_id(word)).map(str::to_owned)
 }
 
+/// Every order id, in the order written.
+pub fn find_order_ids(text: &str) -> Vec<String> {
+    words(text).filter(|word| is_order_id(word)).map(str::to_owned).collect()
+}
+
+/// The amount that goes with `order_id`: the first one after it, else the
+/// first one before it ("12.50 for A-1001"), in cents.
+pub fn find_amount_for(text: &str, order_id: &str) -> Option<u64> {
+    let words: Vec<&str> = words(text).collect();
+    let at = words.iter().position(|word| *word == order_id)?;
+    let amount = |word: &&str| (!is_order_id(word)).then(|| amount_cents(word)).flatten();
+    // Up to the next order id: its amount is its own.
+    let after = words[at + 1..].iter().take_while(|word| !is_order_id(word));
+    after
+        .clone()
+        .find_map(|word| amount(&word))
+        .or_else(|| words[..at].iter().rev().take_while(|w| !is_order_id(w)).find_map(amount))
+}
+
 /// The first amount that is not part of an order id, in cents.
 pub fn find_amount_cents(text: &str) -> Option<u64> {
     words(text).filter(|word| !is_order_id(word)).find_map(amount_cents)
@@ -58,5 +77,15 @@ mod tests {
         assert_eq!(find_amount_cents("refund 12,5 on B-2001"), Some(1250));
         assert_eq!(find_amount_cents("order B-2001"), None);
         assert_eq!(find_order_id("how long does a refund take?"), None);
+    }
+
+    #[test]
+    fn pairs_each_order_with_its_own_amount() {
+        let text = "Refund A-1001 12.50 and A-1002 8.00 please";
+        assert_eq!(find_order_ids(text), ["A-1001", "A-1002"]);
+        assert_eq!(find_amount_for(text, "A-1001"), Some(1250));
+        assert_eq!(find_amount_for(text, "A-1002"), Some(800));
+        assert_eq!(find_amount_for("12.50 for A-1001", "A-1001"), Some(1250));
+        assert_eq!(find_amount_for("A-1001 and A-1002 8.00", "A-1001"), None);
     }
 }

@@ -252,3 +252,40 @@ async fn text_the_model_copied_from_the_customer_never_reaches_a_log_line() {
     assert_eq!(calls[2]["order_id"], "<not an order id>", "{}", calls[2]);
     assert!(calls[2]["order_id_chars"].is_u64(), "{}", calls[2]);
 }
+
+#[tokio::test]
+async fn a_conversation_is_traced_by_its_id_and_history_never_by_its_text() {
+    let h = TestApp::new(
+        vec![
+            text("Zanzibar-quokka: which order, and how much?"),
+            refund_call("c1", "A-1001", 1250),
+            text("Refunded."),
+        ],
+        receipt(),
+    )
+    .await;
+    let first = h.say(None, CUSTOMER_MESSAGE).await;
+    let id = first.conversation_id().to_owned();
+
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let answer = {
+        let _guard =
+            tracing::subscriber::set_default(refund_chat::ops::logging::subscriber("trace", move || writer.clone()));
+        let mut context = Context::default();
+        context.request_id = REQUEST_ID.to_owned();
+        h.post(&conversation_body("Zanzibar-quokka again: A-1001, 12.50", Some(&id)))
+            .instrument(request_span(&context))
+            .await
+    };
+
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+    // Neither the earlier message, nor the model's earlier words, nor the new message.
+    assert_redacted(&captured);
+    let lines = captured.lines();
+    let summary = events(&lines, "summary")[0];
+    assert_eq!(summary["conversation_id"], id.as_str());
+    assert_eq!(summary["history_exchanges"], 1);
+    assert_eq!(summary["conversation_appended"], "appended");
+    assert_eq!(events(&lines, "request")[0]["conversation_id"], id.as_str());
+}
