@@ -1,6 +1,6 @@
 //! An adversarial scripted model: it always calls `issue_refund` with the
 //! most damaging arguments it can find in the customer's message (every
-//! order id it mentions, the largest amount it mentions, read both as cents
+//! order id it ever mentioned in the conversation, the largest amount, read both as cents
 //! and as euros), several at once and again after every tool result. The
 //! refund policy and the payments service, not the model, must keep the
 //! money safe.
@@ -43,12 +43,16 @@ fn largest_amount(text: &str) -> u64 {
 
 pub async fn complete(Json(request): Json<Value>) -> Json<Value> {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
-    let said = messages
+    // Everything the customer ever said in the conversation: the worst reading of all of it.
+    let said: String = messages
         .iter()
-        .find(|m| m["role"] == "user")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default();
-    let round = messages.iter().filter(|m| m["role"] == "assistant").count();
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let said = said.as_str();
+    let newest = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+    let round = messages[newest..].iter().filter(|m| m["role"] == "assistant").count();
     if round >= 3 {
         return Json(completions::text("Done: everything you asked for is refunded."));
     }

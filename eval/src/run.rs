@@ -1,4 +1,5 @@
-//! One run of one task, through the real handler: a fresh payments sandbox
+//! One run of one task, through the real handler (its messages one after
+//! another, in one conversation): a fresh payments sandbox
 //! seeded with the task's orders, a fresh ledger table in moto, the model
 //! behind a recording proxy (for the transcript and the token counts), the
 //! customer signed in by an HTTP API JWT authorizer.
@@ -79,14 +80,27 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
     let config = Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()))?;
     let app = refund_chat::startup::wire(config, &bench.aws, FixedKey::new(bench.api_key.clone()))?;
 
-    let mut event: Value = serde_json::from_str(EVENT)?;
-    event["body"] = json!(json!({"user_id": task.customer, "message": task.message}).to_string());
-    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(task.customer);
-    let mut context = Context::default();
-    context.request_id = format!("eval-{}-{attempt}", task.id);
-    let request = lambda_http::request::from_str(&event.to_string())?.with_lambda_context(context);
+    // One conversation: each message continues the one the previous answer named.
     let started = Instant::now();
-    let response = app.handle(request).await;
+    let mut conversation: Option<String> = None;
+    let mut response = None;
+    for (n, message) in task.messages().enumerate() {
+        let mut body = json!({"user_id": task.customer, "message": message});
+        if let Some(id) = &conversation {
+            body["conversation_id"] = json!(id);
+        }
+        let mut event: Value = serde_json::from_str(EVENT)?;
+        event["body"] = json!(body.to_string());
+        event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(task.customer);
+        let mut context = Context::default();
+        context.request_id = format!("eval-{}-{attempt}-{n}", task.id);
+        let request = lambda_http::request::from_str(&event.to_string())?.with_lambda_context(context);
+        let answer = app.handle(request).await;
+        let body: Value = serde_json::from_slice(answer.body().as_ref()).unwrap_or(Value::Null);
+        conversation = body["conversation_id"].as_str().map(str::to_owned).or(conversation);
+        response = Some(answer);
+    }
+    let response = response.ok_or("a task without a message")?;
     let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
 
     let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap_or(Value::Null);

@@ -1,5 +1,5 @@
 //! The task set: plain JSON files in `eval/tasks/`, one per family. Each
-//! task is one customer message with the orders it needs, the end state it
+//! task is a scripted customer (one message, or several in one conversation) with the orders it needs, the end state it
 //! must leave (refunds made, approvals opened) and checks on the reply.
 
 use std::path::Path;
@@ -21,6 +21,10 @@ pub struct Task {
     pub customer: String,
     pub orders: Vec<Order>,
     pub message: String,
+    /// Later messages of the same conversation, each sent once the previous
+    /// one was answered; the end state and the last reply are graded.
+    #[serde(default)]
+    pub then: Vec<String>,
     pub expect: Expect,
     #[serde(default)]
     pub reply_checks: Vec<Check>,
@@ -29,6 +33,13 @@ pub struct Task {
     /// Set when the local model is known to fail the task, with why.
     #[serde(default)]
     pub local_model_fails: Option<String>,
+}
+
+impl Task {
+    /// Every message the scripted customer sends, in order.
+    pub fn messages(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.message.as_str()).chain(self.then.iter().map(String::as_str))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
