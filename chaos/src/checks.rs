@@ -17,6 +17,8 @@ pub struct Evidence<'a> {
     pub payments_requests: Vec<Value>,
     /// Every ledger item (plain JSON: numbers as text).
     pub ledger: Vec<Value>,
+    /// Every item of the conversation table (plain JSON).
+    pub conversations: Vec<Value>,
     /// Every log line of every function process.
     pub log_lines: Vec<String>,
     pub secret_key: &'a str,
@@ -238,6 +240,7 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
         evidence
             .exchanges
             .iter()
+            .filter(|e| !(e.mortal && e.status.is_none()))
             .filter(|e| {
                 !e.status.is_some_and(|s| STATUSES.contains(&s))
                     || serde_json::from_str::<Value>(&e.body).is_err()
@@ -282,7 +285,7 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
                     || line.to_lowercase().contains("bearer")
                     || line
                         .split(|c: char| !c.is_ascii_alphanumeric())
-                        .any(|word| word.starts_with("zq") && markers.contains(word))
+                        .any(|word| (word.starts_with("zq") || word.starts_with("zd")) && markers.contains(word))
             })
             .map(|line| line.chars().take(200).collect())
             .collect(),
@@ -293,11 +296,192 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
         evidence
             .exchanges
             .iter()
-            .filter(|e| e.status.is_none())
+            // The mortal container's invocations may die: by design, no answer.
+            .filter(|e| e.status.is_none() && !e.mortal)
             .map(|e| format!("#{} {}", e.index, e.request_id))
             .collect(),
     );
+    for (name, checked, violations) in conversation_invariants(evidence, &summaries) {
+        add(name, checked, violations);
+    }
     invariants
+}
+
+/// The refund scope's record id of a client's request: the key's, or the invocation's.
+fn scope_of(exchange: &Exchange) -> String {
+    match &exchange.key {
+        Some(key) => refund_chat::refund::RefundScope::for_idempotency_key(&exchange.signed_in, key),
+        None => refund_chat::refund::RefundScope::for_request(&exchange.signed_in, &exchange.request_id),
+    }
+    .record_id()
+}
+
+/// One stored exchange, as the checks read it.
+struct Stored {
+    conversation: String,
+    seq: u64,
+    status: String,
+    scope: String,
+    customer_message: String,
+}
+
+/// The three invariants of conversations (contract 11).
+fn conversation_invariants(
+    evidence: &Evidence<'_>,
+    summaries: &[&Value],
+) -> Vec<(&'static str, usize, Vec<String>)> {
+    let owners: HashMap<String, String> = evidence
+        .conversations
+        .iter()
+        .filter(|i| i["sk"] == "head")
+        .map(|i| (text(i, "pk"), text(i, "customer")))
+        .collect();
+    let stored: Vec<Stored> = evidence
+        .conversations
+        .iter()
+        .filter(|i| i["sk"].as_str().is_some_and(|sk| sk.starts_with("x#")))
+        .map(|i| {
+            let messages: Value = serde_json::from_str(i["messages"].as_str().unwrap_or("[]")).unwrap_or(Value::Null);
+            let customer_message = messages
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|m| m["role"] == "user")
+                .and_then(|m| m["content"].as_str())
+                .unwrap_or_default()
+                .to_owned();
+            Stored {
+                conversation: text(i, "pk"),
+                seq: cents(i, "seq"),
+                status: text(i, "status"),
+                scope: text(i, "refund_record"),
+                customer_message,
+            }
+        })
+        .collect();
+    let append_failed: HashSet<&str> = summaries
+        .iter()
+        .filter(|s| s["conversation_appended"] == "failed")
+        .filter_map(|s| s["requestId"].as_str())
+        .collect();
+
+    // Per scope: the client's requests, their first 200, whether an append failed.
+    let mut first_sent: HashMap<String, usize> = HashMap::new();
+    let mut first_ok: HashMap<String, (usize, String)> = HashMap::new();
+    let mut failed_append: HashSet<String> = HashSet::new();
+    for exchange in evidence.exchanges {
+        let scope = scope_of(exchange);
+        let sent = first_sent.entry(scope.clone()).or_insert(exchange.sent_tick);
+        *sent = (*sent).min(exchange.sent_tick);
+        if append_failed.contains(exchange.request_id.as_str()) {
+            failed_append.insert(scope.clone());
+        }
+        if let (Some(200), Some(conversation)) = (exchange.status, exchange.conversation()) {
+            let ok = first_ok
+                .entry(scope)
+                .or_insert((exchange.answered_tick, conversation.clone()));
+            if exchange.answered_tick < ok.0 {
+                *ok = (exchange.answered_tick, conversation);
+            }
+        }
+    }
+    let mut ok_exchanges: HashMap<(&str, &str), usize> = HashMap::new();
+    for item in stored.iter().filter(|s| s.status == "200") {
+        *ok_exchanges.entry((item.conversation.as_str(), item.scope.as_str())).or_insert(0) += 1;
+    }
+    let mut lost_or_doubled: Vec<String> = first_ok
+        .iter()
+        .filter_map(|(scope, (_, conversation))| {
+            let found = ok_exchanges.get(&(conversation.as_str(), scope.as_str())).copied().unwrap_or(0);
+            let fine = found == 1 || (found == 0 && failed_append.contains(scope));
+            (!fine).then(|| format!("scope {scope} in {conversation}: {found} exchanges for its 200"))
+        })
+        .collect();
+    lost_or_doubled.extend(
+        ok_exchanges
+            .iter()
+            .filter(|(_, n)| **n > 1)
+            .map(|((conversation, scope), n)| format!("scope {scope} in {conversation}: {n} exchanges")),
+    );
+
+    // A message answered before another was sent comes first in its conversation.
+    let mut by_conversation: BTreeMap<&str, Vec<&Stored>> = BTreeMap::new();
+    for item in stored.iter().filter(|s| s.status == "200") {
+        by_conversation.entry(item.conversation.as_str()).or_default().push(item);
+    }
+    let mut out_of_order = Vec::new();
+    for (conversation, items) in &mut by_conversation {
+        items.sort_by_key(|item| item.seq);
+        for (i, earlier) in items.iter().enumerate() {
+            for later in &items[i + 1..] {
+                let answered_later_first = first_ok.get(&later.scope).map(|(tick, _)| *tick);
+                let sent_earlier = first_sent.get(&earlier.scope).copied();
+                if let (Some(answered), Some(sent)) = (answered_later_first, sent_earlier) {
+                    if answered < sent {
+                        out_of_order.push(format!(
+                            "{conversation}: #{} was answered before #{} was sent, yet comes after it",
+                            later.seq, earlier.seq
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    // Nobody's conversation reaches another customer.
+    let sender: HashMap<&str, &str> = evidence
+        .exchanges
+        .iter()
+        .map(|e| (e.message.as_str(), e.signed_in.as_str()))
+        .collect();
+    let mut seen_by_another: Vec<String> = stored
+        .iter()
+        .filter(|item| {
+            let owner = owners.get(&item.conversation).map(String::as_str);
+            sender.get(item.customer_message.as_str()).copied() != owner
+        })
+        .map(|item| format!("{} #{} holds a message of another customer", item.conversation, item.seq))
+        .collect();
+    for exchange in evidence.exchanges {
+        if let Some(owner) = exchange.conversation().and_then(|id| owners.get(&id)) {
+            if *owner != exchange.signed_in {
+                seen_by_another.push(format!("#{} {}: answered with {owner}'s conversation", exchange.index, exchange.request_id));
+            }
+        }
+        let foreign = exchange
+            .conversation_sent
+            .as_ref()
+            .and_then(|id| owners.get(id))
+            .is_some_and(|owner| *owner != exchange.signed_in);
+        // The key's record is checked before the conversation: a 409 for the
+        // customer's own key says nothing of the conversation, nor does a 503
+        // (a store that cannot be reached answers so for any id).
+        let own_key_busy = exchange.status == Some(409) && exchange.body.contains("Idempotency-Key");
+        let refused = matches!(exchange.status, Some(403 | 404 | 503)) || own_key_busy;
+        if foreign && !refused && !(exchange.mortal && exchange.status.is_none()) {
+            seen_by_another.push(format!(
+                "#{} {}: another customer's conversation got {:?}",
+                exchange.index, exchange.request_id, exchange.status
+            ));
+        }
+    }
+    vec![
+        (
+            "no exchange is lost or duplicated for a message that got a 200",
+            first_ok.len(),
+            lost_or_doubled,
+        ),
+        (
+            "every conversation's order of exchanges is the order of its 200s",
+            by_conversation.len(),
+            out_of_order,
+        ),
+        (
+            "no conversation's text is seen by another customer",
+            stored.len() + evidence.exchanges.len(),
+            seen_by_another,
+        ),
+    ]
 }
 
 fn is_guard(item: &Value) -> bool {

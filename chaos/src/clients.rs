@@ -1,9 +1,12 @@
-//! Customers at their keyboards: new messages, re-sends with the same
-//! `Idempotency-Key` (after a 409, a 5xx, at random, or two at once),
-//! re-sends without a key, and requests whose body names someone other than
-//! the signed-in customer. Every exchange is kept for the checks.
+//! Customers at their keyboards, holding conversations: new messages, most
+//! of them continuing the customer's conversation, some sent two at once to
+//! one conversation, a few naming another customer's conversation; re-sends
+//! with the same `Idempotency-Key` (after a 409, a 5xx, at random, or two at
+//! once), re-sends without a key, requests whose body names someone other
+//! than the signed-in customer, and messages to the mortal container, whose
+//! invocations may die mid-turn. Every exchange is kept for the checks.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -56,16 +59,40 @@ pub struct Exchange {
     pub signed_in: String,
     pub key: Option<String>,
     pub marker: String,
+    /// The customer's message.
+    pub message: String,
+    /// The conversation the request named, if any.
+    pub conversation_sent: Option<String>,
+    /// Sent to the mortal container, whose invocations may die.
+    pub mortal: bool,
     /// `None` when the invocation failed (no answer from the function).
     pub status: Option<u16>,
     pub headers: BTreeMap<String, String>,
     pub body: String,
+    /// The order of events across all clients: when sent, when answered.
+    pub sent_tick: usize,
+    pub answered_tick: usize,
 }
 
 impl Exchange {
     pub fn replayed(&self) -> bool {
         self.headers.get("idempotent-replayed").map(String::as_str) == Some("true")
     }
+
+    /// The conversation the answer names (200, 502, 504).
+    pub fn conversation(&self) -> Option<String> {
+        let body: Value = serde_json::from_str(&self.body).ok()?;
+        body["conversation_id"].as_str().map(str::to_owned)
+    }
+}
+
+/// One message a customer sends (and perhaps sends again).
+struct Message {
+    body: String,
+    text: String,
+    marker: String,
+    conversation: Option<String>,
+    key: Option<String>,
 }
 
 /// A REST API event, signed in (Cognito) as `signed_in`.
@@ -85,6 +112,11 @@ pub struct Clients {
     pub requests: usize,
     pub shop: Arc<Shop>,
     pub api: RuntimeApi,
+    /// The mortal container's: its invocations may die mid-turn.
+    pub mortal_api: RuntimeApi,
+    /// Each customer's latest conversation.
+    pub conversations: Mutex<HashMap<String, String>>,
+    pub ticks: AtomicUsize,
     pub next: AtomicUsize,
     pub sent: AtomicUsize,
     pub exchanges: Mutex<Vec<Exchange>>,
@@ -92,9 +124,15 @@ pub struct Clients {
 
 impl Clients {
     /// Sends one request and keeps the exchange.
-    async fn send(&self, index: usize, signed_in: &str, body: &str, key: Option<&str>, marker: &str) -> Exchange {
+    async fn send(&self, index: usize, signed_in: &str, message: &Message) -> Exchange {
         self.sent.fetch_add(1, Ordering::SeqCst);
-        let (request_id, answer, _) = self.api.invoke_with_id(event(signed_in, body, key)).await;
+        let mortal = message.marker.starts_with(crate::model::MORTAL_MARKER);
+        let api = if mortal { &self.mortal_api } else { &self.api };
+        let sent_tick = self.ticks.fetch_add(1, Ordering::SeqCst);
+        let (request_id, answer, _) = api
+            .invoke_with_id(event(signed_in, &message.body, message.key.as_deref()))
+            .await;
+        let answered_tick = self.ticks.fetch_add(1, Ordering::SeqCst);
         let answer: Value = answer
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
@@ -115,57 +153,65 @@ impl Clients {
             index,
             request_id,
             signed_in: signed_in.to_owned(),
-            key: key.map(str::to_owned),
-            marker: marker.to_owned(),
+            key: message.key.clone(),
+            marker: message.marker.clone(),
+            message: message.text.clone(),
+            conversation_sent: message.conversation.clone(),
+            mortal,
             status: answer["statusCode"].as_u64().map(|s| s as u16),
             headers,
             body: answer["body"].as_str().unwrap_or_default().to_owned(),
+            sent_tick,
+            answered_tick,
         };
+        if let (Some(200 | 502 | 504), Some(id)) = (exchange.status, exchange.conversation()) {
+            if let Ok(mut conversations) = self.conversations.lock() {
+                conversations.insert(signed_in.to_owned(), id);
+            }
+        }
         if let Ok(mut exchanges) = self.exchanges.lock() {
             exchanges.push(exchange.clone());
         }
         exchange
     }
 
-    /// One customer's scenario, drawn from the seed and its index.
-    async fn scenario(&self, index: usize) {
-        let mut rng = Rng::derived(self.seed, &[0xC11E, index as u64]);
-        let customer = rng.pick(&self.shop.customers).clone();
-        let marker = format!("zq{:012x}", rng.next() & 0xFFFF_FFFF_FFFF);
-        let own = self.shop.orders_of(&customer);
+    /// A message of `customer`'s, in `conversation`, with or without a key.
+    fn message(&self, rng: &mut Rng, customer: &str, conversation: Option<String>, keyed: bool, index: usize) -> Message {
+        let mortal = rng.chance(0.06);
+        let prefix = if mortal { crate::model::MORTAL_MARKER } else { "zq" };
+        let marker = format!("{prefix}{:012x}", rng.next() & 0xFFFF_FFFF_FFFF);
+        let own = self.shop.orders_of(customer);
         let order = if rng.chance(0.85) {
             (*rng.pick(&own)).to_owned()
         } else {
             rng.pick(&self.shop.orders).0.clone()
         };
         let cents = 300 + rng.below(7_700);
-        let message = format!("{marker} please refund {cents} on {order}");
-        if rng.chance(0.07) {
-            // The body names someone else than the signed-in customer: a 403.
-            let other = rng.pick(&self.shop.customers).clone();
-            let body = json!({"user_id": other, "message": message}).to_string();
-            self.send(index, &customer, &body, None, &marker).await;
-            return;
+        let text = format!("{marker} please refund {cents} on {order}");
+        let mut body = json!({"user_id": customer, "message": text});
+        if let Some(id) = &conversation {
+            body["conversation_id"] = json!(id);
         }
-        let body = json!({"user_id": customer, "message": message}).to_string();
-        if !rng.chance(0.75) {
-            self.send(index, &customer, &body, None, &marker).await;
-            if rng.chance(0.08) {
-                // The customer sends the message again, without a key: a new request.
-                self.send(index, &customer, &body, None, &marker).await;
-            }
-            return;
+        Message {
+            body: body.to_string(),
+            text,
+            marker,
+            conversation,
+            key: keyed.then(|| format!("k-{index}-{:08x}", rng.next() as u32)),
         }
-        let key = format!("k-{index}-{:08x}", rng.next() as u32);
+    }
+
+    /// Sends a keyed message, then re-sends it as an impatient customer does.
+    async fn with_resends(&self, rng: &mut Rng, index: usize, customer: &str, message: &Message) {
         let first = if rng.chance(0.1) {
             // A double click: the same key twice at once.
             let (a, _) = tokio::join!(
-                self.send(index, &customer, &body, Some(&key), &marker),
-                self.send(index, &customer, &body, Some(&key), &marker)
+                self.send(index, customer, message),
+                self.send(index, customer, message)
             );
             a
         } else {
-            self.send(index, &customer, &body, Some(&key), &marker).await
+            self.send(index, customer, message).await
         };
         let mut last = first.status;
         for _ in 0..2 {
@@ -173,8 +219,60 @@ impl Clients {
             if !resend {
                 break;
             }
-            last = self.send(index, &customer, &body, Some(&key), &marker).await.status;
+            last = self.send(index, customer, message).await.status;
         }
+    }
+
+    /// One customer's scenario, drawn from the seed and its index.
+    async fn scenario(&self, index: usize) {
+        let mut rng = Rng::derived(self.seed, &[0xC11E, index as u64]);
+        let customer = rng.pick(&self.shop.customers).clone();
+        let (latest, foreign) = {
+            let conversations = self.conversations.lock().map(|c| c.clone()).unwrap_or_default();
+            let others: Vec<String> = conversations
+                .iter()
+                .filter(|(owner, _)| **owner != customer)
+                .map(|(_, id)| id.clone())
+                .collect();
+            let foreign = (!others.is_empty()).then(|| rng.pick(&others).clone());
+            (conversations.get(&customer).cloned(), foreign)
+        };
+        let conversation = match rng.below(100) {
+            // Another customer's conversation: a 404, and nothing of it seen.
+            0..=3 => foreign,
+            4..=64 => latest,
+            _ => None,
+        };
+        if rng.chance(0.07) {
+            // The body names someone else than the signed-in customer: a 403.
+            let other = rng.pick(&self.shop.customers).clone();
+            let mut message = self.message(&mut rng, &customer, conversation, false, index);
+            message.body = json!({"user_id": other, "message": message.text}).to_string();
+            self.send(index, &customer, &message).await;
+            return;
+        }
+        if conversation.is_some() && rng.chance(0.12) {
+            // Two messages at once to one conversation: one waits its turn (409).
+            let a = self.message(&mut rng, &customer, conversation.clone(), true, index);
+            let b = self.message(&mut rng, &customer, conversation, true, index + 1_000_000);
+            let mut rng_b = Rng::derived(self.seed, &[0xB0B, index as u64]);
+            tokio::join!(
+                self.with_resends(&mut rng, index, &customer, &a),
+                self.with_resends(&mut rng_b, index, &customer, &b)
+            );
+            return;
+        }
+        if !rng.chance(0.75) {
+            let message = self.message(&mut rng, &customer, conversation, false, index);
+            self.send(index, &customer, &message).await;
+            if rng.chance(0.08) {
+                // The customer sends the message again, without a key: a new request.
+                self.send(index, &customer, &message).await;
+            }
+            return;
+        }
+        let message = self.message(&mut rng, &customer, conversation, true, index);
+        self.with_resends(&mut rng, index, &customer, &message).await;
     }
 
     /// Plays scenarios until `requests` requests have been sent.

@@ -211,46 +211,82 @@ async fn segment_run(
     let ledger_address = ledger.proxy.spawn().await?;
     let orders: Vec<String> = shop.orders.iter().map(|(order, _, _)| order.clone()).collect();
     let model = model::ChaoticModel::new(seed, COMPLETION_TIMEOUT + Duration::from_millis(200), orders);
+    let deaths = Arc::clone(&model.deaths);
     let model_address = refund_chat_local::spawn(0, model.router()).await?;
     let api = RuntimeApi::with_timeout(Duration::from_secs(8));
     let api_address = refund_chat_local::spawn(0, api.router()).await?;
 
+    let container = Container {
+        bootstrap: args.bootstrap.clone(),
+        env: [
+            ("AWS_ENDPOINT_URL_SECRETS_MANAGER", moto.clone()),
+            ("AWS_ENDPOINT_URL_DYNAMODB", format!("http://{ledger_address}")),
+            ("OPENAI_API_KEY_SECRET_ID", "refund-chat/openai-api-key".to_owned()),
+            ("OPENAI_BASE_URL", format!("http://{model_address}/v1")),
+            ("PAYMENTS_BASE_URL", format!("http://{payments_address}")),
+            ("OPENAI_TIMEOUT_SECS", COMPLETION_TIMEOUT.as_secs_f64().to_string()),
+            ("RETRY_BACKOFF_SECS", "0.05".to_owned()),
+            ("PAYMENTS_TIMEOUT_SECS", PAYMENTS_TIMEOUT.as_secs_f64().to_string()),
+            ("LEDGER_TABLE", table.clone()),
+            ("CONVERSATION_TABLE", refund_chat_testkit::conversation_table(&table)),
+            ("LEDGER_TIMEOUT_SECS", LEDGER_TIMEOUT.as_secs_f64().to_string()),
+            ("IDEMPOTENCY_TTL_HOURS", "1".to_owned()),
+            ("USER_IDENTITY", "authorizer".to_owned()),
+            ("AUTO_REFUND_LIMIT_CENTS", AUTO_REFUND_LIMIT.to_string()),
+            ("USER_DAILY_AUTO_LIMIT_CENTS", DAILY_LIMIT.to_string()),
+            ("ORDER_REFUND_WINDOW_HOURS", (ORDER_WINDOW.as_secs() / 3600).to_string()),
+        ]
+        .map(|(name, value)| (name.to_owned(), value))
+        .into(),
+    };
     let mut functions = Vec::new();
     for n in 0..args.functions {
         let log = std::fs::File::create(logs.join(format!("function-{n}.log")))?;
-        functions.push(
-            tokio::process::Command::new(&args.bootstrap)
-                .env_clear()
-                .envs(refund_chat_local::runtime_api::lambda_environment(api_address))
-                .env("AWS_ENDPOINT_URL_SECRETS_MANAGER", &moto)
-                .env("AWS_ENDPOINT_URL_DYNAMODB", format!("http://{ledger_address}"))
-                .env("OPENAI_API_KEY_SECRET_ID", "refund-chat/openai-api-key")
-                .env("OPENAI_BASE_URL", format!("http://{model_address}/v1"))
-                .env("PAYMENTS_BASE_URL", format!("http://{payments_address}"))
-                .env("OPENAI_TIMEOUT_SECS", COMPLETION_TIMEOUT.as_secs_f64().to_string())
-                .env("RETRY_BACKOFF_SECS", "0.05")
-                .env("PAYMENTS_TIMEOUT_SECS", PAYMENTS_TIMEOUT.as_secs_f64().to_string())
-                .env("LEDGER_TABLE", &table)
-                .env("CONVERSATION_TABLE", refund_chat_testkit::conversation_table(&table))
-                .env("LEDGER_TIMEOUT_SECS", LEDGER_TIMEOUT.as_secs_f64().to_string())
-                .env("IDEMPOTENCY_TTL_HOURS", "1")
-                .env("USER_IDENTITY", "authorizer")
-                .env("AUTO_REFUND_LIMIT_CENTS", AUTO_REFUND_LIMIT.to_string())
-                .env("USER_DAILY_AUTO_LIMIT_CENTS", DAILY_LIMIT.to_string())
-                .env("ORDER_REFUND_WINDOW_HOURS", (ORDER_WINDOW.as_secs() / 3600).to_string())
-                .stdout(Stdio::from(log))
-                .stderr(Stdio::inherit())
-                .kill_on_drop(true)
-                .spawn()
-                .map_err(|e| format!("{}: {e} (build it first)", args.bootstrap.display()))?,
-        );
+        functions.push(container.spawn(api_address, log)?);
     }
+    // The mortal container: on its own Runtime API, killed (SIGKILL) in the
+    // middle of a turn whenever the model says so, then started again, as
+    // Lambda replaces a container that died.
+    let mortal_api = RuntimeApi::with_timeout_and_ids(Duration::from_secs(8), "mortal");
+    let mortal_address = refund_chat_local::spawn(0, mortal_api.router()).await?;
+    let mortal_log = logs.join("function-mortal.log");
+    let append = |path: &Path| std::fs::OpenOptions::new().create(true).append(true).open(path);
+    let mut mortal = container.spawn(mortal_address, append(&mortal_log)?)?;
+    let killed = Arc::new(AtomicUsize::new(0));
+    let (stop_killing, mut stopped) = tokio::sync::oneshot::channel::<()>();
+    let respawn = {
+        let killed = Arc::clone(&killed);
+        let respawn = move || container.spawn(mortal_address, append(&mortal_log)?);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = deaths.notified() => {}
+                    _ = &mut stopped => break,
+                }
+                let _ = mortal.start_kill();
+                let _ = mortal.wait().await;
+                killed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                match respawn() {
+                    Ok(next) => mortal = next,
+                    Err(error) => {
+                        eprintln!("the mortal container could not be started again: {error}");
+                        break;
+                    }
+                }
+            }
+            let _ = mortal.start_kill();
+            let _ = mortal.wait().await;
+        })
+    };
 
     let clients = Arc::new(Clients {
         seed,
         requests,
         shop: Arc::clone(&shop),
         api,
+        mortal_api,
+        conversations: std::sync::Mutex::default(),
+        ticks: AtomicUsize::new(0),
         next: AtomicUsize::new(0),
         sent: AtomicUsize::new(0),
         exchanges: std::sync::Mutex::default(),
@@ -304,6 +340,8 @@ async fn segment_run(
     progress.abort();
     clients_done.store(true, std::sync::atomic::Ordering::SeqCst);
     let _ = staff_task.await;
+    let _ = stop_killing.send(());
+    let _ = respawn.await;
     finished?;
     for function in &mut functions {
         if let Some(pid) = function.id() {
@@ -319,10 +357,19 @@ async fn segment_run(
         .await
         .map_err(|e| e.to_string())?;
     let mut log_lines = Vec::new();
-    for n in 0..args.functions {
-        let text = std::fs::read_to_string(logs.join(format!("function-{n}.log")))?;
+    let log_files = (0..args.functions)
+        .map(|n| format!("function-{n}.log"))
+        .chain(["function-mortal.log".to_owned()]);
+    for name in log_files {
+        let text = std::fs::read_to_string(logs.join(name))?;
         log_lines.extend(text.lines().map(str::to_owned));
     }
+    let conversation_items = refund_chat_testkit::plain_items(
+        &refund_chat_testkit::aws_at(&moto).await,
+        &refund_chat_testkit::conversation_table(&table),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let evidence = checks::Evidence {
         exchanges: &exchanges,
         money_moved: sandbox
@@ -337,6 +384,7 @@ async fn segment_run(
             .filter_map(|p| serde_json::from_slice(&p.request).ok())
             .collect(),
         ledger: ledger_items,
+        conversations: conversation_items,
         log_lines,
         secret_key: &secret_key,
         auto_refund_limit: AUTO_REFUND_LIMIT,
@@ -346,10 +394,35 @@ async fn segment_run(
     let invariants = checks::check(&evidence);
     report(seed, &exchanges, &evidence, &payments, &ledger, started.elapsed());
     println!(
+        "mortal container killed mid-turn {} time(s)",
+        killed.load(std::sync::atomic::Ordering::SeqCst)
+    );
+    println!(
         "staff decisions: {:?}",
         staff.decisions.lock().map(|d| d.clone()).unwrap_or_default()
     );
     Ok((invariants, exchanges.len()))
+}
+
+/// How a function container is started: its bootstrap and environment.
+#[derive(Clone)]
+struct Container {
+    bootstrap: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+impl Container {
+    fn spawn(&self, api_address: std::net::SocketAddr, log: std::fs::File) -> Result<tokio::process::Child, Error> {
+        Ok(tokio::process::Command::new(&self.bootstrap)
+            .env_clear()
+            .envs(refund_chat_local::runtime_api::lambda_environment(api_address))
+            .envs(self.env.iter().map(|(name, value)| (name, value)))
+            .stdout(Stdio::from(log))
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("{}: {e} (build it first)", self.bootstrap.display()))?)
+    }
 }
 
 /// Completes when a function container exits on its own: it crashed.

@@ -3,7 +3,8 @@
 //! reply, one to three `issue_refund` calls (valid, invalid, duplicate, above
 //! the limit, another customer's order), an unknown tool, a timeout, a 429 or
 //! 500, or a body that is not a completion. Everything a real model (or a
-//! prompt injection) can make the function face.
+//! prompt injection) can make the function face. A call for a message of the
+//! mortal container may also die with its invocation ([`MORTAL_MARKER`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -27,7 +28,12 @@ pub struct ChaoticModel {
     orders: Arc<Vec<String>>,
     /// How often each (conversation, round) was asked: a retry draws anew.
     asked: Arc<Mutex<HashMap<(String, usize), u64>>>,
+    /// Rung when a call of the mortal container's is to die with it.
+    pub deaths: Arc<tokio::sync::Notify>,
 }
+
+/// Messages whose marker starts with this go to the mortal container.
+pub const MORTAL_MARKER: &str = "zd";
 
 impl ChaoticModel {
     pub fn new(seed: u64, hang: Duration, orders: Vec<String>) -> ChaoticModel {
@@ -36,6 +42,7 @@ impl ChaoticModel {
             hang,
             orders: Arc::new(orders),
             asked: Arc::default(),
+            deaths: Arc::default(),
         }
     }
 
@@ -56,9 +63,11 @@ fn refund(id: &str, order: &str, cents: i64) -> (String, String, String) {
 
 async fn complete(State(model): State<ChaoticModel>, Json(request): Json<Value>) -> Response {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
+    // This turn: from the newest customer message on (the history comes before it).
+    let newest = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+    let messages = messages[newest..].to_vec();
     let said = messages
-        .iter()
-        .find(|m| m["role"] == "user")
+        .first()
         .and_then(|m| m["content"].as_str())
         .unwrap_or_default()
         .to_owned();
@@ -81,6 +90,13 @@ async fn complete(State(model): State<ChaoticModel>, Json(request): Json<Value>)
     let mut rng = Rng::derived(model.seed, &[hash(&marker), round as u64, asked]);
     let after_tools = messages.last().is_some_and(|m| m["role"] == "tool");
     let roll = rng.below(100);
+    if marker.starts_with(MORTAL_MARKER) && rng.chance(0.35) {
+        // Its invocation dies mid-turn: the harness kills the one container
+        // that runs marked messages, and this call never answers.
+        model.deaths.notify_one();
+        tokio::time::sleep(model.hang * 20).await;
+        return text("too late");
+    }
 
     let calls: Vec<(String, String, String)> = match (after_tools, roll) {
         (true, 0..=69) => return text("I have looked into it for you."),

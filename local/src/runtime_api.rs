@@ -34,6 +34,10 @@ pub fn lambda_environment(runtime_api: std::net::SocketAddr) -> [(&'static str, 
     ]
 }
 
+/// What an invocation's caller gets when it was not answered by its deadline.
+pub const DIED: &[u8] = b"the invocation did not answer by its deadline";
+const DIED_GRACE: Duration = Duration::from_secs(1);
+
 #[derive(Clone)]
 pub struct RuntimeApi {
     inner: Arc<Inner>,
@@ -46,6 +50,8 @@ struct Inner {
     receiver: Mutex<mpsc::UnboundedReceiver<(String, Bytes)>>,
     waiting: std::sync::Mutex<HashMap<String, oneshot::Sender<Result<Bytes, Bytes>>>>,
     next_id: AtomicU64,
+    /// Starts every request id, so that two APIs of one run never share one.
+    id_prefix: &'static str,
 }
 
 impl Default for RuntimeApi {
@@ -61,6 +67,11 @@ impl RuntimeApi {
     }
 
     pub fn with_timeout(timeout: Duration) -> Self {
+        RuntimeApi::with_timeout_and_ids(timeout, "inv")
+    }
+
+    /// The same, its request ids beginning with `id_prefix`.
+    pub fn with_timeout_and_ids(timeout: Duration, id_prefix: &'static str) -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
         RuntimeApi {
             inner: Arc::new(Inner {
@@ -69,6 +80,7 @@ impl RuntimeApi {
                 receiver: Mutex::new(receiver),
                 waiting: std::sync::Mutex::default(),
                 next_id: AtomicU64::new(1),
+                id_prefix,
             }),
         }
     }
@@ -91,7 +103,11 @@ impl RuntimeApi {
 
     /// The same, with the request id the function was given.
     pub async fn invoke_with_id(&self, event: Bytes) -> (String, Result<Bytes, Bytes>, Duration) {
-        let id = format!("inv-{:08}", self.inner.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = format!(
+            "{}-{:08}",
+            self.inner.id_prefix,
+            self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+        );
         let (tx, rx) = oneshot::channel();
         self.inner.waiting.lock().unwrap().insert(id.clone(), tx);
         let started = Instant::now();
@@ -117,6 +133,14 @@ async fn next(State(api): State<RuntimeApi>) -> Response {
     };
     let deadline_ms =
         (SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default() + api.inner.timeout).as_millis();
+    // As Lambda does: an invocation not answered by its deadline has died
+    // (its process was killed, say); its caller is told so a moment later.
+    let watchdog = api.clone();
+    let watched = id.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(watchdog.inner.timeout + DIED_GRACE).await;
+        watchdog.complete(&watched, Err(Bytes::from_static(DIED)));
+    });
     (
         [
             ("lambda-runtime-aws-request-id", id),

@@ -52,7 +52,8 @@ pub enum Verdict {
     InProgress {
         retry_after_secs: u64,
     },
-    /// The lease ended without an answer: its invocation died.
+    /// The lease ended without an answer (its invocation died), or the key
+    /// was released after a failure that moved no money.
     TakeOver {
         previous_writer: String,
     },
@@ -65,7 +66,7 @@ pub fn judge(existing: &StoredRequest, body_sha256: &str, now_ms: u64) -> Verdic
     if let Some(response) = &existing.response {
         return Verdict::Replay(response.clone());
     }
-    if existing.lease_until_ms > now_ms {
+    if existing.lease_until_ms > now_ms && !existing.released {
         return Verdict::InProgress {
             retry_after_secs: retry_after_secs(existing.lease_until_ms - now_ms),
         };
@@ -144,6 +145,7 @@ mod tests {
             lease_until_ms,
             expires_at_s: u64::MAX,
             conversation_id: None,
+            released: false,
             response,
         }
     }
@@ -211,6 +213,7 @@ mod admission {
                 lease_until_ms: 1,
                 expires_at_s: u64::MAX,
                 conversation_id: None,
+                released: false,
                 response: None,
             }))
         }

@@ -289,6 +289,15 @@ struct Continuing {
     issued_here: bool,
 }
 
+/// A turn's exchange, waiting to be appended once the key's fate is known.
+struct PendingExchange {
+    lease: ConversationLease,
+    held: HeldConversation,
+    scope: RefundScope,
+    exchange: Exchange,
+    status: u16,
+}
+
 /// A turn's outcome, with what it added to the conversation (`None` when no
 /// turn ran: the key could not be read).
 struct TurnResult {
@@ -360,9 +369,12 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
         };
         let Some((key, body_sha256)) = checked.key else {
             let scope = RefundScope::for_request(user_id, invocation.request_id());
-            return self
+            let (answer, exchange) = self
                 .converse(&checked.chat, &continuing, scope, invocation, trace)
                 .await;
+            // No key, no retry of this scope: its exchange is marked as appended.
+            self.append(exchange, true, trace).await;
+            return answer;
         };
 
         let now = now_ms();
@@ -397,10 +409,16 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
                 return Answer::of(Err(refusal.into()));
             }
         }
-        let answer = self
+        let (answer, exchange) = self
             .converse(&checked.chat, &continuing, lease.scope.clone(), invocation, trace)
             .await;
-        self.settle(&lease, &answer, trace).await;
+        // Appended before the key is settled: an invocation that dies between
+        // the two leaves an exchange that a takeover finds, never a stored
+        // answer whose exchange is missing. An exchange whose key is given
+        // back is not marked, so the retry's own exchange is kept too.
+        let keep = self.keeps_answer(&lease, &answer, trace).await;
+        self.append(exchange, keep, trace).await;
+        self.settle(&lease, &answer, keep, trace).await;
         answer
     }
 
@@ -414,13 +432,13 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
         }
     }
 
-    /// Stores the answer for replays, or gives the key back: a 500, 502 or
-    /// 504 after which the scope has no refund record is released, so a retry
-    /// runs afresh (contract 6.3). When in doubt, it is stored: a stored
-    /// failure costs the customer a new message, never money. An answer
-    /// about the conversation (404, 409, 503) ran no turn and is never
-    /// stored: the retry it asks for must run.
-    async fn settle(&self, lease: &RequestLease, answer: &Answer, trace: &mut RequestTrace) {
+    /// Whether the answer is stored for replays, or the key given back: a
+    /// 500, 502 or 504 after which the scope has no refund record is
+    /// released, so a retry runs afresh (contract 6.3). When in doubt, it is
+    /// stored: a stored failure costs the customer a new message, never
+    /// money. An answer about the conversation (404, 409, 503) ran no turn
+    /// and is never stored: the retry it asks for must run.
+    async fn keeps_answer(&self, lease: &RequestLease, answer: &Answer, trace: &RequestTrace) -> bool {
         let recorded = trace
             .stats
             .as_ref()
@@ -434,13 +452,17 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
                     | ApiError::ConversationUnavailable(_)
             )
         );
-        let keep = !refused_by_conversation
+        !refused_by_conversation
             && (answer.status == StatusCode::OK
                 || recorded
                 || self.ledger.refund_exists(&lease.scope).await.unwrap_or_else(|error| {
                     tracing::error!(event = "ledger", op = "refund_exists", error = %error, "storing the answer");
                     true
-                }));
+                }))
+    }
+
+    /// Stores the answer for replays (`keep`), or gives the key back.
+    async fn settle(&self, lease: &RequestLease, answer: &Answer, keep: bool, trace: &mut RequestTrace) {
         let (op, result) = if keep {
             let response = StoredResponse {
                 status: answer.status.as_u16(),
@@ -471,7 +493,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
         scope: RefundScope,
         invocation: &Invocation,
         trace: &mut RequestTrace,
-    ) -> Answer {
+    ) -> (Answer, Option<PendingExchange>) {
         let now = now_ms();
         let lease = ConversationLease {
             id: continuing.id.clone(),
@@ -482,15 +504,15 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
         trace.conversation.id = Some(lease.id.as_str().to_owned());
         let held = match self.conversations.begin(&lease, continuing.issued_here, now).await {
             Ok(Begun::Held(held)) => held,
-            Ok(Begun::NotFound) => return Answer::of(Err(ApiError::ConversationNotFound)),
+            Ok(Begun::NotFound) => return (Answer::of(Err(ApiError::ConversationNotFound)), None),
             Ok(Begun::Busy { lease_until_ms }) => {
                 trace.conversation.busy = true;
                 let retry_after_secs = lease_until_ms.saturating_sub(now).div_ceil(1000).max(1);
-                return Answer::of(Err(ApiError::ConversationBusy { retry_after_secs }));
+                return (Answer::of(Err(ApiError::ConversationBusy { retry_after_secs })), None);
             }
             Err(error) => {
                 tracing::error!(event = "conversation", op = "begin", error = %error);
-                return Answer::of(Err(ApiError::ConversationUnavailable(error)));
+                return (Answer::of(Err(ApiError::ConversationUnavailable(error))), None);
             }
         };
         let window = match self.window(&lease, &held).await {
@@ -498,7 +520,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
             Err(error) => {
                 tracing::error!(event = "conversation", op = "recent", error = %error);
                 self.release_conversation(&lease).await;
-                return Answer::of(Err(ApiError::ConversationUnavailable(error)));
+                return (Answer::of(Err(ApiError::ConversationUnavailable(error))), None);
             }
         };
         trace.conversation.history_exchanges = window.len();
@@ -512,14 +534,35 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
             .await;
         let Some(own_messages) = turn.own_messages else {
             self.release_conversation(&lease).await;
-            return Answer::of(turn.reply);
+            return (Answer::of(turn.reply), None);
         };
         let reply = turn.reply.as_ref().ok().cloned();
         let answer = Answer::in_conversation(turn.reply, Some(&lease.id));
-        let exchange = Exchange::of_turn(&own_messages, reply.as_deref());
+        let exchange = PendingExchange {
+            exchange: Exchange::of_turn(&own_messages, reply.as_deref()),
+            status: answer.status.as_u16(),
+            scope: context.scope,
+            lease,
+            held,
+        };
+        (answer, Some(exchange))
+    }
+
+    /// Appends the turn's exchange and gives the conversation back. `marked`:
+    /// once per refund scope (see [`ConversationStore::append`]).
+    async fn append(&self, pending: Option<PendingExchange>, marked: bool, trace: &mut RequestTrace) {
+        let Some(pending) = pending else { return };
         let appended = self
             .conversations
-            .append(&lease, &held, &context.scope, &exchange, answer.status.as_u16(), now_ms())
+            .append(
+                &pending.lease,
+                &pending.held,
+                &pending.scope,
+                marked,
+                &pending.exchange,
+                pending.status,
+                now_ms(),
+            )
             .await;
         trace.conversation.appended = Some(match appended {
             Ok(Appended::Appended) => "appended",
@@ -530,7 +573,6 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
                 "failed"
             }
         });
-        answer
     }
 
     /// The earlier exchanges the model gets: none for a new conversation.

@@ -288,6 +288,7 @@ impl RequestLedger for MemoryLedger {
                         lease_until_ms: lease.lease_until_ms,
                         expires_at_s: lease.expires_at_s,
                         conversation_id: lease.conversation_id.clone(),
+                        released: false,
                         response: None,
                     },
                 );
@@ -309,13 +310,15 @@ impl RequestLedger for MemoryLedger {
         if existing.writer == lease.writer.as_str() {
             return Ok(TakeOver::Won);
         }
-        if existing.writer != previous_writer || existing.response.is_some() || existing.lease_until_ms >= now_ms {
+        let lease_ended = existing.lease_until_ms < now_ms || existing.released;
+        if existing.writer != previous_writer || existing.response.is_some() || !lease_ended {
             return Ok(TakeOver::Lost {
                 lease_until_ms: existing.lease_until_ms,
             });
         }
         existing.writer = lease.writer.as_str().to_owned();
         existing.lease_until_ms = lease.lease_until_ms;
+        existing.released = false;
         Ok(TakeOver::Won)
     }
 
@@ -338,13 +341,13 @@ impl RequestLedger for MemoryLedger {
     async fn release_request(&self, lease: &RequestLease) -> Result<(), LedgerError> {
         let mut books = self.books()?;
         let id = lease.scope.id();
-        match books.requests.get(&id) {
-            None => Ok(()),
+        match books.requests.get_mut(&id) {
             Some(existing) if existing.writer == lease.writer.as_str() && existing.response.is_none() => {
-                books.requests.remove(&id);
+                existing.released = true;
+                existing.lease_until_ms = 0;
                 Ok(())
             }
-            Some(_) => Err(LedgerError::Conflict("the key is held by another request".into())),
+            _ => Err(LedgerError::Conflict("the key is held by another request".into())),
         }
     }
 

@@ -100,6 +100,10 @@ pub struct RequestLease {
 pub enum RequestState {
     InProgress,
     Completed,
+    /// Given back after a failure that moved no money: the next request with
+    /// the key runs afresh, in the conversation this one began, and the
+    /// record still names its body.
+    Released,
 }
 
 impl RequestState {
@@ -108,6 +112,7 @@ impl RequestState {
         match self {
             RequestState::InProgress => "in_progress",
             RequestState::Completed => "completed",
+            RequestState::Released => "released",
         }
     }
 }
@@ -121,6 +126,8 @@ pub struct StoredRequest {
     pub expires_at_s: u64,
     /// Set once the first request completed.
     pub response: Option<StoredResponse>,
+    /// Given back: the next request with the key runs at once.
+    pub released: bool,
     pub conversation_id: Option<String>,
 }
 
@@ -158,8 +165,8 @@ pub trait RequestLedger: Send + Sync {
         now_ms: u64,
     ) -> impl Future<Output = Result<KeyClaim, LedgerError>> + Send;
 
-    /// Takes over a record whose lease ended without an answer, if it is
-    /// still `previous_writer`'s.
+    /// Takes over a record whose lease ended without an answer, or that was
+    /// released, if it is still `previous_writer`'s.
     fn take_over_request(
         &self,
         lease: &RequestLease,
@@ -175,7 +182,8 @@ pub trait RequestLedger: Send + Sync {
         now_ms: u64,
     ) -> impl Future<Output = Result<(), LedgerError>> + Send;
 
-    /// Gives the key back (no refund record, no answer worth replaying).
+    /// Gives the key back (no refund record, no answer worth replaying): the
+    /// record stays, released, so a retry continues its conversation.
     fn release_request(&self, lease: &RequestLease) -> impl Future<Output = Result<(), LedgerError>> + Send;
 
     /// Whether the scope has a refund record (a strongly consistent read):
@@ -246,12 +254,17 @@ pub trait ConversationStore: Send + Sync {
     ) -> impl Future<Output = Result<Vec<Exchange>, LedgerError>> + Send;
 
     /// Appends the turn's exchange and gives the lease back, in one
-    /// transaction, at most once per refund scope.
+    /// transaction. `marked`: at most once per refund scope (the scope is
+    /// marked, and an exchange whose scope is marked already is not added);
+    /// unmarked for a failed turn whose key is given back, so that its retry
+    /// runs afresh and appends its own exchange.
+    #[allow(clippy::too_many_arguments)]
     fn append(
         &self,
         lease: &ConversationLease,
         held: &HeldConversation,
         scope: &RefundScope,
+        marked: bool,
         exchange: &Exchange,
         status: u16,
         now_ms: u64,

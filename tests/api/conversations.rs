@@ -35,6 +35,16 @@ fn pair(role: &str, content: &str) -> (String, String) {
     (role.to_owned(), content.to_owned())
 }
 
+/// The states of the ledger's request records (the keys).
+async fn key_states<K: refund_chat::secrets::ApiKeySource>(h: &TestApp<K>) -> Vec<String> {
+    h.ledger()
+        .await
+        .iter()
+        .filter(|item| attr(item, "kind") == Some("request"))
+        .filter_map(|item| attr(item, "state").map(str::to_owned))
+        .collect()
+}
+
 /// Another invocation holds the conversation's lease until `lease_until_ms`.
 async fn hold_lease<K: refund_chat::secrets::ApiKeySource>(h: &TestApp<K>, id: &str, lease_until_ms: u64) {
     let lease = ConversationLease {
@@ -156,8 +166,7 @@ async fn a_message_while_the_previous_turn_runs_is_a_409_with_its_leases_retry_a
     assert!((7..=8).contains(&retry_after), "{retry_after}");
     assert_eq!(h.model_requests().await.len(), 1);
     // The key was given back, not stored: the re-send the 409 asks for runs.
-    let records: Vec<_> = h.ledger().await.into_iter().filter(|i| attr(i, "kind") == Some("request")).collect();
-    assert!(records.is_empty(), "{records:?}");
+    assert_eq!(key_states(&h).await, ["released"]);
 }
 
 #[tokio::test]
@@ -282,8 +291,7 @@ async fn an_unreachable_conversation_store_is_a_503_before_any_model_call() {
     assert_eq!(answer.header("retry-after"), Some("2"));
     assert!(h.model_requests().await.is_empty());
     assert!(h.payments_requests().await.is_empty());
-    let records: Vec<_> = h.ledger().await.into_iter().filter(|i| attr(i, "kind") == Some("request")).collect();
-    assert!(records.is_empty(), "the key was given back");
+    assert_eq!(key_states(&h).await, ["released"], "the key was given back");
 }
 
 #[tokio::test]
@@ -504,4 +512,34 @@ async fn forgetting_a_customer_deletes_their_conversations_and_messages_and_keep
     assert_eq!(audit.len(), 1);
     assert_eq!(attr(audit[0], "by"), Some("dpo@shop"));
     assert!(!format!("{ledger:?}").contains("Zanzibar-quokka"), "the message is nowhere in the ledger");
+}
+
+#[tokio::test]
+async fn a_message_retried_after_a_released_failure_continues_its_conversation_with_its_reply() {
+    // The first try fails with no refund recorded, so the key is released
+    // and the re-send (the same body) runs afresh: in the conversation the
+    // first try began, with its 200 kept there.
+    let h = TestApp::new(
+        vec![
+            ResponseTemplate::new(500).set_body_json(json!({"error": {"message": "boom"}})),
+            text("Hello, how can I help?"),
+        ],
+        receipt(),
+    )
+    .await;
+    let key = [("idempotency-key", "k-released")];
+    let failed = h.say_with(None, "hello", &key).await;
+    assert_eq!(failed.status, StatusCode::BAD_GATEWAY, "{}", failed.raw);
+
+    let retried = h.say_with(None, "hello", &key).await;
+
+    assert_eq!(retried.status, StatusCode::OK, "{}", retried.raw);
+    assert_eq!(retried.conversation_id(), failed.conversation_id(), "the same conversation");
+    let exchanges = h.exchanges(retried.conversation_id()).await;
+    let statuses: Vec<u16> = exchanges.iter().map(|e| e.status).collect();
+    assert_eq!(statuses, [502, 200], "the failed try, then the answer");
+    assert_eq!(exchanges[1].exchange.reply(), Some("Hello, how can I help?"));
+    // The released key still names its body: another message needs another key.
+    let other = h.say_with(None, "something else", &key).await;
+    assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", other.raw);
 }

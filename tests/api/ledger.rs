@@ -313,7 +313,7 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
             "GetItem",            // rule 3's history
             "TransactWriteItems", // the approval record (refused here)
             "GetItem",            // does the scope have a refund record?
-            "DeleteItem",         // no: release the key
+            "UpdateItem",         // no: release the key
         ]
     );
     assert_eq!(

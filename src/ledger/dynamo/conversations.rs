@@ -24,6 +24,8 @@
 //!   appended meanwhile), the exchange is put, and so is the refund scope's
 //!   mark, on the condition that the scope has none. A takeover of a dead
 //!   invocation's key that had appended finds the mark: nothing is added.
+//!   A failed turn whose key is given back appends unmarked, so its retry
+//!   (the same scope, run afresh) appends its own exchange after it.
 //! - **Expiry.** The header expires `CONVERSATION_TTL_HOURS` after the last
 //!   exchange. The other items are written to expire twice that after their
 //!   write; when the earliest of them would expire before the header, the
@@ -389,6 +391,7 @@ impl ConversationStore for DynamoConversations {
         lease: &ConversationLease,
         held: &HeldConversation,
         scope: &RefundScope,
+        marked: bool,
         exchange: &Exchange,
         status: u16,
         now_ms: u64,
@@ -434,12 +437,14 @@ impl ConversationStore for DynamoConversations {
                 ("messages", s(exchange.to_json())),
             ],
         )?;
-        let mark = put(format!("{SCOPE_PREFIX}{record_id}"), Vec::new())?;
-        let items = [
+        let mut items = vec![
             TransactWriteItem::builder().update(header).build(),
             TransactWriteItem::builder().put(exchange_put).build(),
-            TransactWriteItem::builder().put(mark).build(),
         ];
+        if marked {
+            let mark = put(format!("{SCOPE_PREFIX}{record_id}"), Vec::new())?;
+            items.push(TransactWriteItem::builder().put(mark).build());
+        }
         match transact(&self.client, items).await? {
             None => {}
             Some(found) if found.get(2).is_some_and(Option::is_some) => {

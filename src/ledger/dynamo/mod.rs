@@ -5,7 +5,7 @@
 //! | item | `pk` | attributes |
 //! | --- | --- | --- |
 //! | refund record | `refund#<record id>` | `kind`, `record_id`, `scope`, `user_id`, `order_id`, `amount_cents`, `request_id`, `writer`, `idempotency_key`, `decision` (`automatic`/`approval`), `reasons`, `customer_message` (approvals only), `state`, `waiting_for`, `day`, `created_at`, `created_at_ms`, `executing_since_ms`; then `updated_at`, `refund_id`, `receipt_status`, `payments_status`, `payments_detail`, `failure`; staff: `decided_by`, `decided_at`, `rejection_reason`, `resolution`, `resolved_refund_id`, `resolved_by`, `resolved_at` |
-//! | request record | `request#<scope>` | `kind`, `state` (`in_progress`/`completed`), `body_sha256`, `request_id`, `writer`, `lease_until_ms`, `expires_at` (the TTL attribute, epoch seconds), `created_at`, then `response_status`, `response_body` |
+//! | request record | `request#<scope>` | `kind`, `state` (`in_progress`/`completed`/`released`), `conversation_id`, `body_sha256`, `request_id`, `writer`, `lease_until_ms`, `expires_at` (the TTL attribute, epoch seconds), `created_at`, then `response_status`, `response_body` |
 //! | order guard (rule 2) | `order#<order key>` | `live` (the ids of the order's refund records that may have moved money, a string set), `last_at_ms`, `expires_at` |
 //! | daily total (rule 3) | `daily#<user>#<UTC day>` | `total_cents` (automatic refunds that may have moved money), `live` (their record ids), `expires_at` |
 //!
@@ -290,12 +290,8 @@ pub fn client_for(sdk: &aws_config::SdkConfig, timeout: Duration) -> Client {
 /// (`template.yaml`; `tests/template.rs` checks it). Transactions need no
 /// action of their own: each of their items is authorised as the `PutItem`
 /// or `UpdateItem` it is.
-pub const ACTIONS_USED: &[&str] = &[
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:DeleteItem",
-];
+/// None deletes: a released key stays, marked released, until TTL.
+pub const ACTIONS_USED: &[&str] = &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"];
 
 /// A refund that moved no money, as its release from the guards needs it.
 pub(crate) struct Released<'a> {

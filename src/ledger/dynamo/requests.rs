@@ -28,6 +28,7 @@ fn stored_request(item: &Item) -> Result<StoredRequest, LedgerError> {
         lease_until_ms: number(item, "lease_until_ms").unwrap_or_default(),
         expires_at_s: number(item, "expires_at").unwrap_or_default(),
         response,
+        released: text(item, "state") == Some(RequestState::Released.as_str()),
         conversation_id: text(item, "conversation_id").map(str::to_owned),
     })
 }
@@ -98,9 +99,13 @@ impl crate::ledger::RequestLedger for DynamoLedger {
             .table_name(&self.table)
             .key("pk", s(request_pk(&lease.scope)))
             .update_expression(
-                "SET writer = :writer, request_id = :request_id, lease_until_ms = :lease, taken_over_at = :now",
+                "SET writer = :writer, request_id = :request_id, lease_until_ms = :lease, taken_over_at = :now, \
+                 #state = :in_progress",
             )
-            .condition_expression("writer = :previous AND #state = :in_progress AND lease_until_ms < :now_ms")
+            .condition_expression(
+                "writer = :previous AND ((#state = :in_progress AND lease_until_ms < :now_ms) OR #state = :released)",
+            )
+            .expression_attribute_values(":released", s(RequestState::Released.as_str()))
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":writer", s(lease.writer.as_str()))
             .expression_attribute_values(":request_id", s(lease.writer.invocation()))
@@ -174,11 +179,14 @@ impl crate::ledger::RequestLedger for DynamoLedger {
     async fn release_request(&self, lease: &RequestLease) -> Result<(), LedgerError> {
         let result = self
             .client
-            .delete_item()
+            .update_item()
             .table_name(&self.table)
             .key("pk", s(request_pk(&lease.scope)))
+            .update_expression("SET #state = :released, lease_until_ms = :zero")
             .condition_expression("writer = :writer AND #state = :in_progress")
             .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":released", s(RequestState::Released.as_str()))
+            .expression_attribute_values(":zero", n(0))
             .expression_attribute_values(":writer", s(lease.writer.as_str()))
             .expression_attribute_values(":in_progress", s(RequestState::InProgress.as_str()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
@@ -187,10 +195,15 @@ impl crate::ledger::RequestLedger for DynamoLedger {
         match result {
             Ok(_) => Ok(()),
             Err(error) => {
-                use aws_sdk_dynamodb::operation::delete_item::DeleteItemError::ConditionalCheckFailedException as Failed;
+                use aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException as Failed;
                 match condition_failed_item!(error, Failed) {
-                    // Nothing there: a retry of a delete that had already landed.
-                    Some(item) if item.is_empty() => Ok(()),
+                    // A retry of a release that had already landed.
+                    Some(item)
+                        if text(&item, "writer") == Some(lease.writer.as_str())
+                            && text(&item, "state") == Some(RequestState::Released.as_str()) =>
+                    {
+                        Ok(())
+                    }
                     Some(_) => Err(LedgerError::Conflict("the key is held by another request".into())),
                     None => Err(unavailable(error)),
                 }
