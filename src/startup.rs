@@ -50,15 +50,17 @@ pub fn wire<K>(config: Config, aws: &SdkConfig, key_source: K) -> reqwest::Resul
 where
     K: crate::secrets::ApiKeySource,
 {
-    wire_on(config, aws, aws, key_source)
+    wire_on(config, aws, None, key_source)
 }
 
 /// The same, with the conversation table reached through an AWS
-/// configuration of its own (tests put a faulty proxy before one of the two).
+/// configuration of its own when given (tests put a faulty proxy before one
+/// of the two); else both tables share the ledger's client, and so its
+/// connections.
 pub fn wire_on<K>(
     config: Config,
     ledger_aws: &SdkConfig,
-    conversations_aws: &SdkConfig,
+    conversations_aws: Option<&SdkConfig>,
     key_source: K,
 ) -> reqwest::Result<FunctionApp<K>>
 where
@@ -66,12 +68,11 @@ where
 {
     let http = money_path_client()?;
     let ledger = DynamoLedger::from_sdk_config(ledger_aws, &config.ledger_table, config.ledger_timeout);
-    let conversations = DynamoConversations::from_sdk_config(
-        conversations_aws,
-        &config.conversation_table,
-        config.conversation_ttl,
-        config.ledger_timeout,
-    );
+    let (table, ttl, bound) = (&config.conversation_table, config.conversation_ttl, config.ledger_timeout);
+    let conversations = match conversations_aws {
+        Some(aws) => DynamoConversations::from_sdk_config(aws, table, ttl, bound),
+        None => DynamoConversations::new(ledger.client().clone(), table, ttl, bound),
+    };
     let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
     let refunds = RecordedRefunds::new(ledger.clone(), payments, config.limits);
     Ok(App::new(

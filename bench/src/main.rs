@@ -3,7 +3,10 @@
 //! Drives the release bootstrap through a Lambda Runtime API emulator, against
 //! zero-latency stand-ins for OpenAI, payments, Secrets Manager and DynamoDB
 //! on 127.0.0.1, and prints one table: cold start, a refund turn without an
-//! `Idempotency-Key` and one with (which adds the ledger's request record).
+//! `Idempotency-Key`, one with (which adds the ledger's request record), and
+//! one with in a conversation of 20 earlier exchanges (which adds reading
+//! the window); DynamoDB operations per turn; the prompt's size at 1, 10
+//! and 50 earlier exchanges.
 //! The emulator's own floor is measured with a no-op runtime (the
 //! `noop-runtime` binary of this package) and subtracted, as is the
 //! stand-ins' own handler time. Figures are printed, never asserted.
@@ -57,7 +60,14 @@ async fn main() -> Result<(), Error> {
     let floor = percentile(&measure::floor(&event, warm_turns).await?, 0.5);
     let cold = measure::cold_starts(&bootstrap, &stand_ins, &event, cold_runs).await?;
     let unkeyed = measure::warm(&bootstrap, &stand_ins, vec![event; warm_turns + 1]).await?;
-    let keyed = measure::warm(&bootstrap, &stand_ins, keyed_events(warm_turns + 1)?).await?;
+    let keyed = measure::warm(&bootstrap, &stand_ins, keyed_events(warm_turns + 1, None)?).await?;
+    let in_conversation =
+        measure::warm(&bootstrap, &stand_ins, keyed_events(warm_turns + 1, Some(20))?).await?;
+    let mut prompts = Vec::new();
+    for earlier in PROMPT_SIZES_AT {
+        measure::warm(&bootstrap, &stand_ins, keyed_events(2, Some(earlier))?).await?;
+        prompts.push((earlier, stand_ins.openai.1.prompt_bytes()));
+    }
     let (raw, zipped) = measure::sizes(&bootstrap)?;
 
     let mut rows = vec![
@@ -70,6 +80,32 @@ async fn main() -> Result<(), Error> {
     ];
     rows.extend(warm_rows("refund turn", &unkeyed, floor, 0.35, Some(0.4)));
     rows.extend(warm_rows("keyed refund turn", &keyed, floor, 1.2, None));
+    let keyed_own_work = percentile(&own_work(&keyed, floor), 0.5).as_secs_f64() * 1000.0;
+    rows.extend(warm_rows(
+        "keyed refund turn, 20 earlier exchanges",
+        &in_conversation,
+        floor,
+        keyed_own_work + 0.4,
+        None,
+    ));
+    for (name, warm) in [
+        ("refund turn", &unkeyed),
+        ("keyed refund turn", &keyed),
+        ("keyed refund turn, 20 earlier exchanges", &in_conversation),
+    ] {
+        rows.push(Row::new(
+            format!("{name}: DynamoDB operations per turn"),
+            warm.dynamodb_requests as f64 / (warm.latency.len() + 1) as f64,
+            Unit::Count,
+        ));
+    }
+    for (earlier, bytes) in &prompts {
+        rows.push(Row::new(
+            format!("prompt sent to the model, {earlier} earlier exchange(s)"),
+            0.0,
+            Unit::Text(format!("{bytes} bytes")),
+        ));
+    }
     rows.push(
         Row::new(
             format!(
@@ -89,18 +125,32 @@ async fn main() -> Result<(), Error> {
     Ok(())
 }
 
-/// The keyed event with a fresh `Idempotency-Key` each, as a widget sends them.
-fn keyed_events(count: usize) -> Result<Vec<Bytes>, Error> {
+/// Earlier exchanges at which the prompt's size is reported: one, a full
+/// window (`CONVERSATION_MAX_EXCHANGES`, 10), and far beyond it.
+const PROMPT_SIZES_AT: [u64; 3] = [1, 10, 50];
+
+/// The keyed event with a fresh `Idempotency-Key` each, as a widget sends
+/// them; in a conversation of `earlier` exchanges when given.
+fn keyed_events(count: usize, earlier: Option<u64>) -> Result<Vec<Bytes>, Error> {
     let template: serde_json::Value = serde_json::from_str(KEYED_EVENT)?;
     (0..count)
         .map(|i| {
             let mut event = template.clone();
-            let key = format!("bench-{}-{i}", std::process::id());
+            let key = format!("bench-{}-{i}-{earlier:?}", std::process::id());
             event["headers"]["Idempotency-Key"] = key.clone().into();
             event["multiValueHeaders"]["Idempotency-Key"] = serde_json::json!([key]);
+            if let Some(earlier) = earlier {
+                let mut body: serde_json::Value = serde_json::from_str(event["body"].as_str().unwrap_or("{}"))?;
+                body["conversation_id"] = format!("c_bench_n{earlier}").into();
+                event["body"] = body.to_string().into();
+            }
             Ok(Bytes::from(serde_json::to_vec(&event)?))
         })
         .collect()
+}
+
+fn own_work(warm: &Warm, floor: Duration) -> Vec<Duration> {
+    warm.added.iter().map(|d| d.saturating_sub(floor)).collect()
 }
 
 /// The rows of one warm loop, with its own-work p50 and CPU targets.
@@ -111,7 +161,7 @@ fn warm_rows(
     own_work_target_ms: f64,
     cpu_target_ms: Option<f64>,
 ) -> Vec<Row> {
-    let own_work: Vec<Duration> = warm.added.iter().map(|d| d.saturating_sub(floor)).collect();
+    let own_work = own_work(warm, floor);
     let turns = warm.latency.len();
     vec![
         Row::millis(

@@ -25,6 +25,8 @@ pub struct Meter {
     busy_ns: Arc<AtomicU64>,
     requests: Arc<AtomicU64>,
     connections: Arc<Mutex<HashSet<SocketAddr>>>,
+    /// The model's: bytes of the last turn's first request (the prompt).
+    prompt_bytes: Arc<AtomicU64>,
 }
 
 impl Meter {
@@ -33,6 +35,9 @@ impl Meter {
     }
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::Relaxed)
+    }
+    pub fn prompt_bytes(&self) -> u64 {
+        self.prompt_bytes.load(Ordering::Relaxed)
     }
     pub fn connections(&self) -> usize {
         self.connections.lock().map(|c| c.len()).unwrap_or_default()
@@ -82,8 +87,52 @@ pub fn secrets(meter: &Meter) -> Router {
 
 /// DynamoDB's JSON protocol too. Every conditional write succeeds with `{}`
 /// (the item was not there), which is the path of a new keyed refund turn.
+/// Taking a conversation's lease returns the header as DynamoDB would: a new
+/// conversation has no exchanges, one named `c_bench_n<N>` has N, and the
+/// window's query returns its most recent ones (each a refund turn like the
+/// one measured).
 pub fn dynamodb(meter: &Meter) -> Router {
     Router::new().route("/", post(dynamodb_ok)).with_state(meter.clone())
+}
+
+/// The N of a `c_bench_n<N>` conversation a request names.
+fn earlier_exchanges(body: &[u8]) -> Option<u64> {
+    let at = body.windows(9).position(|w| w == b"c_bench_n")? + 9;
+    let digits: String = body[at..].iter().take_while(|b| b.is_ascii_digit()).map(|&b| b as char).collect();
+    digits.parse().ok()
+}
+
+/// One stored exchange: a refund turn, as the conversation table holds it.
+fn exchange_item(seq: u64) -> serde_json::Value {
+    let messages = serde_json::json!([
+        {"role": "user", "content": format!("My mug from order A-{seq:04} arrived broken, please refund 12.50")},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "name": "issue_refund", "arguments": format!(r#"{{"order_id":"A-{seq:04}","amount_cents":1250}}"#)}
+        ]},
+        {"role": "tool", "tool_call_id": "call_1", "content": r#"{"refund_id":"rf_bench","status":"succeeded","amount_cents":1250}"#},
+        {"role": "assistant", "content": "Done: 12.50 is on its way back to your card.", "tool_calls": []},
+    ]);
+    serde_json::json!({"messages": {"S": messages.to_string()}})
+}
+
+fn dynamodb_answer(target: &str, body: &[u8]) -> String {
+    let exchanges = earlier_exchanges(body).unwrap_or(0);
+    if target.ends_with(".Query") {
+        let limit = serde_json::from_slice::<serde_json::Value>(body)
+            .ok()
+            .and_then(|query| query["Limit"].as_u64())
+            .unwrap_or(exchanges);
+        let items: Vec<_> = (0..exchanges.min(limit)).map(|i| exchange_item(exchanges - i)).collect();
+        return serde_json::json!({"Items": items, "Count": items.len()}).to_string();
+    }
+    if target.ends_with(".UpdateItem") && body.windows(12).any(|w| w == b"lease_writer") {
+        return serde_json::json!({"Attributes": {
+            "exchanges": {"N": exchanges.to_string()},
+            "items_expire_at": {"N": "4102444800"},
+        }})
+        .to_string();
+    }
+    "{}".to_owned()
 }
 
 async fn complete(
@@ -92,7 +141,12 @@ async fn complete(
     body: Bytes,
 ) -> impl IntoResponse {
     let started = Instant::now();
-    let after_tool = body.windows(13).any(|w| w == br#""role":"tool""#);
+    // This turn's first call: no tool result after the newest customer message.
+    let newest_user = body.windows(13).rposition(|w| w == br#""role":"user""#).unwrap_or(0);
+    let after_tool = body[newest_user..].windows(13).any(|w| w == br#""role":"tool""#);
+    if !after_tool {
+        answers.meter.prompt_bytes.store(body.len() as u64, Ordering::Relaxed);
+    }
     let answer = if after_tool { answers.reply } else { answers.tool_call };
     answers.meter.record(peer, started);
     ([(CONTENT_TYPE, "application/json")], answer)
@@ -110,8 +164,18 @@ async fn secret(State(meter): State<Meter>, ConnectInfo(peer): ConnectInfo<Socke
     ([(CONTENT_TYPE, "application/x-amz-json-1.1")], SECRET)
 }
 
-async fn dynamodb_ok(State(meter): State<Meter>, ConnectInfo(peer): ConnectInfo<SocketAddr>) -> impl IntoResponse {
+async fn dynamodb_ok(
+    State(meter): State<Meter>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> impl IntoResponse {
     let started = Instant::now();
+    let target = headers
+        .get("x-amz-target")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let answer = dynamodb_answer(target, &body);
     meter.record(peer, started);
-    ([(CONTENT_TYPE, "application/x-amz-json-1.0")], "{}")
+    ([(CONTENT_TYPE, "application/x-amz-json-1.0")], answer)
 }

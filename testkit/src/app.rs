@@ -264,10 +264,12 @@ impl<K: ApiKeySource> Builder<K> {
             None => aws.clone(),
         };
         let conversations_aws = match &self.conversations_endpoint {
-            Some(endpoint) => aws_at(endpoint).await,
-            None => aws.clone(),
+            Some(endpoint) => Some(aws_at(endpoint).await),
+            None if self.ledger_endpoint.is_some() => Some(aws.clone()),
+            None => None,
         };
-        let app = refund_chat::startup::wire_on(config, &ledger_aws, &conversations_aws, self.key_source).expect("app");
+        let app = refund_chat::startup::wire_on(config, &ledger_aws, conversations_aws.as_ref(), self.key_source)
+            .expect("app");
         TestApp {
             openai,
             payments,

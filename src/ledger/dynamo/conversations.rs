@@ -96,6 +96,17 @@ pub struct Transcript {
 }
 
 impl DynamoConversations {
+    /// On `client` (the ledger's: one connection pool for both tables),
+    /// whose every operation is bounded by `bound`.
+    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>, ttl: Duration, bound: Duration) -> Self {
+        DynamoConversations {
+            client,
+            table: table.into(),
+            ttl,
+            bound,
+        }
+    }
+
     /// A client on the shared AWS configuration, every operation bounded by `bound`.
     pub fn from_sdk_config(
         sdk: &aws_config::SdkConfig,
@@ -103,12 +114,7 @@ impl DynamoConversations {
         ttl: Duration,
         bound: Duration,
     ) -> Self {
-        DynamoConversations {
-            client: super::client_for(sdk, bound),
-            table: table.into(),
-            ttl,
-            bound,
-        }
+        DynamoConversations::new(super::client_for(sdk, bound), table, ttl, bound)
     }
 
     pub fn table(&self) -> &str {
