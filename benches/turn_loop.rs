@@ -35,7 +35,14 @@ fn turn_loop(c: &mut Criterion) {
     c.bench_function("refund turn (2 completions, 1 payment), in-memory", |b| {
         b.iter(|| {
             runtime.block_on(async {
-                let mut turn = Turn::new(&model, &payments, std::time::Duration::ZERO, context.clone(), Vec::new(), &message);
+                let mut turn = Turn::new(
+                    &model,
+                    &payments,
+                    std::time::Duration::ZERO,
+                    context.clone(),
+                    Vec::new(),
+                    &message,
+                );
                 turn.run().await
             })
         })

@@ -3,7 +3,8 @@
 //!
 //! One request runs one agent turn against a pinned OpenAI model with one
 //! tool, `issue_refund`, which moves real money through a payments service
-//! that has no idempotency key. The design follows from that: at most one
+//! that has no idempotency key, in a conversation the function keeps. The
+//! design follows from that: at most one
 //! payments call per refund scope (a request, or an `Idempotency-Key`),
 //! recorded in a ledger before it is made, whatever the model, the network
 //! or a retry do.
@@ -16,15 +17,19 @@
 //! 1. [`refund`]: the domain. Scopes, requests, outcomes, money, the
 //!    customer's message, the policy's rules, the `issue_refund` tool; the
 //!    [`refund::RefundGateway`] port and its payments adapter.
-//! 2. [`chat`]: the model port and its OpenAI adapter. [`ledger`]: the
-//!    ledger's ports (request records, refund records), their records, and
-//!    the DynamoDB adapter, with the support team's reads and decisions.
-//! 3. [`turn`]: one agent turn, its budget, retry and refund latch.
-//!    [`record_then_pay`]: "decide, record, then pay" around any gateway, and
-//!    a person approving what the rules would not pay alone.
-//! 4. [`ops`]: logs, the summary line and metrics.
-//! 5. [`http`]: the HTTP edge: routing, the body, identity, the
-//!    `Idempotency-Key`, and the one error-to-status map.
+//! 2. [`chat`]: the model port and its OpenAI adapter.
+//! 3. [`conversation`]: what a turn adds to a conversation and the window
+//!    the model sees. [`turn`]: one agent turn, its budget, retry and refund
+//!    latch.
+//! 4. [`ledger`]: the stores' ports (request records, refund records,
+//!    conversations), their records, and the DynamoDB adapters, with the
+//!    support team's reads and decisions.
+//! 5. [`record_then_pay`]: "decide, record, then pay" around any gateway, and
+//!    a person approving what the rules would not pay alone. [`ops`]: logs,
+//!    the summary line and metrics.
+//! 6. [`http`]: the HTTP edge: routing, the body, identity, the
+//!    `Idempotency-Key`, the conversation around the turn, and the one
+//!    error-to-status map.
 //!
 //! At the root, used from any floor: [`clock`], [`untrusted`] (customer- and
 //! model-written text made safe for a terminal, a spreadsheet or a log),

@@ -68,7 +68,11 @@ where
 {
     let http = money_path_client()?;
     let ledger = DynamoLedger::from_sdk_config(ledger_aws, &config.ledger_table, config.ledger_timeout);
-    let (table, ttl, bound) = (&config.conversation_table, config.conversation_ttl, config.ledger_timeout);
+    let (table, ttl, bound) = (
+        &config.conversation_table,
+        config.conversation_ttl,
+        config.ledger_timeout,
+    );
     let conversations = match conversations_aws {
         Some(aws) => DynamoConversations::from_sdk_config(aws, table, ttl, bound),
         None => DynamoConversations::new(ledger.client().clone(), table, ttl, bound),

@@ -6,8 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use refund_chat::config::{
-    Config, DEFAULT_IDEMPOTENCY_TTL, DEFAULT_LEDGER_TIMEOUT, DEFAULT_OPENAI_TIMEOUT, DEFAULT_PAYMENTS_TIMEOUT,
-    CONVERSATION_OPERATIONS_PER_REQUEST, DEFAULT_RETRY_BACKOFF, LEDGER_OPERATIONS_PER_REQUEST,
+    CONVERSATION_OPERATIONS_PER_REQUEST, Config, DEFAULT_IDEMPOTENCY_TTL, DEFAULT_LEDGER_TIMEOUT,
+    DEFAULT_OPENAI_TIMEOUT, DEFAULT_PAYMENTS_TIMEOUT, DEFAULT_RETRY_BACKOFF, LEDGER_OPERATIONS_PER_REQUEST,
 };
 use refund_chat::secrets::SECRET_READ_TIMEOUT;
 use refund_chat::turn::worst_case_duration;
@@ -136,11 +136,20 @@ fn the_deployment_is_the_contracts() {
     let actions = |statement: &Value| -> Vec<String> {
         match &statement["Action"] {
             Value::String(action) => vec![action.clone()],
-            actions => actions.as_array().unwrap().iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+            actions => actions
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect(),
         }
     };
     let conversations = &statements[2];
-    assert_eq!(conversations["Resource"], json!({"Fn::GetAtt": ["ConversationTable", "Arn"]}));
+    assert_eq!(
+        conversations["Resource"],
+        json!({"Fn::GetAtt": ["ConversationTable", "Arn"]})
+    );
     assert_eq!(
         actions(conversations),
         refund_chat::ledger::dynamo::conversations::ACTIONS_USED,
@@ -217,7 +226,10 @@ fn the_conversation_table_is_the_codes_encrypted_and_expiring() {
     for (property, expected) in schema.as_object().expect("an object") {
         assert_eq!(&properties[property], expected, "ConversationTable's {property}");
     }
-    assert_eq!(properties["SSESpecification"], json!({"SSEEnabled": true, "SSEType": "KMS"}));
+    assert_eq!(
+        properties["SSESpecification"],
+        json!({"SSEEnabled": true, "SSEType": "KMS"})
+    );
     assert_eq!(properties["TimeToLiveSpecification"]["Enabled"], true);
     assert!(
         properties["PointInTimeRecoverySpecification"].is_null(),

@@ -317,7 +317,13 @@ async fn a_refund_takes_two_messages_and_an_ended_conversation_keeps_the_message
         .as_str()
         .map(str::to_owned);
     assert!(before.is_some());
-    browser.find(Locator::Id("new-conversation")).await.unwrap().click().await.unwrap();
+    browser
+        .find(Locator::Id("new-conversation"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     let after = browser
         .execute("return sessionStorage.getItem('refund-chat-conversation');", vec![])
         .await

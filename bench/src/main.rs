@@ -61,8 +61,7 @@ async fn main() -> Result<(), Error> {
     let cold = measure::cold_starts(&bootstrap, &stand_ins, &event, cold_runs).await?;
     let unkeyed = measure::warm(&bootstrap, &stand_ins, vec![event; warm_turns + 1]).await?;
     let keyed = measure::warm(&bootstrap, &stand_ins, keyed_events(warm_turns + 1, None)?).await?;
-    let in_conversation =
-        measure::warm(&bootstrap, &stand_ins, keyed_events(warm_turns + 1, Some(20))?).await?;
+    let in_conversation = measure::warm(&bootstrap, &stand_ins, keyed_events(warm_turns + 1, Some(20))?).await?;
     let mut prompts = Vec::new();
     for earlier in PROMPT_SIZES_AT {
         measure::warm(&bootstrap, &stand_ins, keyed_events(2, Some(earlier))?).await?;

@@ -98,7 +98,11 @@ pub fn dynamodb(meter: &Meter) -> Router {
 /// The N of a `c_bench_n<N>` conversation a request names.
 fn earlier_exchanges(body: &[u8]) -> Option<u64> {
     let at = body.windows(9).position(|w| w == b"c_bench_n")? + 9;
-    let digits: String = body[at..].iter().take_while(|b| b.is_ascii_digit()).map(|&b| b as char).collect();
+    let digits: String = body[at..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .map(|&b| b as char)
+        .collect();
     digits.parse().ok()
 }
 
@@ -122,7 +126,9 @@ fn dynamodb_answer(target: &str, body: &[u8]) -> String {
             .ok()
             .and_then(|query| query["Limit"].as_u64())
             .unwrap_or(exchanges);
-        let items: Vec<_> = (0..exchanges.min(limit)).map(|i| exchange_item(exchanges - i)).collect();
+        let items: Vec<_> = (0..exchanges.min(limit))
+            .map(|i| exchange_item(exchanges - i))
+            .collect();
         return serde_json::json!({"Items": items, "Count": items.len()}).to_string();
     }
     if target.ends_with(".UpdateItem") && body.windows(12).any(|w| w == b"lease_writer") {

@@ -326,10 +326,7 @@ struct Stored {
 }
 
 /// The three invariants of conversations (contract 11).
-fn conversation_invariants(
-    evidence: &Evidence<'_>,
-    summaries: &[&Value],
-) -> Vec<(&'static str, usize, Vec<String>)> {
+fn conversation_invariants(evidence: &Evidence<'_>, summaries: &[&Value]) -> Vec<(&'static str, usize, Vec<String>)> {
     let owners: HashMap<String, String> = evidence
         .conversations
         .iter()
@@ -387,12 +384,17 @@ fn conversation_invariants(
     }
     let mut ok_exchanges: HashMap<(&str, &str), usize> = HashMap::new();
     for item in stored.iter().filter(|s| s.status == "200") {
-        *ok_exchanges.entry((item.conversation.as_str(), item.scope.as_str())).or_insert(0) += 1;
+        *ok_exchanges
+            .entry((item.conversation.as_str(), item.scope.as_str()))
+            .or_insert(0) += 1;
     }
     let mut lost_or_doubled: Vec<String> = first_ok
         .iter()
         .filter_map(|(scope, (_, conversation))| {
-            let found = ok_exchanges.get(&(conversation.as_str(), scope.as_str())).copied().unwrap_or(0);
+            let found = ok_exchanges
+                .get(&(conversation.as_str(), scope.as_str()))
+                .copied()
+                .unwrap_or(0);
             let fine = found == 1 || (found == 0 && failed_append.contains(scope));
             (!fine).then(|| format!("scope {scope} in {conversation}: {found} exchanges for its 200"))
         })
@@ -407,7 +409,10 @@ fn conversation_invariants(
     // A message answered before another was sent comes first in its conversation.
     let mut by_conversation: BTreeMap<&str, Vec<&Stored>> = BTreeMap::new();
     for item in stored.iter().filter(|s| s.status == "200") {
-        by_conversation.entry(item.conversation.as_str()).or_default().push(item);
+        by_conversation
+            .entry(item.conversation.as_str())
+            .or_default()
+            .push(item);
     }
     let mut out_of_order = Vec::new();
     for (conversation, items) in &mut by_conversation {
@@ -416,13 +421,13 @@ fn conversation_invariants(
             for later in &items[i + 1..] {
                 let answered_later_first = first_ok.get(&later.scope).map(|(tick, _)| *tick);
                 let sent_earlier = first_sent.get(&earlier.scope).copied();
-                if let (Some(answered), Some(sent)) = (answered_later_first, sent_earlier) {
-                    if answered < sent {
-                        out_of_order.push(format!(
-                            "{conversation}: #{} was answered before #{} was sent, yet comes after it",
-                            later.seq, earlier.seq
-                        ));
-                    }
+                if let (Some(answered), Some(sent)) = (answered_later_first, sent_earlier)
+                    && answered < sent
+                {
+                    out_of_order.push(format!(
+                        "{conversation}: #{} was answered before #{} was sent, yet comes after it",
+                        later.seq, earlier.seq
+                    ));
                 }
             }
         }
@@ -440,13 +445,21 @@ fn conversation_invariants(
             let owner = owners.get(&item.conversation).map(String::as_str);
             sender.get(item.customer_message.as_str()).copied() != owner
         })
-        .map(|item| format!("{} #{} holds a message of another customer", item.conversation, item.seq))
+        .map(|item| {
+            format!(
+                "{} #{} holds a message of another customer",
+                item.conversation, item.seq
+            )
+        })
         .collect();
     for exchange in evidence.exchanges {
-        if let Some(owner) = exchange.conversation().and_then(|id| owners.get(&id)) {
-            if *owner != exchange.signed_in {
-                seen_by_another.push(format!("#{} {}: answered with {owner}'s conversation", exchange.index, exchange.request_id));
-            }
+        if let Some(owner) = exchange.conversation().and_then(|id| owners.get(&id))
+            && *owner != exchange.signed_in
+        {
+            seen_by_another.push(format!(
+                "#{} {}: answered with {owner}'s conversation",
+                exchange.index, exchange.request_id
+            ));
         }
         let foreign = exchange
             .conversation_sent

@@ -164,10 +164,10 @@ impl Clients {
             sent_tick,
             answered_tick,
         };
-        if let (Some(200 | 502 | 504), Some(id)) = (exchange.status, exchange.conversation()) {
-            if let Ok(mut conversations) = self.conversations.lock() {
-                conversations.insert(signed_in.to_owned(), id);
-            }
+        if let (Some(200 | 502 | 504), Some(id)) = (exchange.status, exchange.conversation())
+            && let Ok(mut conversations) = self.conversations.lock()
+        {
+            conversations.insert(signed_in.to_owned(), id);
         }
         if let Ok(mut exchanges) = self.exchanges.lock() {
             exchanges.push(exchange.clone());
@@ -176,7 +176,14 @@ impl Clients {
     }
 
     /// A message of `customer`'s, in `conversation`, with or without a key.
-    fn message(&self, rng: &mut Rng, customer: &str, conversation: Option<String>, keyed: bool, index: usize) -> Message {
+    fn message(
+        &self,
+        rng: &mut Rng,
+        customer: &str,
+        conversation: Option<String>,
+        keyed: bool,
+        index: usize,
+    ) -> Message {
         let mortal = rng.chance(0.06);
         let prefix = if mortal { crate::model::MORTAL_MARKER } else { "zq" };
         let marker = format!("{prefix}{:012x}", rng.next() & 0xFFFF_FFFF_FFFF);
@@ -205,10 +212,7 @@ impl Clients {
     async fn with_resends(&self, rng: &mut Rng, index: usize, customer: &str, message: &Message) {
         let first = if rng.chance(0.1) {
             // A double click: the same key twice at once.
-            let (a, _) = tokio::join!(
-                self.send(index, customer, message),
-                self.send(index, customer, message)
-            );
+            let (a, _) = tokio::join!(self.send(index, customer, message), self.send(index, customer, message));
             a
         } else {
             self.send(index, customer, message).await

@@ -86,10 +86,7 @@ impl LocalModel {
         // This turn starts at the newest customer message; before it, the history.
         let newest = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
         let (history, this_turn) = messages.split_at(newest);
-        let customer = this_turn
-            .first()
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or("");
+        let customer = this_turn.first().and_then(|m| m["content"].as_str()).unwrap_or("");
         let said = |phrase: &str| customer.to_lowercase().contains(phrase);
 
         if said("provider error") {
@@ -172,7 +169,9 @@ fn understand(newest: &str, history: &[Value]) -> (Option<String>, Option<u64>) 
     let lower = newest.to_lowercase();
     let carries = asked || lower.contains("other one") || lower.contains("the other");
 
-    let own_order = find_order_ids(newest).into_iter().find(|order| !refunded.contains(order));
+    let own_order = find_order_ids(newest)
+        .into_iter()
+        .find(|order| !refunded.contains(order));
     let from_history = || {
         earlier.iter().find_map(|text| {
             find_order_ids(text)

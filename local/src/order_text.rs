@@ -9,7 +9,10 @@ pub fn find_order_id(text: &str) -> Option<String> {
 
 /// Every order id, in the order written.
 pub fn find_order_ids(text: &str) -> Vec<String> {
-    words(text).filter(|word| is_order_id(word)).map(str::to_owned).collect()
+    words(text)
+        .filter(|word| is_order_id(word))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// The amount that goes with `order_id`: the first one after it, else the
@@ -19,11 +22,9 @@ pub fn find_amount_for(text: &str, order_id: &str) -> Option<u64> {
     let at = words.iter().position(|word| *word == order_id)?;
     let amount = |word: &&str| (!is_order_id(word)).then(|| amount_cents(word)).flatten();
     // Up to the next order id: its amount is its own.
-    let after = words[at + 1..].iter().take_while(|word| !is_order_id(word));
-    after
-        .clone()
-        .find_map(|word| amount(&word))
-        .or_else(|| words[..at].iter().rev().take_while(|w| !is_order_id(w)).find_map(amount))
+    let mut after = words[at + 1..].iter().take_while(|word| !is_order_id(word));
+    let mut before = words[..at].iter().rev().take_while(|word| !is_order_id(word));
+    after.find_map(amount).or_else(|| before.find_map(amount))
 }
 
 /// The first amount that is not part of an order id, in cents.

@@ -14,10 +14,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use refund_chat::chat::Message;
 use refund_chat::clock::{now_ms, parse_utc};
 use refund_chat::config::{FUNCTION_TIMEOUT, StaffConfig};
 use refund_chat::ledger::RefundRecord;
-use refund_chat::chat::Message;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::dynamo::conversations::DynamoConversations;
 use refund_chat::ledger::{Confirmed, StaffDecision};
@@ -234,13 +234,19 @@ async fn show(ledger: &DynamoLedger, id: &str) -> Outcome {
 
 async fn conversation(ledger: &DynamoLedger, conversations: &DynamoConversations, id: &str) -> Outcome {
     let Some(transcript) = conversations.transcript(id, now_ms()).await? else {
-        return Ok(Ending::Refused(format!("no conversation {} (or it expired)", visible(id))));
+        return Ok(Ending::Refused(format!(
+            "no conversation {} (or it expired)",
+            visible(id)
+        )));
     };
     println!("conversation  {}", visible(&transcript.id));
     println!("customer      {}", visible(&transcript.customer));
     println!("created       {}", transcript.created_at);
     println!("last exchange {}", transcript.updated_at);
-    println!("expires       {}", refund_chat::clock::rfc3339(transcript.expires_at_s * 1000));
+    println!(
+        "expires       {}",
+        refund_chat::clock::rfc3339(transcript.expires_at_s * 1000)
+    );
     println!("exchanges     {}", transcript.exchanges.len());
     let mut record_ids = Vec::new();
     for stored in &transcript.exchanges {
@@ -285,13 +291,11 @@ fn transcript_lines(message: &Message) -> Vec<String> {
             .iter()
             .filter(|text| !text.is_empty())
             .map(|text| format!("assistant: {}", visible(text)))
-            .chain(tool_calls.iter().map(|call| {
-                format!(
-                    "assistant calls {} {}",
-                    visible(&call.name),
-                    visible(&call.arguments)
-                )
-            }))
+            .chain(
+                tool_calls
+                    .iter()
+                    .map(|call| format!("assistant calls {} {}", visible(&call.name), visible(&call.arguments))),
+            )
             .collect(),
         Message::Tool { content, .. } => vec![format!("tool result: {}", visible(content))],
     }

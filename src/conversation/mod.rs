@@ -140,7 +140,10 @@ impl Exchange {
     pub fn from_json(stored: &str) -> Result<Exchange, String> {
         let value: Value = serde_json::from_str(stored).map_err(|error| error.to_string())?;
         let text = |m: &Value, field: &str| -> Result<String, String> {
-            m[field].as_str().map(str::to_owned).ok_or_else(|| format!("a message without {field}"))
+            m[field]
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| format!("a message without {field}"))
         };
         let messages = value
             .as_array()
@@ -207,7 +210,10 @@ impl Window {
 /// The window as the model's messages, between the system prompt and the
 /// new message.
 pub fn history(window: &[Exchange]) -> Vec<Message> {
-    window.iter().flat_map(|exchange| exchange.messages.iter().cloned()).collect()
+    window
+        .iter()
+        .flat_map(|exchange| exchange.messages.iter().cloned())
+        .collect()
 }
 
 #[cfg(test)]

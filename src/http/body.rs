@@ -97,8 +97,18 @@ mod tests {
         let body = |id: Value| serde_json::json!({"user_id": "u1", "message": "hi", "conversation_id": id}).to_string();
         let parsed = ChatRequest::parse(body(Value::from("c_1")).as_bytes()).unwrap();
         assert_eq!(parsed.conversation_id, ConversationId::parse("c_1"));
-        assert_eq!(ChatRequest::parse(body(Value::Null).as_bytes()).unwrap().conversation_id, None);
-        for bad in [Value::from(""), Value::from("a b"), Value::from("x".repeat(129)), Value::from(7)] {
+        assert_eq!(
+            ChatRequest::parse(body(Value::Null).as_bytes())
+                .unwrap()
+                .conversation_id,
+            None
+        );
+        for bad in [
+            Value::from(""),
+            Value::from("a b"),
+            Value::from("x".repeat(129)),
+            Value::from(7),
+        ] {
             assert!(
                 matches!(ChatRequest::parse(body(bad.clone()).as_bytes()), Err(InputError::InvalidField(d)) if d.contains("conversation_id")),
                 "{bad}"

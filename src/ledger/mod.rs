@@ -219,7 +219,9 @@ pub enum Begun {
     /// Unknown, expired, or another customer's: one answer for all three.
     NotFound,
     /// Its previous turn still runs; that turn's lease ends at `lease_until_ms`.
-    Busy { lease_until_ms: u64 },
+    Busy {
+        lease_until_ms: u64,
+    },
 }
 
 /// What appending an exchange found.

@@ -412,7 +412,10 @@ async fn history_is_sent_to_the_model_and_never_run() {
 
     assert_eq!(turn.run().await.unwrap(), "You are welcome.");
 
-    assert!(payments.requests().is_empty(), "a refund in the history is never made again");
+    assert!(
+        payments.requests().is_empty(),
+        "a refund in the history is never made again"
+    );
     let sent = &model.calls()[0].1;
     assert_eq!(sent[0], Message::System(SYSTEM_PROMPT.to_owned()));
     assert_eq!(&sent[1..5], history.as_slice());

@@ -53,7 +53,10 @@ async fn hold_lease<K: refund_chat::secrets::ApiKeySource>(h: &TestApp<K>, id: &
         writer: WriterMark::fixed("req-other/w"),
         lease_until_ms,
     };
-    let begun = h.conversations().begin(&lease, false, refund_chat::clock::now_ms()).await;
+    let begun = h
+        .conversations()
+        .begin(&lease, false, refund_chat::clock::now_ms())
+        .await;
     assert!(matches!(begun, Ok(Begun::Held(_))), "{begun:?}");
 }
 
@@ -90,7 +93,10 @@ async fn a_detail_given_in_the_next_message_completes_the_refund() {
     assert_eq!(h.payments_requests().await.len(), 1);
     let exchanges = h.exchanges(&id).await;
     assert_eq!(exchanges.len(), 2);
-    assert_eq!(exchanges[1].exchange.customer_message(), Some("A-1001, the whole 12.50"));
+    assert_eq!(
+        exchanges[1].exchange.customer_message(),
+        Some("A-1001, the whole 12.50")
+    );
     assert_eq!(exchanges[1].exchange.reply(), Some("Done: 12.50 refunded for A-1001."));
     // The refund record names the conversation of the turn that wrote it.
     let records = h.refund_records().await;
@@ -115,7 +121,11 @@ async fn a_refund_in_the_history_is_sent_to_the_model_and_never_made_again() {
     assert_eq!(second.status, StatusCode::OK, "{}", second.raw);
     assert_eq!(h.payments_requests().await.len(), 1, "history is data, never run");
     let third_request = &h.model_requests().await[2];
-    assert_eq!(tool_messages(third_request).len(), 1, "the tool call is sent with its result");
+    assert_eq!(
+        tool_messages(third_request).len(),
+        1,
+        "the tool call is sent with its result"
+    );
     let call = &third_request["messages"][2]["tool_calls"][0];
     assert_eq!(call["id"], "c1");
     assert_eq!(third_request["messages"][3]["tool_call_id"], "c1");
@@ -127,7 +137,11 @@ async fn an_unknown_expired_or_foreign_conversation_is_one_404_before_any_model_
     let mine = h.say(None, "hello").await.conversation_id().to_owned();
     let foreign = send_as(
         &h.app,
-        post_event_as("u-2002", &json!({"user_id": "u-2002", "message": "hi", "conversation_id": mine}).to_string(), &[]),
+        post_event_as(
+            "u-2002",
+            &json!({"user_id": "u-2002", "message": "hi", "conversation_id": mine}).to_string(),
+            &[],
+        ),
         &fresh_request_id(),
         0,
     )
@@ -140,7 +154,10 @@ async fn an_unknown_expired_or_foreign_conversation_is_one_404_before_any_model_
         .key("pk", AttributeValue::S(mine.clone()))
         .key("sk", AttributeValue::S(HEAD.into()))
         .update_expression("SET expires_at = :past")
-        .expression_attribute_values(":past", AttributeValue::N((refund_chat::clock::now_ms() / 1000 - 1).to_string()))
+        .expression_attribute_values(
+            ":past",
+            AttributeValue::N((refund_chat::clock::now_ms() / 1000 - 1).to_string()),
+        )
         .send()
         .await
         .unwrap();
@@ -150,7 +167,11 @@ async fn an_unknown_expired_or_foreign_conversation_is_one_404_before_any_model_
         assert_eq!(answer.status, StatusCode::NOT_FOUND, "{}", answer.raw);
         assert_eq!(answer.raw, unknown.raw, "no one learns which of the three it was");
     }
-    assert_eq!(h.model_requests().await.len(), 1, "only the first message reached the model");
+    assert_eq!(
+        h.model_requests().await.len(),
+        1,
+        "only the first message reached the model"
+    );
 }
 
 #[tokio::test]
@@ -159,7 +180,9 @@ async fn a_message_while_the_previous_turn_runs_is_a_409_with_its_leases_retry_a
     let id = h.say(None, "hello").await.conversation_id().to_owned();
     hold_lease(&h, &id, refund_chat::clock::now_ms() + 7_500).await;
 
-    let busy = h.say_with(Some(&id), "are you there?", &[("idempotency-key", "k-busy")]).await;
+    let busy = h
+        .say_with(Some(&id), "are you there?", &[("idempotency-key", "k-busy")])
+        .await;
 
     assert_eq!(busy.status, StatusCode::CONFLICT, "{}", busy.raw);
     let retry_after: u64 = busy.header("retry-after").unwrap().parse().unwrap();
@@ -195,11 +218,20 @@ async fn messages_sent_at_once_to_one_conversation_take_turns() {
 
     let ok: Vec<_> = answers.iter().filter(|a| a.status == StatusCode::OK).collect();
     let busy = answers.iter().filter(|a| a.status == StatusCode::CONFLICT).count();
-    assert_eq!(ok.len() + busy, 6, "{:?}", answers.iter().map(|a| &a.raw).collect::<Vec<_>>());
+    assert_eq!(
+        ok.len() + busy,
+        6,
+        "{:?}",
+        answers.iter().map(|a| &a.raw).collect::<Vec<_>>()
+    );
     assert!(busy >= 1, "the messages overlapped");
     let exchanges = h.exchanges(&id).await;
     assert_eq!(exchanges.len(), 1 + ok.len(), "one exchange per 200, none per 409");
-    assert_eq!(h.model_requests().await.len(), 1 + ok.len(), "a 409 costs no model call");
+    assert_eq!(
+        h.model_requests().await.len(),
+        1 + ok.len(),
+        "a 409 costs no model call"
+    );
     let seqs: Vec<u64> = exchanges.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (0..exchanges.len() as u64).collect::<Vec<_>>());
 }
@@ -221,13 +253,20 @@ async fn a_replayed_message_appends_nothing() {
 /// Puts the key's request record back to `in_progress` with an ended lease:
 /// the state a dead invocation leaves when it died after the append.
 async fn kill_after_the_append<K: refund_chat::secrets::ApiKeySource>(h: &TestApp<K>) {
-    let records: Vec<_> = h.ledger().await.into_iter().filter(|i| attr(i, "kind") == Some("request")).collect();
+    let records: Vec<_> = h
+        .ledger()
+        .await
+        .into_iter()
+        .filter(|i| attr(i, "kind") == Some("request"))
+        .collect();
     assert_eq!(records.len(), 1);
     aws_sdk_dynamodb::Client::new(&h.aws)
         .update_item()
         .table_name(&h.table)
         .key("pk", records[0]["pk"].clone())
-        .update_expression("SET #state = :in_progress, lease_until_ms = :ended, writer = :dead REMOVE response_status, response_body")
+        .update_expression(
+            "SET #state = :in_progress, lease_until_ms = :ended, writer = :dead REMOVE response_status, response_body",
+        )
         .expression_attribute_names("#state", "state")
         .expression_attribute_values(":in_progress", AttributeValue::S("in_progress".into()))
         .expression_attribute_values(":ended", AttributeValue::N("1".into()))
@@ -273,7 +312,11 @@ async fn a_takeover_continues_the_conversation_its_dead_first_request_began() {
     let retry = h.say_with(None, "hello", &key).await;
 
     assert_eq!(retry.status, StatusCode::OK, "{}", retry.raw);
-    assert_eq!(retry.conversation_id(), first.conversation_id(), "not a second conversation");
+    assert_eq!(
+        retry.conversation_id(),
+        first.conversation_id(),
+        "not a second conversation"
+    );
     assert_eq!(h.exchanges(first.conversation_id()).await.len(), 1);
 }
 
@@ -318,7 +361,11 @@ async fn a_failed_append_never_changes_the_answer() {
     assert_eq!(answer.reply(), "Done.");
     assert_eq!(h.payments_requests().await.len(), 1);
     assert!(h.exchanges(answer.conversation_id()).await.is_empty());
-    assert!(log.names().contains(&"TransactWriteItems".to_owned()), "{:?}", log.names());
+    assert!(
+        log.names().contains(&"TransactWriteItems".to_owned()),
+        "{:?}",
+        log.names()
+    );
 }
 
 #[tokio::test]
@@ -355,10 +402,7 @@ async fn the_window_is_the_most_recent_whole_exchanges_within_both_limits() {
 async fn a_conversation_of_100_exchanges_of_4000_characters_fits() {
     let long_reply = "r".repeat(4000);
     let reply = long_reply.clone();
-    let h = TestApp::builder()
-        .model_responder(move |_| text(&reply))
-        .build()
-        .await;
+    let h = TestApp::builder().model_responder(move |_| text(&reply)).build().await;
     let message = "é".repeat(4000);
     let id = h.say(None, &message).await.conversation_id().to_owned();
     for _ in 1..100 {
@@ -368,14 +412,25 @@ async fn a_conversation_of_100_exchanges_of_4000_characters_fits() {
 
     let exchanges = h.exchanges(&id).await;
     assert_eq!(exchanges.len(), 100);
-    assert!(exchanges.iter().all(|e| e.exchange.reply() == Some(long_reply.as_str())));
+    assert!(
+        exchanges
+            .iter()
+            .all(|e| e.exchange.reply() == Some(long_reply.as_str()))
+    );
     let largest = items(&h.aws, &conversation_table(&h.table))
         .await
         .iter()
-        .map(|item| item.iter().map(|(k, v)| k.len() + v.as_s().map_or(16, String::len)).sum::<usize>())
+        .map(|item| {
+            item.iter()
+                .map(|(k, v)| k.len() + v.as_s().map_or(16, String::len))
+                .sum::<usize>()
+        })
         .max()
         .unwrap();
-    assert!(largest < 40_000, "the largest item is {largest} bytes, far below 400 KB");
+    assert!(
+        largest < 40_000,
+        "the largest item is {largest} bytes, far below 400 KB"
+    );
     // The prompt stays flat: the window, not the conversation.
     let last = h.model_requests().await.pop().unwrap();
     let prompt_chars: usize = sent(&last).iter().map(|(_, content)| content.chars().count()).sum();
@@ -411,7 +466,10 @@ async fn the_items_expiry_moves_before_the_conversation_could_outlive_them() {
         .key("pk", AttributeValue::S(id.clone()))
         .key("sk", AttributeValue::S(HEAD.into()))
         .update_expression("SET items_expire_at = :soon")
-        .expression_attribute_values(":soon", AttributeValue::N((refund_chat::clock::now_ms() / 1000 + 60).to_string()))
+        .expression_attribute_values(
+            ":soon",
+            AttributeValue::N((refund_chat::clock::now_ms() / 1000 + 60).to_string()),
+        )
         .send()
         .await
         .unwrap();
@@ -433,7 +491,10 @@ async fn the_items_expiry_moves_before_the_conversation_could_outlive_them() {
     let header_expiry = expiry(head, "expires_at");
     assert!(header_expiry >= now_s + ttl - 5);
     for item in items.iter().filter(|item| attr(item, "sk") != Some(HEAD)) {
-        assert!(expiry(item, "expires_at") >= header_expiry, "{item:?} would expire before its conversation");
+        assert!(
+            expiry(item, "expires_at") >= header_expiry,
+            "{item:?} would expire before its conversation"
+        );
     }
     assert!(expiry(head, "items_expire_at") >= header_expiry);
 }
@@ -446,7 +507,11 @@ async fn the_transcript_shows_every_exchange_its_refunds_and_no_control_characte
     )
     .await;
     let payments = wiremock::MockServer::start().await;
-    let id = h.say(None, "my mug \u{1b}[2Jarrived broken").await.conversation_id().to_owned();
+    let id = h
+        .say(None, "my mug \u{1b}[2Jarrived broken")
+        .await
+        .conversation_id()
+        .to_owned();
     h.say(Some(&id), "A-1001, 12.50").await;
     let record_id = attr(&h.refund_records().await[0], "record_id").unwrap().to_owned();
 
@@ -463,7 +528,8 @@ async fn the_transcript_shows_every_exchange_its_refunds_and_no_control_characte
     let record = crate::approvals::admin(&h.table, &moto().endpoint, &payments.uri(), &["show", &record_id]).await;
     let out = crate::approvals::stdout(&record);
     assert!(
-        out.lines().any(|line| line.starts_with("conversation_id") && line.ends_with(&id)),
+        out.lines()
+            .any(|line| line.starts_with("conversation_id") && line.ends_with(&id)),
         "show names the conversation: {out}"
     );
 }
@@ -473,12 +539,20 @@ async fn forgetting_a_customer_deletes_their_conversations_and_messages_and_keep
     let h = TestApp::builder().model_responder(refunding_model).build().await;
     // Above the automatic limit: the record keeps the message for an approver.
     let mine = h
-        .say_with(None, "refund D-4001 12000 Zanzibar-quokka", &[("idempotency-key", "k-1")])
+        .say_with(
+            None,
+            "refund D-4001 12000 Zanzibar-quokka",
+            &[("idempotency-key", "k-1")],
+        )
         .await;
     assert_eq!(mine.status, StatusCode::OK, "{}", mine.raw);
     let other = send_as(
         &h.app,
-        post_event_as("u-2002", &json!({"user_id": "u-2002", "message": "refund B-1 100"}).to_string(), &[]),
+        post_event_as(
+            "u-2002",
+            &json!({"user_id": "u-2002", "message": "refund B-1 100"}).to_string(),
+            &[],
+        ),
         &fresh_request_id(),
         0,
     )
@@ -496,7 +570,11 @@ async fn forgetting_a_customer_deletes_their_conversations_and_messages_and_keep
     assert_eq!(forgot.status.code(), Some(0), "{}", crate::approvals::stderr(&forgot));
     assert!(h.exchanges(mine.conversation_id()).await.is_empty());
     let left: Vec<_> = items(&h.aws, &conversation_table(&h.table)).await;
-    assert!(left.iter().all(|item| attr(item, "pk") == Some(other.conversation_id())), "{left:?}");
+    assert!(
+        left.iter()
+            .all(|item| attr(item, "pk") == Some(other.conversation_id())),
+        "{left:?}"
+    );
     let ledger = h.ledger().await;
     let records: Vec<_> = ledger.iter().filter(|i| attr(i, "kind") == Some("refund")).collect();
     assert_eq!(records.len(), 2, "every refund record stays");
@@ -511,7 +589,10 @@ async fn forgetting_a_customer_deletes_their_conversations_and_messages_and_keep
     let audit: Vec<_> = ledger.iter().filter(|i| attr(i, "kind") == Some("forget")).collect();
     assert_eq!(audit.len(), 1);
     assert_eq!(attr(audit[0], "by"), Some("dpo@shop"));
-    assert!(!format!("{ledger:?}").contains("Zanzibar-quokka"), "the message is nowhere in the ledger");
+    assert!(
+        !format!("{ledger:?}").contains("Zanzibar-quokka"),
+        "the message is nowhere in the ledger"
+    );
 }
 
 #[tokio::test]
@@ -534,7 +615,11 @@ async fn a_message_retried_after_a_released_failure_continues_its_conversation_w
     let retried = h.say_with(None, "hello", &key).await;
 
     assert_eq!(retried.status, StatusCode::OK, "{}", retried.raw);
-    assert_eq!(retried.conversation_id(), failed.conversation_id(), "the same conversation");
+    assert_eq!(
+        retried.conversation_id(),
+        failed.conversation_id(),
+        "the same conversation"
+    );
     let exchanges = h.exchanges(retried.conversation_id()).await;
     let statuses: Vec<u16> = exchanges.iter().map(|e| e.status).collect();
     assert_eq!(statuses, [502, 200], "the failed try, then the answer");

@@ -226,9 +226,18 @@ async fn a_504_without_a_refund_releases_the_key() {
 
     let first = h.chat_with_key("hello", KEY).await;
     assert_eq!(first.status, StatusCode::GATEWAY_TIMEOUT);
-    let released: Vec<_> = h.ledger().await.into_iter().filter(|i| attr(i, "kind") == Some("request")).collect();
+    let released: Vec<_> = h
+        .ledger()
+        .await
+        .into_iter()
+        .filter(|i| attr(i, "kind") == Some("request"))
+        .collect();
     assert_eq!(released.len(), 1);
-    assert_eq!(attr(&released[0], "state"), Some("released"), "given back, still naming its body");
+    assert_eq!(
+        attr(&released[0], "state"),
+        Some("released"),
+        "given back, still naming its body"
+    );
 
     let retry = h.chat_with_key("hello", KEY).await;
     assert_eq!(retry.status, StatusCode::OK);

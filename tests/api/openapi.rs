@@ -65,7 +65,14 @@ fn the_check_catches_an_answer_that_drifted() {
         openapi_check(200, &headers, &json!({"reply": "hi"})).is_err(),
         "an answer of a turn names its conversation"
     );
-    assert!(openapi_check(200, &headers, &json!({"reply": "hi", "conversation_id": "c_1", "refund_id": "rf_1"})).is_err());
+    assert!(
+        openapi_check(
+            200,
+            &headers,
+            &json!({"reply": "hi", "conversation_id": "c_1", "refund_id": "rf_1"})
+        )
+        .is_err()
+    );
     assert!(openapi_check(418, &headers, &json!({"detail": "teapot"})).is_err());
     assert!(
         openapi_check(409, &headers, &json!({"detail": "busy"})).is_err(),

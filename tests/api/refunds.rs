@@ -103,7 +103,10 @@ async fn a_final_message_without_text_is_an_empty_reply() {
     let answer = h.chat("hello").await;
 
     assert_eq!(answer.status, StatusCode::OK);
-    assert_eq!(answer.body, json!({"reply": "", "conversation_id": answer.conversation_id()}));
+    assert_eq!(
+        answer.body,
+        json!({"reply": "", "conversation_id": answer.conversation_id()})
+    );
 }
 
 #[tokio::test]

@@ -228,7 +228,11 @@ impl DynamoConversations {
             .collect::<Result<Vec<_>, _>>()
             .await
             .map_err(unavailable)?;
-        let mut ids: Vec<String> = items.iter().filter_map(|item| text(item, "pk")).map(str::to_owned).collect();
+        let mut ids: Vec<String> = items
+            .iter()
+            .filter_map(|item| text(item, "pk"))
+            .map(str::to_owned)
+            .collect();
         ids.dedup();
         Ok(ids)
     }
@@ -285,13 +289,16 @@ fn is_condition_failure<R>(
 }
 
 fn stored_exchange(item: &Item) -> Result<StoredExchange, LedgerError> {
-    let messages = text(item, "messages").ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
+    let messages =
+        text(item, "messages").ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
     Ok(StoredExchange {
         seq: number(item, "seq").unwrap_or_default(),
         created_at: text(item, "created_at").unwrap_or_default().to_owned(),
         request_id: text(item, "request_id").unwrap_or_default().to_owned(),
         refund_record: text(item, "refund_record").unwrap_or_default().to_owned(),
-        status: number(item, "status").and_then(|s| u16::try_from(s).ok()).unwrap_or_default(),
+        status: number(item, "status")
+            .and_then(|s| u16::try_from(s).ok())
+            .unwrap_or_default(),
         exchange: Exchange::from_json(messages).map_err(LedgerError::Malformed)?,
     })
 }
@@ -381,8 +388,8 @@ impl ConversationStore for DynamoConversations {
                 .await
                 .map_err(unavailable)?;
             for item in output.items() {
-                let messages =
-                    text(item, "messages").ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
+                let messages = text(item, "messages")
+                    .ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
                 exchanges.push(Exchange::from_json(messages).map_err(LedgerError::Malformed)?);
             }
             start = output.last_evaluated_key().cloned();

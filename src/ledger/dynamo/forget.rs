@@ -70,9 +70,7 @@ impl DynamoLedger {
             .update_item()
             .table_name(self.table())
             .key("pk", s(pk))
-            .update_expression(
-                "REMOVE customer_message SET message_forgotten_by = :by, message_forgotten_at = :now",
-            )
+            .update_expression("REMOVE customer_message SET message_forgotten_by = :by, message_forgotten_at = :now")
             .condition_expression("attribute_exists(pk) AND user_id = :user")
             .expression_attribute_values(":by", s(by))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))

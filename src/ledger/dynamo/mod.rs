@@ -232,7 +232,7 @@ impl DynamoLedger {
 /// condition failed; for each item, what it found when its own condition
 /// failed (`None` where it did not).
 pub(crate) async fn transact(
-client: &Client,
+    client: &Client,
     items: impl IntoIterator<Item = TransactWriteItem>,
 ) -> Result<Option<Vec<Option<Item>>>, LedgerError> {
     let items: Vec<TransactWriteItem> = items.into_iter().collect();

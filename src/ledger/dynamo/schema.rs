@@ -46,13 +46,21 @@ const LEDGER: Shape = Shape {
 
 const CONVERSATIONS: Shape = Shape {
     sort_key: Some(CONVERSATION_SORT_KEY),
-    index: (BY_CUSTOMER_INDEX, BY_CUSTOMER_HASH_KEY, BY_CUSTOMER_RANGE_KEY, "KEYS_ONLY"),
+    index: (
+        BY_CUSTOMER_INDEX,
+        BY_CUSTOMER_HASH_KEY,
+        BY_CUSTOMER_RANGE_KEY,
+        "KEYS_ONLY",
+    ),
 };
 
 impl Shape {
     fn attributes(&self) -> Vec<&'static str> {
         let (_, hash, range, _) = self.index;
-        [Some(PARTITION_KEY), self.sort_key, Some(hash), Some(range)].into_iter().flatten().collect()
+        [Some(PARTITION_KEY), self.sort_key, Some(hash), Some(range)]
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     fn cloudformation(&self) -> Value {
@@ -107,7 +115,11 @@ impl Shape {
             .index_name(index)
             .key_schema(key(hash, KeyType::Hash)?)
             .key_schema(key(range, KeyType::Range)?)
-            .projection(Projection::builder().projection_type(ProjectionType::from(projection)).build())
+            .projection(
+                Projection::builder()
+                    .projection_type(ProjectionType::from(projection))
+                    .build(),
+            )
             .build()
             .map_err(malformed)?;
         let mut table = client
