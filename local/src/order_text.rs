@@ -15,16 +15,24 @@ pub fn find_order_ids(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The amount that goes with `order_id`: the first one after it, else the
-/// first one before it ("12.50 for A-1001"), in cents.
+/// The amount that goes with `order_id` in cents: the one just before it
+/// ("12.50 on A-1001", "12.50 for A-1001"), else the first one after it and
+/// before the next order id ("A-1001 12.50 and A-1002 8.00"), else the
+/// nearest one before it.
 pub fn find_amount_for(text: &str, order_id: &str) -> Option<u64> {
     let words: Vec<&str> = words(text).collect();
     let at = words.iter().position(|word| *word == order_id)?;
     let amount = |word: &&str| (!is_order_id(word)).then(|| amount_cents(word)).flatten();
+    let joined_before = match at.checked_sub(2).map(|i| (words[i], words[i + 1])) {
+        Some((number, "on" | "for" | "of")) => amount(&number),
+        _ => None,
+    };
     // Up to the next order id: its amount is its own.
     let mut after = words[at + 1..].iter().take_while(|word| !is_order_id(word));
     let mut before = words[..at].iter().rev().take_while(|word| !is_order_id(word));
-    after.find_map(amount).or_else(|| before.find_map(amount))
+    joined_before
+        .or_else(|| after.find_map(amount))
+        .or_else(|| before.find_map(amount))
 }
 
 /// The first amount that is not part of an order id, in cents.
@@ -88,5 +96,8 @@ mod tests {
         assert_eq!(find_amount_for(text, "A-1002"), Some(800));
         assert_eq!(find_amount_for("12.50 for A-1001", "A-1001"), Some(1250));
         assert_eq!(find_amount_for("A-1001 and A-1002 8.00", "A-1001"), None);
+        let on = "Refund 12.50 on A-1001 and 5.00 on A-1003.";
+        assert_eq!(find_amount_for(on, "A-1001"), Some(1250));
+        assert_eq!(find_amount_for(on, "A-1003"), Some(500));
     }
 }
