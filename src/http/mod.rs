@@ -30,8 +30,8 @@ use crate::http::body::{ChatRequest, InputError};
 use crate::http::idempotency::{Admission, IdempotencyKey, MalformedKey, Refusal};
 use crate::http::identity::IdentityError;
 use crate::ledger::{
-    Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError, RequestLease, RequestLedger,
-    StoredResponse,
+    Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange, RequestLease,
+    RequestLedger, StoredResponse,
 };
 use crate::ops::telemetry::{self, ConversationUse, KeyUse, RequestEnd};
 use crate::refund::{Attempt, RefundGateway, RefundScope, WriterMark};
@@ -293,9 +293,7 @@ struct Continuing {
 struct PendingExchange {
     lease: ConversationLease,
     held: HeldConversation,
-    scope: RefundScope,
-    exchange: Exchange,
-    status: u16,
+    new: NewExchange,
 }
 
 /// A turn's outcome, with what it added to the conversation (`None` when no
@@ -539,9 +537,12 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
         let reply = turn.reply.as_ref().ok().cloned();
         let answer = Answer::in_conversation(turn.reply, Some(&lease.id));
         let exchange = PendingExchange {
-            exchange: Exchange::of_turn(&own_messages, reply.as_deref()),
-            status: answer.status.as_u16(),
-            scope: context.scope,
+            new: NewExchange {
+                exchange: Exchange::of_turn(&own_messages, reply.as_deref()),
+                status: answer.status.as_u16(),
+                scope: context.scope,
+                marked: true,
+            },
             lease,
             held,
         };
@@ -549,20 +550,13 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
     }
 
     /// Appends the turn's exchange and gives the conversation back. `marked`:
-    /// once per refund scope (see [`ConversationStore::append`]).
+    /// once per refund scope (see [`NewExchange::marked`]).
     async fn append(&self, pending: Option<PendingExchange>, marked: bool, trace: &mut RequestTrace) {
-        let Some(pending) = pending else { return };
+        let Some(mut pending) = pending else { return };
+        pending.new.marked = marked;
         let appended = self
             .conversations
-            .append(
-                &pending.lease,
-                &pending.held,
-                &pending.scope,
-                marked,
-                &pending.exchange,
-                pending.status,
-                now_ms(),
-            )
+            .append(&pending.lease, &pending.held, &pending.new, now_ms())
             .await;
         trace.conversation.appended = Some(match appended {
             Ok(Appended::Appended) => "appended",

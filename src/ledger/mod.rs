@@ -224,6 +224,21 @@ pub enum Begun {
     },
 }
 
+/// An exchange to append, with what the conversation keeps beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewExchange {
+    pub exchange: Exchange,
+    /// The answer's status: 200, 502 or 504.
+    pub status: u16,
+    /// The turn's refund scope.
+    pub scope: RefundScope,
+    /// At most once per refund scope: the scope is marked, and an exchange
+    /// whose scope is marked already is not added. Unmarked for a failed
+    /// turn whose key is given back, so that its retry runs afresh and
+    /// appends its own exchange.
+    pub marked: bool,
+}
+
 /// What appending an exchange found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Appended {
@@ -256,19 +271,12 @@ pub trait ConversationStore: Send + Sync {
     ) -> impl Future<Output = Result<Vec<Exchange>, LedgerError>> + Send;
 
     /// Appends the turn's exchange and gives the lease back, in one
-    /// transaction. `marked`: at most once per refund scope (the scope is
-    /// marked, and an exchange whose scope is marked already is not added);
-    /// unmarked for a failed turn whose key is given back, so that its retry
-    /// runs afresh and appends its own exchange.
-    #[allow(clippy::too_many_arguments)]
+    /// transaction.
     fn append(
         &self,
         lease: &ConversationLease,
         held: &HeldConversation,
-        scope: &RefundScope,
-        marked: bool,
-        exchange: &Exchange,
-        status: u16,
+        new: &NewExchange,
         now_ms: u64,
     ) -> impl Future<Output = Result<Appended, LedgerError>> + Send;
 

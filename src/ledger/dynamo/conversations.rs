@@ -43,8 +43,9 @@ use aws_sdk_dynamodb::types::{
 use super::{Item, malformed, n, number, s, text, transact, unavailable};
 use crate::clock::rfc3339;
 use crate::conversation::{ConversationId, Exchange};
-use crate::ledger::{Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError};
-use crate::refund::RefundScope;
+use crate::ledger::{
+    Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
+};
 
 pub const SORT_KEY: &str = "sk";
 
@@ -403,10 +404,7 @@ impl ConversationStore for DynamoConversations {
         &self,
         lease: &ConversationLease,
         held: &HeldConversation,
-        scope: &RefundScope,
-        marked: bool,
-        exchange: &Exchange,
-        status: u16,
+        new: &NewExchange,
         now_ms: u64,
     ) -> Result<Appended, LedgerError> {
         let id = lease.id.as_str();
@@ -438,23 +436,23 @@ impl ConversationStore for DynamoConversations {
                 .build()
                 .map_err(malformed)
         };
-        let record_id = scope.record_id();
+        let record_id = new.scope.record_id();
         let exchange_put = put(
             exchange_sk(seq),
             vec![
                 ("request_id", s(lease.writer.invocation())),
                 ("refund_record", s(&record_id)),
-                ("status", n(u64::from(status))),
+                ("status", n(u64::from(new.status))),
                 ("created_at", s(rfc3339(now_ms))),
-                ("chars", n(exchange.chars() as u64)),
-                ("messages", s(exchange.to_json())),
+                ("chars", n(new.exchange.chars() as u64)),
+                ("messages", s(new.exchange.to_json())),
             ],
         )?;
         let mut items = vec![
             TransactWriteItem::builder().update(header).build(),
             TransactWriteItem::builder().put(exchange_put).build(),
         ];
-        if marked {
+        if new.marked {
             let mark = put(format!("{SCOPE_PREFIX}{record_id}"), Vec::new())?;
             items.push(TransactWriteItem::builder().put(mark).build());
         }
