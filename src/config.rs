@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use crate::conversation::Window;
+use crate::handoff::screen::{DEFAULT_HANDOFF_PHRASES, DEFAULT_RISK_TERMS, Screen};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::Limits;
 use crate::secrets::SECRET_READ_TIMEOUT;
@@ -79,6 +80,8 @@ pub struct Config {
     pub conversation_table: String,
     pub conversation_ttl: Duration,
     pub conversation_window: Window,
+    /// What hands a message to a person before the model (`HANDOFF_PHRASES`, `RISK_TERMS`).
+    pub handoff_screen: Screen,
     /// Not in the contract's table: the chat widget's origin, sent as
     /// `access-control-allow-origin` (a proxy integration's responses get no
     /// CORS headers from API Gateway). Unset: no CORS header.
@@ -143,6 +146,12 @@ impl Config {
                 max_exchanges: vars.count("CONVERSATION_MAX_EXCHANGES", DEFAULT_CONVERSATION_WINDOW.max_exchanges)?,
                 max_chars: vars.count("CONVERSATION_MAX_CHARS", DEFAULT_CONVERSATION_WINDOW.max_chars)?,
             },
+            handoff_screen: Screen::new(
+                &vars
+                    .list("HANDOFF_PHRASES")
+                    .unwrap_or_else(|| own(DEFAULT_HANDOFF_PHRASES)),
+                &vars.list("RISK_TERMS").unwrap_or_else(|| own(DEFAULT_RISK_TERMS)),
+            ),
             cors_allow_origin: vars
                 .get("CORS_ALLOW_ORIGIN")
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
@@ -210,6 +219,10 @@ impl StaffConfig {
 /// invocation left that could still record its outcome.
 pub const FUNCTION_TIMEOUT: Duration = Duration::from_secs(145);
 
+fn own(list: &[&str]) -> Vec<String> {
+    list.iter().map(|item| (*item).to_owned()).collect()
+}
+
 /// Environment variables, read one rule at a time. Empty values count as unset.
 struct Vars<F>(F);
 
@@ -238,6 +251,17 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
 
     fn hours(&self, name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
         self.get(name).map_or(Ok(default), |value| parse_hours(name, value))
+    }
+
+    /// A comma-separated list; unset: none given.
+    fn list(&self, name: &str) -> Option<Vec<String>> {
+        self.get(name).map(|value| {
+            value
+                .split(',')
+                .map(|item| item.trim().to_owned())
+                .filter(|item| !item.is_empty())
+                .collect()
+        })
     }
 
     /// A whole number, 0 or more.
@@ -342,6 +366,7 @@ mod tests {
             Duration::from_secs(112) + SECRET_READ_TIMEOUT + Duration::from_secs(2 * (7 + 4))
         );
         assert_eq!(config.conversation_ttl, Duration::from_secs(24 * 3600));
+        assert_eq!(config.handoff_screen, Screen::default());
         assert_eq!(
             config.conversation_window,
             Window {
@@ -349,6 +374,17 @@ mod tests {
                 max_chars: 24_000
             }
         );
+    }
+
+    #[test]
+    fn handoff_lists_are_comma_separated_and_replace_the_defaults() {
+        let mut vars = REQUIRED.to_vec();
+        vars.extend([
+            ("HANDOFF_PHRASES", "ruf mich an, call me back ,"),
+            ("RISK_TERMS", "bank"),
+        ]);
+        let screen = config(&vars).unwrap().handoff_screen;
+        assert_eq!(screen, Screen::new(&["ruf mich an", "call me back"], &["bank"]));
     }
 
     #[test]

@@ -47,6 +47,7 @@ pub mod config;
 pub mod conversation;
 #[cfg(any(test, feature = "test-support"))]
 pub mod doubles;
+pub mod handoff;
 pub mod http;
 pub mod http_client;
 pub mod ledger;

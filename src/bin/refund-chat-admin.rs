@@ -69,8 +69,16 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         by: String,
     },
-    /// A whole conversation: every exchange, then its refund records.
+    /// A whole conversation: its handoff, every exchange, then its refund records.
     Conversation { id: String },
+    /// Open handoffs, oldest first, each with its summary and transcript.
+    Handoffs,
+    /// Close a handoff (the conversation stays with the people).
+    CloseHandoff {
+        id: String,
+        #[arg(long, value_name = "NAME")]
+        by: String,
+    },
     /// The right to be forgotten: delete the customer's conversations and
     /// request records, and remove their messages from their refund records
     /// (which stay: they are the shop's financial record). Recorded.
@@ -172,6 +180,8 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
         DynamoConversations::from_sdk_config(&aws, &config.conversation_table, Duration::ZERO, config.ledger_timeout);
     let result = match command {
         Command::Conversation { id } => conversation(&ledger, &conversations, &id).await,
+        Command::Handoffs => handoffs(&conversations).await,
+        Command::CloseHandoff { id, by } => close_handoff(&conversations, &id, &by).await,
         Command::Forget { customer, by } => forget(&ledger, &conversations, &customer, &by).await,
         Command::Pending => pending(&ledger).await,
         Command::Show { id } => show(&ledger, &id).await,
@@ -248,7 +258,51 @@ async fn conversation(ledger: &DynamoLedger, conversations: &DynamoConversations
         refund_chat::clock::rfc3339(transcript.expires_at_s * 1000)
     );
     println!("exchanges     {}", transcript.exchanges.len());
-    let mut record_ids = Vec::new();
+    if let Some(handoff) = &transcript.handoff {
+        print_handoff(handoff);
+    }
+    print_exchanges(&transcript);
+    println!();
+    // The facts, from the ledger: the records its turns wrote.
+    let mut record_ids: Vec<&str> = transcript.refund_records.iter().map(String::as_str).collect();
+    record_ids.extend(transcript.exchanges.iter().map(|e| e.refund_record.as_str()));
+    record_ids.sort_unstable();
+    record_ids.dedup();
+    let mut records = Vec::new();
+    for record_id in record_ids.into_iter().filter(|id| !id.is_empty()) {
+        if let Some(record) = ledger.record(record_id).await? {
+            records.push(record);
+        }
+    }
+    if records.is_empty() {
+        println!("no refund records in this conversation");
+    } else {
+        let rows: Vec<Vec<String>> = records.iter().map(|r| row(r, [r.state.as_str().to_owned()])).collect();
+        print_table(&["ID", "CREATED (UTC)", "CUSTOMER", "ORDER", "AMOUNT", "STATE"], &rows);
+    }
+    Ok(Ending::Done)
+}
+
+fn print_handoff(handoff: &refund_chat::ledger::dynamo::conversations::StoredHandoff) {
+    println!("handoff       {}", visible(&handoff.id));
+    println!("  reason      {}", visible(&handoff.reason));
+    println!(
+        "  at          {}  (request {})",
+        handoff.at,
+        visible(&handoff.request_id)
+    );
+    match &handoff.closed {
+        Some((by, at)) => println!("  closed      {at} by {}", visible(by)),
+        None => println!("  open"),
+    }
+    // The model's words, kept apart from the facts.
+    match &handoff.summary {
+        Some(summary) => println!("  the model's summary: {}", visible(summary)),
+        None => println!("  handed off by code: no model summary"),
+    }
+}
+
+fn print_exchanges(transcript: &refund_chat::ledger::dynamo::conversations::Transcript) {
     for stored in &transcript.exchanges {
         println!();
         println!(
@@ -263,22 +317,58 @@ async fn conversation(ledger: &DynamoLedger, conversations: &DynamoConversations
                 println!("  {line}");
             }
         }
-        record_ids.push(stored.refund_record.clone());
     }
-    println!();
-    let mut records = Vec::new();
-    for record_id in record_ids.iter().filter(|id| !id.is_empty()) {
-        if let Some(record) = ledger.record(record_id).await? {
-            records.push(record);
+}
+
+async fn handoffs(conversations: &DynamoConversations) -> Outcome {
+    let open = conversations.open_handoffs().await?;
+    if open.is_empty() {
+        println!("no open handoffs");
+        return Ok(Ending::Done);
+    }
+    for handoff in &open {
+        println!(
+            "{}  {}  customer {}  reason {}  conversation {}",
+            visible(&handoff.id),
+            handoff.at,
+            visible(&handoff.customer),
+            visible(&handoff.reason),
+            visible(&handoff.conversation_id)
+        );
+        if let Some(summary) = &handoff.summary {
+            println!("  the model's summary: {}", visible(summary));
         }
-    }
-    if records.is_empty() {
-        println!("no refund records in this conversation");
-    } else {
-        let rows: Vec<Vec<String>> = records.iter().map(|r| row(r, [r.state.as_str().to_owned()])).collect();
-        print_table(&["ID", "CREATED (UTC)", "CUSTOMER", "ORDER", "AMOUNT", "STATE"], &rows);
+        if let Some(transcript) = conversations.transcript(&handoff.conversation_id, now_ms()).await? {
+            print_exchanges(&transcript);
+        }
+        println!();
     }
     Ok(Ending::Done)
+}
+
+async fn close_handoff(conversations: &DynamoConversations, id: &str, by: &str) -> Outcome {
+    use refund_chat::ledger::dynamo::conversations::Closed;
+    let ending = match conversations.close_handoff(id, by, now_ms()).await? {
+        Closed::Closed(handoff) => {
+            tracing::info!(event = "staff_decision", action = "close_handoff", handoff_id = %visible(id), by);
+            println!(
+                "closed {} (conversation {}); its later messages still reach the support team",
+                visible(&handoff.id),
+                visible(&handoff.conversation_id)
+            );
+            Ending::Done
+        }
+        Closed::AlreadyClosed(handoff) => {
+            let (who, when) = handoff.closed.unwrap_or_default();
+            Ending::Refused(format!(
+                "{} was already closed by {} at {when}",
+                visible(id),
+                visible(&who)
+            ))
+        }
+        Closed::NotFound => Ending::Refused(format!("no handoff {}", visible(id))),
+    };
+    Ok(ending)
 }
 
 /// One message of a transcript, as lines for a terminal: all of it is text

@@ -27,6 +27,7 @@ use async_openai::types::chat::{
 use serde::Deserialize;
 
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall, Usage};
+use crate::handoff::tool as handoff_tool;
 use crate::refund::tool;
 
 /// The pinned snapshot: the agent's behaviour was tested against this one.
@@ -66,23 +67,36 @@ impl ChatModel for OpenAiChat {
     }
 }
 
-/// The request for one completion call: the whole history, the one tool,
-/// `strict` and no parallel tool calls (both defence in depth only).
+/// The request for one completion call: the whole history, the two tools
+/// (`issue_refund`, `hand_off_to_person`), `strict` and no parallel tool
+/// calls (both defence in depth only).
 pub fn build_request(messages: &[Message]) -> CreateChatCompletionRequest {
     CreateChatCompletionRequest {
         model: MODEL.to_owned(),
         messages: messages.iter().map(to_wire).collect(),
-        tools: Some(vec![ChatCompletionTools::Function(ChatCompletionTool {
-            function: FunctionObject {
-                name: tool::TOOL_NAME.to_owned(),
-                description: Some(tool::TOOL_DESCRIPTION.to_owned()),
-                parameters: Some(tool::declared_parameters().clone()),
-                strict: Some(true),
-            },
-        })]),
+        tools: Some(vec![
+            declare(tool::TOOL_NAME, tool::TOOL_DESCRIPTION, tool::declared_parameters()),
+            declare(
+                handoff_tool::TOOL_NAME,
+                handoff_tool::TOOL_DESCRIPTION,
+                handoff_tool::declared_parameters(),
+            ),
+        ]),
         parallel_tool_calls: Some(false),
         ..CreateChatCompletionRequest::default()
     }
+}
+
+/// One tool, `strict` (defence in depth only: the code validates anyway).
+fn declare(name: &str, description: &str, parameters: &serde_json::Value) -> ChatCompletionTools {
+    ChatCompletionTools::Function(ChatCompletionTool {
+        function: FunctionObject {
+            name: name.to_owned(),
+            description: Some(description.to_owned()),
+            parameters: Some(parameters.clone()),
+            strict: Some(true),
+        },
+    })
 }
 
 fn to_wire(message: &Message) -> ChatCompletionRequestMessage {

@@ -26,6 +26,7 @@ use crate::chat::{CompletionError, Message};
 use crate::clock::now_ms;
 use crate::config::Config;
 use crate::conversation::{self, ConversationId, Exchange, NoRandomness};
+use crate::handoff::{self, Handoff, Reason};
 use crate::http::body::{ChatRequest, InputError};
 use crate::http::idempotency::{Admission, IdempotencyKey, MalformedKey, Refusal};
 use crate::http::identity::IdentityError;
@@ -201,6 +202,8 @@ struct RequestTrace {
     /// What became of the key after the turn: `stored` or `released`.
     key_settled: Option<&'static str>,
     conversation: ConversationUse,
+    /// The handoff this request made, by code or by the model.
+    handoff: Option<Reason>,
 }
 
 /// The answer before it becomes a response.
@@ -213,18 +216,31 @@ struct Answer {
 
 impl Answer {
     fn of(result: Result<String, ApiError>) -> Answer {
-        Answer::in_conversation(result, None)
+        Answer::in_conversation(result, None, false)
     }
 
     /// The answer of a request that ran a turn names its conversation (200,
-    /// 502, 504; contract 11).
-    fn in_conversation(result: Result<String, ApiError>, conversation: Option<&ConversationId>) -> Answer {
+    /// 502, 504; contract 11), and says when a person has it (contract 12).
+    fn in_conversation(
+        result: Result<String, ApiError>,
+        conversation: Option<&ConversationId>,
+        handed_off: bool,
+    ) -> Answer {
         let (status, mut body, error) = match result {
             Ok(reply) => (StatusCode::OK, json!({ "reply": reply }), None),
-            Err(error) => (error.status(), json!({ "detail": error.detail() }), Some(error)),
+            Err(error) => {
+                let mut detail = error.detail();
+                if handed_off {
+                    detail = format!("{detail}. {}", handoff::AFTER_FAILURES);
+                }
+                (error.status(), json!({ "detail": detail }), Some(error))
+            }
         };
         if let Some(id) = conversation {
             body["conversation_id"] = json!(id.as_str());
+        }
+        if handed_off {
+            body["handed_off"] = json!(true);
         }
         Answer {
             status,
@@ -301,6 +317,8 @@ struct PendingExchange {
 struct TurnResult {
     reply: Result<String, ApiError>,
     own_messages: Option<Vec<Message>>,
+    /// The handoff the model asked for.
+    handoff: Option<Handoff>,
 }
 
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> App<K, R, L, C> {
@@ -335,6 +353,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
             key_use: trace.key_use,
             key_settled: trace.key_settled,
             conversation: &trace.conversation,
+            handoff: trace.handoff,
             cold_start: self.cold.swap(false, Ordering::Relaxed),
             duration: started.elapsed(),
         });
@@ -513,6 +532,21 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
                 return (Answer::of(Err(ApiError::ConversationUnavailable(error))), None);
             }
         };
+        let handoff_id = handoff::handoff_id(lease.id.as_str());
+        // A person has it: kept, and answered without the model (contract 12).
+        if held.handed_off {
+            trace.conversation.with_a_person = true;
+            return self.answer_without_model(chat, scope, lease, held, handoff::WITH_A_PERSON, None);
+        }
+        if let Some(reason) = self.config.handoff_screen.check(chat.message.text()) {
+            trace.handoff = Some(reason);
+            let handoff = Handoff {
+                id: handoff_id,
+                reason,
+                summary: None,
+            };
+            return self.answer_without_model(chat, scope, lease, held, handoff::fixed_reply(reason), Some(handoff));
+        }
         let window = match self.window(&lease, &held).await {
             Ok(window) => window,
             Err(error) => {
@@ -528,20 +562,70 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
             conversation: Some(lease.id.as_str().to_owned()),
         };
         let turn = self
-            .run_turn(chat, context.clone(), conversation::history(&window), trace)
+            .run_turn(
+                chat,
+                context.clone(),
+                conversation::history(&window),
+                handoff_id.clone(),
+                trace,
+            )
             .await;
         let Some(own_messages) = turn.own_messages else {
             self.release_conversation(&lease).await;
             return (Answer::of(turn.reply), None);
         };
+        let failed = matches!(turn.reply, Err(ApiError::Turn(_)));
+        // Two failed turns in a row: a person takes over, the status stays.
+        let handoff = turn.handoff.or_else(|| {
+            (failed && held.last_failed).then(|| Handoff {
+                id: handoff_id,
+                reason: Reason::AgentFailed,
+                summary: None,
+            })
+        });
+        trace.handoff = handoff.as_ref().map(|h| h.reason);
         let reply = turn.reply.as_ref().ok().cloned();
-        let answer = Answer::in_conversation(turn.reply, Some(&lease.id));
+        let answer = Answer::in_conversation(turn.reply, Some(&lease.id), handoff.is_some());
+        let refund_recorded = trace
+            .stats
+            .as_ref()
+            .and_then(|stats| stats.refund.as_ref())
+            .is_some_and(|outcome| outcome.is_recorded());
         let exchange = PendingExchange {
             new: NewExchange {
                 exchange: Exchange::of_turn(&own_messages, reply.as_deref()),
                 status: answer.status.as_u16(),
                 scope: context.scope,
                 marked: true,
+                refund_recorded,
+                handoff,
+            },
+            lease,
+            held,
+        };
+        (answer, Some(exchange))
+    }
+
+    /// A fixed reply, with no model, no refund and no budget: for a message
+    /// to a conversation a person has, or one that code hands off.
+    fn answer_without_model(
+        &self,
+        chat: &ChatRequest,
+        scope: RefundScope,
+        lease: ConversationLease,
+        held: HeldConversation,
+        reply: &str,
+        handoff: Option<Handoff>,
+    ) -> (Answer, Option<PendingExchange>) {
+        let answer = Answer::in_conversation(Ok(reply.to_owned()), Some(&lease.id), true);
+        let exchange = PendingExchange {
+            new: NewExchange {
+                exchange: Exchange::of_turn(&[Message::User(chat.message.text().to_owned())], Some(reply)),
+                status: answer.status.as_u16(),
+                scope,
+                marked: true,
+                refund_recorded: false,
+                handoff,
             },
             lease,
             held,
@@ -591,6 +675,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
         chat: &ChatRequest,
         context: Attempt,
         history: Vec<Message>,
+        handoff_id: String,
         trace: &mut RequestTrace,
     ) -> TurnResult {
         let model = match self.model().await {
@@ -599,6 +684,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
                 return TurnResult {
                     reply: Err(error.into()),
                     own_messages: None,
+                    handoff: None,
                 };
             }
         };
@@ -609,12 +695,14 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
             context,
             history,
             &chat.message,
-        );
+        )
+        .with_handoff(handoff_id);
         let result = turn.run().await;
         trace.stats = Some(turn.stats().clone());
         TurnResult {
             reply: result.map_err(ApiError::from),
             own_messages: Some(turn.own_messages().to_vec()),
+            handoff: turn.handoff().cloned(),
         }
     }
 

@@ -22,6 +22,7 @@ pub mod memory;
 use std::future::Future;
 
 use crate::conversation::{ConversationId, Exchange};
+use crate::handoff::Handoff;
 use crate::refund::money::AmountCents;
 use crate::refund::policy::{History, Limits, Reason};
 use crate::refund::{
@@ -210,6 +211,10 @@ pub struct HeldConversation {
     pub exchanges: u64,
     /// Epoch seconds: when the earliest of its stored exchanges expires.
     pub items_expire_at_s: u64,
+    /// A person has it (contract 12): every message gets the fixed reply.
+    pub handed_off: bool,
+    /// Its last exchange ended in 502 or 504.
+    pub last_failed: bool,
 }
 
 /// What taking a conversation's lease found.
@@ -237,6 +242,10 @@ pub struct NewExchange {
     /// turn whose key is given back, so that its retry runs afresh and
     /// appends its own exchange.
     pub marked: bool,
+    /// The turn recorded a refund for its scope: the conversation lists it.
+    pub refund_recorded: bool,
+    /// The conversation goes to a person with this exchange (at most once).
+    pub handoff: Option<Handoff>,
 }
 
 /// What appending an exchange found.

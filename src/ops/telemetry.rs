@@ -11,6 +11,7 @@ use std::time::Duration;
 use lambda_http::http::StatusCode;
 use metrics_cloudwatch_embedded::Collector;
 
+use crate::handoff::Reason;
 use crate::refund::RefundOutcome;
 use crate::turn::TurnStats;
 
@@ -52,6 +53,7 @@ pub fn init_metrics() -> Result<&'static Collector, metrics_cloudwatch_embedded:
         "IdempotencyConflicts",
         "ConversationsBusy",
         "ConversationAppendFailures",
+        "Handoffs",
         "LedgerFailures",
         "ColdStarts",
     ] {
@@ -100,6 +102,8 @@ pub struct ConversationUse {
     pub busy: bool,
     /// `appended`, `already_there` or `failed`, once the turn ended.
     pub appended: Option<&'static str>,
+    /// A person has it: the message got the fixed reply.
+    pub with_a_person: bool,
 }
 
 /// What the request's end looked like, for [`finish_request`].
@@ -113,6 +117,8 @@ pub struct RequestEnd<'a> {
     /// `stored` or `released` once a keyed request's answer was settled.
     pub key_settled: Option<&'static str>,
     pub conversation: &'a ConversationUse,
+    /// The handoff the request made.
+    pub handoff: Option<Reason>,
     pub cold_start: bool,
     pub duration: Duration,
 }
@@ -149,6 +155,8 @@ pub fn finish_request(end: RequestEnd<'_>) {
         conversation_id = end.conversation.id.as_deref().unwrap_or_default(),
         history_exchanges = end.conversation.history_exchanges,
         conversation_appended = end.conversation.appended.unwrap_or_default(),
+        handoff = end.handoff.map(Reason::as_str).unwrap_or_default(),
+        with_a_person = end.conversation.with_a_person,
         replayed = end.key_use == KeyUse::Replayed,
         second_refunds_refused = stats.second_refunds_refused,
         invalid_tool_calls = stats.invalid_tool_calls,
@@ -187,6 +195,9 @@ pub fn finish_request(end: RequestEnd<'_>) {
     }
     if end.conversation.busy {
         metrics::counter!("ConversationsBusy").increment(1);
+    }
+    if let Some(reason) = end.handoff {
+        metrics::counter!("Handoffs", "Reason" => reason.as_str()).increment(1);
     }
     if end.conversation.appended == Some("failed") {
         metrics::counter!("ConversationAppendFailures").increment(1);

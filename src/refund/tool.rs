@@ -74,7 +74,7 @@ pub const STRICT_MODE_KEYWORDS: &[&str] = &[
 
 /// Moves every keyword strict mode refuses into the schema's `description`,
 /// recursively through `properties`.
-fn strict_compatible(schema: &Value) -> Value {
+pub fn strict_compatible(schema: &Value) -> Value {
     let Value::Object(fields) = schema else {
         return schema.clone();
     };
@@ -300,7 +300,7 @@ fn unknown_outcome(error: &RefundError) -> String {
     format!("{error}. {MAY_HAVE_MOVED}")
 }
 
-fn describe(error: &jsonschema::ValidationError<'_>) -> String {
+pub fn describe(error: &jsonschema::ValidationError<'_>) -> String {
     let path = error.instance_path().to_string();
     if path.is_empty() {
         error.to_string()

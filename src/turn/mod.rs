@@ -38,6 +38,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall};
+use crate::handoff::tool as handoff_tool;
+use crate::handoff::{Handoff, Reason};
 use crate::refund::message::CustomerMessage;
 use crate::refund::tool::{self, RefundArguments, TOOL_NAME, ToolResult};
 use crate::refund::{Attempt, RefundGateway, RefundOutcome, RefundRequest};
@@ -60,7 +62,12 @@ it. If the tool returns an error, explain it to the customer in plain words and 
 the tool again for this message. \
 If the tool returns status pending_approval, tell the customer that a person from the support \
 team will review the refund, and do not say it has been made. \
-Never promise a refund that the tool did not confirm with a receipt. Answer briefly.";
+Never promise a refund that the tool did not confirm with a receipt. \
+If the customer asks to talk to a person, or asks for something other than a refund of their own \
+order (changing an address, a delivery or an account, a complaint about a person), call \
+hand_off_to_person with a short summary for the person, then tell the customer that a person from \
+the support team will take over; do not hand off a refund you can make or one that waits for \
+approval. Answer briefly.";
 
 /// The longest the turn itself can take by the contract's rules: every
 /// completion call timing out, the backoffs between attempts, and one
@@ -101,6 +108,8 @@ pub struct TurnStats {
     pub refund: Option<RefundOutcome>,
     pub second_refunds_refused: u32,
     pub invalid_tool_calls: u32,
+    /// The reason of the handoff the model asked for, if it did.
+    pub handoff: Option<Reason>,
 }
 
 /// What the turn does after a completion call.
@@ -146,6 +155,9 @@ pub struct Turn<'a, M, G> {
     /// Where this turn's own messages begin (after the prompt and history).
     own_from: usize,
     refund_latch: RefundLatch,
+    /// The id a handoff of this conversation gets, when it may have one.
+    handoff_id: Option<String>,
+    handoff: Option<Handoff>,
     stats: TurnStats,
 }
 
@@ -172,6 +184,8 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
             messages,
             own_from,
             refund_latch: RefundLatch::Open,
+            handoff_id: None,
+            handoff: None,
             stats: TurnStats {
                 attempts: 1,
                 ..TurnStats::default()
@@ -192,6 +206,17 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
 
     pub fn stats(&self) -> &TurnStats {
         &self.stats
+    }
+
+    /// Lets the model hand the conversation to a person, under this id.
+    pub fn with_handoff(mut self, handoff_id: String) -> Self {
+        self.handoff_id = Some(handoff_id);
+        self
+    }
+
+    /// The handoff the model asked for in this turn, if any.
+    pub fn handoff(&self) -> Option<&Handoff> {
+        self.handoff.as_ref()
     }
 
     /// Runs the turn to its end: the model's final text, or why there is none.
@@ -215,7 +240,7 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
                         tool_calls: completion.tool_calls.clone(),
                     });
                     for tool_call in &completion.tool_calls {
-                        let content = self.run_tool_call(tool_call).await.to_json();
+                        let content = self.run_tool_call(tool_call).await;
                         self.messages.push(Message::Tool {
                             tool_call_id: tool_call.id.clone(),
                             content,
@@ -281,7 +306,54 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
 
     /// Runs one tool call and returns what the model is told. Nothing here
     /// fails the request: every problem goes back to the model as `{"error"}`.
-    async fn run_tool_call(&mut self, call: &ToolCall) -> ToolResult {
+    async fn run_tool_call(&mut self, call: &ToolCall) -> String {
+        if call.name == handoff_tool::TOOL_NAME {
+            return self.hand_off(call);
+        }
+        self.run_refund_call(call).await.to_json()
+    }
+
+    /// `hand_off_to_person`: validated like `issue_refund`; moves no money and
+    /// leaves the refund latch as it was. At most one per conversation.
+    fn hand_off(&mut self, call: &ToolCall) -> String {
+        let arguments = match handoff_tool::parse_arguments(&call.arguments) {
+            Ok(arguments) => arguments,
+            Err(error) => {
+                self.stats.invalid_tool_calls += 1;
+                tracing::warn!(
+                    event = "tool_call",
+                    tool = handoff_tool::TOOL_NAME,
+                    validation = "rejected",
+                    schema_failures = error.schema_paths(),
+                );
+                return ToolResult::error(error.to_string()).to_json();
+            }
+        };
+        // The summary paraphrases the customer: only its length is logged.
+        tracing::info!(
+            event = "tool_call",
+            tool = handoff_tool::TOOL_NAME,
+            validation = "ok",
+            handoff_reason = arguments.reason.as_str(),
+            summary_chars = arguments.summary.chars().count(),
+            refused_second_handoff = self.handoff.is_some(),
+        );
+        match (&self.handoff, &self.handoff_id) {
+            (Some(_), _) | (None, None) => handoff_tool::already_handed_off(),
+            (None, Some(id)) => {
+                let result = handoff_tool::handed_off(id);
+                self.stats.handoff = Some(arguments.reason);
+                self.handoff = Some(Handoff {
+                    id: id.clone(),
+                    reason: arguments.reason,
+                    summary: Some(arguments.summary),
+                });
+                result
+            }
+        }
+    }
+
+    async fn run_refund_call(&mut self, call: &ToolCall) -> ToolResult {
         if call.name != TOOL_NAME {
             self.stats.invalid_tool_calls += 1;
             // The name is the model's: it may be the customer's words.
@@ -290,7 +362,11 @@ impl<'a, M: ChatModel, G: RefundGateway> Turn<'a, M, G> {
                 tool_chars = call.name.chars().count(),
                 validation = "unknown_tool"
             );
-            return ToolResult::error(format!("unknown tool {:?}: the only tool is {TOOL_NAME}", call.name));
+            return ToolResult::error(format!(
+                "unknown tool {:?}: the tools are {TOOL_NAME} and {}",
+                call.name,
+                handoff_tool::TOOL_NAME
+            ));
         }
         let arguments = match tool::parse_arguments(&call.arguments) {
             Ok(arguments) => arguments,

@@ -9,6 +9,7 @@ mod approvals;
 mod conversations;
 mod events;
 mod guards;
+mod handoff;
 
 mod idempotency;
 mod identity;

@@ -289,3 +289,29 @@ async fn a_conversation_is_traced_by_its_id_and_history_never_by_its_text() {
     assert_eq!(summary["conversation_appended"], "appended");
     assert_eq!(events(&lines, "request")[0]["conversation_id"], id.as_str());
 }
+
+#[tokio::test]
+async fn a_handoff_is_traced_by_its_reason_and_never_by_the_models_summary() {
+    let h = TestApp::new(
+        vec![
+            tool_calls(&[(
+                "h1",
+                "hand_off_to_person",
+                &json!({"reason": "cannot_help", "summary": "Zanzibar-quokka wants a new address"}).to_string(),
+            )]),
+            text("A person will take over."),
+        ],
+        receipt(),
+    )
+    .await;
+
+    let (answer, captured) = logged_turn(&h, "Zanzibar-quokka: please change my delivery address").await;
+
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+    assert_redacted(&captured);
+    let lines = captured.lines();
+    assert_eq!(events(&lines, "summary")[0]["handoff"], "cannot_help");
+    let call = events(&lines, "tool_call")[0];
+    assert_eq!(call["tool"], "hand_off_to_person");
+    assert_eq!(call["summary_chars"], 35);
+}

@@ -4,8 +4,8 @@
 //!
 //! | item | `sk` | attributes |
 //! | --- | --- | --- |
-//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `lease_writer`, `lease_until_ms` (while a turn runs), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange), `items_expire_at` |
-//! | exchange | `x#<seq, 6 digits>` | `seq`, `request_id`, `refund_record` (the scope's record id), `status`, `created_at`, `chars`, `messages` (JSON), `expires_at` |
+//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `last_status`, `refund_records` (the record ids its turns wrote, a string set), `lease_writer`, `lease_until_ms` (while a turn runs), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange), `items_expire_at`; once handed off: `handoff_id`, `handoff_reason`, `handoff_summary` (the model's), `handoff_at`, `handoff_request_id`, `handoff_open` (`open` until closed: the `open_handoffs` index), `handoff_closed_by`, `handoff_closed_at` |
+//! | exchange | `x#<seq, 6 digits>` | `seq`, `request_id`, `refund_record` (the scope's record id), `status`, `created_at`, `chars`, `messages` (JSON), `handoff_reason` (the exchange that handed off), `expires_at` |
 //! | scope mark | `scope#<record id>` | `seq`, `expires_at` |
 //!
 //! Each exchange is an item of its own (a 4000-character message and a
@@ -93,7 +93,48 @@ pub struct Transcript {
     pub created_at: String,
     pub updated_at: String,
     pub expires_at_s: u64,
+    /// The refund records its turns wrote (the facts are the ledger's).
+    pub refund_records: Vec<String>,
+    pub handoff: Option<StoredHandoff>,
     pub exchanges: Vec<StoredExchange>,
+}
+
+/// A handoff as the conversation records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredHandoff {
+    pub id: String,
+    pub conversation_id: String,
+    pub customer: String,
+    pub reason: String,
+    /// The model's words, kept apart from the facts; none when code handed off.
+    pub summary: Option<String>,
+    pub at: String,
+    pub request_id: String,
+    /// Who closed it and when; `None` while it is open.
+    pub closed: Option<(String, String)>,
+}
+
+/// What closing a handoff found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Closed {
+    Closed(StoredHandoff),
+    AlreadyClosed(StoredHandoff),
+    NotFound,
+}
+
+fn stored_handoff(head: &Item) -> Option<StoredHandoff> {
+    Some(StoredHandoff {
+        id: text(head, "handoff_id")?.to_owned(),
+        conversation_id: text(head, "pk").unwrap_or_default().to_owned(),
+        customer: text(head, "customer").unwrap_or_default().to_owned(),
+        reason: text(head, "handoff_reason").unwrap_or_default().to_owned(),
+        summary: text(head, "handoff_summary").map(str::to_owned),
+        at: text(head, "handoff_at").unwrap_or_default().to_owned(),
+        request_id: text(head, "handoff_request_id").unwrap_or_default().to_owned(),
+        closed: text(head, "handoff_closed_by")
+            .zip(text(head, "handoff_closed_at"))
+            .map(|(by, at)| (by.to_owned(), at.to_owned())),
+    })
 }
 
 impl DynamoConversations {
@@ -203,14 +244,80 @@ impl DynamoConversations {
             .map(stored_exchange)
             .collect::<Result<Vec<_>, _>>()?;
         exchanges.sort_by_key(|stored| stored.seq);
+        let mut refund_records: Vec<String> = head
+            .get("refund_records")
+            .and_then(|v| v.as_ss().ok())
+            .cloned()
+            .unwrap_or_default();
+        refund_records.sort();
         Ok(Some(Transcript {
             id: id.to_owned(),
             customer: text(head, "customer").unwrap_or_default().to_owned(),
             created_at: text(head, "created_at").unwrap_or_default().to_owned(),
             updated_at: text(head, "updated_at").unwrap_or_default().to_owned(),
             expires_at_s,
+            refund_records,
+            handoff: stored_handoff(head),
             exchanges,
         }))
+    }
+
+    /// The open handoffs, oldest first (the `open_handoffs` index, never a scan).
+    pub async fn open_handoffs(&self) -> Result<Vec<StoredHandoff>, LedgerError> {
+        let items = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(super::schema::OPEN_HANDOFFS_INDEX)
+            .key_condition_expression("handoff_open = :open")
+            .expression_attribute_values(":open", s("open"))
+            .scan_index_forward(true)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(unavailable)?;
+        Ok(items.iter().filter_map(stored_handoff).collect())
+    }
+
+    /// Closes an open handoff, recording who and when. The conversation stays
+    /// with the people: its later messages still get the fixed reply.
+    pub async fn close_handoff(&self, handoff_id: &str, by: &str, now_ms: u64) -> Result<Closed, LedgerError> {
+        let Some(conversation) = crate::handoff::conversation_of(handoff_id) else {
+            return Ok(Closed::NotFound);
+        };
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.key(&conversation, HEAD).into_iter().collect()))
+            .update_expression("SET handoff_closed_by = :by, handoff_closed_at = :now REMOVE handoff_open")
+            .condition_expression("handoff_id = :id AND attribute_exists(handoff_open)")
+            .expression_attribute_values(":by", s(by))
+            .expression_attribute_values(":now", s(rfc3339(now_ms)))
+            .expression_attribute_values(":id", s(handoff_id))
+            .return_values(ReturnValue::AllNew)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match result {
+            Ok(output) => Ok(output
+                .attributes()
+                .and_then(stored_handoff)
+                .map_or(Closed::NotFound, Closed::Closed)),
+            Err(error) => {
+                use aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException as Failed;
+                let Some(Failed(failed)) = error.as_service_error() else {
+                    return Err(unavailable(error));
+                };
+                Ok(failed
+                    .item()
+                    .and_then(stored_handoff)
+                    .filter(|found| found.id == handoff_id)
+                    .map_or(Closed::NotFound, Closed::AlreadyClosed))
+            }
+        }
     }
 
     /// The ids of a customer's conversations, expired ones included (from
@@ -341,9 +448,12 @@ impl ConversationStore for DynamoConversations {
         match result {
             Ok(output) => {
                 let item = output.attributes().cloned().unwrap_or_default();
+                let last_status = number(&item, "last_status").unwrap_or_default();
                 Ok(Begun::Held(HeldConversation {
                     exchanges: number(&item, "exchanges").unwrap_or_default(),
                     items_expire_at_s: number(&item, "items_expire_at").unwrap_or_default(),
+                    handed_off: item.contains_key("handoff_id"),
+                    last_failed: matches!(last_status, 502 | 504),
                 }))
             }
             Err(error) => {
@@ -410,18 +520,50 @@ impl ConversationStore for DynamoConversations {
         let id = lease.id.as_str();
         let seq = held.exchanges;
         let items_expire = self.items_expiry_s(now_ms);
-        let header = Update::builder()
+        let mut set = vec![
+            "exchanges = :next",
+            "updated_at = :now",
+            "expires_at = :expires",
+            "last_status = :status",
+        ];
+        let mut condition = "lease_writer = :writer AND exchanges = :seq".to_owned();
+        let mut header = Update::builder()
             .table_name(&self.table)
             .set_key(Some(self.key(id, HEAD).into_iter().collect()))
-            .update_expression(
-                "SET exchanges = :next, updated_at = :now, expires_at = :expires REMOVE lease_writer, lease_until_ms",
-            )
-            .condition_expression("lease_writer = :writer AND exchanges = :seq")
             .expression_attribute_values(":next", n(seq + 1))
             .expression_attribute_values(":seq", n(seq))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
             .expression_attribute_values(":expires", n(self.header_expiry_s(now_ms)))
             .expression_attribute_values(":writer", s(lease.writer.as_str()))
+            .expression_attribute_values(":status", n(u64::from(new.status)));
+        if let Some(handoff) = &new.handoff {
+            // At most one handoff per conversation: it stays with the people.
+            condition.push_str(" AND attribute_not_exists(handoff_id)");
+            set.extend([
+                "handoff_id = :handoff_id",
+                "handoff_reason = :handoff_reason",
+                "handoff_at = :now",
+                "handoff_request_id = :request_id",
+                "handoff_open = :open",
+            ]);
+            header = header
+                .expression_attribute_values(":handoff_id", s(&handoff.id))
+                .expression_attribute_values(":handoff_reason", s(handoff.reason.as_str()))
+                .expression_attribute_values(":request_id", s(lease.writer.invocation()))
+                .expression_attribute_values(":open", s("open"));
+            if let Some(summary) = &handoff.summary {
+                set.push("handoff_summary = :summary");
+                header = header.expression_attribute_values(":summary", s(summary));
+            }
+        }
+        let mut expression = format!("SET {} REMOVE lease_writer, lease_until_ms", set.join(", "));
+        if new.refund_recorded {
+            expression.push_str(" ADD refund_records :record");
+            header = header.expression_attribute_values(":record", AttributeValue::Ss(vec![new.scope.record_id()]));
+        }
+        let header = header
+            .update_expression(expression)
+            .condition_expression(condition)
             .build()
             .map_err(malformed)?;
         let put = |sk: String, attributes: Vec<(&str, AttributeValue)>| {
@@ -446,6 +588,10 @@ impl ConversationStore for DynamoConversations {
                 ("created_at", s(rfc3339(now_ms))),
                 ("chars", n(new.exchange.chars() as u64)),
                 ("messages", s(new.exchange.to_json())),
+                (
+                    "handoff_reason",
+                    s(new.handoff.as_ref().map(|h| h.reason.as_str()).unwrap_or_default()),
+                ),
             ],
         )?;
         let mut items = vec![

@@ -33,38 +33,59 @@ pub const BY_CUSTOMER_INDEX: &str = "by_customer";
 pub const BY_CUSTOMER_HASH_KEY: &str = "customer";
 pub const BY_CUSTOMER_RANGE_KEY: &str = "created_at";
 
+/// The open handoffs, oldest first (contract 12): hash key `handoff_open`
+/// (`open`, removed when a person closes it), range key `handoff_at`. Only
+/// an open handoff's header carries it, so `handoffs` never scans.
+pub const OPEN_HANDOFFS_INDEX: &str = "open_handoffs";
+pub const OPEN_HANDOFFS_HASH_KEY: &str = "handoff_open";
+pub const OPEN_HANDOFFS_RANGE_KEY: &str = "handoff_at";
+
+/// A sparse index: its name, hash key, range key and projection.
+type Index = (&'static str, &'static str, &'static str, &'static str);
+
 /// A table's shape: what both the CloudFormation form and [`create`] are made from.
 struct Shape {
     sort_key: Option<&'static str>,
-    index: (&'static str, &'static str, &'static str, &'static str),
+    indexes: &'static [Index],
 }
 
 const LEDGER: Shape = Shape {
     sort_key: None,
-    index: (WAITING_INDEX, WAITING_HASH_KEY, WAITING_RANGE_KEY, "ALL"),
+    indexes: &[(WAITING_INDEX, WAITING_HASH_KEY, WAITING_RANGE_KEY, "ALL")],
 };
 
 const CONVERSATIONS: Shape = Shape {
     sort_key: Some(CONVERSATION_SORT_KEY),
-    index: (
-        BY_CUSTOMER_INDEX,
-        BY_CUSTOMER_HASH_KEY,
-        BY_CUSTOMER_RANGE_KEY,
-        "KEYS_ONLY",
-    ),
+    indexes: &[
+        (
+            BY_CUSTOMER_INDEX,
+            BY_CUSTOMER_HASH_KEY,
+            BY_CUSTOMER_RANGE_KEY,
+            "KEYS_ONLY",
+        ),
+        (
+            OPEN_HANDOFFS_INDEX,
+            OPEN_HANDOFFS_HASH_KEY,
+            OPEN_HANDOFFS_RANGE_KEY,
+            "ALL",
+        ),
+    ],
 };
 
 impl Shape {
     fn attributes(&self) -> Vec<&'static str> {
-        let (_, hash, range, _) = self.index;
-        [Some(PARTITION_KEY), self.sort_key, Some(hash), Some(range)]
-            .into_iter()
-            .flatten()
-            .collect()
+        let mut names: Vec<&'static str> = [Some(PARTITION_KEY), self.sort_key].into_iter().flatten().collect();
+        for (_, hash, range, _) in self.indexes {
+            for name in [*hash, *range] {
+                if !names.contains(&name) {
+                    names.push(name);
+                }
+            }
+        }
+        names
     }
 
     fn cloudformation(&self) -> Value {
-        let (index, hash, range, projection) = self.index;
         let attributes: Vec<Value> = self
             .attributes()
             .into_iter()
@@ -74,18 +95,25 @@ impl Shape {
         if let Some(sort_key) = self.sort_key {
             key.push(json!({"AttributeName": sort_key, "KeyType": "RANGE"}));
         }
+        let indexes: Vec<Value> = self
+            .indexes
+            .iter()
+            .map(|(index, hash, range, projection)| {
+                json!({
+                    "IndexName": index,
+                    "KeySchema": [
+                        {"AttributeName": hash, "KeyType": "HASH"},
+                        {"AttributeName": range, "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": projection},
+                })
+            })
+            .collect();
         json!({
             "BillingMode": "PAY_PER_REQUEST",
             "AttributeDefinitions": attributes,
             "KeySchema": key,
-            "GlobalSecondaryIndexes": [{
-                "IndexName": index,
-                "KeySchema": [
-                    {"AttributeName": hash, "KeyType": "HASH"},
-                    {"AttributeName": range, "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": projection},
-            }],
+            "GlobalSecondaryIndexes": indexes,
             "TimeToLiveSpecification": {"AttributeName": TTL_ATTRIBUTE, "Enabled": true},
         })
     }
@@ -110,24 +138,25 @@ impl Shape {
                 .build()
                 .map_err(malformed)
         };
-        let (index, hash, range, projection) = self.index;
-        let index = GlobalSecondaryIndex::builder()
-            .index_name(index)
-            .key_schema(key(hash, KeyType::Hash)?)
-            .key_schema(key(range, KeyType::Range)?)
-            .projection(
-                Projection::builder()
-                    .projection_type(ProjectionType::from(projection))
-                    .build(),
-            )
-            .build()
-            .map_err(malformed)?;
         let mut table = client
             .create_table()
             .table_name(name)
             .billing_mode(BillingMode::PayPerRequest)
-            .key_schema(key(PARTITION_KEY, KeyType::Hash)?)
-            .global_secondary_indexes(index);
+            .key_schema(key(PARTITION_KEY, KeyType::Hash)?);
+        for (index, hash, range, projection) in self.indexes {
+            let index = GlobalSecondaryIndex::builder()
+                .index_name(*index)
+                .key_schema(key(hash, KeyType::Hash)?)
+                .key_schema(key(range, KeyType::Range)?)
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::from(*projection))
+                        .build(),
+                )
+                .build()
+                .map_err(malformed)?;
+            table = table.global_secondary_indexes(index);
+        }
         if let Some(sort_key) = self.sort_key {
             table = table.key_schema(key(sort_key, KeyType::Range)?);
         }
