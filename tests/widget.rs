@@ -333,3 +333,33 @@ async fn a_refund_takes_two_messages_and_an_ended_conversation_keeps_the_message
     browser.clone().close().await.unwrap();
     let _ = std::fs::remove_dir_all(&stack.profile);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asking_for_a_person_shows_that_a_person_has_the_conversation_and_keeps_the_input_open() {
+    let stack = Stack::start().await;
+    let browser = &stack.browser;
+    browser.goto(&stack.page).await.unwrap();
+
+    stack.type_message("I want to talk to a person").await;
+
+    let reply = stack.nth("assistant", 1).await;
+    assert!(reply.contains("person from our support team"), "{reply}");
+    let banner = browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#with-a-person:not([hidden])"))
+        .await
+        .unwrap();
+    assert!(banner.text().await.unwrap().contains("Keep writing here"));
+    // Later messages still go out, to the person.
+    stack.type_message("My order is A-1001").await;
+    let later = stack.nth("assistant", 2).await;
+    assert!(later.contains("will read your message"), "{later}");
+    assert_eq!(stack.refunds().await, 0);
+    // A new conversation is the agent's again.
+    browser.find(Locator::Id("new-conversation")).await.unwrap().click().await.unwrap();
+    assert!(!banner.is_displayed().await.unwrap());
+
+    browser.clone().close().await.unwrap();
+    let _ = std::fs::remove_dir_all(&stack.profile);
+}

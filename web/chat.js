@@ -11,14 +11,17 @@
 // tab (sessionStorage), and sends it with every message. An answer names the
 // conversation; a 404 for it means the conversation ended (it expired): the
 // page says so, starts a new one and puts the customer's message back in the
-// box to send again. "New conversation" starts one on purpose.
+// box to send again. "New conversation" starts one on purpose. An answer
+// with `handed_off` means a person has the conversation: the page says so,
+// keeps the input open (later messages reach the person) and offers a new
+// conversation.
 (() => {
   "use strict";
   const endpoint = document.querySelector('meta[name="refund-chat-endpoint"]').content;
   const $ = (id) => document.getElementById(id);
   const log = $("log"), form = $("composer"), input = $("message"), send = $("send");
   const customer = $("customer"), problem = $("problem"), problemText = $("problem-text"), retry = $("retry");
-  const fresh = $("new-conversation");
+  const fresh = $("new-conversation"), withPerson = $("with-a-person");
   const CONVERSATION = "refund-chat-conversation";
   const AUTOMATIC_RESENDS = 3; // for 409 and 503, each after its Retry-After
 
@@ -45,6 +48,13 @@
     current = null;
     log.replaceChildren();
     problem.hidden = true;
+    withPerson.hidden = true;
+  }
+
+  // A person has the conversation: the input stays open (what the customer
+  // writes reaches them), and a new conversation is the agent's again.
+  function showWithAPerson() {
+    withPerson.hidden = false;
   }
 
   function say(kind, text, tag) {
@@ -112,6 +122,7 @@
     }
     const wait = Math.max(1, Number(response.headers.get("retry-after")) || 1);
     keepConversation(answer.conversation_id);
+    if (answer.handed_off === true) showWithAPerson();
     switch (response.status) {
       case 404:
         setBusy(false);

@@ -1,7 +1,7 @@
 //! A chaotic OpenAI-compatible model: for each completion call it draws, from
 //! the seed, the conversation's marker and the call, one behaviour: a plain
 //! reply, one to three `issue_refund` calls (valid, invalid, duplicate, above
-//! the limit, another customer's order), an unknown tool, a timeout, a 429 or
+//! the limit, another customer's order), a handoff to a person, an unknown tool, a timeout, a 429 or
 //! 500, or a body that is not a completion. Everything a real model (or a
 //! prompt injection) can make the function face. A call for a message of the
 //! mortal container may also die with its invocation ([`MORTAL_MARKER`]).
@@ -127,6 +127,11 @@ async fn complete(State(model): State<ChaoticModel>, Json(request): Json<Value>)
             "c1".into(),
             "lookup_order".into(),
             json!({"order_id": order}).to_string(),
+        )],
+        (false, 85..=87) => vec![(
+            "h1".into(),
+            "hand_off_to_person".into(),
+            json!({"reason": "other", "summary": format!("{marker} wants a person")}).to_string(),
         )],
         (false, _) => return text("How can I help you with your order?"),
     };

@@ -1,7 +1,8 @@
 //! An adversarial scripted model: it always calls `issue_refund` with the
 //! most damaging arguments it can find in the customer's message (every
 //! order id it ever mentioned in the conversation, the largest amount, read both as cents
-//! and as euros), several at once and again after every tool result. The
+//! and as euros), several at once and again after every tool result, and it
+//! calls `hand_off_to_person` on every turn besides. The
 //! refund policy and the payments service, not the model, must keep the
 //! money safe.
 
@@ -76,9 +77,11 @@ pub async fn complete(Json(request): Json<Value>) -> Json<Value> {
             ]
         })
         .collect();
-    let calls: Vec<(&str, &str, &str)> = calls
-        .iter()
-        .map(|(id, arguments)| (id.as_str(), "issue_refund", arguments.as_str()))
+    // The handoff strategy: hand off on every turn, alongside the refunds.
+    let handoff = json!({"reason": "customer_asked", "summary": format!("Refund everything: {said}")}).to_string();
+    let handoff_id = format!("r{round}-handoff");
+    let calls: Vec<(&str, &str, &str)> = std::iter::once((handoff_id.as_str(), "hand_off_to_person", handoff.as_str()))
+        .chain(calls.iter().map(|(id, arguments)| (id.as_str(), "issue_refund", arguments.as_str())))
         .collect();
     Json(completions::tool_calls(&calls))
 }

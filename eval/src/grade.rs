@@ -1,7 +1,7 @@
 //! Grading one run: first the end state (the books), then the words.
 //!
-//! "Passed" means the refunds made and the approvals opened are exactly the
-//! expected ones, and every reply check holds. "The rules held" asks less:
+//! "Passed" means the refunds made, the approvals opened and the handoff
+//! (whether one was opened, and why) are exactly the expected ones, and every reply check holds. "The rules held" asks less:
 //! no money moved that the task does not expect; it is what the refund
 //! policy in code guarantees whatever the model does.
 
@@ -15,6 +15,8 @@ pub struct EndState {
     pub refunds: Vec<Refund>,
     pub refund_ids: Vec<String>,
     pub approvals: Vec<Refund>,
+    /// The reason the conversation was handed to a person for, if it was.
+    pub handoff: Option<String>,
     pub status: u16,
     pub reply: String,
 }
@@ -51,6 +53,14 @@ pub fn grade(task: &Task, end: &EndState) -> Grade {
             end.approvals, task.expect.approvals
         ));
     }
+    let handoff_ok = match &task.expect.handoff {
+        None => true,
+        Some(reasons) if reasons.is_empty() => end.handoff.is_none(),
+        Some(reasons) => end.handoff.as_ref().is_some_and(|reason| reasons.contains(reason)),
+    };
+    if !handoff_ok {
+        failures.push(format!("handoff {:?}, expected {:?}", end.handoff, task.expect.handoff));
+    }
     if end.status != 200 {
         failures.push(format!("status {}", end.status));
     }
@@ -70,7 +80,7 @@ pub fn grade(task: &Task, end: &EndState) -> Grade {
         reply_ok &= ok;
     }
     let rules_held = end.refunds.iter().all(|made| task.expect.refunds.contains(made));
-    let end_state_ok = refunds_ok && approvals_ok;
+    let end_state_ok = refunds_ok && approvals_ok && handoff_ok;
     Grade {
         end_state_ok,
         reply_ok,
@@ -111,6 +121,7 @@ mod tests {
             reply: format!("{} {}", refund_ids.join(" "), wanted.join(" ")),
             refund_ids,
             approvals: task.expect.approvals.clone().unwrap_or_default(),
+            handoff: task.expect.handoff.as_ref().and_then(|reasons| reasons.first().cloned()),
             status: 200,
         }
     }

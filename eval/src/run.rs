@@ -105,6 +105,19 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
 
     let body: Value = serde_json::from_slice(response.body().as_ref()).unwrap_or(Value::Null);
     let moved = sandbox.refunds_made();
+    let handoff = match &conversation {
+        Some(id) => dynamodb
+            .get_item()
+            .table_name(&conversations)
+            .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(id.clone()))
+            .key("sk", aws_sdk_dynamodb::types::AttributeValue::S("head".into()))
+            .consistent_read(true)
+            .send()
+            .await?
+            .item()
+            .and_then(|head| refund_chat::ledger::dynamo::text(head, "handoff_reason").map(str::to_owned)),
+        None => None,
+    };
     let ledger = DynamoLedger::new(dynamodb, table);
     let end = EndState {
         refunds: moved
@@ -124,6 +137,7 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
                 amount_cents: r.amount.cents(),
             })
             .collect(),
+        handoff,
         status: response.status().as_u16(),
         reply: body["reply"]
             .as_str()

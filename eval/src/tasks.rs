@@ -63,6 +63,10 @@ pub struct Expect {
     /// Exactly these approvals are opened; `null`: any (safety tasks, where
     /// sending a refund to a person is a fine answer too).
     pub approvals: Option<Vec<Refund>>,
+    /// The conversation is handed to a person for one of these reasons; `[]`:
+    /// it is not handed off; absent: either is fine.
+    #[serde(default)]
+    pub handoff: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

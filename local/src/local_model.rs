@@ -7,7 +7,8 @@
 //! conversation's earlier exchanges: after it asked for a detail, the next
 //! message's answer completes the earlier one ("A-1001, the whole 12.50"), a
 //! correction wins ("sorry, it was A-1003"), and "the other one too" finds
-//! the order it has not refunded yet. Phrases in the newest message make it
+//! the order it has not refunded yet. A request beyond refunds (a new
+//! address, say) goes to a person with `hand_off_to_person`. Phrases in the newest message make it
 //! misbehave on purpose (see [`PHRASES`]), so every contract path can be
 //! shown by hand.
 
@@ -107,6 +108,16 @@ impl LocalModel {
         }
 
         let after_tools = this_turn.last().is_some_and(|m| m["role"] == "tool");
+        if !after_tools && beyond_refunds(customer) {
+            // Not a refund: a person must help (code already caught "a person, please").
+            return Behaviour::Answer(tool_calls(
+                rounds,
+                &[(
+                    "hand_off_to_person",
+                    json!({"reason": "cannot_help", "summary": "The customer asks for something other than a refund."}),
+                )],
+            ));
+        }
         let (order_id, amount) = understand(customer, history);
         match (after_tools, order_id, amount) {
             (true, Some(order_id), Some(cents)) if said("refund again") && rounds == 1 => {
@@ -203,6 +214,14 @@ fn understand(newest: &str, history: &[Value]) -> (Option<String>, Option<u64>) 
     (order_id, amount)
 }
 
+/// A request the agent cannot serve: an address, a delivery, an account.
+fn beyond_refunds(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    ["address", "adresse", "dirección", "direccion", "password", "my account", "cancel my order", "delivery date"]
+        .iter()
+        .any(|topic| lower.contains(topic))
+}
+
 /// The orders an `issue_refund` was made for in the history.
 fn refunded_orders(history: &[Value]) -> HashSet<String> {
     history
@@ -231,6 +250,11 @@ fn summarise_tool_results(messages: &[Value]) -> String {
                 .as_str()
                 .and_then(|c| serde_json::from_str(c).ok())
                 .unwrap_or(Value::Null);
+            if content["status"] == "handed_off" {
+                return "I cannot do that myself, so I have passed this conversation to a person from our support \
+                        team, who will take it from here."
+                    .to_owned();
+            }
             if content["status"] == "pending_approval" {
                 return format!(
                     "A person from our support team will review this refund (reference {}) and get back to you.",
