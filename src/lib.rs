@@ -17,7 +17,9 @@
 //! 1. [`refund`]: the domain. Scopes, requests, outcomes, money, the
 //!    customer's message, the policy's rules, the `issue_refund` tool; the
 //!    [`refund::RefundGateway`] port and its payments adapter.
-//! 2. [`chat`]: the model port and its OpenAI adapter.
+//! 2. [`handoff`]: handing a conversation to a person: the screen before
+//!    the model, the `hand_off_to_person` tool, the fixed replies.
+//!    [`chat`]: the model port and its OpenAI adapter.
 //! 3. [`conversation`]: what a turn adds to a conversation and the window
 //!    the model sees. [`turn`]: one agent turn, its budget, retry and refund
 //!    latch.

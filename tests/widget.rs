@@ -357,7 +357,13 @@ async fn asking_for_a_person_shows_that_a_person_has_the_conversation_and_keeps_
     assert!(later.contains("will read your message"), "{later}");
     assert_eq!(stack.refunds().await, 0);
     // A new conversation is the agent's again.
-    browser.find(Locator::Id("new-conversation")).await.unwrap().click().await.unwrap();
+    browser
+        .find(Locator::Id("new-conversation"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     assert!(!banner.is_displayed().await.unwrap());
 
     browser.clone().close().await.unwrap();

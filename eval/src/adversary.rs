@@ -81,7 +81,11 @@ pub async fn complete(Json(request): Json<Value>) -> Json<Value> {
     let handoff = json!({"reason": "customer_asked", "summary": format!("Refund everything: {said}")}).to_string();
     let handoff_id = format!("r{round}-handoff");
     let calls: Vec<(&str, &str, &str)> = std::iter::once((handoff_id.as_str(), "hand_off_to_person", handoff.as_str()))
-        .chain(calls.iter().map(|(id, arguments)| (id.as_str(), "issue_refund", arguments.as_str())))
+        .chain(
+            calls
+                .iter()
+                .map(|(id, arguments)| (id.as_str(), "issue_refund", arguments.as_str())),
+        )
         .collect();
     Json(completions::tool_calls(&calls))
 }

@@ -121,7 +121,11 @@ mod tests {
             reply: format!("{} {}", refund_ids.join(" "), wanted.join(" ")),
             refund_ids,
             approvals: task.expect.approvals.clone().unwrap_or_default(),
-            handoff: task.expect.handoff.as_ref().and_then(|reasons| reasons.first().cloned()),
+            handoff: task
+                .expect
+                .handoff
+                .as_ref()
+                .and_then(|reasons| reasons.first().cloned()),
             status: 200,
         }
     }

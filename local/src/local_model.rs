@@ -217,9 +217,18 @@ fn understand(newest: &str, history: &[Value]) -> (Option<String>, Option<u64>) 
 /// A request the agent cannot serve: an address, a delivery, an account.
 fn beyond_refunds(message: &str) -> bool {
     let lower = message.to_lowercase();
-    ["address", "adresse", "dirección", "direccion", "password", "my account", "cancel my order", "delivery date"]
-        .iter()
-        .any(|topic| lower.contains(topic))
+    [
+        "address",
+        "adresse",
+        "dirección",
+        "direccion",
+        "password",
+        "my account",
+        "cancel my order",
+        "delivery date",
+    ]
+    .iter()
+    .any(|topic| lower.contains(topic))
 }
 
 /// The orders an `issue_refund` was made for in the history.

@@ -577,7 +577,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
         let failed = matches!(turn.reply, Err(ApiError::Turn(_)));
         // Two failed turns in a row: a person takes over, the status stays.
         let handoff = turn.handoff.or_else(|| {
-            (failed && held.last_failed).then(|| Handoff {
+            (failed && held.last_failed).then_some(Handoff {
                 id: handoff_id,
                 reason: Reason::AgentFailed,
                 summary: None,
