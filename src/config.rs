@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use crate::budget::BudgetLimits;
 use crate::conversation::Window;
 use crate::handoff::screen::{DEFAULT_HANDOFF_PHRASES, DEFAULT_RISK_TERMS, Screen};
 use crate::refund::money::AmountCents;
@@ -20,6 +21,11 @@ pub const DEFAULT_PAYMENTS_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_LEDGER_TIMEOUT: Duration = Duration::from_secs(2);
 pub const DEFAULT_IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 3600);
 pub const DEFAULT_USER_ID_CLAIM: &str = "sub";
+pub const DEFAULT_BUDGET: BudgetLimits = BudgetLimits {
+    turns_per_hour: 30,
+    tokens_per_day: 200_000,
+};
+pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 1024;
 pub const DEFAULT_CONVERSATION_TTL: Duration = Duration::from_secs(24 * 3600);
 pub const DEFAULT_CONVERSATION_WINDOW: Window = Window {
     max_exchanges: 10,
@@ -52,6 +58,10 @@ pub const LEDGER_OPERATIONS_PER_REQUEST: u32 = 7;
 /// [`crate::ledger::dynamo::conversations`]): **4**.
 pub const CONVERSATION_OPERATIONS_PER_REQUEST: u32 = 4;
 
+/// Budget operations one request can make at most, on the same bound: the
+/// turn taken, then its tokens added: **2**.
+pub const BUDGET_OPERATIONS_PER_REQUEST: u32 = 2;
+
 /// Where the customer's identity comes from (contract 7): configuration,
 /// read by the HTTP edge ([`crate::http::identity`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +92,10 @@ pub struct Config {
     pub conversation_window: Window,
     /// What hands a message to a person before the model (`HANDOFF_PHRASES`, `RISK_TERMS`).
     pub handoff_screen: Screen,
+    /// `CUSTOMER_TURNS_PER_HOUR`, `CUSTOMER_TOKENS_PER_DAY`.
+    pub budget: BudgetLimits,
+    /// `max_completion_tokens` of every completion call.
+    pub max_output_tokens: u32,
     /// Not in the contract's table: the chat widget's origin, sent as
     /// `access-control-allow-origin` (a proxy integration's responses get no
     /// CORS headers from API Gateway). Unset: no CORS header.
@@ -152,6 +166,24 @@ impl Config {
                     .unwrap_or_else(|| own(DEFAULT_HANDOFF_PHRASES)),
                 &vars.list("RISK_TERMS").unwrap_or_else(|| own(DEFAULT_RISK_TERMS)),
             ),
+            budget: BudgetLimits {
+                turns_per_hour: vars.count("CUSTOMER_TURNS_PER_HOUR", DEFAULT_BUDGET.turns_per_hour as usize)? as u64,
+                tokens_per_day: vars.count("CUSTOMER_TOKENS_PER_DAY", DEFAULT_BUDGET.tokens_per_day as usize)? as u64,
+            },
+            max_output_tokens: match vars.count("OPENAI_MAX_OUTPUT_TOKENS", DEFAULT_MAX_OUTPUT_TOKENS as usize)? {
+                0 => {
+                    return Err(ConfigError::Malformed {
+                        name: "OPENAI_MAX_OUTPUT_TOKENS",
+                        expected: "a whole number above 0",
+                        value: "0".into(),
+                    });
+                }
+                tokens => u32::try_from(tokens).map_err(|_| ConfigError::Malformed {
+                    name: "OPENAI_MAX_OUTPUT_TOKENS",
+                    expected: "a whole number of tokens",
+                    value: tokens.to_string(),
+                })?,
+            },
             cors_allow_origin: vars
                 .get("CORS_ALLOW_ORIGIN")
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
@@ -176,7 +208,8 @@ impl Config {
     pub fn worst_case(&self) -> Duration {
         turn::worst_case_duration(self.openai_timeout, self.retry_backoff, self.payments_timeout)
             + SECRET_READ_TIMEOUT
-            + self.ledger_timeout * (LEDGER_OPERATIONS_PER_REQUEST + CONVERSATION_OPERATIONS_PER_REQUEST)
+            + self.ledger_timeout
+                * (LEDGER_OPERATIONS_PER_REQUEST + CONVERSATION_OPERATIONS_PER_REQUEST + BUDGET_OPERATIONS_PER_REQUEST)
     }
 }
 
@@ -363,10 +396,12 @@ mod tests {
         );
         assert_eq!(
             config.worst_case(),
-            Duration::from_secs(112) + SECRET_READ_TIMEOUT + Duration::from_secs(2 * (7 + 4))
+            Duration::from_secs(112) + SECRET_READ_TIMEOUT + Duration::from_secs(2 * (7 + 4 + 2))
         );
         assert_eq!(config.conversation_ttl, Duration::from_secs(24 * 3600));
         assert_eq!(config.handoff_screen, Screen::default());
+        assert_eq!(config.budget, DEFAULT_BUDGET);
+        assert_eq!(config.max_output_tokens, 1024);
         assert_eq!(
             config.conversation_window,
             Window {
@@ -452,6 +487,9 @@ mod tests {
             ("CONVERSATION_TTL_HOURS", "0"),
             ("CONVERSATION_MAX_EXCHANGES", "-1"),
             ("CONVERSATION_MAX_CHARS", "many"),
+            ("CUSTOMER_TURNS_PER_HOUR", "lots"),
+            ("CUSTOMER_TOKENS_PER_DAY", "-5"),
+            ("OPENAI_MAX_OUTPUT_TOKENS", "0"),
         ] {
             let mut vars = REQUIRED.to_vec();
             vars.push((name, value));

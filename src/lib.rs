@@ -14,7 +14,8 @@
 //! (`tests/architecture.rs` checks this against the imports). From the
 //! ground up:
 //!
-//! 1. [`refund`]: the domain. Scopes, requests, outcomes, money, the
+//! 1. [`budget`]: the customers' turn and token windows (the counters are
+//!    the ledger's). [`refund`]: the domain. Scopes, requests, outcomes, money, the
 //!    customer's message, the policy's rules, the `issue_refund` tool; the
 //!    [`refund::RefundGateway`] port and its payments adapter.
 //! 2. [`handoff`]: handing a conversation to a person: the screen before
@@ -43,6 +44,7 @@
 //! `test-support` feature (and in unit tests), `doubles` holds in-memory
 //! stand-ins for tests and benchmarks.
 
+pub mod budget;
 pub mod chat;
 pub mod clock;
 pub mod config;

@@ -6,8 +6,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use refund_chat::config::{
-    CONVERSATION_OPERATIONS_PER_REQUEST, Config, DEFAULT_IDEMPOTENCY_TTL, DEFAULT_LEDGER_TIMEOUT,
-    DEFAULT_OPENAI_TIMEOUT, DEFAULT_PAYMENTS_TIMEOUT, DEFAULT_RETRY_BACKOFF, LEDGER_OPERATIONS_PER_REQUEST,
+    BUDGET_OPERATIONS_PER_REQUEST, CONVERSATION_OPERATIONS_PER_REQUEST, Config, DEFAULT_IDEMPOTENCY_TTL,
+    DEFAULT_LEDGER_TIMEOUT, DEFAULT_OPENAI_TIMEOUT, DEFAULT_PAYMENTS_TIMEOUT, DEFAULT_RETRY_BACKOFF,
+    LEDGER_OPERATIONS_PER_REQUEST,
 };
 use refund_chat::secrets::SECRET_READ_TIMEOUT;
 use refund_chat::turn::worst_case_duration;
@@ -56,9 +57,10 @@ fn timeouts_cover_the_worst_case_from_the_code() {
         worst_case,
         worst_case_duration(Duration::from_secs(20), Duration::from_secs(2), Duration::from_secs(10))
             + SECRET_READ_TIMEOUT
-            + DEFAULT_LEDGER_TIMEOUT * (LEDGER_OPERATIONS_PER_REQUEST + CONVERSATION_OPERATIONS_PER_REQUEST)
+            + DEFAULT_LEDGER_TIMEOUT
+                * (LEDGER_OPERATIONS_PER_REQUEST + CONVERSATION_OPERATIONS_PER_REQUEST + BUDGET_OPERATIONS_PER_REQUEST)
     );
-    assert_eq!(worst_case, Duration::from_secs(139));
+    assert_eq!(worst_case, Duration::from_secs(143));
 
     let function_timeout = secs(&function["Properties"]["Timeout"]);
     assert_eq!(
@@ -110,6 +112,16 @@ fn the_deployment_is_the_contracts() {
         "only Regional/private REST APIs can exceed 29 s"
     );
     assert_eq!(api["StageName"], "Prod");
+    let throttling = &api["MethodSettings"][0];
+    assert_eq!(throttling["ThrottlingRateLimit"], json!({"Ref": "ThrottlingRateLimit"}));
+    assert_eq!(
+        throttling["ThrottlingBurstLimit"],
+        json!({"Ref": "ThrottlingBurstLimit"})
+    );
+    let budget = refund_chat::config::DEFAULT_BUDGET;
+    let env = &function["Properties"]["Environment"]["Variables"];
+    assert_eq!(env["CUSTOMER_TURNS_PER_HOUR"], budget.turns_per_hour.to_string());
+    assert_eq!(env["CUSTOMER_TOKENS_PER_DAY"], budget.tokens_per_day.to_string());
 
     assert_eq!(
         function["Properties"]["EventInvokeConfig"]["MaximumRetryAttempts"], 0,

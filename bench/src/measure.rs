@@ -74,6 +74,8 @@ fn spawn_function(bootstrap: &Path, runtime_api: SocketAddr, stand_ins: &StandIn
         .env("PAYMENTS_BASE_URL", format!("http://{}", stand_ins.payments.0))
         .env("LEDGER_TABLE", "bench-ledger")
         .env("CONVERSATION_TABLE", "bench-conversations")
+        // One customer sends every turn: the budget must not be what is measured.
+        .env("CUSTOMER_TURNS_PER_HOUR", "100000000")
         // As template.yaml does on Lambda: one bundle, not the bundle plus a directory.
         .env(
             "SSL_CERT_FILE",

@@ -233,7 +233,7 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
         covers(&attempted_as_signed_in, &payments_keys),
     );
 
-    const STATUSES: [u16; 12] = [200, 400, 401, 403, 404, 405, 409, 422, 500, 502, 503, 504];
+    const STATUSES: [u16; 13] = [200, 400, 401, 403, 404, 405, 409, 422, 429, 500, 502, 503, 504];
     add(
         "every answer: a contract status, a JSON body, x-request-id",
         evidence.exchanges.len(),

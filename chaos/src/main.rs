@@ -36,6 +36,7 @@ const LEDGER_TIMEOUT: Duration = Duration::from_millis(300);
 const AUTO_REFUND_LIMIT: u64 = 5000;
 const DAILY_LIMIT: u64 = 10000;
 const ORDER_WINDOW: Duration = Duration::from_secs(24 * 3600);
+const TURNS_PER_HOUR: u64 = 12;
 
 /// `make chaos`: the function under a misbehaving model, payments, DynamoDB and customers.
 #[derive(clap::Parser)]
@@ -235,6 +236,8 @@ async fn segment_run(
             ("AUTO_REFUND_LIMIT_CENTS", AUTO_REFUND_LIMIT.to_string()),
             ("USER_DAILY_AUTO_LIMIT_CENTS", DAILY_LIMIT.to_string()),
             ("ORDER_REFUND_WINDOW_HOURS", (ORDER_WINDOW.as_secs() / 3600).to_string()),
+            // Low enough that some customers spend their hour: 429s are answers too.
+            ("CUSTOMER_TURNS_PER_HOUR", TURNS_PER_HOUR.to_string()),
         ]
         .map(|(name, value)| (name.to_owned(), value))
         .into(),

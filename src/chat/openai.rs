@@ -36,6 +36,8 @@ pub const MODEL: &str = "gpt-4o-mini-2024-07-18";
 pub struct OpenAiChat {
     client: Client<OpenAIConfig>,
     timeout: Duration,
+    /// `max_completion_tokens` of every call (`OPENAI_MAX_OUTPUT_TOKENS`).
+    max_output_tokens: u32,
 }
 
 impl OpenAiChat {
@@ -43,20 +45,30 @@ impl OpenAiChat {
     /// [`crate::http_client::money_path_client`]. Every value is passed
     /// explicitly: nothing is read from `OPENAI_*` variables behind the
     /// contract's back.
-    pub fn new(http: reqwest::Client, api_base: &str, api_key: &str, timeout: Duration) -> Self {
+    pub fn new(
+        http: reqwest::Client,
+        api_base: &str,
+        api_key: &str,
+        timeout: Duration,
+        max_output_tokens: u32,
+    ) -> Self {
         let config = OpenAIConfig::new()
             .with_api_base(api_base)
             .with_api_key(api_key)
             .with_org_id("")
             .with_project_id("");
         let client = Client::build(http.clone(), config).with_http_service(ReqwestService::new(http));
-        OpenAiChat { client, timeout }
+        OpenAiChat {
+            client,
+            timeout,
+            max_output_tokens,
+        }
     }
 }
 
 impl ChatModel for OpenAiChat {
     async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
-        let request = build_request(messages);
+        let request = build_request(messages, self.max_output_tokens);
         let chat = self.client.chat();
         let call = chat.create_byot::<_, WireCompletion>(&request);
         match tokio::time::timeout(self.timeout, call).await {
@@ -70,7 +82,7 @@ impl ChatModel for OpenAiChat {
 /// The request for one completion call: the whole history, the two tools
 /// (`issue_refund`, `hand_off_to_person`), `strict` and no parallel tool
 /// calls (both defence in depth only).
-pub fn build_request(messages: &[Message]) -> CreateChatCompletionRequest {
+pub fn build_request(messages: &[Message], max_output_tokens: u32) -> CreateChatCompletionRequest {
     CreateChatCompletionRequest {
         model: MODEL.to_owned(),
         messages: messages.iter().map(to_wire).collect(),
@@ -83,6 +95,8 @@ pub fn build_request(messages: &[Message]) -> CreateChatCompletionRequest {
             ),
         ]),
         parallel_tool_calls: Some(false),
+        // Bounds what one call can cost (contract 13).
+        max_completion_tokens: Some(max_output_tokens),
         ..CreateChatCompletionRequest::default()
     }
 }
@@ -261,7 +275,13 @@ mod tests {
             .mount(&server)
             .await;
         let http = crate::http_client::money_path_client().unwrap();
-        let chat = OpenAiChat::new(http, &format!("{}/v1", server.uri()), "sk-test", Duration::from_secs(5));
+        let chat = OpenAiChat::new(
+            http,
+            &format!("{}/v1", server.uri()),
+            "sk-test",
+            Duration::from_secs(5),
+            1024,
+        );
         (server, chat)
     }
 

@@ -21,6 +21,7 @@ use serde_json::json;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
+use crate::budget::Spent;
 use crate::chat::openai::OpenAiChat;
 use crate::chat::{CompletionError, Message};
 use crate::clock::now_ms;
@@ -31,8 +32,8 @@ use crate::http::body::{ChatRequest, InputError};
 use crate::http::idempotency::{Admission, IdempotencyKey, MalformedKey, Refusal};
 use crate::http::identity::IdentityError;
 use crate::ledger::{
-    Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange, RequestLease,
-    RequestLedger, StoredResponse,
+    Appended, Begun, BudgetStore, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
+    RequestLease, RequestLedger, StoredResponse, TakenTurn,
 };
 use crate::ops::telemetry::{self, ConversationUse, KeyUse, RequestEnd};
 use crate::refund::{Attempt, RefundGateway, RefundScope, WriterMark};
@@ -74,6 +75,11 @@ pub enum ApiError {
     ConversationUnavailable(LedgerError),
     #[error(transparent)]
     NoRandomness(#[from] NoRandomness),
+    /// The customer's turns of the hour, or tokens of the day, are spent.
+    #[error("the customer's {} budget is spent", .0.as_str())]
+    BudgetSpent(Spent),
+    #[error("the budget cannot be reached: {0}")]
+    BudgetUnavailable(LedgerError),
     #[error(transparent)]
     Secret(#[from] SecretError),
     #[error(transparent)]
@@ -100,7 +106,10 @@ impl ApiError {
             ApiError::Identity(IdentityError::Unauthenticated) => StatusCode::UNAUTHORIZED,
             ApiError::Identity(IdentityError::Mismatch) => StatusCode::FORBIDDEN,
             ApiError::InProgress { .. } => StatusCode::CONFLICT,
-            ApiError::LedgerUnavailable(_) | ApiError::ConversationUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::LedgerUnavailable(_) | ApiError::ConversationUnavailable(_) | ApiError::BudgetUnavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ApiError::BudgetSpent(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::ConversationNotFound => StatusCode::NOT_FOUND,
             ApiError::ConversationBusy { .. } => StatusCode::CONFLICT,
             ApiError::Secret(_) | ApiError::NoRandomness(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -128,8 +137,15 @@ impl ApiError {
                 "a request with this Idempotency-Key is still being answered; try again after Retry-After seconds"
                     .into()
             }
-            ApiError::LedgerUnavailable(_) | ApiError::ConversationUnavailable(_) => {
+            ApiError::LedgerUnavailable(_) | ApiError::ConversationUnavailable(_) | ApiError::BudgetUnavailable(_) => {
                 "the assistant cannot take requests right now; try again after Retry-After seconds".into()
+            }
+            ApiError::BudgetSpent(Spent::Turns { .. }) => {
+                "you have sent the most messages the assistant takes in an hour; try again after Retry-After seconds"
+                    .into()
+            }
+            ApiError::BudgetSpent(Spent::Tokens { .. }) => {
+                "the assistant has done as much for you as it can today; try again after Retry-After seconds".into()
             }
             ApiError::ConversationNotFound => {
                 "this conversation has ended or does not exist; start a new one without conversation_id".into()
@@ -155,7 +171,10 @@ impl ApiError {
             ApiError::InProgress { retry_after_secs } | ApiError::ConversationBusy { retry_after_secs } => {
                 Some(*retry_after_secs)
             }
-            ApiError::LedgerUnavailable(_) | ApiError::ConversationUnavailable(_) => Some(LEDGER_RETRY_AFTER_SECS),
+            ApiError::LedgerUnavailable(_) | ApiError::ConversationUnavailable(_) | ApiError::BudgetUnavailable(_) => {
+                Some(LEDGER_RETRY_AFTER_SECS)
+            }
+            ApiError::BudgetSpent(spent) => Some(spent.retry_after_secs()),
             _ => None,
         }
     }
@@ -204,6 +223,8 @@ struct RequestTrace {
     conversation: ConversationUse,
     /// The handoff this request made, by code or by the model.
     handoff: Option<Reason>,
+    /// What the budget said: `taken`, `turns`, `tokens` (spent) or `unavailable`.
+    budget: Option<&'static str>,
 }
 
 /// The answer before it becomes a response.
@@ -321,7 +342,7 @@ struct TurnResult {
     handoff: Option<Handoff>,
 }
 
-impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> App<K, R, L, C> {
+impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore> App<K, R, L, C> {
     pub fn new(config: Config, ports: Ports<K, R, L, C>) -> Self {
         crate::refund::tool::warm_up();
         App {
@@ -354,6 +375,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
             key_settled: trace.key_settled,
             conversation: &trace.conversation,
             handoff: trace.handoff,
+            budget: trace.budget,
             cold_start: self.cold.swap(false, Ordering::Relaxed),
             duration: started.elapsed(),
         });
@@ -467,6 +489,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
                 ApiError::ConversationNotFound
                     | ApiError::ConversationBusy { .. }
                     | ApiError::ConversationUnavailable(_)
+                    | ApiError::BudgetSpent(_)
+                    | ApiError::BudgetUnavailable(_)
             )
         );
         !refused_by_conversation
@@ -547,6 +571,26 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
             };
             return self.answer_without_model(chat, scope, lease, held, handoff::fixed_reply(reason), Some(handoff));
         }
+        // The budget, last before the turn (contract 13): counted atomically,
+        // refused before the secret, the model or payments; closed if unreachable.
+        match self
+            .ledger
+            .take_turn(scope.user_id(), &self.config.budget, now_ms())
+            .await
+        {
+            Ok(TakenTurn::Taken) => trace.budget = Some("taken"),
+            Ok(TakenTurn::Refused(spent)) => {
+                trace.budget = Some(spent.as_str());
+                self.release_conversation(&lease).await;
+                return (Answer::of(Err(ApiError::BudgetSpent(spent))), None);
+            }
+            Err(error) => {
+                tracing::error!(event = "budget", op = "take_turn", error = %error);
+                trace.budget = Some("unavailable");
+                self.release_conversation(&lease).await;
+                return (Answer::of(Err(ApiError::BudgetUnavailable(error))), None);
+            }
+        }
         let window = match self.window(&lease, &held).await {
             Ok(window) => window,
             Err(error) => {
@@ -574,6 +618,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
             self.release_conversation(&lease).await;
             return (Answer::of(turn.reply), None);
         };
+        self.add_tokens(context.scope.user_id(), trace).await;
         let failed = matches!(turn.reply, Err(ApiError::Turn(_)));
         // Two failed turns in a row: a person takes over, the status stays.
         let handoff = turn.handoff.or_else(|| {
@@ -604,6 +649,21 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
             held,
         };
         (answer, Some(exchange))
+    }
+
+    /// Adds the turn's tokens to the customer's day (a failure is logged: the
+    /// answer stands, and the next turn's check reads what was added).
+    async fn add_tokens(&self, customer: &str, trace: &RequestTrace) {
+        let tokens = trace
+            .stats
+            .as_ref()
+            .map_or(0, |stats| stats.prompt_tokens + stats.completion_tokens);
+        if tokens == 0 {
+            return;
+        }
+        if let Err(error) = self.ledger.add_tokens(customer, tokens, now_ms()).await {
+            tracing::error!(event = "budget", op = "add_tokens", error = %error);
+        }
     }
 
     /// A fixed reply, with no model, no refund and no budget: for a message
@@ -717,6 +777,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger, C: ConversationStore> 
                     &self.config.openai_base_url,
                     key.expose(),
                     self.config.openai_timeout,
+                    self.config.max_output_tokens,
                 ))
             })
             .await

@@ -21,6 +21,7 @@ pub mod memory;
 
 use std::future::Future;
 
+use crate::budget::{BudgetLimits, Spent};
 use crate::conversation::{ConversationId, Exchange};
 use crate::handoff::Handoff;
 use crate::refund::money::AmountCents;
@@ -291,6 +292,34 @@ pub trait ConversationStore: Send + Sync {
 
     /// Gives the lease back without an exchange (no turn ran).
     fn release(&self, lease: &ConversationLease) -> impl Future<Output = Result<(), LedgerError>> + Send;
+}
+
+/// What taking a turn from a customer's budget found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TakenTurn {
+    Taken,
+    /// Nothing was counted: the hour's turns or the day's tokens are spent.
+    Refused(Spent),
+}
+
+/// The customers' budgets (contract 13): counters per window, with TTL.
+pub trait BudgetStore: Send + Sync {
+    /// Counts one turn of the hour, on the condition that the hour's turns
+    /// and the day's tokens are below their limits: one atomic step.
+    fn take_turn(
+        &self,
+        customer: &str,
+        limits: &BudgetLimits,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<TakenTurn, LedgerError>> + Send;
+
+    /// Adds a turn's tokens to the day's.
+    fn add_tokens(
+        &self,
+        customer: &str,
+        tokens: u64,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<(), LedgerError>> + Send;
 }
 
 /// The refund records, as "decide, record, then pay" uses them (6.2, 8).

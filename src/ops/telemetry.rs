@@ -54,6 +54,8 @@ pub fn init_metrics() -> Result<&'static Collector, metrics_cloudwatch_embedded:
         "ConversationsBusy",
         "ConversationAppendFailures",
         "Handoffs",
+        "BudgetRefusals",
+        "Tokens",
         "LedgerFailures",
         "ColdStarts",
     ] {
@@ -119,6 +121,8 @@ pub struct RequestEnd<'a> {
     pub conversation: &'a ConversationUse,
     /// The handoff the request made.
     pub handoff: Option<Reason>,
+    /// What the budget said: `taken`, `turns`, `tokens` or `unavailable`.
+    pub budget: Option<&'static str>,
     pub cold_start: bool,
     pub duration: Duration,
 }
@@ -156,6 +160,7 @@ pub fn finish_request(end: RequestEnd<'_>) {
         history_exchanges = end.conversation.history_exchanges,
         conversation_appended = end.conversation.appended.unwrap_or_default(),
         handoff = end.handoff.map(Reason::as_str).unwrap_or_default(),
+        budget = end.budget.unwrap_or_default(),
         with_a_person = end.conversation.with_a_person,
         replayed = end.key_use == KeyUse::Replayed,
         second_refunds_refused = stats.second_refunds_refused,
@@ -196,6 +201,10 @@ pub fn finish_request(end: RequestEnd<'_>) {
     if end.conversation.busy {
         metrics::counter!("ConversationsBusy").increment(1);
     }
+    if let Some(spent @ ("turns" | "tokens")) = end.budget {
+        metrics::counter!("BudgetRefusals", "Budget" => spent).increment(1);
+    }
+    metrics::counter!("Tokens").increment(total_tokens);
     if let Some(reason) = end.handoff {
         metrics::counter!("Handoffs", "Reason" => reason.as_str()).increment(1);
     }

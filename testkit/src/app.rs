@@ -58,6 +58,9 @@ pub fn config(openai_base: &str, payments_base: &str, table: &str) -> Config {
         ("PAYMENTS_TIMEOUT_SECS", PAYMENTS_TIMEOUT.as_secs_f64().to_string()),
         ("LEDGER_TABLE", table.to_owned()),
         ("CONVERSATION_TABLE", conversation_table(table)),
+        // Budgets out of the way; the budget tests set their own.
+        ("CUSTOMER_TURNS_PER_HOUR", "100000".to_owned()),
+        ("CUSTOMER_TOKENS_PER_DAY", "100000000".to_owned()),
         ("LEDGER_TIMEOUT_SECS", LEDGER_TIMEOUT.as_secs_f64().to_string()),
         // As deployed: the customer is the authorizer's (the events carry one).
         ("USER_IDENTITY", "authorizer".to_owned()),

@@ -50,14 +50,31 @@ async fn an_unreachable_ledger_with_a_key_is_a_503_before_any_model_call() {
     assert!(h.payments_requests().await.is_empty());
 }
 
+/// A ledger proxy that lets the budget's transaction (the first) through
+/// and answers every later transaction (the refund record's) with a 500.
+async fn ledger_failing_after_the_budget(log: &OperationLog) -> String {
+    let transactions = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    proxy(
+        &moto().endpoint,
+        false,
+        log.hook(move |seen| match seen.dynamodb_operation() {
+            "TransactWriteItems" if transactions.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 => {
+                dynamo_error("ValidationException", "injected", json!({}))
+            }
+            _ => Action::Forward,
+        }),
+    )
+    .await
+}
+
 #[tokio::test]
-async fn an_unreachable_ledger_without_a_key_runs_the_turn_but_never_pays() {
+async fn a_ledger_that_fails_after_the_budget_runs_the_turn_but_never_pays() {
     let h = TestApp::builder()
         .model(vec![
             refund_call("c1", "A-1001", 1250),
             text("A person will follow up."),
         ])
-        .ledger_at(refused_endpoint())
+        .ledger_at(ledger_failing_after_the_budget(&OperationLog::default()).await)
         .build()
         .await;
 
@@ -90,8 +107,12 @@ async fn a_ledger_that_never_answers_is_bounded_by_its_timeout() {
         "bounded by LEDGER_TIMEOUT_SECS, not the silence: {keyed_took:?}"
     );
 
+    // Without a key the budget is the first ledger read: closed too, as bounded.
+    let started = Instant::now();
     let unkeyed = h.chat(REFUND_MESSAGE).await;
-    assert_eq!(unkeyed.status, StatusCode::OK);
+    assert_eq!(unkeyed.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert!(started.elapsed() < timeout * 5, "{:?}", started.elapsed());
+    assert!(h.model_requests().await.is_empty());
     assert!(h.payments_requests().await.is_empty());
 }
 
@@ -269,15 +290,7 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
     // limit (the history is read for the reasons), the approval cannot be
     // written, and the model then fails: the key is checked and released.
     let log = OperationLog::default();
-    let proxy = proxy(
-        &moto().endpoint,
-        false,
-        log.hook(|seen| match seen.dynamodb_operation() {
-            "TransactWriteItems" => dynamo_error("ValidationException", "injected", json!({})),
-            _ => Action::Forward,
-        }),
-    )
-    .await;
+    let proxy = ledger_failing_after_the_budget(&log).await;
     let h = TestApp::builder()
         .model(vec![
             refund_call("c1", "D-4001", 12000),
@@ -309,15 +322,17 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
         [
             "PutItem",            // claim the key
             "UpdateItem",         // take it over
+            "TransactWriteItems", // take a turn from the budget
             "GetItem",            // rule 2's history, for the reasons
             "GetItem",            // rule 3's history
             "TransactWriteItems", // the approval record (refused here)
+            "UpdateItem",         // add the turn's tokens to the budget
             "GetItem",            // does the scope have a refund record?
             "UpdateItem",         // no: release the key
         ]
     );
     assert_eq!(
         operations.len() as u32,
-        refund_chat::config::LEDGER_OPERATIONS_PER_REQUEST
+        refund_chat::config::LEDGER_OPERATIONS_PER_REQUEST + refund_chat::config::BUDGET_OPERATIONS_PER_REQUEST
     );
 }

@@ -6,6 +6,7 @@
 //! well as the answer.
 
 mod approvals;
+mod budgets;
 mod conversations;
 mod events;
 mod guards;

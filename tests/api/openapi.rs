@@ -17,13 +17,13 @@ fn every_status_of_the_contract_is_documented_and_no_other() {
         .collect();
     assert_eq!(
         documented,
-        vec![200, 400, 401, 403, 404, 405, 409, 422, 500, 502, 503, 504]
+        vec![200, 400, 401, 403, 404, 405, 409, 422, 429, 500, 502, 503, 504]
     );
 }
 
 #[test]
 fn every_example_is_valid() {
-    for status in [200, 400, 401, 403, 404, 405, 409, 422, 500, 502, 503, 504] {
+    for status in [200, 400, 401, 403, 404, 405, 409, 422, 429, 500, 502, 503, 504] {
         let content = &documented_response(status).unwrap()["content"]["application/json"];
         let examples: Vec<Value> = match content.get("examples") {
             Some(named) => named

@@ -35,6 +35,10 @@ async fn refund_happy_path() {
     let first = &model[0];
     assert_eq!(first["model"], "gpt-4o-mini-2024-07-18");
     assert_eq!(first["parallel_tool_calls"], false);
+    assert_eq!(
+        first["max_completion_tokens"], 1024,
+        "every call is bounded (OPENAI_MAX_OUTPUT_TOKENS)"
+    );
     assert_eq!(first["tools"][0]["function"]["name"], "issue_refund");
     assert_eq!(first["tools"][0]["function"]["strict"], true);
     // Derived from the contract's schema; `minLength` would make OpenAI's strict mode answer 400.

@@ -8,6 +8,7 @@
 //! | request record | `request#<scope>` | `kind`, `state` (`in_progress`/`completed`/`released`), `conversation_id`, `body_sha256`, `request_id`, `writer`, `lease_until_ms`, `expires_at` (the TTL attribute, epoch seconds), `created_at`, then `response_status`, `response_body` |
 //! | order guard (rule 2) | `order#<order key>` | `live` (the ids of the order's refund records that may have moved money, a string set), `last_at_ms`, `expires_at` |
 //! | daily total (rule 3) | `daily#<user>#<UTC day>` | `total_cents` (automatic refunds that may have moved money), `live` (their record ids), `expires_at` |
+//! | budget counters (contract 13) | `budget#turns#…`, `budget#tokens#…` | see [`budgets`] |
 //!
 //! `<scope>` is [`RefundScope::id`]; a refund record's id is
 //! [`RefundScope::record_id`], a hash of it, short enough for a person to type. Refund records carry no
@@ -43,6 +44,7 @@
 //! the item returned with the failure carries our own `writer`, which we
 //! recognise as success. No write can apply twice.
 
+mod budgets;
 pub mod conversations;
 pub mod forget;
 mod refunds;
@@ -290,8 +292,15 @@ pub fn client_for(sdk: &aws_config::SdkConfig, timeout: Duration) -> Client {
 /// (`template.yaml`; `tests/template.rs` checks it). Transactions need no
 /// action of their own: each of their items is authorised as the `PutItem`
 /// or `UpdateItem` it is.
-/// None deletes: a released key stays, marked released, until TTL.
-pub const ACTIONS_USED: &[&str] = &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"];
+/// None deletes: a released key stays, marked released, until TTL. Taking
+/// a turn from a budget checks the day's tokens in its transaction
+/// (`ConditionCheckItem`).
+pub const ACTIONS_USED: &[&str] = &[
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+];
 
 /// A refund that moved no money, as its release from the guards needs it.
 pub(crate) struct Released<'a> {

@@ -1,0 +1,103 @@
+//! Budgets (contract 13): no denial of wallet. Every turn costs the shop up
+//! to five completion calls, so a signed-in customer, or a script with one
+//! customer's token, may spend at most `CUSTOMER_TURNS_PER_HOUR` turns per
+//! UTC hour and `CUSTOMER_TOKENS_PER_DAY` tokens per UTC day.
+//!
+//! The turn is taken atomically before the turn (a conditional counter, so
+//! six requests at once for the last turn get exactly one); the tokens are
+//! added after it, from the provider's `usage`, so a turn may overshoot the
+//! day by at most itself. The windows are pure functions of the time, here;
+//! the counters are [`crate::ledger::BudgetStore`]'s.
+
+/// The limits, per customer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BudgetLimits {
+    pub turns_per_hour: u64,
+    pub tokens_per_day: u64,
+}
+
+/// Why a turn was refused, and for how long (seconds until its window ends,
+/// at least 1): the 429's `Retry-After`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spent {
+    Turns { retry_after_secs: u64 },
+    Tokens { retry_after_secs: u64 },
+}
+
+impl Spent {
+    pub fn retry_after_secs(self) -> u64 {
+        match self {
+            Spent::Turns { retry_after_secs } | Spent::Tokens { retry_after_secs } => retry_after_secs,
+        }
+    }
+
+    /// As the summary line and the metrics name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Spent::Turns { .. } => "turns",
+            Spent::Tokens { .. } => "tokens",
+        }
+    }
+}
+
+const HOUR_MS: u64 = 3_600_000;
+const DAY_MS: u64 = 24 * HOUR_MS;
+
+/// The windows a moment falls in: its UTC hour and its UTC day.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Windows {
+    /// `2026-12-01T10`
+    pub hour: String,
+    /// `2026-12-01`
+    pub day: String,
+    /// Epoch ms at which each ends.
+    pub hour_ends_ms: u64,
+    pub day_ends_ms: u64,
+}
+
+impl Windows {
+    pub fn at(now_ms: u64) -> Windows {
+        let stamp = crate::clock::rfc3339(now_ms);
+        Windows {
+            hour: stamp[..13].to_owned(),
+            day: stamp[..10].to_owned(),
+            hour_ends_ms: (now_ms / HOUR_MS + 1) * HOUR_MS,
+            day_ends_ms: (now_ms / DAY_MS + 1) * DAY_MS,
+        }
+    }
+
+    /// Whole seconds until the hour ends, at least 1.
+    pub fn turns_retry_after_secs(&self, now_ms: u64) -> u64 {
+        self.hour_ends_ms.saturating_sub(now_ms).div_ceil(1000).max(1)
+    }
+
+    /// Whole seconds until the day ends, at least 1.
+    pub fn tokens_retry_after_secs(&self, now_ms: u64) -> u64 {
+        self.day_ends_ms.saturating_sub(now_ms).div_ceil(1000).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_moment_falls_in_its_utc_hour_and_day() {
+        let at = crate::clock::parse_utc("2026-12-01T10:59:59.999Z").unwrap();
+        let windows = Windows::at(at);
+        assert_eq!(
+            (windows.hour.as_str(), windows.day.as_str()),
+            ("2026-12-01T10", "2026-12-01")
+        );
+        assert_eq!(windows.turns_retry_after_secs(at), 1);
+        assert_eq!(windows.tokens_retry_after_secs(at), 13 * 3600 + 1);
+        let next = Windows::at(at + 1);
+        assert_eq!(next.hour, "2026-12-01T11");
+        assert_eq!(next.turns_retry_after_secs(at + 1), 3600);
+        let midnight = Windows::at(crate::clock::parse_utc("2026-12-02").unwrap());
+        assert_eq!(
+            (midnight.hour.as_str(), midnight.day.as_str()),
+            ("2026-12-02T00", "2026-12-02")
+        );
+    }
+}

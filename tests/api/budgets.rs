@@ -1,0 +1,171 @@
+//! Budgets (contract 13): a customer's turns per UTC hour and tokens per UTC
+//! day, taken atomically before the turn, refused with 429 before the secret,
+//! the model or payments, closed (503) when they cannot be read.
+
+use lambda_http::http::StatusCode;
+use refund_chat::budget::{BudgetLimits, Spent};
+use refund_chat::clock::parse_utc;
+use refund_chat::ledger::dynamo::DynamoLedger;
+use refund_chat::ledger::{BudgetStore, TakenTurn};
+use serde_json::json;
+
+use refund_chat_testkit::*;
+
+fn limits(turns_per_hour: u64, tokens_per_day: u64) -> BudgetLimits {
+    BudgetLimits {
+        turns_per_hour,
+        tokens_per_day,
+    }
+}
+
+#[tokio::test]
+async fn six_requests_at_once_for_the_last_turn_get_exactly_one_200() {
+    // moto is not atomic under concurrent conditional writes; DynamoDB is,
+    // per item. The proxy passes one request at a time, as DynamoDB orders
+    // the writes of one item.
+    let serialised = proxy(&moto().endpoint, true, forward_all()).await;
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .ledger_at(serialised)
+        .configure(|config| config.budget = limits(3, 1_000_000))
+        .build()
+        .await;
+    for _ in 0..2 {
+        assert_eq!(h.say(None, "hello").await.status, StatusCode::OK);
+    }
+
+    let answers = futures::future::join_all((0..6).map(|_| h.say(None, "hello again"))).await;
+
+    let ok = answers.iter().filter(|a| a.status == StatusCode::OK).count();
+    let refused: Vec<_> = answers
+        .iter()
+        .filter(|a| a.status == StatusCode::TOO_MANY_REQUESTS)
+        .collect();
+    assert_eq!(
+        (ok, refused.len()),
+        (1, 5),
+        "{:?}",
+        answers.iter().map(|a| &a.raw).collect::<Vec<_>>()
+    );
+    for answer in &refused {
+        let retry_after: u64 = answer.header("retry-after").unwrap().parse().unwrap();
+        assert!((1..=3600).contains(&retry_after), "{retry_after}");
+    }
+    assert_eq!(h.model_requests().await.len(), 3, "a refused turn reaches no model");
+}
+
+#[tokio::test]
+async fn the_hour_rolls_over_at_its_end_and_the_day_at_midnight() {
+    let aws = aws_at(&moto().endpoint).await;
+    let ledger = DynamoLedger::from_sdk_config(&aws, new_table(&aws).await, LEDGER_TIMEOUT);
+    let before = parse_utc("2026-12-01T10:59:59.500Z").unwrap();
+    let budget = limits(2, 1000);
+
+    for _ in 0..2 {
+        assert_eq!(ledger.take_turn("u-1", &budget, before).await, Ok(TakenTurn::Taken));
+    }
+    assert_eq!(
+        ledger.take_turn("u-1", &budget, before).await,
+        Ok(TakenTurn::Refused(Spent::Turns { retry_after_secs: 1 })),
+        "the last half second of the hour rounds up to 1"
+    );
+    assert_eq!(
+        ledger.take_turn("u-2", &budget, before).await,
+        Ok(TakenTurn::Taken),
+        "per customer"
+    );
+    let next_hour = parse_utc("2026-12-01T11:00:00Z").unwrap();
+    assert_eq!(ledger.take_turn("u-1", &budget, next_hour).await, Ok(TakenTurn::Taken));
+
+    // The day's tokens: a turn may overshoot by itself; the next is refused until midnight.
+    ledger.add_tokens("u-1", 1200, next_hour).await.unwrap();
+    assert_eq!(
+        ledger.take_turn("u-1", &budget, next_hour + 1000).await,
+        Ok(TakenTurn::Refused(Spent::Tokens {
+            retry_after_secs: 13 * 3600 - 1
+        }))
+    );
+    let tomorrow = parse_utc("2026-12-02").unwrap();
+    assert_eq!(ledger.take_turn("u-1", &budget, tomorrow).await, Ok(TakenTurn::Taken));
+}
+
+#[tokio::test]
+async fn tokens_are_added_after_the_turn_and_refuse_the_next_one() {
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .configure(|config| config.budget = limits(100, 100))
+        .build()
+        .await;
+
+    let first = h.say(None, "hello").await;
+    let second = h.say(None, "hello again").await;
+
+    assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
+    assert_eq!(second.status, StatusCode::TOO_MANY_REQUESTS, "{}", second.raw);
+    assert!(
+        second.detail().contains("as much for you as it can today"),
+        "{}",
+        second.raw
+    );
+    assert_eq!(h.model_requests().await.len(), 1);
+    let counted: Vec<_> = h
+        .ledger()
+        .await
+        .into_iter()
+        .filter(|item| attr(item, "pk").is_some_and(|pk| pk.starts_with("budget#tokens#")))
+        .collect();
+    assert_eq!(counted.len(), 1);
+    assert_eq!(
+        counted[0]["tokens"].as_n().unwrap(),
+        "135",
+        "the provider's usage of the one call"
+    );
+}
+
+#[tokio::test]
+async fn a_budget_that_cannot_be_read_is_a_503_before_any_model_call() {
+    let failing = proxy(
+        &moto().endpoint,
+        false,
+        OperationLog::default().hook(|seen| match seen.dynamodb_operation() {
+            "TransactWriteItems" => dynamo_error("InternalServerError", "injected", json!({})),
+            _ => Action::Forward,
+        }),
+    )
+    .await;
+    let h = TestApp::builder()
+        .ledger_at(failing)
+        .key_source(PanickingKey)
+        .build()
+        .await;
+
+    let answer = h.say(None, REFUND_MESSAGE).await;
+
+    assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{}", answer.raw);
+    assert_eq!(answer.header("retry-after"), Some("2"));
+    assert!(h.model_requests().await.is_empty());
+    assert!(h.payments_requests().await.is_empty());
+}
+
+#[tokio::test]
+async fn replays_and_conversations_with_a_person_spend_nothing() {
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .configure(|config| config.budget = limits(1, 1_000_000))
+        .build()
+        .await;
+    let key = [("idempotency-key", "k-budget")];
+    let first = h.say_with(None, "hello", &key).await;
+    assert_eq!(first.status, StatusCode::OK);
+
+    let replay = h.say_with(None, "hello", &key).await;
+    let person = h.say(None, "I want to talk to a person").await;
+    let later = h.say(Some(person.conversation_id()), "are you there?").await;
+    let spent = h.say(None, "one more question").await;
+
+    assert_eq!(replay.header("idempotent-replayed"), Some("true"));
+    assert_eq!((person.status, later.status), (StatusCode::OK, StatusCode::OK));
+    assert_eq!(later.body["handed_off"], true);
+    assert_eq!(spent.status, StatusCode::TOO_MANY_REQUESTS, "{}", spent.raw);
+    assert_eq!(h.model_requests().await.len(), 1);
+}
