@@ -200,8 +200,13 @@ fn the_deployment_is_the_contracts() {
         Some(limits.user_daily_auto_limit.cents())
     );
     assert_eq!(secs(&env["ORDER_REFUND_WINDOW_HOURS"]) * 3600, limits.order_window);
+    // Nothing is granted on *: not to the function, not to the event pipes.
+    let roles = json!([
+        policies,
+        template["Resources"]["EventPipesRole"]["Properties"]["Policies"]
+    ]);
     assert!(
-        !serde_json::to_string(&template).unwrap().contains("\"*\""),
+        !serde_json::to_string(&roles).unwrap().contains("\"*\""),
         "nothing is granted on *"
     );
 }
@@ -306,5 +311,120 @@ fn every_variable_the_code_reads_is_documented_and_deployed() {
     for name in names {
         assert!(docs.contains(&format!("`{name}`")), "{name} is not documented");
         assert!(!env[name].is_null(), "{name} is not in template.yaml's environment");
+    }
+}
+
+/// Every `MetricName` a JSON value holds, and every metric of a dashboard
+/// body (`["RefundChat", "<name>", ...]` rows).
+fn metric_names(value: &Value, found: &mut Vec<String>) {
+    match value {
+        Value::Object(fields) => {
+            for (key, field) in fields {
+                match (key.as_str(), field) {
+                    ("MetricName", Value::String(name)) => found.push(name.clone()),
+                    ("DashboardBody", body) => {
+                        let text = body["Fn::Sub"].as_str().unwrap_or_default();
+                        for row in text.split("[\"RefundChat\", \"").skip(1) {
+                            found.push(row.split('"').next().unwrap_or_default().to_owned());
+                        }
+                    }
+                    _ => metric_names(field, found),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|item| metric_names(item, found)),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_metric_the_alarms_and_the_dashboard_name_is_one_the_code_emits() {
+    let template = template();
+    let mut names = Vec::new();
+    metric_names(&template["Resources"], &mut names);
+    assert!(names.len() >= 20, "{names:?}");
+    let emitted: Vec<&str> = refund_chat::ops::telemetry::COUNTERS
+        .iter()
+        .chain(refund_chat::ops::telemetry::HISTOGRAMS)
+        .copied()
+        .collect();
+    for name in &names {
+        assert!(
+            emitted.contains(&name.as_str()),
+            "{name} is not a metric the code emits"
+        );
+    }
+    for required in [
+        "RefundOutcomesUnknown",
+        "LedgerFailures",
+        "Responses",
+        "BudgetRefusals",
+        "Handoffs",
+    ] {
+        assert!(names.iter().any(|n| n == required), "no alarm or widget on {required}");
+    }
+    let text = serde_json::to_string(&template["Resources"]).unwrap();
+    assert!(
+        !text.contains("\"Namespace\":\"")
+            || text.contains(&format!(
+                "\"Namespace\":\"{}\"",
+                refund_chat::ops::telemetry::METRICS_NAMESPACE
+            ))
+    );
+    // Every alarm notifies the topic.
+    for (name, resource) in template["Resources"].as_object().unwrap() {
+        if resource["Type"] == "AWS::CloudWatch::Alarm" {
+            assert_eq!(
+                resource["Properties"]["AlarmActions"],
+                json!([{"Ref": "AlarmTopic"}]),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_events_are_the_codes_pipes_from_the_tables_streams_to_the_bus() {
+    let template = template();
+    let resources = &template["Resources"];
+    for table in ["RefundLedger", "ConversationTable"] {
+        assert_eq!(
+            resources[table]["Properties"]["StreamSpecification"]["StreamViewType"], "NEW_AND_OLD_IMAGES",
+            "{table}"
+        );
+    }
+    for pipe in refund_chat::ops::events::PIPES {
+        let properties = &resources[pipe.resource]["Properties"];
+        assert_eq!(resources[pipe.resource]["Type"], "AWS::Pipes::Pipe");
+        assert_eq!(
+            properties["Source"],
+            json!({"Fn::GetAtt": [pipe.table.resource(), "StreamArn"]})
+        );
+        let pattern: Value = serde_json::from_str(
+            properties["SourceParameters"]["FilterCriteria"]["Filters"][0]["Pattern"]
+                .as_str()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            pattern,
+            serde_json::from_str::<Value>(pipe.pattern).unwrap(),
+            "{}",
+            pipe.resource
+        );
+        assert_eq!(properties["TargetParameters"]["InputTemplate"], pipe.input_template);
+        let bus = &properties["TargetParameters"]["EventBridgeEventBusParameters"];
+        assert_eq!(
+            (bus["DetailType"].as_str(), bus["Source"].as_str()),
+            (Some(pipe.detail_type), Some(refund_chat::ops::events::SOURCE))
+        );
+        assert_eq!(
+            properties["Target"],
+            json!({"Fn::GetAtt": ["RefundChatEventBus", "Arn"]})
+        );
+        assert_eq!(
+            properties["SourceParameters"]["DynamoDBStreamParameters"]["MaximumRetryAttempts"],
+            -1
+        );
     }
 }

@@ -1,5 +1,7 @@
-//! Operating the function: its log lines ([`logging`]) and the summary line
-//! and metrics of every request ([`telemetry`]).
+//! Operating the function: its log lines ([`logging`]), the summary line
+//! and metrics of every request ([`telemetry`]), and the events people act
+//! on, derived from the tables' writes ([`events`]).
 
+pub mod events;
 pub mod logging;
 pub mod telemetry;

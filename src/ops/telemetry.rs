@@ -29,6 +29,30 @@ pub fn estimated_cost_usd(prompt_tokens: u64, completion_tokens: u64) -> f64 {
         / 1_000_000.0
 }
 
+/// Every counter the function emits (and `TurnDuration`, a histogram): the
+/// names `template.yaml`'s alarms and dashboard may use (`tests/template.rs`).
+pub const COUNTERS: &[&str] = &[
+    "Responses",
+    "CompletionCalls",
+    "CompletionTimeouts",
+    "SecondRefundsRefused",
+    "RefundsExecuted",
+    "RefundFailures",
+    "RefundOutcomesUnknown",
+    "RefundsAlreadyRecorded",
+    "RefundsAwaitingApproval",
+    "IdempotentReplays",
+    "IdempotencyConflicts",
+    "ConversationsBusy",
+    "ConversationAppendFailures",
+    "Handoffs",
+    "BudgetRefusals",
+    "Tokens",
+    "LedgerFailures",
+    "ColdStarts",
+];
+pub const HISTOGRAMS: &[&str] = &["TurnDuration"];
+
 /// Installs the EMF recorder: one document per invocation, flushed to stdout
 /// by the runtime layer in `main`, carrying the request id as a property.
 pub fn init_metrics() -> Result<&'static Collector, metrics_cloudwatch_embedded::Error> {
@@ -40,26 +64,8 @@ pub fn init_metrics() -> Result<&'static Collector, metrics_cloudwatch_embedded:
         .with_lambda_xray_trace_id("xrayTraceId")
         .init()?;
     metrics::describe_histogram!("TurnDuration", metrics::Unit::Milliseconds, "duration of one request");
-    for counter in [
-        "Responses",
-        "CompletionCalls",
-        "CompletionTimeouts",
-        "SecondRefundsRefused",
-        "RefundsExecuted",
-        "RefundFailures",
-        "RefundsAlreadyRecorded",
-        "RefundsAwaitingApproval",
-        "IdempotentReplays",
-        "IdempotencyConflicts",
-        "ConversationsBusy",
-        "ConversationAppendFailures",
-        "Handoffs",
-        "BudgetRefusals",
-        "Tokens",
-        "LedgerFailures",
-        "ColdStarts",
-    ] {
-        metrics::describe_counter!(counter, metrics::Unit::Count, "");
+    for counter in COUNTERS {
+        metrics::describe_counter!(*counter, metrics::Unit::Count, "");
     }
     Ok(collector)
 }
@@ -185,7 +191,12 @@ pub fn finish_request(end: RequestEnd<'_>) {
     metrics::counter!("SecondRefundsRefused").increment(u64::from(stats.second_refunds_refused));
     match refund {
         Some(RefundOutcome::Executed(_)) => metrics::counter!("RefundsExecuted").increment(1),
-        Some(RefundOutcome::Rejected { .. } | RefundOutcome::Unknown(_) | RefundOutcome::Unrecorded) => {
+        Some(RefundOutcome::Unknown(_)) => {
+            // Money may have moved: a person must check it with payments.
+            metrics::counter!("RefundFailures").increment(1);
+            metrics::counter!("RefundOutcomesUnknown").increment(1);
+        }
+        Some(RefundOutcome::Rejected { .. } | RefundOutcome::Unrecorded) => {
             metrics::counter!("RefundFailures").increment(1)
         }
         Some(RefundOutcome::AlreadyRecorded(_)) => metrics::counter!("RefundsAlreadyRecorded").increment(1),

@@ -9,6 +9,7 @@ mod approvals;
 mod budgets;
 mod conversations;
 mod events;
+mod events_pipes;
 mod guards;
 mod handoff;
 
