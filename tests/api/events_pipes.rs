@@ -103,9 +103,7 @@ fn render(pipe: &Pipe, record: &Value) -> Value {
         let quoted = rest[..start].ends_with('"');
         out.push_str(&rest[..start]);
         match (quoted, value) {
-            (true, Value::String(text)) => {
-                out.push_str(&serde_json::to_string(text).unwrap().trim_matches('"').to_owned())
-            }
+            (true, Value::String(text)) => out.push_str(serde_json::to_string(text).unwrap().trim_matches('"')),
             (_, Value::String(text)) => out.push_str(text),
             (_, other) => out.push_str(&other.to_string()),
         }
