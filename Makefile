@@ -7,7 +7,7 @@ TOOLS    := $(VENV)/.installed
 BROWSER  := /usr/bin/chromedriver
 EVENT    ?= events/refund.json
 
-.PHONY: run check test chaos eval invoke ledger admin bench build reset-payments clean-local
+.PHONY: run check test chaos eval invoke ledger admin bench load build reset-payments clean-local
 
 SEED     ?= 1
 REQUESTS ?= 10000
@@ -72,6 +72,20 @@ bench:
 	cargo build --release --locked -p refund-chat-bench
 	target/release/refund-chat-bench target/release/refund-chat
 	cargo bench --locked -p refund-chat --features test-support --bench turn_loop -- --noplot
+
+## load: a peak on the local stack, the model at a real latency (LATENCY_MS=, JITTER_MS=, CLIENTS=, MODEL_RPM=);
+## a table, target/load/load.json, and the plot docs/capacity-load.png
+LATENCY_MS ?= 800
+JITTER_MS  ?= 300
+CLIENTS    ?= 1,2,4,8,16
+MODEL_RPM  ?=
+load: $(TOOLS)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r tools/requirements-load.txt
+	cargo build --release --locked -p refund-chat -p refund-chat-bench
+	MOTO_SERVER=$(abspath $(VENV))/bin/moto_server target/release/refund-chat-load target/release/refund-chat \
+	  --clients $(CLIENTS) --latency-ms $(LATENCY_MS) --jitter-ms $(JITTER_MS) $(if $(MODEL_RPM),--model-rpm $(MODEL_RPM)) \
+	  --out target/load
+	$(VENV)/bin/python3 tools/plot_load.py target/load/load.json docs/capacity-load.png
 
 ## build: the release bootstrap for Lambda (arm64, Amazon Linux 2023)
 build: $(TOOLS)

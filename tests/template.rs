@@ -112,6 +112,11 @@ fn the_deployment_is_the_contracts() {
         "only Regional/private REST APIs can exceed 29 s"
     );
     assert_eq!(api["StageName"], "Prod");
+    assert_eq!(
+        function["Properties"]["ReservedConcurrentExecutions"],
+        json!({"Ref": "ReservedConcurrency"}),
+        "a slow model cannot take the account's whole concurrency"
+    );
     let throttling = &api["MethodSettings"][0];
     assert_eq!(throttling["ThrottlingRateLimit"], json!({"Ref": "ThrottlingRateLimit"}));
     assert_eq!(

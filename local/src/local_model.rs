@@ -59,6 +59,12 @@ pub struct LocalModel {
     /// Requests already answered by "time out once", by their exact body.
     timed_out_once: Arc<Mutex<HashSet<String>>>,
     hang: Option<Duration>,
+    /// A real model's time per call: `mean ± jitter`, uniform (`make load`).
+    latency: Option<(Duration, Duration)>,
+    /// A provider's requests-per-minute limit: over it, 429 (`make load`).
+    requests_per_minute: Option<usize>,
+    recent: Arc<Mutex<std::collections::VecDeque<std::time::Instant>>>,
+    draws: Arc<std::sync::atomic::AtomicU64>,
 }
 
 enum Behaviour {
@@ -74,6 +80,47 @@ impl LocalModel {
             hang,
             ..LocalModel::default()
         }
+    }
+
+    /// Every call takes `mean ± jitter` (uniform), as a real model's do.
+    pub fn with_latency(mut self, mean: Duration, jitter: Duration) -> Self {
+        self.latency = Some((mean, jitter));
+        self
+    }
+
+    /// At most `per_minute` calls in any 60 s; the rest get a 429.
+    pub fn with_rate_limit(mut self, per_minute: usize) -> Self {
+        self.requests_per_minute = Some(per_minute);
+        self
+    }
+
+    /// This call's latency: a splitmix64 draw, no randomness crate needed.
+    fn latency(&self) -> Option<Duration> {
+        let (mean, jitter) = self.latency?;
+        let mut x = self
+            .draws
+            .fetch_add(0x9E37_79B9_7F4A_7C15, std::sync::atomic::Ordering::Relaxed);
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let unit = ((x ^ (x >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
+        Some(mean.saturating_sub(jitter) + jitter.mul_f64(2.0 * unit))
+    }
+
+    /// Whether this call is over the rate limit (and so gets a 429).
+    fn over_the_limit(&self) -> bool {
+        let Some(limit) = self.requests_per_minute else {
+            return false;
+        };
+        let now = std::time::Instant::now();
+        let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
+        while recent.front().is_some_and(|at| now.duration_since(*at) > Duration::from_secs(60)) {
+            recent.pop_front();
+        }
+        if recent.len() >= limit {
+            return true;
+        }
+        recent.push_back(now);
+        false
     }
 
     pub fn router(&self) -> Router {
@@ -299,6 +346,17 @@ fn tool_calls(round: usize, calls: &[(&str, Value)]) -> Value {
 }
 
 async fn complete(State(model): State<LocalModel>, Json(request): Json<Value>) -> Response {
+    if model.over_the_limit() {
+        return (
+            StatusCode::TOO_MANY_REQUESTS,
+            [("retry-after", "1")],
+            Json(json!({"error": {"message": "Rate limit reached for requests", "type": "requests"}})),
+        )
+            .into_response();
+    }
+    if let Some(latency) = model.latency() {
+        tokio::time::sleep(latency).await;
+    }
     match model.behave(&request) {
         Behaviour::Answer(body) => Json(body).into_response(),
         Behaviour::Fail => (
