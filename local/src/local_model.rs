@@ -113,7 +113,10 @@ impl LocalModel {
         };
         let now = std::time::Instant::now();
         let mut recent = self.recent.lock().unwrap_or_else(|p| p.into_inner());
-        while recent.front().is_some_and(|at| now.duration_since(*at) > Duration::from_secs(60)) {
+        while recent
+            .front()
+            .is_some_and(|at| now.duration_since(*at) > Duration::from_secs(60))
+        {
             recent.pop_front();
         }
         if recent.len() >= limit {

@@ -200,7 +200,8 @@ async fn main() -> Result<(), Error> {
         }
         let elapsed = started.elapsed();
         let mut latencies: Vec<Duration> = turns.iter().map(|t| t.latency).collect();
-        let share = |status: u16| turns.iter().filter(|t| t.status == status).count() as f64 / turns.len().max(1) as f64;
+        let share =
+            |status: u16| turns.iter().filter(|t| t.status == status).count() as f64 / turns.len().max(1) as f64;
         levels.push(json!({
             "clients": clients,
             "turns": turns.len(),
@@ -215,7 +216,9 @@ async fn main() -> Result<(), Error> {
     }
     for function in &mut functions {
         if let Some(pid) = function.id() {
-            let _ = std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status();
+            let _ = std::process::Command::new("kill")
+                .args(["-TERM", &pid.to_string()])
+                .status();
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), function.wait()).await;
     }
