@@ -101,6 +101,19 @@ impl Stack {
         }
     }
 
+    /// The stack, with the browser on the chat page.
+    async fn on_the_page() -> Stack {
+        let stack = Stack::start().await;
+        stack.browser.goto(&stack.page).await.unwrap();
+        stack
+    }
+
+    /// Ends the browser session and removes its profile.
+    async fn close(&self) {
+        self.browser.clone().close().await.unwrap();
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+
     async fn type_message(&self, text: &str) {
         let input = self.browser.find(Locator::Id("message")).await.unwrap();
         input.send_keys(text).await.unwrap();
@@ -194,9 +207,8 @@ fn artifact(name: &str) -> PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_customer_gets_refunds_through_the_page_and_a_dropped_answer_never_pays_twice() {
-    let stack = Stack::start().await;
+    let stack = Stack::on_the_page().await;
     let browser = &stack.browser;
-    browser.goto(&stack.page).await.unwrap();
     assert_eq!(browser.title().await.unwrap(), "Refund assistant");
 
     // Typed and sent with Enter: the keyboard alone.
@@ -262,15 +274,13 @@ async fn a_customer_gets_refunds_through_the_page_and_a_dropped_answer_never_pay
         .unwrap();
     assert!(!retry_shown, "a 422 is not retried");
 
-    browser.clone().close().await.unwrap();
-    let _ = std::fs::remove_dir_all(&stack.profile);
+    stack.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refund_takes_two_messages_and_an_ended_conversation_keeps_the_message() {
-    let stack = Stack::start().await;
+    let stack = Stack::on_the_page().await;
     let browser = &stack.browser;
-    browser.goto(&stack.page).await.unwrap();
 
     // The agent asks for the order; the customer answers in a second message.
     stack.type_message("My vase arrived broken, please refund 12.50").await;
@@ -330,15 +340,13 @@ async fn a_refund_takes_two_messages_and_an_ended_conversation_keeps_the_message
         .unwrap();
     assert!(after.is_null(), "{after}");
 
-    browser.clone().close().await.unwrap();
-    let _ = std::fs::remove_dir_all(&stack.profile);
+    stack.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn asking_for_a_person_shows_that_a_person_has_the_conversation_and_keeps_the_input_open() {
-    let stack = Stack::start().await;
+    let stack = Stack::on_the_page().await;
     let browser = &stack.browser;
-    browser.goto(&stack.page).await.unwrap();
 
     stack.type_message("I want to talk to a person").await;
 
@@ -366,6 +374,5 @@ async fn asking_for_a_person_shows_that_a_person_has_the_conversation_and_keeps_
         .unwrap();
     assert!(!banner.is_displayed().await.unwrap());
 
-    browser.clone().close().await.unwrap();
-    let _ = std::fs::remove_dir_all(&stack.profile);
+    stack.close().await;
 }

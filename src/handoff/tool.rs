@@ -6,11 +6,10 @@
 
 use std::sync::LazyLock;
 
-use jsonschema::Validator;
 use serde_json::{Value, json};
 
 use super::Reason;
-use crate::refund::tool::{describe, strict_compatible};
+use crate::refund::tool::ToolSchema;
 
 pub const TOOL_NAME: &str = "hand_off_to_person";
 
@@ -24,26 +23,20 @@ pub const TOOL_DESCRIPTION: &str = "Hand this conversation to a person from the 
 /// The contract's schema, verbatim (section 12).
 const PARAMETERS_JSON: &str = r#"{"type":"object","properties":{"reason":{"type":"string","enum":["customer_asked","cannot_help","other"]},"summary":{"type":"string","minLength":1,"maxLength":1000}},"required":["reason","summary"],"additionalProperties":false}"#;
 
-static PARAMETERS: LazyLock<Value> =
-    LazyLock::new(|| serde_json::from_str(PARAMETERS_JSON).expect("PARAMETERS_JSON is a compile-time constant"));
-
-static DECLARED: LazyLock<Value> = LazyLock::new(|| strict_compatible(&PARAMETERS));
-
-static VALIDATOR: LazyLock<Validator> =
-    LazyLock::new(|| jsonschema::validator_for(&PARAMETERS).expect("PARAMETERS_JSON is a valid JSON Schema"));
+static SCHEMA: LazyLock<ToolSchema> = LazyLock::new(|| ToolSchema::compile(PARAMETERS_JSON));
 
 pub fn parameters_schema() -> &'static Value {
-    &PARAMETERS
+    SCHEMA.parameters()
 }
 
 /// The schema declared to the model with `strict: true`.
 pub fn declared_parameters() -> &'static Value {
-    &DECLARED
+    SCHEMA.declared()
 }
 
 /// Compiles the validator before the first request needs it.
 pub fn warm_up() {
-    LazyLock::force(&VALIDATOR);
+    LazyLock::force(&SCHEMA);
 }
 
 /// Arguments that passed every check.
@@ -74,16 +67,8 @@ impl HandoffArgumentError {
 
 pub fn parse_arguments(raw: &str) -> Result<HandoffArguments, HandoffArgumentError> {
     let value: Value = serde_json::from_str(raw).map_err(|_| HandoffArgumentError::NotJson)?;
-    let errors: Vec<jsonschema::ValidationError<'_>> = VALIDATOR.iter_errors(&value).collect();
-    if !errors.is_empty() {
-        return Err(HandoffArgumentError::Schema {
-            problems: errors.iter().map(describe).collect::<Vec<_>>().join("; "),
-            schema_paths: errors
-                .iter()
-                .map(|error| error.schema_path().to_string())
-                .collect::<Vec<_>>()
-                .join(" "),
-        });
+    if let Some((problems, schema_paths)) = SCHEMA.failures(&value) {
+        return Err(HandoffArgumentError::Schema { problems, schema_paths });
     }
     // Read defensively: a schema change must never become a panic.
     let invalid = |field: &str| HandoffArgumentError::Schema {

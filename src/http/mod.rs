@@ -345,6 +345,7 @@ struct TurnResult {
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore> App<K, R, L, C> {
     pub fn new(config: Config, ports: Ports<K, R, L, C>) -> Self {
         crate::refund::tool::warm_up();
+        crate::handoff::tool::warm_up();
         App {
             config,
             key_source: ports.key_source,

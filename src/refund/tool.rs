@@ -28,23 +28,62 @@ pub const TOOL_DESCRIPTION: &str = "Refund money to the customer for one of thei
 /// The contract's schema, verbatim (section 2).
 const PARAMETERS_JSON: &str = r#"{"type":"object","properties":{"order_id":{"type":"string","minLength":1},"amount_cents":{"type":"integer","minimum":1}},"required":["order_id","amount_cents"],"additionalProperties":false}"#;
 
-static PARAMETERS: LazyLock<Value> =
-    LazyLock::new(|| serde_json::from_str(PARAMETERS_JSON).expect("PARAMETERS_JSON is a compile-time constant"));
+static SCHEMA: LazyLock<ToolSchema> = LazyLock::new(|| ToolSchema::compile(PARAMETERS_JSON));
 
-static DECLARED: LazyLock<Value> = LazyLock::new(|| strict_compatible(&PARAMETERS));
+/// A tool's arguments schema, compiled once: the contract's, verbatim, as
+/// validated, and the form declared to the model in strict mode.
+pub struct ToolSchema {
+    parameters: Value,
+    declared: Value,
+    validator: Validator,
+}
 
-static VALIDATOR: LazyLock<Validator> =
-    LazyLock::new(|| jsonschema::validator_for(&PARAMETERS).expect("PARAMETERS_JSON is a valid JSON Schema"));
+impl ToolSchema {
+    /// `json` is a compile-time constant of this crate, so a failure here is
+    /// a bug the first test finds, never a request's doing.
+    pub fn compile(json: &'static str) -> ToolSchema {
+        let parameters: Value = serde_json::from_str(json).expect("a tool schema is a compile-time constant");
+        ToolSchema {
+            declared: strict_compatible(&parameters),
+            validator: jsonschema::validator_for(&parameters).expect("a tool schema is a valid JSON Schema"),
+            parameters,
+        }
+    }
+
+    pub fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    pub fn declared(&self) -> &Value {
+        &self.declared
+    }
+
+    /// How `value` fails the schema, if it does: what the model is told
+    /// (it quotes the values), and the schema's paths, for logs.
+    pub fn failures(&self, value: &Value) -> Option<(String, String)> {
+        let errors: Vec<jsonschema::ValidationError<'_>> = self.validator.iter_errors(value).collect();
+        (!errors.is_empty()).then(|| {
+            (
+                errors.iter().map(describe).collect::<Vec<_>>().join("; "),
+                errors
+                    .iter()
+                    .map(|error| error.schema_path().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            )
+        })
+    }
+}
 
 /// The contract's JSON Schema for `issue_refund`'s arguments, as validated.
 pub fn parameters_schema() -> &'static Value {
-    &PARAMETERS
+    SCHEMA.parameters()
 }
 
 /// The schema declared to the model with `strict: true`: [`parameters_schema`]
 /// with the keywords strict mode refuses moved into descriptions.
 pub fn declared_parameters() -> &'static Value {
-    &DECLARED
+    SCHEMA.declared()
 }
 
 /// The keywords OpenAI's strict mode accepts (Structured Outputs guide,
@@ -74,7 +113,7 @@ pub const STRICT_MODE_KEYWORDS: &[&str] = &[
 
 /// Moves every keyword strict mode refuses into the schema's `description`,
 /// recursively through `properties`.
-pub fn strict_compatible(schema: &Value) -> Value {
+fn strict_compatible(schema: &Value) -> Value {
     let Value::Object(fields) = schema else {
         return schema.clone();
     };
@@ -114,7 +153,7 @@ pub fn strict_compatible(schema: &Value) -> Value {
 
 /// Compiles the validator now rather than on the first tool call.
 pub fn warm_up() {
-    LazyLock::force(&VALIDATOR);
+    LazyLock::force(&SCHEMA);
 }
 
 /// Arguments that passed every check.
@@ -151,16 +190,8 @@ impl ArgumentError {
 /// Parses and validates the raw arguments text of an `issue_refund` call.
 pub fn parse_arguments(raw: &str) -> Result<RefundArguments, ArgumentError> {
     let value: Value = serde_json::from_str(raw).map_err(|_| ArgumentError::NotJson)?;
-    let errors: Vec<jsonschema::ValidationError<'_>> = VALIDATOR.iter_errors(&value).collect();
-    if !errors.is_empty() {
-        return Err(ArgumentError::Schema {
-            problems: errors.iter().map(describe).collect::<Vec<_>>().join("; "),
-            schema_paths: errors
-                .iter()
-                .map(|error| error.schema_path().to_string())
-                .collect::<Vec<_>>()
-                .join(" "),
-        });
+    if let Some((problems, schema_paths)) = SCHEMA.failures(&value) {
+        return Err(ArgumentError::Schema { problems, schema_paths });
     }
     // The schema guarantees both fields; they are read defensively anyway so a
     // schema change can never turn into a panic.
@@ -300,7 +331,7 @@ fn unknown_outcome(error: &RefundError) -> String {
     format!("{error}. {MAY_HAVE_MOVED}")
 }
 
-pub fn describe(error: &jsonschema::ValidationError<'_>) -> String {
+fn describe(error: &jsonschema::ValidationError<'_>) -> String {
     let path = error.instance_path().to_string();
     if path.is_empty() {
         error.to_string()
