@@ -368,13 +368,25 @@ fn every_metric_the_alarms_and_the_dashboard_name_is_one_the_code_emits() {
     ] {
         assert!(names.iter().any(|n| n == required), "no alarm or widget on {required}");
     }
+    // Every alarm's metric and every dashboard row is in the code's namespace.
     let text = serde_json::to_string(&template["Resources"]).unwrap();
+    let namespace = refund_chat::ops::telemetry::METRICS_NAMESPACE;
+    let namespaces: Vec<&str> = text
+        .split("\"Namespace\":\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap_or_default())
+        .collect();
     assert!(
-        !text.contains("\"Namespace\":\"")
-            || text.contains(&format!(
-                "\"Namespace\":\"{}\"",
-                refund_chat::ops::telemetry::METRICS_NAMESPACE
-            ))
+        !namespaces.is_empty() && namespaces.iter().all(|n| *n == namespace),
+        "{namespaces:?}"
+    );
+    let dashboard = template["Resources"]["RefundChatDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        dashboard.matches("[\"").count(),
+        dashboard.matches(&format!("[\"{namespace}\", ")).count(),
+        "a dashboard row in another namespace"
     );
     // Every alarm notifies the topic.
     for (name, resource) in template["Resources"].as_object().unwrap() {

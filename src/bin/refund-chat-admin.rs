@@ -361,9 +361,10 @@ async fn close_handoff(conversations: &DynamoConversations, id: &str, by: &str) 
         Closed::AlreadyClosed(handoff) => {
             let (who, when) = handoff.closed.unwrap_or_default();
             Ending::Refused(format!(
-                "{} was already closed by {} at {when}",
+                "{} was already closed by {} at {}",
                 visible(id),
-                visible(&who)
+                visible(&who),
+                visible(&when)
             ))
         }
         Closed::NotFound => Ending::Refused(format!("no handoff {}", visible(id))),

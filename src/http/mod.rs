@@ -227,6 +227,16 @@ struct RequestTrace {
     budget: Option<&'static str>,
 }
 
+impl RequestTrace {
+    /// The turn recorded a refund for its scope (in the ledger, whatever its outcome).
+    fn refund_recorded(&self) -> bool {
+        self.stats
+            .as_ref()
+            .and_then(|stats| stats.refund.as_ref())
+            .is_some_and(|outcome| outcome.is_recorded())
+    }
+}
+
 /// The answer before it becomes a response.
 struct Answer {
     status: StatusCode,
@@ -479,11 +489,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     /// money. An answer about the conversation (404, 409, 503) ran no turn
     /// and is never stored: the retry it asks for must run.
     async fn keeps_answer(&self, lease: &RequestLease, answer: &Answer, trace: &RequestTrace) -> bool {
-        let recorded = trace
-            .stats
-            .as_ref()
-            .and_then(|stats| stats.refund.as_ref())
-            .is_some_and(|outcome| outcome.is_recorded());
+        let recorded = trace.refund_recorded();
         let refused_by_conversation = matches!(
             answer.error,
             Some(
@@ -572,8 +578,17 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             };
             return self.answer_without_model(chat, scope, lease, held, handoff::fixed_reply(reason), Some(handoff));
         }
-        // The budget, last before the turn (contract 13): counted atomically,
-        // refused before the secret, the model or payments; closed if unreachable.
+        let window = match self.window(&lease, &held).await {
+            Ok(window) => window,
+            Err(error) => {
+                tracing::error!(event = "conversation", op = "recent", error = %error);
+                self.release_conversation(&lease).await;
+                return (Answer::of(Err(ApiError::ConversationUnavailable(error))), None);
+            }
+        };
+        // The budget, last before the turn (contract 13; after the window's
+        // read, so a turn taken is a turn run): counted atomically, refused
+        // before the secret, the model or payments; closed if unreachable.
         match self
             .ledger
             .take_turn(scope.user_id(), &self.config.budget, now_ms())
@@ -592,14 +607,6 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 return (Answer::of(Err(ApiError::BudgetUnavailable(error))), None);
             }
         }
-        let window = match self.window(&lease, &held).await {
-            Ok(window) => window,
-            Err(error) => {
-                tracing::error!(event = "conversation", op = "recent", error = %error);
-                self.release_conversation(&lease).await;
-                return (Answer::of(Err(ApiError::ConversationUnavailable(error))), None);
-            }
-        };
         trace.conversation.history_exchanges = window.len();
         let context = Attempt {
             scope,
@@ -632,11 +639,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         trace.handoff = handoff.as_ref().map(|h| h.reason);
         let reply = turn.reply.as_ref().ok().cloned();
         let answer = Answer::in_conversation(turn.reply, Some(&lease.id), handoff.is_some());
-        let refund_recorded = trace
-            .stats
-            .as_ref()
-            .and_then(|stats| stats.refund.as_ref())
-            .is_some_and(|outcome| outcome.is_recorded());
+        let refund_recorded = trace.refund_recorded();
         let exchange = PendingExchange {
             new: NewExchange {
                 exchange: Exchange::of_turn(&own_messages, reply.as_deref()),

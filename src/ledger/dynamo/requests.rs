@@ -139,68 +139,66 @@ impl crate::ledger::RequestLedger for DynamoLedger {
         response: &StoredResponse,
         now_ms: u64,
     ) -> Result<(), LedgerError> {
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.table)
-            .key("pk", s(request_pk(&lease.scope)))
-            .update_expression(
-                "SET #state = :completed, response_status = :status, response_body = :body, completed_at = :now",
-            )
-            .condition_expression("writer = :writer AND #state = :in_progress")
-            .expression_attribute_names("#state", "state")
-            .expression_attribute_values(":completed", s(RequestState::Completed.as_str()))
-            .expression_attribute_values(":status", n(u64::from(response.status)))
-            .expression_attribute_values(":body", s(&response.body))
-            .expression_attribute_values(":now", s(rfc3339(now_ms)))
-            .expression_attribute_values(":writer", s(lease.writer.as_str()))
-            .expression_attribute_values(":in_progress", s(RequestState::InProgress.as_str()))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(error) => {
-                use aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException as Failed;
-                match condition_failed_item!(error, Failed) {
-                    Some(item)
-                        if text(&item, "writer") == Some(lease.writer.as_str())
-                            && text(&item, "state") == Some(RequestState::Completed.as_str()) =>
-                    {
-                        Ok(())
-                    }
-                    Some(_) => Err(LedgerError::Conflict("the key is held by another request".into())),
-                    None => Err(unavailable(error)),
-                }
-            }
-        }
+        self.settle_request(
+            lease,
+            RequestState::Completed,
+            "response_status = :status, response_body = :body, completed_at = :now",
+            vec![
+                (":status", n(u64::from(response.status))),
+                (":body", s(&response.body)),
+                (":now", s(rfc3339(now_ms))),
+            ],
+        )
+        .await
     }
 
     async fn release_request(&self, lease: &RequestLease) -> Result<(), LedgerError> {
-        let result = self
+        // Kept, not deleted: the retry continues its conversation, and the
+        // record still names its body.
+        self.settle_request(
+            lease,
+            RequestState::Released,
+            "lease_until_ms = :zero",
+            vec![(":zero", n(0))],
+        )
+        .await
+    }
+}
+
+impl DynamoLedger {
+    /// Moves this writer's in-progress request record to `to`, setting `set`
+    /// too, on the condition that the writer still holds it. A retry of a
+    /// write that had landed finds its own record in `to`: done.
+    async fn settle_request(
+        &self,
+        lease: &RequestLease,
+        to: RequestState,
+        set: &str,
+        values: Vec<(&str, AttributeValue)>,
+    ) -> Result<(), LedgerError> {
+        let mut update = self
             .client
             .update_item()
             .table_name(&self.table)
             .key("pk", s(request_pk(&lease.scope)))
-            .update_expression("SET #state = :released, lease_until_ms = :zero")
+            .update_expression(format!("SET #state = :to, {set}"))
             .condition_expression("writer = :writer AND #state = :in_progress")
             .expression_attribute_names("#state", "state")
-            .expression_attribute_values(":released", s(RequestState::Released.as_str()))
-            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":to", s(to.as_str()))
             .expression_attribute_values(":writer", s(lease.writer.as_str()))
             .expression_attribute_values(":in_progress", s(RequestState::InProgress.as_str()))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match result {
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        for (name, value) in values {
+            update = update.expression_attribute_values(name, value);
+        }
+        match update.send().await {
             Ok(_) => Ok(()),
             Err(error) => {
                 use aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException as Failed;
                 match condition_failed_item!(error, Failed) {
-                    // A retry of a release that had already landed.
                     Some(item)
                         if text(&item, "writer") == Some(lease.writer.as_str())
-                            && text(&item, "state") == Some(RequestState::Released.as_str()) =>
+                            && text(&item, "state") == Some(to.as_str()) =>
                     {
                         Ok(())
                     }
