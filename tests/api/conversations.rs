@@ -459,21 +459,24 @@ async fn the_answer_of_a_failed_turn_names_its_conversation_and_is_kept() {
 async fn the_items_expiry_moves_before_the_conversation_could_outlive_them() {
     let h = TestApp::new(vec![text("Hello."), text("Again.")], receipt()).await;
     let id = h.say(None, "hello").await.conversation_id().to_owned();
-    // As if its first exchange had been written a TTL ago.
+    // As if its first exchange had been written a TTL ago: its items expire
+    // in a minute, and the header says so.
     let client = aws_sdk_dynamodb::Client::new(&h.aws);
-    client
-        .update_item()
-        .table_name(conversation_table(&h.table))
-        .key("pk", AttributeValue::S(id.clone()))
-        .key("sk", AttributeValue::S(HEAD.into()))
-        .update_expression("SET items_expire_at = :soon")
-        .expression_attribute_values(
-            ":soon",
-            AttributeValue::N((refund_chat::clock::now_ms() / 1000 + 60).to_string()),
-        )
-        .send()
-        .await
-        .unwrap();
+    let soon = AttributeValue::N((refund_chat::clock::now_ms() / 1000 + 60).to_string());
+    for item in items(&h.aws, &conversation_table(&h.table)).await {
+        let sk = attr(&item, "sk").unwrap().to_owned();
+        let attribute = if sk == HEAD { "items_expire_at" } else { "expires_at" };
+        client
+            .update_item()
+            .table_name(conversation_table(&h.table))
+            .key("pk", AttributeValue::S(id.clone()))
+            .key("sk", AttributeValue::S(sk))
+            .update_expression(format!("SET {attribute} = :soon"))
+            .expression_attribute_values(":soon", soon.clone())
+            .send()
+            .await
+            .unwrap();
+    }
 
     assert_eq!(h.say(Some(&id), "still there?").await.status, StatusCode::OK);
 
