@@ -74,8 +74,8 @@ where
         config.ledger_timeout,
     );
     let conversations = match conversations_aws {
-        Some(aws) => DynamoConversations::from_sdk_config(aws, table, ttl, bound),
-        None => DynamoConversations::new(ledger.client().clone(), table, ttl, bound),
+        Some(aws) => DynamoConversations::from_sdk_config(aws, table, &config.ledger_table, ttl, bound),
+        None => DynamoConversations::new(ledger.client().clone(), table, &config.ledger_table, ttl, bound),
     };
     let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
     let refunds = RecordedRefunds::new(ledger.clone(), payments, config.limits);

@@ -176,8 +176,13 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
     let aws = refund_chat::startup::aws_config().await;
     let ledger = DynamoLedger::from_sdk_config(&aws, &config.ledger_table, config.ledger_timeout);
     // The TTL only matters to the function's writes; the admin reads and deletes.
-    let conversations =
-        DynamoConversations::from_sdk_config(&aws, &config.conversation_table, Duration::ZERO, config.ledger_timeout);
+    let conversations = DynamoConversations::from_sdk_config(
+        &aws,
+        &config.conversation_table,
+        &config.ledger_table,
+        Duration::ZERO,
+        config.ledger_timeout,
+    );
     let result = match command {
         Command::Conversation { id } => conversation(&ledger, &conversations, &id).await,
         Command::Handoffs => handoffs(&conversations).await,

@@ -106,15 +106,22 @@ pub enum Refusal {
 
 /// Claims the key for `lease`, or says why not.
 pub async fn admit<L: RequestLedger>(ledger: &L, lease: &RequestLease, now_ms: u64) -> Result<Admission, Refusal> {
-    let existing = match ledger.claim_request(lease, now_ms).await? {
-        KeyClaim::Claimed => {
-            return Ok(Admission::Proceed {
-                taken_over: false,
-                conversation_id: lease.conversation_id.clone(),
-            });
-        }
-        KeyClaim::Existing(existing) => existing,
-    };
+    match ledger.claim_request(lease, now_ms).await? {
+        KeyClaim::Claimed => Ok(Admission::Proceed {
+            taken_over: false,
+            conversation_id: lease.conversation_id.clone(),
+        }),
+        KeyClaim::Existing(existing) => admit_existing(ledger, lease, existing, now_ms).await,
+    }
+}
+
+/// What a claim that found the key's live record `existing` may do.
+pub async fn admit_existing<L: RequestLedger>(
+    ledger: &L,
+    lease: &RequestLease,
+    existing: StoredRequest,
+    now_ms: u64,
+) -> Result<Admission, Refusal> {
     match judge(&existing, &lease.body_sha256, now_ms) {
         Verdict::Replay(response) => Ok(Admission::Replay(response)),
         Verdict::DifferentBody => Err(Refusal::DifferentBody),

@@ -32,8 +32,8 @@ use crate::http::body::{ChatRequest, InputError};
 use crate::http::idempotency::{Admission, IdempotencyKey, MalformedKey, Refusal};
 use crate::http::identity::IdentityError;
 use crate::ledger::{
-    Appended, Begun, BudgetStore, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
-    RequestLease, RequestLedger, StoredResponse, TakenTurn,
+    Appended, Begun, BudgetStore, ConversationLease, ConversationStore, HeldConversation, KeySettlement, LedgerError,
+    NewExchange, RequestLease, RequestLedger, StoredResponse, TakenTurn,
 };
 use crate::ops::telemetry::{self, ConversationUse, KeyUse, RequestEnd};
 use crate::refund::{Attempt, RefundGateway, RefundScope, WriterMark};
@@ -334,6 +334,9 @@ struct Continuing {
     /// The function issued the id for this request (or its key's first
     /// request did): absent means new, not unknown.
     issued_here: bool,
+    /// Issued for this very request (not a takeover's): nobody else knows
+    /// it, so it is not stored yet and needs no lease.
+    created_here: bool,
 }
 
 /// A turn's exchange, waiting to be appended once the key's fate is known.
@@ -411,19 +414,26 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             Some(id) => Continuing {
                 id: id.clone(),
                 issued_here: false,
+                created_here: false,
             },
             None => match ConversationId::generate() {
-                Ok(id) => Continuing { id, issued_here: true },
+                Ok(id) => Continuing {
+                    id,
+                    issued_here: true,
+                    created_here: true,
+                },
                 Err(error) => return Answer::of(Err(error.into())),
             },
         };
+        // A code handoff spends no budget (contract 13); known before any I/O.
+        let screened = self.config.handoff_screen.check(checked.chat.message.text());
         let Some((key, body_sha256)) = checked.key else {
             let scope = RefundScope::for_request(user_id, invocation.request_id());
             let (answer, exchange) = self
-                .converse(&checked.chat, &continuing, scope, invocation, trace)
+                .converse(&checked.chat, &continuing, screened, None, scope, invocation, trace)
                 .await;
             // No key, no retry of this scope: its exchange is marked as appended.
-            self.append(exchange, true, trace).await;
+            self.finish(exchange, true, None, trace).await;
             return answer;
         };
 
@@ -436,40 +446,115 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             expires_at_s: (now + self.config.idempotency_ttl.as_millis() as u64) / 1000,
             conversation_id: Some(continuing.id.as_str().to_owned()),
         };
-        match idempotency::admit(&self.ledger, &lease, now).await {
-            Ok(Admission::Proceed {
+        let (admission, turn_taken) = match self.admit(&lease, screened.is_none(), now, trace).await {
+            Ok(admitted) => admitted,
+            Err(answer) => return answer,
+        };
+        match admission {
+            Admission::Proceed {
                 taken_over,
                 conversation_id,
-            }) => {
+            } => {
                 trace.key_use = if taken_over { KeyUse::TakenOver } else { KeyUse::New };
-                // A takeover continues the conversation its key's first request began.
-                if let Some(id) = conversation_id.as_deref().and_then(ConversationId::parse) {
-                    continuing.id = id;
+                // A takeover continues the conversation its key's first
+                // request began, which may be stored by now.
+                if taken_over {
+                    continuing.created_here = false;
+                    if let Some(id) = conversation_id.as_deref().and_then(ConversationId::parse) {
+                        continuing.id = id;
+                    }
                 }
             }
-            Ok(Admission::Replay(stored)) => {
+            Admission::Replay(stored) => {
                 trace.key_use = KeyUse::Replayed;
                 return Answer::replay(stored);
             }
-            Err(refusal) => {
-                trace.key_use = KeyUse::Refused;
-                if let Refusal::Ledger(error) = &refusal {
-                    tracing::error!(event = "ledger", op = "claim_request", error = %error);
-                }
-                return Answer::of(Err(refusal.into()));
-            }
         }
         let (answer, exchange) = self
-            .converse(&checked.chat, &continuing, lease.scope.clone(), invocation, trace)
+            .converse(
+                &checked.chat,
+                &continuing,
+                screened,
+                turn_taken,
+                lease.scope.clone(),
+                invocation,
+                trace,
+            )
             .await;
-        // Appended before the key is settled: an invocation that dies between
-        // the two leaves an exchange that a takeover finds, never a stored
-        // answer whose exchange is missing. An exchange whose key is given
-        // back is not marked, so the retry's own exchange is kept too.
+        // The key is settled in the append's own transaction: an invocation
+        // that dies leaves both or neither, never a stored answer whose
+        // exchange is missing. An exchange whose key is given back is not
+        // marked, so the retry's own exchange is kept too.
         let keep = self.keeps_answer(&lease, &answer, trace).await;
-        self.append(exchange, keep, trace).await;
-        self.settle(&lease, &answer, keep, trace).await;
+        let settlement = if keep {
+            KeySettlement::Store(
+                lease,
+                StoredResponse {
+                    status: answer.status.as_u16(),
+                    body: answer.body.clone(),
+                },
+            )
+        } else {
+            KeySettlement::Release(lease)
+        };
+        self.finish(exchange, keep, Some(settlement), trace).await;
         answer
+    }
+
+    /// Claims the key, with the turn from the budget when one is due (one
+    /// operation; contract 6.3 and 13). `Some(taken_at_ms)`: the turn is
+    /// taken. A key already used is judged first: a replay spends nothing.
+    async fn admit(
+        &self,
+        lease: &RequestLease,
+        budget_due: bool,
+        now: u64,
+        trace: &mut RequestTrace,
+    ) -> Result<(Admission, Option<u64>), Answer> {
+        let refused = |trace: &mut RequestTrace, refusal: Refusal| {
+            trace.key_use = KeyUse::Refused;
+            if let Refusal::Ledger(error) = &refusal {
+                tracing::error!(event = "ledger", op = "claim_request", error = %error);
+            }
+            Answer::of(Err(refusal.into()))
+        };
+        if !budget_due {
+            return idempotency::admit(&self.ledger, lease, now)
+                .await
+                .map(|admission| (admission, None))
+                .map_err(|refusal| refused(trace, refusal));
+        }
+        let customer = lease.scope.user_id();
+        match self
+            .ledger
+            .take_turn(customer, &self.config.budget, Some(lease), now)
+            .await
+        {
+            Ok(TakenTurn::Taken) => {
+                trace.budget = Some("taken");
+                let admission = Admission::Proceed {
+                    taken_over: false,
+                    conversation_id: lease.conversation_id.clone(),
+                };
+                Ok((admission, Some(now)))
+            }
+            Ok(TakenTurn::KeyExists(existing)) => idempotency::admit_existing(&self.ledger, lease, existing, now)
+                .await
+                .map(|admission| (admission, None))
+                .map_err(|refusal| refused(trace, refusal)),
+            // Nothing was written: the key is not held, the turn not counted.
+            Ok(TakenTurn::Refused(spent)) => {
+                trace.key_use = KeyUse::Refused;
+                trace.budget = Some(spent.as_str());
+                Err(Answer::of(Err(ApiError::BudgetSpent(spent))))
+            }
+            Err(error) => {
+                tracing::error!(event = "budget", op = "take_turn", error = %error);
+                trace.key_use = KeyUse::Refused;
+                trace.budget = Some("unavailable");
+                Err(Answer::of(Err(ApiError::BudgetUnavailable(error))))
+            }
+        }
     }
 
     /// The lease lasts until the invocation's deadline; without one (a local
@@ -509,35 +594,33 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 }))
     }
 
-    /// Stores the answer for replays (`keep`), or gives the key back.
-    async fn settle(&self, lease: &RequestLease, answer: &Answer, keep: bool, trace: &mut RequestTrace) {
-        let (op, result) = if keep {
-            let response = StoredResponse {
-                status: answer.status.as_u16(),
-                body: answer.body.clone(),
-            };
-            (
+    /// Stores the answer for replays, or gives the key back, on its own
+    /// (when no exchange carried it).
+    async fn settle(&self, settlement: &KeySettlement) {
+        let (op, result) = match settlement {
+            KeySettlement::Store(lease, response) => (
                 "complete_request",
-                self.ledger.complete_request(lease, &response, now_ms()).await,
-            )
-        } else {
-            ("release_request", self.ledger.release_request(lease).await)
+                self.ledger.complete_request(lease, response, now_ms()).await,
+            ),
+            KeySettlement::Release(lease) => ("release_request", self.ledger.release_request(lease).await),
         };
         if let Err(error) = result {
             // The lease runs out at the deadline; a retry then takes the key
             // over, and the scope's refund record still guards the money.
             tracing::error!(event = "ledger", op, error = %error, "the key stays leased until the deadline");
         }
-        trace.key_settled = Some(if keep { "stored" } else { "released" });
     }
 
     /// Takes the conversation's lease, reads its window, runs the turn, and
     /// appends the exchange (contract 11). The conversation is checked
     /// before any secret or model call: 404, 409 or 503.
+    #[allow(clippy::too_many_arguments)]
     async fn converse(
         &self,
         chat: &ChatRequest,
         continuing: &Continuing,
+        screened: Option<Reason>,
+        turn_taken: Option<u64>,
         scope: RefundScope,
         invocation: &Invocation,
         trace: &mut RequestTrace,
@@ -550,26 +633,40 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             lease_until_ms: self.lease_end(invocation, now),
         };
         trace.conversation.id = Some(lease.id.as_str().to_owned());
-        let held = match self.conversations.begin(&lease, continuing.issued_here, now).await {
-            Ok(Begun::Held(held)) => held,
-            Ok(Begun::NotFound) => return (Answer::of(Err(ApiError::ConversationNotFound)), None),
+        let begun = if continuing.created_here {
+            // Nobody else knows the id: no lease; the append creates it.
+            Ok(Begun::Held(HeldConversation::created_here()))
+        } else {
+            self.conversations.begin(&lease, continuing.issued_here, now).await
+        };
+        let refused = match begun {
+            Ok(Begun::Held(held)) if held.handed_off => {
+                // A person has it: kept, and answered without the model (contract 12).
+                trace.conversation.with_a_person = true;
+                self.give_back_turn(scope.user_id(), turn_taken).await;
+                return self.answer_without_model(chat, scope, lease, held, handoff::WITH_A_PERSON, None);
+            }
+            Ok(Begun::Held(held)) => Ok(held),
+            Ok(Begun::NotFound) => Err(ApiError::ConversationNotFound),
             Ok(Begun::Busy { lease_until_ms }) => {
                 trace.conversation.busy = true;
                 let retry_after_secs = lease_until_ms.saturating_sub(now).div_ceil(1000).max(1);
-                return (Answer::of(Err(ApiError::ConversationBusy { retry_after_secs })), None);
+                Err(ApiError::ConversationBusy { retry_after_secs })
             }
             Err(error) => {
                 tracing::error!(event = "conversation", op = "begin", error = %error);
-                return (Answer::of(Err(ApiError::ConversationUnavailable(error))), None);
+                Err(ApiError::ConversationUnavailable(error))
+            }
+        };
+        let held = match refused {
+            Ok(held) => held,
+            Err(error) => {
+                self.give_back_turn(scope.user_id(), turn_taken).await;
+                return (Answer::of(Err(error)), None);
             }
         };
         let handoff_id = handoff::handoff_id(lease.id.as_str());
-        // A person has it: kept, and answered without the model (contract 12).
-        if held.handed_off {
-            trace.conversation.with_a_person = true;
-            return self.answer_without_model(chat, scope, lease, held, handoff::WITH_A_PERSON, None);
-        }
-        if let Some(reason) = self.config.handoff_screen.check(chat.message.text()) {
+        if let Some(reason) = screened {
             trace.handoff = Some(reason);
             let handoff = Handoff {
                 id: handoff_id,
@@ -582,30 +679,39 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             Ok(window) => window,
             Err(error) => {
                 tracing::error!(event = "conversation", op = "recent", error = %error);
-                self.release_conversation(&lease).await;
+                self.release_conversation(&lease, &held).await;
+                self.give_back_turn(scope.user_id(), turn_taken).await;
                 return (Answer::of(Err(ApiError::ConversationUnavailable(error))), None);
             }
         };
-        // The budget, last before the turn (contract 13; after the window's
-        // read, so a turn taken is a turn run): counted atomically, refused
-        // before the secret, the model or payments; closed if unreachable.
-        match self
-            .ledger
-            .take_turn(scope.user_id(), &self.config.budget, now_ms())
-            .await
-        {
-            Ok(TakenTurn::Taken) => trace.budget = Some("taken"),
-            Ok(TakenTurn::Refused(spent)) => {
-                trace.budget = Some(spent.as_str());
-                self.release_conversation(&lease).await;
-                return (Answer::of(Err(ApiError::BudgetSpent(spent))), None);
+        // The budget, last before the turn (contract 13), unless the key's
+        // claim took it: counted atomically, refused before the secret, the
+        // model or payments; closed if unreachable.
+        if turn_taken.is_none() {
+            let refusal = match self
+                .ledger
+                .take_turn(scope.user_id(), &self.config.budget, None, now_ms())
+                .await
+            {
+                Ok(TakenTurn::Taken) => None,
+                Ok(TakenTurn::Refused(spent)) => {
+                    trace.budget = Some(spent.as_str());
+                    Some(ApiError::BudgetSpent(spent))
+                }
+                Ok(TakenTurn::KeyExists(_)) => Some(ApiError::BudgetUnavailable(LedgerError::Malformed(
+                    "a key's record from a turn taken without a key".into(),
+                ))),
+                Err(error) => {
+                    tracing::error!(event = "budget", op = "take_turn", error = %error);
+                    trace.budget = Some("unavailable");
+                    Some(ApiError::BudgetUnavailable(error))
+                }
+            };
+            if let Some(error) = refusal {
+                self.release_conversation(&lease, &held).await;
+                return (Answer::of(Err(error)), None);
             }
-            Err(error) => {
-                tracing::error!(event = "budget", op = "take_turn", error = %error);
-                trace.budget = Some("unavailable");
-                self.release_conversation(&lease).await;
-                return (Answer::of(Err(ApiError::BudgetUnavailable(error))), None);
-            }
+            trace.budget = Some("taken");
         }
         trace.conversation.history_exchanges = window.len();
         let context = Attempt {
@@ -623,10 +729,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             )
             .await;
         let Some(own_messages) = turn.own_messages else {
-            self.release_conversation(&lease).await;
+            self.release_conversation(&lease, &held).await;
             return (Answer::of(turn.reply), None);
         };
-        self.add_tokens(context.scope.user_id(), trace).await;
         let failed = matches!(turn.reply, Err(ApiError::Turn(_)));
         // Two failed turns in a row: a person takes over, the status stays.
         let handoff = turn.handoff.or_else(|| {
@@ -648,6 +753,11 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 marked: true,
                 refund_recorded,
                 handoff,
+                tokens: trace
+                    .stats
+                    .as_ref()
+                    .map_or(0, |stats| stats.prompt_tokens + stats.completion_tokens),
+                key: None,
             },
             lease,
             held,
@@ -655,18 +765,24 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         (answer, Some(exchange))
     }
 
-    /// Adds the turn's tokens to the customer's day (a failure is logged: the
-    /// answer stands, and the next turn's check reads what was added).
-    async fn add_tokens(&self, customer: &str, trace: &RequestTrace) {
-        let tokens = trace
-            .stats
-            .as_ref()
-            .map_or(0, |stats| stats.prompt_tokens + stats.completion_tokens);
+    /// Adds the turn's tokens to the customer's day on their own (when no
+    /// append carried them). A failure is logged: the answer stands, and the
+    /// next turn's check reads what was added.
+    async fn add_tokens(&self, customer: &str, tokens: u64) {
         if tokens == 0 {
             return;
         }
         if let Err(error) = self.ledger.add_tokens(customer, tokens, now_ms()).await {
             tracing::error!(event = "budget", op = "add_tokens", error = %error);
+        }
+    }
+
+    /// Gives back a turn taken with the key's claim that did not run.
+    async fn give_back_turn(&self, customer: &str, turn_taken: Option<u64>) {
+        let Some(taken_at_ms) = turn_taken else { return };
+        if let Err(error) = self.ledger.give_back_turn(customer, taken_at_ms).await {
+            // The turn stays counted: the customer has one less this hour.
+            tracing::error!(event = "budget", op = "give_back_turn", error = %error);
         }
     }
 
@@ -690,6 +806,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 marked: true,
                 refund_recorded: false,
                 handoff,
+                tokens: 0,
+                key: None,
             },
             lease,
             held,
@@ -697,24 +815,64 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         (answer, Some(exchange))
     }
 
-    /// Appends the turn's exchange and gives the conversation back. `marked`:
-    /// once per refund scope (see [`NewExchange::marked`]).
-    async fn append(&self, pending: Option<PendingExchange>, marked: bool, trace: &mut RequestTrace) {
-        let Some(mut pending) = pending else { return };
+    /// Appends the turn's exchange and gives the conversation back, with its
+    /// tokens and the key's settlement in the same transaction; whatever it
+    /// could not carry is written on its own. `marked`: once per refund
+    /// scope (see [`NewExchange::marked`]).
+    async fn finish(
+        &self,
+        pending: Option<PendingExchange>,
+        marked: bool,
+        settlement: Option<KeySettlement>,
+        trace: &mut RequestTrace,
+    ) {
+        if let Some(settlement) = &settlement {
+            trace.key_settled = Some(match settlement {
+                KeySettlement::Store(..) => "stored",
+                KeySettlement::Release(_) => "released",
+            });
+        }
+        let Some(mut pending) = pending else {
+            if let Some(settlement) = &settlement {
+                self.settle(settlement).await;
+            }
+            return;
+        };
         pending.new.marked = marked;
+        pending.new.key = settlement;
         let appended = self
             .conversations
             .append(&pending.lease, &pending.held, &pending.new, now_ms())
             .await;
-        trace.conversation.appended = Some(match appended {
-            Ok(Appended::Appended) => "appended",
-            Ok(Appended::AlreadyThere) => "already_there",
+        let carried = match &appended {
+            Ok(Appended::Appended) => true,
+            Ok(Appended::KeyNotOurs) => {
+                tracing::error!(
+                    event = "ledger",
+                    op = "settle_request",
+                    "the key is held by another request"
+                );
+                true
+            }
+            Ok(Appended::AlreadyThere) => false,
             Err(error) => {
                 // The answer stands: the ledger, not the conversation, is the record of money.
                 tracing::error!(event = "conversation", op = "append", error = %error);
-                "failed"
+                false
             }
+        };
+        trace.conversation.appended = Some(match appended {
+            Ok(Appended::Appended | Appended::KeyNotOurs) => "appended",
+            Ok(Appended::AlreadyThere) => "already_there",
+            Err(_) => "failed",
         });
+        if !carried {
+            self.add_tokens(pending.lease.customer.as_str(), pending.new.tokens)
+                .await;
+            if let Some(settlement) = &pending.new.key {
+                self.settle(settlement).await;
+            }
+        }
     }
 
     /// The earlier exchanges the model gets: none for a new conversation.
@@ -727,7 +885,10 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         Ok(window.select(recent))
     }
 
-    async fn release_conversation(&self, lease: &ConversationLease) {
+    async fn release_conversation(&self, lease: &ConversationLease, held: &HeldConversation) {
+        if !held.stored {
+            return;
+        }
         if let Err(error) = self.conversations.release(lease).await {
             // Its lease ends at the deadline by itself.
             tracing::error!(event = "conversation", op = "release", error = %error);

@@ -216,6 +216,23 @@ pub struct HeldConversation {
     pub handed_off: bool,
     /// Its last exchange ended in 502 or 504.
     pub last_failed: bool,
+    /// Its header is stored. Not so for a conversation this request creates:
+    /// nobody else knows its id, so it needs no lease, and its first append
+    /// creates it.
+    pub stored: bool,
+}
+
+impl HeldConversation {
+    /// A conversation this request creates (see [`HeldConversation::stored`]).
+    pub fn created_here() -> HeldConversation {
+        HeldConversation {
+            exchanges: 0,
+            items_expire_at_s: u64::MAX,
+            handed_off: false,
+            last_failed: false,
+            stored: false,
+        }
+    }
 }
 
 /// What taking a conversation's lease found.
@@ -247,14 +264,31 @@ pub struct NewExchange {
     pub refund_recorded: bool,
     /// The conversation goes to a person with this exchange (at most once).
     pub handoff: Option<Handoff>,
+    /// The turn's tokens, added to the customer's day in the same step.
+    pub tokens: u64,
+    /// What becomes of the request's key, in the same step.
+    pub key: Option<KeySettlement>,
+}
+
+/// A request's key after its turn: its answer stored for replays, or the key
+/// given back (contract 6.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySettlement {
+    Store(RequestLease, StoredResponse),
+    Release(RequestLease),
 }
 
 /// What appending an exchange found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Appended {
+    /// The exchange, the tokens and the key's settlement: one transaction.
     Appended,
+    /// The exchange and the tokens; the key is another request's now (its
+    /// lease had ended), so it was left alone.
+    KeyNotOurs,
     /// The refund scope's exchange is already there (a takeover of a dead
-    /// invocation's key that had appended it): nothing was added.
+    /// invocation's key that had appended it): nothing was written, neither
+    /// the tokens nor the key's settlement.
     AlreadyThere,
 }
 
@@ -280,8 +314,9 @@ pub trait ConversationStore: Send + Sync {
         count: usize,
     ) -> impl Future<Output = Result<Vec<Exchange>, LedgerError>> + Send;
 
-    /// Appends the turn's exchange and gives the lease back, in one
-    /// transaction.
+    /// Appends the turn's exchange and gives the lease back (creating the
+    /// conversation when it is not stored), with the exchange's tokens and
+    /// key settlement: one transaction. On an error, nothing was written.
     fn append(
         &self,
         lease: &ConversationLease,
@@ -295,23 +330,33 @@ pub trait ConversationStore: Send + Sync {
 }
 
 /// What taking a turn from a customer's budget found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TakenTurn {
     Taken,
     /// Nothing was counted: the hour's turns or the day's tokens are spent.
     Refused(Spent),
+    /// The key given to claim with the turn has a live record: nothing was
+    /// written (the key's verdict comes first: a replay spends nothing).
+    KeyExists(StoredRequest),
 }
 
 /// The customers' budgets (contract 13): counters per window, with TTL.
 pub trait BudgetStore: Send + Sync {
     /// Counts one turn of the hour, on the condition that the hour's turns
-    /// and the day's tokens are below their limits: one atomic step.
+    /// and the day's tokens are below their limits: one atomic step, which
+    /// also claims the request's key when `claim` is given (as
+    /// [`RequestLedger::claim_request`] would).
     fn take_turn(
         &self,
         customer: &str,
         limits: &BudgetLimits,
+        claim: Option<&RequestLease>,
         now_ms: u64,
     ) -> impl Future<Output = Result<TakenTurn, LedgerError>> + Send;
+
+    /// Gives back the turn taken at `taken_at_ms` that did not run (its
+    /// conversation was refused or is a person's): never below zero.
+    fn give_back_turn(&self, customer: &str, taken_at_ms: u64) -> impl Future<Output = Result<(), LedgerError>> + Send;
 
     /// Adds a turn's tokens to the day's.
     fn add_tokens(

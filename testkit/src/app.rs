@@ -340,6 +340,7 @@ impl<K: ApiKeySource> TestApp<K> {
         refund_chat::ledger::dynamo::conversations::DynamoConversations::from_sdk_config(
             &self.aws,
             conversation_table(&self.table),
+            &self.table,
             self.app.config().conversation_ttl,
             LEDGER_TIMEOUT,
         )

@@ -62,31 +62,40 @@ async fn the_hour_rolls_over_at_its_end_and_the_day_at_midnight() {
     let budget = limits(2, 1000);
 
     for _ in 0..2 {
-        assert_eq!(ledger.take_turn("u-1", &budget, before).await, Ok(TakenTurn::Taken));
+        assert_eq!(
+            ledger.take_turn("u-1", &budget, None, before).await,
+            Ok(TakenTurn::Taken)
+        );
     }
     assert_eq!(
-        ledger.take_turn("u-1", &budget, before).await,
+        ledger.take_turn("u-1", &budget, None, before).await,
         Ok(TakenTurn::Refused(Spent::Turns { retry_after_secs: 1 })),
         "the last half second of the hour rounds up to 1"
     );
     assert_eq!(
-        ledger.take_turn("u-2", &budget, before).await,
+        ledger.take_turn("u-2", &budget, None, before).await,
         Ok(TakenTurn::Taken),
         "per customer"
     );
     let next_hour = parse_utc("2026-12-01T11:00:00Z").unwrap();
-    assert_eq!(ledger.take_turn("u-1", &budget, next_hour).await, Ok(TakenTurn::Taken));
+    assert_eq!(
+        ledger.take_turn("u-1", &budget, None, next_hour).await,
+        Ok(TakenTurn::Taken)
+    );
 
     // The day's tokens: a turn may overshoot by itself; the next is refused until midnight.
     ledger.add_tokens("u-1", 1200, next_hour).await.unwrap();
     assert_eq!(
-        ledger.take_turn("u-1", &budget, next_hour + 1000).await,
+        ledger.take_turn("u-1", &budget, None, next_hour + 1000).await,
         Ok(TakenTurn::Refused(Spent::Tokens {
             retry_after_secs: 13 * 3600 - 1
         }))
     );
     let tomorrow = parse_utc("2026-12-02").unwrap();
-    assert_eq!(ledger.take_turn("u-1", &budget, tomorrow).await, Ok(TakenTurn::Taken));
+    assert_eq!(
+        ledger.take_turn("u-1", &budget, None, tomorrow).await,
+        Ok(TakenTurn::Taken)
+    );
 }
 
 #[tokio::test]
@@ -168,4 +177,43 @@ async fn replays_and_conversations_with_a_person_spend_nothing() {
     assert_eq!(later.body["handed_off"], true);
     assert_eq!(spent.status, StatusCode::TOO_MANY_REQUESTS, "{}", spent.raw);
     assert_eq!(h.model_requests().await.len(), 1);
+}
+
+#[tokio::test]
+async fn one_key_sent_six_times_at_once_takes_one_turn() {
+    // The key's claim and the turn are one transaction: the five that find
+    // the key held spend nothing.
+    let serialised = proxy(&moto().endpoint, true, forward_all()).await;
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .ledger_at(serialised.clone())
+        .conversations_at(serialised)
+        .configure(|config| config.budget = limits(2, 1_000_000))
+        .build()
+        .await;
+
+    let answers =
+        futures::future::join_all((0..6).map(|_| h.say_with(None, "hello", &[("idempotency-key", "k-once")]))).await;
+
+    let first = answers
+        .iter()
+        .filter(|a| a.status == StatusCode::OK && a.header("idempotent-replayed").is_none())
+        .count();
+    let held_or_replayed = answers
+        .iter()
+        .filter(|a| a.status == StatusCode::CONFLICT || a.header("idempotent-replayed") == Some("true"))
+        .count();
+    assert_eq!(
+        (first, held_or_replayed),
+        (1, 5),
+        "{:?}",
+        answers.iter().map(|a| &a.raw).collect::<Vec<_>>()
+    );
+    assert_eq!(h.model_requests().await.len(), 1);
+    assert_eq!(
+        h.say(None, "another").await.status,
+        StatusCode::OK,
+        "the second turn of two"
+    );
+    assert_eq!(h.say(None, "one more").await.status, StatusCode::TOO_MANY_REQUESTS);
 }

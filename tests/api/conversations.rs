@@ -326,16 +326,31 @@ async fn an_unreachable_conversation_store_is_a_503_before_any_model_call() {
     let h = TestApp::builder()
         .model(vec![text("Hello.")])
         .conversations_at(format!("http://127.0.0.1:{}", free_port()))
+        .configure(|config| config.budget.turns_per_hour = 1)
         .build()
         .await;
 
-    let answer = h.say_with(None, REFUND_MESSAGE, &[("idempotency-key", "k-503")]).await;
+    // A new conversation needs the store only at its append; one continued needs its lease.
+    let answer = h
+        .say_with(
+            Some("c_0123456789abcdef0123456789abcdef"),
+            REFUND_MESSAGE,
+            &[("idempotency-key", "k-503")],
+        )
+        .await;
 
     assert_eq!(answer.status, StatusCode::SERVICE_UNAVAILABLE, "{}", answer.raw);
     assert_eq!(answer.header("retry-after"), Some("2"));
     assert!(h.model_requests().await.is_empty());
     assert!(h.payments_requests().await.is_empty());
     assert_eq!(key_states(&h).await, ["released"], "the key was given back");
+    let turn = h.say(None, "hello").await;
+    assert_eq!(
+        turn.status,
+        StatusCode::OK,
+        "the turn taken with the key was given back: {}",
+        turn.raw
+    );
 }
 
 #[tokio::test]

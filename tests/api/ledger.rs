@@ -50,15 +50,15 @@ async fn an_unreachable_ledger_with_a_key_is_a_503_before_any_model_call() {
     assert!(h.payments_requests().await.is_empty());
 }
 
-/// A ledger proxy that lets the budget's transaction (the first) through
-/// and answers every later transaction (the refund record's) with a 500.
+/// A ledger proxy that lets the budget's transactions (those that take a
+/// turn) through and refuses every other transaction (the refund record's,
+/// the append's).
 async fn ledger_failing_after_the_budget(log: &OperationLog) -> String {
-    let transactions = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     proxy(
         &moto().endpoint,
         false,
         log.hook(move |seen| match seen.dynamodb_operation() {
-            "TransactWriteItems" if transactions.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0 => {
+            "TransactWriteItems" if !String::from_utf8_lossy(&seen.body).contains("budget#turns#") => {
                 dynamo_error("ValidationException", "injected", json!({}))
             }
             _ => Action::Forward,
@@ -288,7 +288,8 @@ async fn a_redelivered_request_id_without_a_key_never_pays_twice() {
 async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
     // A retry takes over a dead invocation's key, the refund is above the
     // limit (the history is read for the reasons), the approval cannot be
-    // written, and the model then fails: the key is checked and released.
+    // written, the model then fails, and so does the append: the key is
+    // checked and released, and the tokens added, on their own.
     let log = OperationLog::default();
     let proxy = ledger_failing_after_the_budget(&log).await;
     let h = TestApp::builder()
@@ -296,7 +297,8 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
             refund_call("c1", "D-4001", 12000),
             ResponseTemplate::new(500).set_body_json(json!({"error": {"message": "boom"}})),
         ])
-        .ledger_at(proxy)
+        .ledger_at(proxy.clone())
+        .conversations_at(proxy)
         .build()
         .await;
     let body = chat_body("refund D-4001 120.00");
@@ -320,19 +322,26 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
     assert_eq!(
         operations,
         [
-            "PutItem",            // claim the key
+            "TransactWriteItems", // claim the key with a turn: it finds the dead one's record
             "UpdateItem",         // take it over
+            "UpdateItem",         // the conversation's lease (the dead one's id)
             "TransactWriteItems", // take a turn from the budget
             "GetItem",            // rule 2's history, for the reasons
             "GetItem",            // rule 3's history
             "TransactWriteItems", // the approval record (refused here)
-            "UpdateItem",         // add the turn's tokens to the budget
             "GetItem",            // does the scope have a refund record?
-            "UpdateItem",         // no: release the key
+            "TransactWriteItems", // no: the append, with the tokens and the key's release (refused here)
+            "UpdateItem",         // the tokens on their own
+            "UpdateItem",         // the key released on its own
         ]
     );
+    // Of the worst case's operations, this path skips two: the window's
+    // read (no earlier exchange) and the lease given back or the items'
+    // expiry moved after an append (refused here).
     assert_eq!(
-        operations.len() as u32,
-        refund_chat::config::LEDGER_OPERATIONS_PER_REQUEST + refund_chat::config::BUDGET_OPERATIONS_PER_REQUEST
+        operations.len() as u32 + 2,
+        refund_chat::config::LEDGER_OPERATIONS_PER_REQUEST
+            + refund_chat::config::CONVERSATION_OPERATIONS_PER_REQUEST
+            + refund_chat::config::BUDGET_OPERATIONS_PER_REQUEST
     );
 }

@@ -19,6 +19,7 @@ mod input;
 mod ledger;
 mod observability;
 mod openapi;
+mod operations;
 mod policy;
 mod refunds;
 mod retries;

@@ -9,15 +9,17 @@
 //!
 //! Taking a turn is one transaction: the hour's counter goes up on the
 //! condition that it is below the limit, and the day's tokens are checked
-//! below theirs. Concurrent requests for the last turn: exactly one passes.
+//! below theirs; a keyed request's claim of its key rides in it (one
+//! operation, not two). Concurrent requests for the last turn: exactly one
+//! passes. The tokens are added in the conversation's append.
 //! A retry of a transaction that landed is the SDK's, with its idempotency
 //! token: it cannot count twice.
 
-use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 
-use super::{DynamoLedger, malformed, n, s, unavailable};
+use super::{DynamoLedger, malformed, n, s, update_alone};
 use crate::budget::{BudgetLimits, Spent, Windows};
-use crate::ledger::{BudgetStore, LedgerError, TakenTurn};
+use crate::ledger::{BudgetStore, KeyClaim, LedgerError, RequestLease, TakenTurn};
 
 fn turns_pk(customer: &str, hour: &str) -> String {
     format!("budget#turns#u{}:{customer}#{hour}", customer.len())
@@ -27,8 +29,32 @@ fn tokens_pk(customer: &str, day: &str) -> String {
     format!("budget#tokens#u{}:{customer}#{day}", customer.len())
 }
 
+impl DynamoLedger {
+    /// Adds `tokens` to the customer's day: unconditional, so it can ride in
+    /// any transaction (the conversation's append).
+    pub(crate) fn tokens_update(&self, customer: &str, tokens: u64, now_ms: u64) -> Result<Update, LedgerError> {
+        let windows = Windows::at(now_ms);
+        Update::builder()
+            .table_name(self.table())
+            .key("pk", s(tokens_pk(customer, &windows.day)))
+            .update_expression("ADD tokens :tokens SET expires_at = :expires, #kind = :kind")
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":tokens", n(tokens))
+            .expression_attribute_values(":expires", n((windows.day_ends_ms + 86_400_000) / 1000))
+            .expression_attribute_values(":kind", s("budget"))
+            .build()
+            .map_err(malformed)
+    }
+}
+
 impl BudgetStore for DynamoLedger {
-    async fn take_turn(&self, customer: &str, limits: &BudgetLimits, now_ms: u64) -> Result<TakenTurn, LedgerError> {
+    async fn take_turn(
+        &self,
+        customer: &str,
+        limits: &BudgetLimits,
+        claim: Option<&RequestLease>,
+        now_ms: u64,
+    ) -> Result<TakenTurn, LedgerError> {
         let windows = Windows::at(now_ms);
         let turns = Update::builder()
             .table_name(self.table())
@@ -49,36 +75,54 @@ impl BudgetStore for DynamoLedger {
             .expression_attribute_values(":limit", n(limits.tokens_per_day))
             .build()
             .map_err(malformed)?;
-        let items = [
+        let mut items = vec![
             TransactWriteItem::builder().update(turns).build(),
             TransactWriteItem::builder().condition_check(tokens).build(),
         ];
-        Ok(match self.transact(items).await? {
-            None => TakenTurn::Taken,
+        if let Some(lease) = claim {
+            items.push(TransactWriteItem::builder().put(self.claim_put(lease, now_ms)?).build());
+        }
+        let Some(found) = self.transact(items).await? else {
+            return Ok(TakenTurn::Taken);
+        };
+        // The key first: a replay, a 409 or a 422 spends nothing.
+        if let (Some(lease), Some(Some(item))) = (claim, found.get(2)) {
+            return Ok(match self.claim_found(lease, item)? {
+                // Our own retried transaction had landed, turn and all.
+                KeyClaim::Claimed => TakenTurn::Taken,
+                KeyClaim::Existing(existing) => TakenTurn::KeyExists(existing),
+            });
+        }
+        Ok(if found.get(1).is_some_and(Option::is_some) {
             // The day's tokens outlast the hour's turns: the longer wait wins.
-            Some(found) if found.get(1).is_some_and(Option::is_some) => TakenTurn::Refused(Spent::Tokens {
+            TakenTurn::Refused(Spent::Tokens {
                 retry_after_secs: windows.tokens_retry_after_secs(now_ms),
-            }),
-            Some(_) => TakenTurn::Refused(Spent::Turns {
+            })
+        } else {
+            TakenTurn::Refused(Spent::Turns {
                 retry_after_secs: windows.turns_retry_after_secs(now_ms),
-            }),
+            })
         })
     }
 
-    async fn add_tokens(&self, customer: &str, tokens: u64, now_ms: u64) -> Result<(), LedgerError> {
-        let windows = Windows::at(now_ms);
-        self.client()
-            .update_item()
+    async fn give_back_turn(&self, customer: &str, taken_at_ms: u64) -> Result<(), LedgerError> {
+        let windows = Windows::at(taken_at_ms);
+        let update = Update::builder()
             .table_name(self.table())
-            .key("pk", s(tokens_pk(customer, &windows.day)))
-            .update_expression("ADD tokens :tokens SET expires_at = :expires, #kind = :kind")
-            .expression_attribute_names("#kind", "kind")
-            .expression_attribute_values(":tokens", n(tokens))
-            .expression_attribute_values(":expires", n((windows.day_ends_ms + 86_400_000) / 1000))
-            .expression_attribute_values(":kind", s("budget"))
-            .send()
+            .key("pk", s(turns_pk(customer, &windows.hour)))
+            .update_expression("ADD turns :minus_one")
+            .condition_expression("turns > :zero")
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
+            .expression_attribute_values(":zero", n(0))
+            .build()
+            .map_err(malformed)?;
+        // A condition that fails: the counter is gone with its hour (TTL), or at zero.
+        update_alone(self.client(), update).await.map(|_| ())
+    }
+
+    async fn add_tokens(&self, customer: &str, tokens: u64, now_ms: u64) -> Result<(), LedgerError> {
+        update_alone(self.client(), self.tokens_update(customer, tokens, now_ms)?)
             .await
-            .map_err(unavailable)?;
-        Ok(())
+            .map(|_| ())
     }
 }

@@ -40,7 +40,7 @@ use aws_sdk_dynamodb::types::{
     WriteRequest,
 };
 
-use super::{Item, malformed, n, number, s, text, transact, unavailable};
+use super::{DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable};
 use crate::clock::rfc3339;
 use crate::conversation::{ConversationId, Exchange};
 use crate::ledger::{
@@ -68,6 +68,9 @@ fn exchange_sk(seq: u64) -> String {
 pub struct DynamoConversations {
     client: aws_sdk_dynamodb::Client,
     table: String,
+    /// The ledger, for the items that ride in an append's transaction (the
+    /// tokens, the key's settlement).
+    ledger: DynamoLedger,
     ttl: Duration,
     /// `LEDGER_TIMEOUT_SECS`: what the client bounds each operation to, and
     /// this adapter the expiry's move (several operations) as a whole.
@@ -139,9 +142,17 @@ fn stored_handoff(head: &Item) -> Option<StoredHandoff> {
 
 impl DynamoConversations {
     /// On `client` (the ledger's: one connection pool for both tables),
-    /// whose every operation is bounded by `bound`.
-    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>, ttl: Duration, bound: Duration) -> Self {
+    /// whose every operation is bounded by `bound`; `ledger_table` is where
+    /// the tokens and request records its appends write live.
+    pub fn new(
+        client: aws_sdk_dynamodb::Client,
+        table: impl Into<String>,
+        ledger_table: impl Into<String>,
+        ttl: Duration,
+        bound: Duration,
+    ) -> Self {
         DynamoConversations {
+            ledger: DynamoLedger::new(client.clone(), ledger_table),
             client,
             table: table.into(),
             ttl,
@@ -153,10 +164,11 @@ impl DynamoConversations {
     pub fn from_sdk_config(
         sdk: &aws_config::SdkConfig,
         table: impl Into<String>,
+        ledger_table: impl Into<String>,
         ttl: Duration,
         bound: Duration,
     ) -> Self {
-        DynamoConversations::new(super::client_for(sdk, bound), table, ttl, bound)
+        DynamoConversations::new(super::client_for(sdk, bound), table, ledger_table, ttl, bound)
     }
 
     pub fn table(&self) -> &str {
@@ -226,6 +238,44 @@ impl DynamoConversations {
             Err(error) if is_condition_failure(&error) => Ok(()),
             Err(error) => Err(unavailable(error)),
         }
+    }
+
+    /// After an append: moves the items' expiry when the earliest of them
+    /// would expire before the header (once per TTL of an active conversation).
+    async fn appended(
+        &self,
+        id: &str,
+        held: &HeldConversation,
+        items_expire: u64,
+        now_ms: u64,
+        outcome: Appended,
+    ) -> Result<Appended, LedgerError> {
+        if held.items_expire_at_s < self.header_expiry_s(now_ms) {
+            // Bounded as one operation; a failure is tried again on the next append.
+            let extended = tokio::time::timeout(self.bound, self.extend_items(id, items_expire)).await;
+            if let Err(error) = extended.unwrap_or(Err(LedgerError::Timeout)) {
+                tracing::warn!(event = "conversation", op = "extend_expiry", error = %error);
+            }
+        }
+        Ok(outcome)
+    }
+
+    /// An append whose transaction a condition cancelled: the scope's
+    /// exchange is there already (the lease is given back), or the lease was lost.
+    async fn not_appended(
+        &self,
+        lease: &ConversationLease,
+        held: &HeldConversation,
+        found: &[Option<Item>],
+        mark_at: Option<usize>,
+    ) -> Result<Appended, LedgerError> {
+        if mark_at.is_some_and(|at| found.get(at).is_some_and(Option::is_some)) {
+            if held.stored {
+                self.release(lease).await?;
+            }
+            return Ok(Appended::AlreadyThere);
+        }
+        Err(LedgerError::Conflict("the conversation's lease was lost".into()))
     }
 
     /// The whole conversation, if it exists and has not expired.
@@ -454,6 +504,7 @@ impl ConversationStore for DynamoConversations {
                     items_expire_at_s: number(&item, "items_expire_at").unwrap_or_default(),
                     handed_off: item.contains_key("handoff_id"),
                     last_failed: matches!(last_status, 502 | 504),
+                    stored: true,
                 }))
             }
             Err(error) => {
@@ -526,16 +577,30 @@ impl ConversationStore for DynamoConversations {
             "expires_at = :expires",
             "last_status = :status",
         ];
-        let mut condition = "lease_writer = :writer AND exchanges = :seq".to_owned();
         let mut header = Update::builder()
             .table_name(&self.table)
             .set_key(Some(self.key(id, HEAD).into_iter().collect()))
             .expression_attribute_values(":next", n(seq + 1))
-            .expression_attribute_values(":seq", n(seq))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
             .expression_attribute_values(":expires", n(self.header_expiry_s(now_ms)))
-            .expression_attribute_values(":writer", s(lease.writer.as_str()))
             .expression_attribute_values(":status", n(u64::from(new.status)));
+        let mut condition = if held.stored {
+            header = header
+                .expression_attribute_values(":seq", n(seq))
+                .expression_attribute_values(":writer", s(lease.writer.as_str()));
+            "lease_writer = :writer AND exchanges = :seq".to_owned()
+        } else {
+            // Created with its first exchange: nobody else knew the id.
+            set.extend([
+                "customer = :customer",
+                "created_at = :now",
+                "items_expire_at = :items_expire",
+            ]);
+            header = header
+                .expression_attribute_values(":customer", s(&lease.customer))
+                .expression_attribute_values(":items_expire", n(items_expire));
+            "attribute_not_exists(pk)".to_owned()
+        };
         if let Some(handoff) = &new.handoff {
             // At most one handoff per conversation: it stays with the people.
             condition.push_str(" AND attribute_not_exists(handoff_id)");
@@ -556,7 +621,10 @@ impl ConversationStore for DynamoConversations {
                 header = header.expression_attribute_values(":summary", s(summary));
             }
         }
-        let mut expression = format!("SET {} REMOVE lease_writer, lease_until_ms", set.join(", "));
+        let mut expression = format!("SET {}", set.join(", "));
+        if held.stored {
+            expression.push_str(" REMOVE lease_writer, lease_until_ms");
+        }
         if new.refund_recorded {
             expression.push_str(" ADD refund_records :record");
             header = header.expression_attribute_values(":record", AttributeValue::Ss(vec![new.scope.record_id()]));
@@ -598,26 +666,44 @@ impl ConversationStore for DynamoConversations {
             TransactWriteItem::builder().update(header).build(),
             TransactWriteItem::builder().put(exchange_put).build(),
         ];
+        let mark_at = new.marked.then_some(items.len());
         if new.marked {
             let mark = put(format!("{SCOPE_PREFIX}{record_id}"), Vec::new())?;
             items.push(TransactWriteItem::builder().put(mark).build());
         }
+        // What rides with the exchange, in the ledger's table.
+        if new.tokens > 0 {
+            let tokens = self.ledger.tokens_update(&lease.customer, new.tokens, now_ms)?;
+            items.push(TransactWriteItem::builder().update(tokens).build());
+        }
+        let mut outcome = Appended::Appended;
+        if let Some(settlement) = &new.key {
+            items.push(
+                TransactWriteItem::builder()
+                    .update(self.ledger.settle_update(settlement, now_ms)?)
+                    .build(),
+            );
+            match transact(&self.client, items.iter().cloned()).await? {
+                None => return self.appended(id, held, items_expire, now_ms, outcome).await,
+                // The key's record failed its condition alone: our own retried
+                // write had landed, or the key is another request's now.
+                Some(found) if found.iter().filter(|f| f.is_some()).count() == 1 => match found.last() {
+                    Some(Some(item)) if DynamoLedger::settled_already(settlement, item) => {
+                        return self.appended(id, held, items_expire, now_ms, outcome).await;
+                    }
+                    Some(Some(_)) => {
+                        items.pop();
+                        outcome = Appended::KeyNotOurs;
+                    }
+                    _ => return self.not_appended(lease, held, &found, mark_at).await,
+                },
+                Some(found) => return self.not_appended(lease, held, &found, mark_at).await,
+            }
+        }
         match transact(&self.client, items).await? {
-            None => {}
-            Some(found) if found.get(2).is_some_and(Option::is_some) => {
-                self.release(lease).await?;
-                return Ok(Appended::AlreadyThere);
-            }
-            Some(_) => return Err(LedgerError::Conflict("the conversation's lease was lost".into())),
+            None => self.appended(id, held, items_expire, now_ms, outcome).await,
+            Some(found) => self.not_appended(lease, held, &found, mark_at).await,
         }
-        if held.items_expire_at_s < self.header_expiry_s(now_ms) {
-            // Bounded as one operation; a failure is tried again on the next append.
-            let extended = tokio::time::timeout(self.bound, self.extend_items(id, items_expire)).await;
-            if let Err(error) = extended.unwrap_or(Err(LedgerError::Timeout)) {
-                tracing::warn!(event = "conversation", op = "extend_expiry", error = %error);
-            }
-        }
-        Ok(Appended::Appended)
     }
 
     async fn release(&self, lease: &ConversationLease) -> Result<(), LedgerError> {

@@ -275,6 +275,33 @@ pub(crate) async fn transact(
     }
 }
 
+/// Sends a transaction's `Update` as one `UpdateItem` (half the write
+/// capacity of a transaction). `Ok(None)`: applied; `Ok(Some(item))`: its
+/// condition failed, on what it found.
+pub(crate) async fn update_alone(client: &Client, update: Update) -> Result<Option<Item>, LedgerError> {
+    let result = client
+        .update_item()
+        .table_name(update.table_name)
+        .set_key(Some(update.key))
+        .update_expression(update.update_expression)
+        .set_condition_expression(update.condition_expression)
+        .set_expression_attribute_names(update.expression_attribute_names)
+        .set_expression_attribute_values(update.expression_attribute_values)
+        .set_return_values_on_condition_check_failure(update.return_values_on_condition_check_failure)
+        .send()
+        .await;
+    match result {
+        Ok(_) => Ok(None),
+        Err(error) => {
+            use aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException as Failed;
+            match error.as_service_error() {
+                Some(Failed(failed)) => Ok(Some(failed.item().cloned().unwrap_or_default())),
+                _ => Err(unavailable(error)),
+            }
+        }
+    }
+}
+
 /// A DynamoDB client on the shared AWS configuration, every operation
 /// bounded by `timeout`, retries included.
 pub fn client_for(sdk: &aws_config::SdkConfig, timeout: Duration) -> Client {

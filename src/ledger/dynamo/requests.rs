@@ -2,6 +2,7 @@
 //! `Idempotency-Key`'s lease, its takeover, and the answer kept for replays.
 
 use super::*;
+use crate::ledger::KeySettlement;
 
 /// The item a failed condition found (`ReturnValuesOnConditionCheckFailure::AllOld`),
 /// or `None` when the failure was of another kind.
@@ -49,28 +50,14 @@ impl crate::ledger::RequestLedger for DynamoLedger {
     }
 
     async fn claim_request(&self, lease: &RequestLease, now_ms: u64) -> Result<KeyClaim, LedgerError> {
+        let claim = self.claim_put(lease, now_ms)?;
         let result = self
             .client
             .put_item()
-            .set_item(
-                lease
-                    .conversation_id
-                    .as_ref()
-                    .map(|id| [("conversation_id".to_owned(), s(id))].into()),
-            )
             .table_name(&self.table)
-            .item("pk", s(request_pk(&lease.scope)))
-            .item("kind", s("request"))
-            .item("state", s(RequestState::InProgress.as_str()))
-            .item("body_sha256", s(&lease.body_sha256))
-            .item("request_id", s(lease.writer.invocation()))
-            .item("writer", s(lease.writer.as_str()))
-            .item("lease_until_ms", n(lease.lease_until_ms))
-            .item("expires_at", n(lease.expires_at_s))
-            .item("created_at", s(rfc3339(now_ms)))
-            // An expired record is absent (TTL deletes lazily): it may be replaced.
-            .condition_expression("attribute_not_exists(pk) OR expires_at < :now_s")
-            .expression_attribute_values(":now_s", n(now_ms / 1000))
+            .set_item(Some(claim.item))
+            .set_condition_expression(claim.condition_expression)
+            .set_expression_attribute_values(claim.expression_attribute_values)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
@@ -79,8 +66,7 @@ impl crate::ledger::RequestLedger for DynamoLedger {
             Err(error) => {
                 use aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException as Failed;
                 match condition_failed_item!(error, Failed) {
-                    Some(item) if text(&item, "writer") == Some(lease.writer.as_str()) => Ok(KeyClaim::Claimed),
-                    Some(item) => Ok(KeyClaim::Existing(stored_request(&item)?)),
+                    Some(item) => self.claim_found(lease, &item),
                     None => Err(unavailable(error)),
                 }
             }
@@ -139,46 +125,81 @@ impl crate::ledger::RequestLedger for DynamoLedger {
         response: &StoredResponse,
         now_ms: u64,
     ) -> Result<(), LedgerError> {
-        self.settle_request(
-            lease,
-            RequestState::Completed,
-            "response_status = :status, response_body = :body, completed_at = :now",
-            vec![
-                (":status", n(u64::from(response.status))),
-                (":body", s(&response.body)),
-                (":now", s(rfc3339(now_ms))),
-            ],
-        )
-        .await
+        self.settle_request(KeySettlement::Store(lease.clone(), response.clone()), now_ms)
+            .await
     }
 
     async fn release_request(&self, lease: &RequestLease) -> Result<(), LedgerError> {
-        // Kept, not deleted: the retry continues its conversation, and the
-        // record still names its body.
-        self.settle_request(
-            lease,
-            RequestState::Released,
-            "lease_until_ms = :zero",
-            vec![(":zero", n(0))],
-        )
-        .await
+        self.settle_request(KeySettlement::Release(lease.clone()), 0).await
     }
 }
 
 impl DynamoLedger {
-    /// Moves this writer's in-progress request record to `to`, setting `set`
-    /// too, on the condition that the writer still holds it. A retry of a
-    /// write that had landed finds its own record in `to`: done.
-    async fn settle_request(
-        &self,
-        lease: &RequestLease,
-        to: RequestState,
-        set: &str,
-        values: Vec<(&str, AttributeValue)>,
-    ) -> Result<(), LedgerError> {
-        let mut update = self
-            .client
-            .update_item()
+    /// The claim of a key: the request record, in progress, on the
+    /// condition that the key has no live record.
+    pub(crate) fn claim_put(&self, lease: &RequestLease, now_ms: u64) -> Result<Put, LedgerError> {
+        let mut item: Item = [
+            ("pk", s(request_pk(&lease.scope))),
+            ("kind", s("request")),
+            ("state", s(RequestState::InProgress.as_str())),
+            ("body_sha256", s(&lease.body_sha256)),
+            ("request_id", s(lease.writer.invocation())),
+            ("writer", s(lease.writer.as_str())),
+            ("lease_until_ms", n(lease.lease_until_ms)),
+            ("expires_at", n(lease.expires_at_s)),
+            ("created_at", s(rfc3339(now_ms))),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+        if let Some(id) = &lease.conversation_id {
+            item.insert("conversation_id".into(), s(id));
+        }
+        Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            // An expired record is absent (TTL deletes lazily): it may be replaced.
+            .condition_expression("attribute_not_exists(pk) OR expires_at < :now_s")
+            .expression_attribute_values(":now_s", n(now_ms / 1000))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(malformed)
+    }
+
+    /// What a claim's failed condition found: our own retried claim, or the
+    /// key's live record.
+    pub(crate) fn claim_found(&self, lease: &RequestLease, item: &Item) -> Result<KeyClaim, LedgerError> {
+        if text(item, "writer") == Some(lease.writer.as_str()) {
+            Ok(KeyClaim::Claimed)
+        } else {
+            stored_request(item).map(KeyClaim::Existing)
+        }
+    }
+
+    /// The settlement of this writer's in-progress request record, on the
+    /// condition that the writer still holds it.
+    pub(crate) fn settle_update(&self, settlement: &KeySettlement, now_ms: u64) -> Result<Update, LedgerError> {
+        let (lease, to, set, values) = match settlement {
+            KeySettlement::Store(lease, response) => (
+                lease,
+                RequestState::Completed,
+                "response_status = :status, response_body = :body, completed_at = :now",
+                vec![
+                    (":status", n(u64::from(response.status))),
+                    (":body", s(&response.body)),
+                    (":now", s(rfc3339(now_ms))),
+                ],
+            ),
+            // Kept, not deleted: the retry continues its conversation, and
+            // the record still names its body.
+            KeySettlement::Release(lease) => (
+                lease,
+                RequestState::Released,
+                "lease_until_ms = :zero",
+                vec![(":zero", n(0))],
+            ),
+        };
+        let mut update = Update::builder()
             .table_name(&self.table)
             .key("pk", s(request_pk(&lease.scope)))
             .update_expression(format!("SET #state = :to, {set}"))
@@ -191,21 +212,27 @@ impl DynamoLedger {
         for (name, value) in values {
             update = update.expression_attribute_values(name, value);
         }
-        match update.send().await {
-            Ok(_) => Ok(()),
-            Err(error) => {
-                use aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException as Failed;
-                match condition_failed_item!(error, Failed) {
-                    Some(item)
-                        if text(&item, "writer") == Some(lease.writer.as_str())
-                            && text(&item, "state") == Some(to.as_str()) =>
-                    {
-                        Ok(())
-                    }
-                    Some(_) => Err(LedgerError::Conflict("the key is held by another request".into())),
-                    None => Err(unavailable(error)),
-                }
-            }
+        update.build().map_err(malformed)
+    }
+
+    /// Whether what a settlement's failed condition found is its own
+    /// retried write that had landed.
+    pub(crate) fn settled_already(settlement: &KeySettlement, item: &Item) -> bool {
+        let (lease, to) = match settlement {
+            KeySettlement::Store(lease, _) => (lease, RequestState::Completed),
+            KeySettlement::Release(lease) => (lease, RequestState::Released),
+        };
+        text(item, "writer") == Some(lease.writer.as_str()) && text(item, "state") == Some(to.as_str())
+    }
+
+    /// Settles this writer's in-progress request record. A retry of a write
+    /// that had landed finds its own record settled: done.
+    async fn settle_request(&self, settlement: KeySettlement, now_ms: u64) -> Result<(), LedgerError> {
+        let update = self.settle_update(&settlement, now_ms)?;
+        match update_alone(&self.client, update).await? {
+            None => Ok(()),
+            Some(item) if Self::settled_already(&settlement, &item) => Ok(()),
+            Some(_) => Err(LedgerError::Conflict("the key is held by another request".into())),
         }
     }
 }
