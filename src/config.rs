@@ -43,12 +43,15 @@ pub const DEFAULT_LIMITS: Limits = Limits {
 ///
 /// | path | operations |
 /// | --- | --- |
-/// | above the limit, the approval write fails, the turn then fails | claim, take over, 2 history reads, the approval write, an existence read, the release: **7** |
+/// | above the limit, the approval write fails, the turn then fails, the append fails | claim, take over, 2 history reads, the approval write, an existence read, the release on its own: **7** |
 /// | automatic, rejected by payments after TTL removed both guards | claim, take over, the record, the outcome tried 3 times (each try drops a release whose guard is gone), store: 7 |
 /// | automatic, refused by rules 2 or 3 | claim, take over, the record, the approval write, store: 5 |
 /// | automatic, paid | claim, take over, the record, the outcome, store: 5 |
 ///
-/// Without a key the first two and the last do not happen.
+/// Without a key the first two and the last do not happen. On the hot
+/// path the claim carries the budget's turn and the append carries the
+/// store or release (and the tokens), so a paid keyed turn makes 4 or 5
+/// operations in all; these bounds count the paths where nothing merges.
 pub const LEDGER_OPERATIONS_PER_REQUEST: u32 = 7;
 
 /// Conversation operations one request can make at most, on the same bound:
@@ -59,7 +62,9 @@ pub const LEDGER_OPERATIONS_PER_REQUEST: u32 = 7;
 pub const CONVERSATION_OPERATIONS_PER_REQUEST: u32 = 4;
 
 /// Budget operations one request can make at most, on the same bound: the
-/// turn taken, then its tokens added: **2**.
+/// turn taken (after a takeover), then its tokens added on their own (the
+/// append failed), or the turn given back (the conversation refused it;
+/// then no tokens): **2**.
 pub const BUDGET_OPERATIONS_PER_REQUEST: u32 = 2;
 
 /// Where the customer's identity comes from (contract 7): configuration,

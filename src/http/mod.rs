@@ -503,7 +503,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
 
     /// Claims the key, with the turn from the budget when one is due (one
     /// operation; contract 6.3 and 13). `Some(taken_at_ms)`: the turn is
-    /// taken. A key already used is judged first: a replay spends nothing.
+    /// taken, and is given back if the conversation then refuses the turn.
+    /// A key already used is judged first: a replay spends nothing.
     async fn admit(
         &self,
         lease: &RequestLease,
@@ -542,12 +543,14 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 .await
                 .map(|admission| (admission, None))
                 .map_err(|refusal| refused(trace, refusal)),
-            // Nothing was written: the key is not held, the turn not counted.
-            Ok(TakenTurn::Refused(spent)) => {
-                trace.key_use = KeyUse::Refused;
-                trace.budget = Some(spent.as_str());
-                Err(Answer::of(Err(ApiError::BudgetSpent(spent))))
-            }
+            // Nothing was written. The contract's order puts the conversation
+            // before the budget (a person's conversation is answered whatever
+            // the budget), so the claim is made alone and the budget asked
+            // again after the conversation's checks.
+            Ok(TakenTurn::Refused(_)) => idempotency::admit(&self.ledger, lease, now)
+                .await
+                .map(|admission| (admission, None))
+                .map_err(|refusal| refused(trace, refusal)),
             Err(error) => {
                 tracing::error!(event = "budget", op = "take_turn", error = %error);
                 trace.key_use = KeyUse::Refused;

@@ -217,3 +217,43 @@ async fn one_key_sent_six_times_at_once_takes_one_turn() {
     );
     assert_eq!(h.say(None, "one more").await.status, StatusCode::TOO_MANY_REQUESTS);
 }
+
+#[tokio::test]
+async fn a_spent_budget_still_lets_the_conversation_answer_first() {
+    // Contract order: the conversation (404, a person's fixed answer) before
+    // the budget, even though a keyed claim tries to take the turn with it.
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .configure(|config| config.budget = limits(1, 1_000_000))
+        .build()
+        .await;
+    let person = h
+        .say_with(None, "I want to talk to a person", &[("idempotency-key", "k-p1")])
+        .await;
+    assert_eq!(
+        h.say_with(None, "hello", &[("idempotency-key", "k-p2")]).await.status,
+        StatusCode::OK
+    );
+
+    let later = h
+        .say_with(
+            Some(person.conversation_id()),
+            "are you there?",
+            &[("idempotency-key", "k-p3")],
+        )
+        .await;
+    let unknown = h
+        .say_with(
+            Some("c_0123456789abcdef0123456789abcdef"),
+            "hello?",
+            &[("idempotency-key", "k-p4")],
+        )
+        .await;
+    let spent = h.say_with(None, "one more", &[("idempotency-key", "k-p5")]).await;
+
+    assert_eq!(later.status, StatusCode::OK, "{}", later.raw);
+    assert_eq!(later.body["handed_off"], true);
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{}", unknown.raw);
+    assert_eq!(spent.status, StatusCode::TOO_MANY_REQUESTS, "{}", spent.raw);
+    assert_eq!(h.model_requests().await.len(), 1);
+}

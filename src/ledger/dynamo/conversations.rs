@@ -18,6 +18,8 @@
 //!   conditional update of the header: the lease is taken only if it is free
 //!   or ended, the customer is the owner, and the conversation has not
 //!   expired (TTL deletes lazily, so every condition checks `expires_at`).
+//!   A conversation the request itself starts takes none: nobody else knows
+//!   its id, and its first append creates the header.
 //! - **Exactly once.** [`append`](ConversationStore::append) is one
 //!   transaction: the header moves from `seq` to `seq + 1` and gives the
 //!   lease back (on the condition that this writer holds it and nothing was
@@ -25,7 +27,9 @@
 //!   mark, on the condition that the scope has none. A takeover of a dead
 //!   invocation's key that had appended finds the mark: nothing is added.
 //!   A failed turn whose key is given back appends unmarked, so its retry
-//!   (the same scope, run afresh) appends its own exchange after it.
+//!   (the same scope, run afresh) appends its own exchange after it. The
+//!   turn's tokens and its key's settlement (items of the ledger's table)
+//!   ride in the same transaction.
 //! - **Expiry.** The header expires `CONVERSATION_TTL_HOURS` after the last
 //!   exchange. The other items are written to expire twice that after their
 //!   write; when the earliest of them would expire before the header, the
