@@ -65,12 +65,13 @@ ledger: $(TOOLS)
 admin:
 	set -a && . ./local.env && set +a && cargo run --quiet --bin refund-chat-admin -- $(ARGS)
 
-## bench: the release bootstrap through a Runtime API emulator (one table), then the in-process turn loop
+## bench: the release bootstrap through a Runtime API emulator (one table), what one DynamoDB operation costs by client, then the in-process turn loop
 # Built one package at a time, so the bench's features never leak into the measured bootstrap.
 bench:
 	cargo build --release --locked -p refund-chat
 	cargo build --release --locked -p refund-chat-bench
 	target/release/refund-chat-bench target/release/refund-chat
+	target/release/sdk-op-cost
 	cargo bench --locked -p refund-chat --features test-support --bench turn_loop -- --noplot
 
 ## load: a peak on the local stack, the model at a real latency (LATENCY_MS=, JITTER_MS=, CLIENTS=, MODEL_RPM=);
