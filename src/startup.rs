@@ -10,8 +10,8 @@ use aws_config::timeout::TimeoutConfig;
 use crate::config::Config;
 use crate::http::{App, Ports};
 use crate::http_client::money_path_client;
-use crate::ledger::dynamo::DynamoLedger;
 use crate::ledger::dynamo::conversations::DynamoConversations;
+use crate::ledger::dynamo::{DynamoLedger, client_on};
 use crate::record_then_pay::RecordedRefunds;
 use crate::refund::payments::HttpPayments;
 use crate::secrets::{SECRET_READ_TIMEOUT, SecretsManagerKey};
@@ -67,7 +67,10 @@ where
     K: crate::secrets::ApiKeySource,
 {
     let http = money_path_client()?;
-    let ledger = DynamoLedger::from_sdk_config(ledger_aws, &config.ledger_table, config.ledger_timeout);
+    let ledger = DynamoLedger::new(
+        client_on(ledger_aws, config.ledger_timeout, http.clone()),
+        &config.ledger_table,
+    );
     let (table, ttl, bound) = (
         &config.conversation_table,
         config.conversation_ttl,

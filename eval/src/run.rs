@@ -118,7 +118,7 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
             .and_then(|head| refund_chat::ledger::dynamo::text(head, "handoff_reason").map(str::to_owned)),
         None => None,
     };
-    let ledger = DynamoLedger::new(dynamodb, table);
+    let ledger = DynamoLedger::from_sdk_config(&bench.aws, table, std::time::Duration::from_secs(2));
     let end = EndState {
         refunds: moved
             .iter()

@@ -147,7 +147,7 @@ async fn a_retry_after_a_dead_invocation_takes_over_and_never_pays_again() {
         receipt(),
     )
     .await;
-    let ledger = DynamoLedger::new(aws_sdk_dynamodb::Client::new(&h.aws), h.table.clone());
+    let ledger = DynamoLedger::from_sdk_config(&h.aws, h.table.clone(), LEDGER_TIMEOUT);
     let scope = RefundScope::for_idempotency_key(USER, KEY);
     let now = now_ms();
     let dead = RequestLease {
@@ -201,7 +201,7 @@ async fn a_retry_after_a_dead_invocation_takes_over_and_never_pays_again() {
 #[tokio::test]
 async fn a_live_lease_of_another_invocation_is_not_taken_over() {
     let h = TestApp::builder().key_source(PanickingKey).build().await;
-    let ledger = DynamoLedger::new(aws_sdk_dynamodb::Client::new(&h.aws), h.table.clone());
+    let ledger = DynamoLedger::from_sdk_config(&h.aws, h.table.clone(), LEDGER_TIMEOUT);
     let now = now_ms();
     let running = RequestLease {
         scope: RefundScope::for_idempotency_key(USER, KEY),
@@ -265,7 +265,7 @@ async fn a_504_after_an_executed_refund_is_stored_and_replayed() {
 #[tokio::test]
 async fn an_expired_request_record_counts_as_absent() {
     let h = TestApp::new(vec![text("Fresh answer.")], receipt()).await;
-    let ledger = DynamoLedger::new(aws_sdk_dynamodb::Client::new(&h.aws), h.table.clone());
+    let ledger = DynamoLedger::from_sdk_config(&h.aws, h.table.clone(), LEDGER_TIMEOUT);
     let now = now_ms();
     let old = RequestLease {
         scope: RefundScope::for_idempotency_key(USER, KEY),

@@ -210,7 +210,7 @@ fn attempt(writer: &str) -> RefundRequest {
 async fn a_retried_write_knows_itself_and_another_writer_finds_the_record() {
     let aws = aws_at(&moto().endpoint).await;
     let table = new_table(&aws).await;
-    let ledger = DynamoLedger::new(aws_sdk_dynamodb::Client::new(&aws), table.clone());
+    let ledger = DynamoLedger::from_sdk_config(&aws, table.clone(), LEDGER_TIMEOUT);
 
     let limits = refund_chat::config::DEFAULT_LIMITS;
     assert_eq!(

@@ -44,7 +44,7 @@ use aws_sdk_dynamodb::types::{
     WriteRequest,
 };
 
-use super::{DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable};
+use super::{DynamoClient, DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable};
 use crate::clock::rfc3339;
 use crate::conversation::{ConversationId, Exchange};
 use crate::ledger::{
@@ -70,7 +70,7 @@ fn exchange_sk(seq: u64) -> String {
 
 #[derive(Clone)]
 pub struct DynamoConversations {
-    client: aws_sdk_dynamodb::Client,
+    client: DynamoClient,
     table: String,
     /// The ledger, for the items that ride in an append's transaction (the
     /// tokens, the key's settlement).
@@ -149,7 +149,7 @@ impl DynamoConversations {
     /// whose every operation is bounded by `bound`; `ledger_table` is where
     /// the tokens and request records its appends write live.
     pub fn new(
-        client: aws_sdk_dynamodb::Client,
+        client: DynamoClient,
         table: impl Into<String>,
         ledger_table: impl Into<String>,
         ttl: Duration,

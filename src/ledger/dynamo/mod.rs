@@ -51,6 +51,7 @@ mod refunds;
 mod requests;
 pub mod schema;
 pub mod staff;
+pub mod transactions;
 
 pub use refunds::prior_refund;
 pub(crate) use refunds::{refund_item, resolution_of};
@@ -75,14 +76,31 @@ use crate::refund::{PaymentOutcome, PriorRefund, Receipt, RefundRequest, RefundS
 
 type Item = HashMap<String, AttributeValue>;
 
+/// The DynamoDB client both tables share: the SDK's for reads and single
+/// writes (through `Deref`), and the function's own for transactions
+/// ([`transactions`]: the hot path's writes).
+#[derive(Clone)]
+pub struct DynamoClient {
+    sdk: Client,
+    transactions: transactions::Transactions,
+}
+
+impl std::ops::Deref for DynamoClient {
+    type Target = Client;
+
+    fn deref(&self) -> &Client {
+        &self.sdk
+    }
+}
+
 #[derive(Clone)]
 pub struct DynamoLedger {
-    client: Client,
+    client: DynamoClient,
     table: String,
 }
 
 impl DynamoLedger {
-    pub fn new(client: Client, table: impl Into<String>) -> Self {
+    pub fn new(client: DynamoClient, table: impl Into<String>) -> Self {
         DynamoLedger {
             client,
             table: table.into(),
@@ -95,7 +113,7 @@ impl DynamoLedger {
         DynamoLedger::new(client_for(sdk, timeout), table)
     }
 
-    pub fn client(&self) -> &Client {
+    pub fn client(&self) -> &DynamoClient {
         &self.client
     }
 
@@ -234,45 +252,11 @@ impl DynamoLedger {
 /// condition failed; for each item, what it found when its own condition
 /// failed (`None` where it did not).
 pub(crate) async fn transact(
-    client: &Client,
+    client: &DynamoClient,
     items: impl IntoIterator<Item = TransactWriteItem>,
 ) -> Result<Option<Vec<Option<Item>>>, LedgerError> {
     let items: Vec<TransactWriteItem> = items.into_iter().collect();
-    let count = items.len();
-    match client
-        .transact_write_items()
-        .set_transact_items(Some(items))
-        .send()
-        .await
-    {
-        Ok(_) => Ok(None),
-        Err(error) => {
-            use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException as Cancelled;
-            let Some(Cancelled(cancelled)) = error.as_service_error() else {
-                return Err(unavailable(error));
-            };
-            let reasons = cancelled.cancellation_reasons();
-            if !reasons.iter().any(|r| r.code() == Some("ConditionalCheckFailed")) {
-                if reasons.iter().any(|r| r.code() == Some("TransactionConflict")) {
-                    return Err(LedgerError::Contended);
-                }
-                // Throttling, or a capacity or validation problem.
-                return Err(LedgerError::Unavailable(
-                    reasons.iter().filter_map(|r| r.code()).collect::<Vec<_>>().join(","),
-                ));
-            }
-            Ok(Some(
-                (0..count)
-                    .map(|i| {
-                        reasons
-                            .get(i)
-                            .filter(|r| r.code() == Some("ConditionalCheckFailed"))
-                            .map(|r| r.item().cloned().unwrap_or_default())
-                    })
-                    .collect(),
-            ))
-        }
-    }
+    client.transactions.write(&items).await
 }
 
 /// Sends a transaction's `Update` as one `UpdateItem` (half the write
@@ -303,8 +287,20 @@ pub(crate) async fn update_alone(client: &Client, update: Update) -> Result<Opti
 }
 
 /// A DynamoDB client on the shared AWS configuration, every operation
-/// bounded by `timeout`, retries included.
-pub fn client_for(sdk: &aws_config::SdkConfig, timeout: Duration) -> Client {
+/// bounded by `timeout`, retries included; its transactions on an HTTP
+/// client of their own.
+pub fn client_for(sdk: &aws_config::SdkConfig, timeout: Duration) -> DynamoClient {
+    let http = reqwest::Client::builder()
+        .retry(reqwest::retry::never())
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap_or_default();
+    client_on(sdk, timeout, http)
+}
+
+/// The same, its transactions on `http` (the function's shared client: one
+/// root store, one pool).
+pub fn client_on(sdk: &aws_config::SdkConfig, timeout: Duration, http: reqwest::Client) -> DynamoClient {
     // The operation timeout bounds every call, retries included, so the
     // SDK's stalled-stream watchdog (a timer polled on every response) adds
     // nothing but work on the hot path.
@@ -312,7 +308,10 @@ pub fn client_for(sdk: &aws_config::SdkConfig, timeout: Duration) -> Client {
         .timeout_config(TimeoutConfig::builder().operation_timeout(timeout).build())
         .stalled_stream_protection(aws_sdk_dynamodb::config::StalledStreamProtectionConfig::disabled())
         .build();
-    Client::from_conf(config)
+    DynamoClient {
+        sdk: Client::from_conf(config),
+        transactions: transactions::Transactions::new(sdk, timeout, http),
+    }
 }
 
 /// The DynamoDB actions the function calls: its role grants exactly these

@@ -1,0 +1,757 @@
+//! `TransactWriteItems`, sent by the function itself rather than through
+//! the SDK's orchestrator: the SDK's own item types, written as DynamoDB's
+//! JSON protocol, signed by AWS's SigV4 signer (`aws-sigv4`, the one the SDK
+//! uses), sent on a reqwest client.
+//!
+//! Why: every write of a turn's hot path is a transaction (the claim with
+//! the turn, the refund record, the outcome, the append), and the SDK's
+//! fixed cost per operation is as large as the HTTP exchange itself (about
+//! 68 of 158 µs of CPU here; `docs/benchmarks.md`, `sdk-op-cost`).
+//! Reads and the rare single writes stay on the SDK.
+//!
+//! The same rules as the SDK's standard mode, which the ledger relies on:
+//! - one `ClientRequestToken` per call, the same on every attempt, so a
+//!   retry of a transaction that landed is answered as a success (DynamoDB
+//!   keeps tokens for 10 minutes) and cannot apply twice;
+//! - at most 3 attempts, retrying throttling, `TransactionInProgress`, 5xx
+//!   and transport errors after a full-jitter exponential backoff (1 s
+//!   base, 20 s cap), drawn from a retry quota (500 tokens, 5 a retry, 1
+//!   back per success) so that an outage does not multiply the load;
+//! - the whole call, retries included, bounded by the client's operation
+//!   timeout (`LEDGER_TIMEOUT_SECS`);
+//! - credentials from the SDK configuration's provider, cached until five
+//!   minutes before they expire;
+//! - the endpoint as the SDK resolves it from its configuration: one set in
+//!   code, else `AWS_ENDPOINT_URL_DYNAMODB`, else `AWS_ENDPOINT_URL`, else
+//!   the region's public endpoint.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use aws_credential_types::Credentials;
+use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
+use serde::Serialize;
+use serde::ser::{Error as _, SerializeMap, Serializer};
+use serde_json::Value;
+#[cfg(test)]
+use serde_json::json;
+
+use super::Item;
+use crate::ledger::LedgerError;
+
+const MAX_ATTEMPTS: u32 = 3;
+const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(20);
+const RETRY_QUOTA: u32 = 500;
+const RETRY_COST: u32 = 5;
+const TARGET: &str = "DynamoDB_20120810.TransactWriteItems";
+/// Error codes the SDK's standard mode retries (besides any 5xx).
+const RETRYABLE: &[&str] = &[
+    "ThrottlingException",
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+    "TransactionInProgressException",
+    "InternalServerError",
+    "ServiceUnavailable",
+];
+
+/// What a transaction found: `None` applied; `Some(found)`, a condition
+/// failed, with what each item found when its own condition failed.
+pub type Outcome = Option<Vec<Option<Item>>>;
+
+#[derive(Clone)]
+pub struct Transactions {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    /// `None`: no region configured; every call fails, as the SDK's would.
+    url: Option<String>,
+    region: String,
+    provider: Option<SharedCredentialsProvider>,
+    credentials: Mutex<Option<Credentials>>,
+    timeout: Duration,
+    retry_quota: AtomicU32,
+}
+
+impl Transactions {
+    /// From the SDK configuration the ledger's client is built from, on `http`.
+    pub fn new(sdk: &aws_config::SdkConfig, timeout: Duration, http: reqwest::Client) -> Transactions {
+        let region = sdk.region().map(|r| r.as_ref().to_owned()).unwrap_or_default();
+        let url = endpoint(sdk).or_else(|| (!region.is_empty()).then(|| public_endpoint(&region)));
+        Transactions {
+            inner: Arc::new(Inner {
+                http,
+                url: url.map(|url| format!("{}/", url.trim_end_matches('/'))),
+                region,
+                provider: sdk.credentials_provider(),
+                credentials: Mutex::new(None),
+                timeout,
+                retry_quota: AtomicU32::new(RETRY_QUOTA),
+            }),
+        }
+    }
+
+    /// Runs one transaction (see [`Outcome`]).
+    pub async fn write(&self, items: &[TransactWriteItem]) -> Result<Outcome, LedgerError> {
+        let token = request_token()?;
+        let body = serde_json::to_vec(&Body { items, token: &token })
+            .map_err(|error| LedgerError::Malformed(error.to_string()))?;
+        let result = tokio::time::timeout(self.inner.timeout, self.attempts(&body, items.len()))
+            .await
+            .unwrap_or(Err(Failure::Timeout));
+        result.map_err(|failure| {
+            metrics::counter!("LedgerFailures").increment(1);
+            match failure {
+                Failure::Timeout => LedgerError::Timeout,
+                Failure::Other(why) => LedgerError::Unavailable(why),
+            }
+        })?
+    }
+
+    async fn attempts(&self, body: &[u8], count: usize) -> Result<Result<Outcome, LedgerError>, Failure> {
+        let mut attempt = 1;
+        loop {
+            match self.attempt(body, count).await? {
+                Answered::Final(outcome) => {
+                    let quota = &self.inner.retry_quota;
+                    let _ =
+                        quota.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| Some((q + 1).min(RETRY_QUOTA)));
+                    return Ok(outcome);
+                }
+                Answered::Retry(why) => {
+                    let quota = &self.inner.retry_quota;
+                    let drawn = quota.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| q.checked_sub(RETRY_COST));
+                    if attempt >= MAX_ATTEMPTS || drawn.is_err() {
+                        return Err(Failure::Other(why));
+                    }
+                    tokio::time::sleep(backoff(attempt)?).await;
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    async fn attempt(&self, body: &[u8], count: usize) -> Result<Answered, Failure> {
+        let Some(url) = &self.inner.url else {
+            return Err(Failure::Other("no region configured for DynamoDB".into()));
+        };
+        let credentials = self.credentials().await?;
+        let headers = [("content-type", "application/x-amz-json-1.0"), ("x-amz-target", TARGET)];
+        let mut request = self.inner.http.post(url).body(body.to_vec());
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        for (name, value) in sign(url, &headers, body, credentials, &self.inner.region, SystemTime::now())? {
+            request = request.header(name, value);
+        }
+        let response = match request.send().await {
+            Ok(response) => response,
+            // Perhaps sent: the same token makes a retry safe.
+            Err(error) => return Ok(Answered::Retry(format!("DynamoDB could not be reached: {error}"))),
+        };
+        let status = response.status();
+        let bytes = match response.bytes().await {
+            Ok(bytes) => bytes,
+            Err(error) => return Ok(Answered::Retry(format!("DynamoDB's answer was cut off: {error}"))),
+        };
+        if status.is_success() {
+            return Ok(Answered::Final(Ok(None)));
+        }
+        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        let code = answer["__type"].as_str().unwrap_or_default();
+        let code = code.rsplit('#').next().unwrap_or(code);
+        let message = answer["message"]
+            .as_str()
+            .or(answer["Message"].as_str())
+            .unwrap_or_default();
+        if code == "TransactionCanceledException" {
+            return Ok(Answered::Final(cancelled(&answer["CancellationReasons"], count)));
+        }
+        let why = format!("DynamoDB answered {status}: {code}: {message}");
+        if status.is_server_error() || RETRYABLE.contains(&code) {
+            return Ok(Answered::Retry(why));
+        }
+        Err(Failure::Other(why))
+    }
+
+    async fn credentials(&self) -> Result<Credentials, Failure> {
+        let fresh = |c: &Credentials| {
+            c.expiry()
+                .is_none_or(|expiry| expiry > SystemTime::now() + Duration::from_secs(300))
+        };
+        if let Some(cached) = self.cached().filter(fresh) {
+            return Ok(cached);
+        }
+        let provider = self
+            .inner
+            .provider
+            .as_ref()
+            .ok_or_else(|| Failure::Other("no AWS credentials".into()))?;
+        let credentials = provider
+            .provide_credentials()
+            .await
+            .map_err(|error| Failure::Other(format!("AWS credentials: {error}")))?;
+        if let Ok(mut cached) = self.inner.credentials.lock() {
+            *cached = Some(credentials.clone());
+        }
+        Ok(credentials)
+    }
+
+    fn cached(&self) -> Option<Credentials> {
+        self.inner.credentials.lock().ok()?.clone()
+    }
+}
+
+enum Answered {
+    Final(Result<Outcome, LedgerError>),
+    Retry(String),
+}
+
+enum Failure {
+    Timeout,
+    Other(String),
+}
+
+/// The SigV4 headers for a `POST` of `body` to `url` with `headers`, at `time`.
+fn sign(
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+    credentials: Credentials,
+    region: &str,
+    time: SystemTime,
+) -> Result<Vec<(String, String)>, Failure> {
+    use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+    let failed = |error: &dyn std::fmt::Display| Failure::Other(format!("signing: {error}"));
+    let identity = credentials.into();
+    let params = aws_sigv4::sign::v4::SigningParams::builder()
+        .identity(&identity)
+        .region(region)
+        .name("dynamodb")
+        .time(time)
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| failed(&e))?
+        .into();
+    let signable = SignableRequest::new("POST", url, headers.iter().copied(), SignableBody::Bytes(body))
+        .map_err(|e| failed(&e))?;
+    let (instructions, _) = sign(signable, &params).map_err(|e| failed(&e))?.into_parts();
+    Ok(instructions
+        .headers()
+        .map(|(name, value)| (name.to_owned(), value.to_owned()))
+        .collect())
+}
+
+/// A cancellation, as the ledger reads it (see [`Outcome`]).
+fn cancelled(reasons: &Value, count: usize) -> Result<Outcome, LedgerError> {
+    let reasons = reasons.as_array().cloned().unwrap_or_default();
+    let code = |reason: &Value| reason["Code"].as_str().unwrap_or_default().to_owned();
+    if !reasons.iter().any(|r| code(r) == "ConditionalCheckFailed") {
+        if reasons.iter().any(|r| code(r) == "TransactionConflict") {
+            return Err(LedgerError::Contended);
+        }
+        // Throttling, or a capacity or validation problem.
+        let codes: Vec<String> = reasons.iter().map(code).filter(|c| c != "None").collect();
+        return Err(LedgerError::Unavailable(codes.join(",")));
+    }
+    (0..count)
+        .map(|i| match reasons.get(i) {
+            Some(reason) if code(reason) == "ConditionalCheckFailed" => match reason.get("Item") {
+                Some(item) => item_of(item).map(Some),
+                None => Ok(Some(Item::new())),
+            },
+            _ => Ok(None),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// The endpoint the SDK would use, from its configuration.
+fn endpoint(sdk: &aws_config::SdkConfig) -> Option<String> {
+    if sdk.get_origin("endpoint_url").is_client_config() {
+        return sdk.endpoint_url().map(str::to_owned);
+    }
+    let key = aws_types::service_config::ServiceConfigKey::builder()
+        .service_id("DynamoDB")
+        .env("AWS_ENDPOINT_URL")
+        .profile("endpoint_url")
+        .build()
+        .ok()?;
+    sdk.service_config()
+        .and_then(|config| config.load_config(key))
+        .or_else(|| sdk.endpoint_url().map(str::to_owned))
+}
+
+fn public_endpoint(region: &str) -> String {
+    let domain = if region.starts_with("cn-") {
+        "amazonaws.com.cn"
+    } else {
+        "amazonaws.com"
+    };
+    format!("https://dynamodb.{region}.{domain}")
+}
+
+/// Full jitter: a random share of `INITIAL_BACKOFF · 2^(attempt-1)`, at most `MAX_BACKOFF`.
+fn backoff(attempt: u32) -> Result<Duration, Failure> {
+    let mut random = [0u8; 4];
+    getrandom::fill(&mut random).map_err(|error| Failure::Other(format!("no randomness: {error}")))?;
+    let share = f64::from(u32::from_le_bytes(random)) / f64::from(u32::MAX);
+    let ceiling = INITIAL_BACKOFF
+        .saturating_mul(1 << (attempt - 1).min(16))
+        .min(MAX_BACKOFF);
+    Ok(ceiling.mul_f64(share))
+}
+
+/// A version-4 UUID, as the SDK makes the token.
+fn request_token() -> Result<String, LedgerError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|error| LedgerError::Unavailable(format!("no randomness: {error}")))?;
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[0..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..32]
+    ))
+}
+
+/// One item of `TransactItems`, as DynamoDB's JSON protocol spells it
+/// (for tests: the request is serialised straight from [`ItemJson`]).
+#[cfg(test)]
+fn item_json(item: &TransactWriteItem) -> Result<Value, LedgerError> {
+    serde_json::to_value(ItemJson(item)).map_err(|error| LedgerError::Malformed(error.to_string()))
+}
+
+/// The request body, written straight from the SDK's types (no JSON tree
+/// is built: that cost as much as the signing).
+struct Body<'a> {
+    items: &'a [TransactWriteItem],
+    token: &'a str,
+}
+
+impl Serialize for Body<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut body = serializer.serialize_map(Some(2))?;
+        body.serialize_entry("TransactItems", &Items(self.items))?;
+        body.serialize_entry("ClientRequestToken", self.token)?;
+        body.end()
+    }
+}
+
+struct Items<'a>(&'a [TransactWriteItem]);
+
+impl Serialize for Items<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(ItemJson))
+    }
+}
+
+struct ItemJson<'a>(&'a TransactWriteItem);
+
+fn on_failure(returned: Option<&aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure>) -> Option<&str> {
+    returned.map(|r| r.as_str())
+}
+
+/// The fields one kind of transaction item has, borrowed.
+struct Fields<'a> {
+    table: &'a str,
+    item: Option<&'a HashMap<String, AttributeValue>>,
+    key: Option<&'a HashMap<String, AttributeValue>>,
+    update: Option<&'a str>,
+    condition: Option<&'a str>,
+    names: Option<&'a HashMap<String, String>>,
+    values: Option<&'a HashMap<String, AttributeValue>>,
+    on_failure: Option<&'a str>,
+}
+
+impl Serialize for ItemJson<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let item = self.0;
+        let (kind, fields) = if let Some(put) = item.put() {
+            let fields = Fields {
+                table: put.table_name(),
+                item: Some(put.item()),
+                key: None,
+                update: None,
+                condition: put.condition_expression(),
+                names: put.expression_attribute_names(),
+                values: put.expression_attribute_values(),
+                on_failure: on_failure(put.return_values_on_condition_check_failure()),
+            };
+            ("Put", fields)
+        } else if let Some(update) = item.update() {
+            let fields = Fields {
+                table: update.table_name(),
+                item: None,
+                key: Some(update.key()),
+                update: Some(update.update_expression()),
+                condition: update.condition_expression(),
+                names: update.expression_attribute_names(),
+                values: update.expression_attribute_values(),
+                on_failure: on_failure(update.return_values_on_condition_check_failure()),
+            };
+            ("Update", fields)
+        } else if let Some(check) = item.condition_check() {
+            let fields = Fields {
+                table: check.table_name(),
+                item: None,
+                key: Some(check.key()),
+                update: None,
+                condition: Some(check.condition_expression()),
+                names: check.expression_attribute_names(),
+                values: check.expression_attribute_values(),
+                on_failure: on_failure(check.return_values_on_condition_check_failure()),
+            };
+            ("ConditionCheck", fields)
+        } else if let Some(delete) = item.delete() {
+            let fields = Fields {
+                table: delete.table_name(),
+                item: None,
+                key: Some(delete.key()),
+                update: None,
+                condition: delete.condition_expression(),
+                names: delete.expression_attribute_names(),
+                values: delete.expression_attribute_values(),
+                on_failure: on_failure(delete.return_values_on_condition_check_failure()),
+            };
+            ("Delete", fields)
+        } else {
+            return Err(S::Error::custom("an empty transaction item"));
+        };
+        let mut outer = serializer.serialize_map(Some(1))?;
+        outer.serialize_entry(kind, &fields)?;
+        outer.end()
+    }
+}
+
+impl Serialize for Fields<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("TableName", self.table)?;
+        if let Some(item) = self.item {
+            map.serialize_entry("Item", &Attributes(item))?;
+        }
+        if let Some(key) = self.key {
+            map.serialize_entry("Key", &Attributes(key))?;
+        }
+        if let Some(update) = self.update {
+            map.serialize_entry("UpdateExpression", update)?;
+        }
+        if let Some(condition) = self.condition {
+            map.serialize_entry("ConditionExpression", condition)?;
+        }
+        if let Some(names) = self.names {
+            map.serialize_entry("ExpressionAttributeNames", names)?;
+        }
+        if let Some(values) = self.values {
+            map.serialize_entry("ExpressionAttributeValues", &Attributes(values))?;
+        }
+        if let Some(on_failure) = self.on_failure {
+            map.serialize_entry("ReturnValuesOnConditionCheckFailure", on_failure)?;
+        }
+        map.end()
+    }
+}
+
+struct Attributes<'a>(&'a HashMap<String, AttributeValue>);
+
+impl Serialize for Attributes<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(name, value)| (name, Attribute(value))))
+    }
+}
+
+/// An attribute value in the JSON protocol. The ledger stores no binary values.
+struct Attribute<'a>(&'a AttributeValue);
+
+impl Serialize for Attribute<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(1))?;
+        match self.0 {
+            AttributeValue::S(s) => map.serialize_entry("S", s)?,
+            AttributeValue::N(n) => map.serialize_entry("N", n)?,
+            AttributeValue::Ss(set) => map.serialize_entry("SS", set)?,
+            AttributeValue::Ns(set) => map.serialize_entry("NS", set)?,
+            AttributeValue::Bool(b) => map.serialize_entry("BOOL", b)?,
+            AttributeValue::Null(b) => map.serialize_entry("NULL", b)?,
+            AttributeValue::L(list) => map.serialize_entry("L", &List(list))?,
+            AttributeValue::M(inner) => map.serialize_entry("M", &Attributes(inner))?,
+            _ => return Err(S::Error::custom("a binary attribute value")),
+        }
+        map.end()
+    }
+}
+
+struct List<'a>(&'a [AttributeValue]);
+
+impl Serialize for List<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(Attribute))
+    }
+}
+
+fn item_of(value: &Value) -> Result<Item, LedgerError> {
+    let malformed = || LedgerError::Malformed("an item DynamoDB returned cannot be read".into());
+    value
+        .as_object()
+        .ok_or_else(malformed)?
+        .iter()
+        .map(|(name, value)| Ok((name.clone(), value_of(value)?)))
+        .collect()
+}
+
+fn value_of(value: &Value) -> Result<AttributeValue, LedgerError> {
+    let malformed = || LedgerError::Malformed("an attribute DynamoDB returned cannot be read".into());
+    let (kind, inner) = value.as_object().and_then(|o| o.iter().next()).ok_or_else(malformed)?;
+    let strings = |inner: &Value| -> Result<Vec<String>, LedgerError> {
+        inner
+            .as_array()
+            .ok_or_else(malformed)?
+            .iter()
+            .map(|s| s.as_str().map(str::to_owned).ok_or_else(malformed))
+            .collect()
+    };
+    Ok(match kind.as_str() {
+        "S" => AttributeValue::S(inner.as_str().ok_or_else(malformed)?.to_owned()),
+        "N" => AttributeValue::N(inner.as_str().ok_or_else(malformed)?.to_owned()),
+        "SS" => AttributeValue::Ss(strings(inner)?),
+        "NS" => AttributeValue::Ns(strings(inner)?),
+        "BOOL" => AttributeValue::Bool(inner.as_bool().ok_or_else(malformed)?),
+        "NULL" => AttributeValue::Null(inner.as_bool().ok_or_else(malformed)?),
+        "L" => AttributeValue::L(
+            inner
+                .as_array()
+                .ok_or_else(malformed)?
+                .iter()
+                .map(value_of)
+                .collect::<Result<_, _>>()?,
+        ),
+        "M" => AttributeValue::M(item_of(inner)?),
+        _ => return Err(malformed()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_sdk_dynamodb::types::{ConditionCheck, Put, ReturnValuesOnConditionCheckFailure, Update};
+
+    use super::*;
+
+    fn s(value: &str) -> AttributeValue {
+        AttributeValue::S(value.into())
+    }
+
+    #[test]
+    fn items_are_written_as_the_json_protocol_spells_them() {
+        let put = Put::builder()
+            .table_name("ledger")
+            .item("pk", s("request#k"))
+            .item("live", AttributeValue::Ss(vec!["r1".into()]))
+            .condition_expression("attribute_not_exists(pk) OR expires_at < :now_s")
+            .expression_attribute_values(":now_s", AttributeValue::N("17".into()))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .unwrap();
+        let update = Update::builder()
+            .table_name("ledger")
+            .key("pk", s("budget#turns#u1:u#h"))
+            .update_expression("ADD turns :one SET #kind = :kind")
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(":kind", s("budget"))
+            .build()
+            .unwrap();
+        let check = ConditionCheck::builder()
+            .table_name("ledger")
+            .key("pk", s("budget#tokens#u1:u#d"))
+            .condition_expression("attribute_not_exists(tokens)")
+            .build()
+            .unwrap();
+
+        let item = |item: TransactWriteItem| item_json(&item).unwrap();
+
+        assert_eq!(
+            item(TransactWriteItem::builder().put(put).build()),
+            json!({"Put": {
+                "TableName": "ledger",
+                "Item": {"pk": {"S": "request#k"}, "live": {"SS": ["r1"]}},
+                "ConditionExpression": "attribute_not_exists(pk) OR expires_at < :now_s",
+                "ExpressionAttributeValues": {":now_s": {"N": "17"}},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }})
+        );
+        assert_eq!(
+            item(TransactWriteItem::builder().update(update).build()),
+            json!({"Update": {
+                "TableName": "ledger",
+                "Key": {"pk": {"S": "budget#turns#u1:u#h"}},
+                "UpdateExpression": "ADD turns :one SET #kind = :kind",
+                "ExpressionAttributeNames": {"#kind": "kind"},
+                "ExpressionAttributeValues": {":one": {"N": "1"}, ":kind": {"S": "budget"}},
+            }})
+        );
+        assert_eq!(
+            item(TransactWriteItem::builder().condition_check(check).build()),
+            json!({"ConditionCheck": {
+                "TableName": "ledger",
+                "Key": {"pk": {"S": "budget#tokens#u1:u#d"}},
+                "ConditionExpression": "attribute_not_exists(tokens)",
+            }})
+        );
+    }
+
+    #[test]
+    fn every_kind_of_value_the_ledger_writes_reads_back() {
+        let item: Item = [
+            ("s", s("text")),
+            ("n", AttributeValue::N("-12.5".into())),
+            ("ss", AttributeValue::Ss(vec!["a".into(), "b".into()])),
+            ("ns", AttributeValue::Ns(vec!["1".into()])),
+            ("bool", AttributeValue::Bool(true)),
+            ("null", AttributeValue::Null(true)),
+            ("l", AttributeValue::L(vec![s("x"), AttributeValue::N("2".into())])),
+            ("m", AttributeValue::M([("inner".to_owned(), s("y"))].into())),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+
+        assert_eq!(item_of(&serde_json::to_value(Attributes(&item)).unwrap()), Ok(item));
+        assert!(serde_json::to_value(Attribute(&AttributeValue::B(vec![1].into()))).is_err());
+    }
+
+    #[test]
+    fn a_cancellation_says_what_each_failed_condition_found() {
+        let reasons = json!([
+            {"Code": "None"},
+            {"Code": "ConditionalCheckFailed", "Message": "The conditional request failed", "Item": {"pk": {"S": "x"}}},
+            {"Code": "ConditionalCheckFailed"},
+        ]);
+        let found: Item = [("pk".to_owned(), s("x"))].into();
+
+        assert_eq!(
+            cancelled(&reasons, 3),
+            Ok(Some(vec![None, Some(found), Some(Item::new())]))
+        );
+        assert_eq!(
+            cancelled(&json!([{"Code": "None"}, {"Code": "TransactionConflict"}]), 2),
+            Err(LedgerError::Contended)
+        );
+        assert_eq!(
+            cancelled(&json!([{"Code": "ThrottlingError"}, {"Code": "None"}]), 2),
+            Err(LedgerError::Unavailable("ThrottlingError".into()))
+        );
+    }
+
+    #[test]
+    fn the_token_is_a_version_4_uuid_and_new_each_time() {
+        let (first, second) = (request_token().unwrap(), request_token().unwrap());
+        assert_ne!(first, second);
+        assert_eq!(first.len(), 36);
+        assert_eq!(&first[14..15], "4");
+        assert!("89ab".contains(&first[19..20]), "{first}");
+    }
+
+    #[test]
+    fn backoff_is_full_jitter_under_a_doubling_ceiling() {
+        for _ in 0..100 {
+            assert!(backoff(1).ok().unwrap() <= Duration::from_secs(1));
+            assert!(backoff(2).ok().unwrap() <= Duration::from_secs(2));
+            assert!(backoff(9).ok().unwrap() <= MAX_BACKOFF);
+        }
+    }
+
+    #[test]
+    fn the_endpoint_is_the_sdks() {
+        let configured = aws_config::SdkConfig::builder()
+            .region(aws_config::Region::new("eu-west-1"))
+            .endpoint_url("http://127.0.0.1:4566")
+            .build();
+        assert_eq!(endpoint(&configured).as_deref(), Some("http://127.0.0.1:4566"));
+        assert_eq!(public_endpoint("eu-west-1"), "https://dynamodb.eu-west-1.amazonaws.com");
+        assert_eq!(
+            public_endpoint("cn-north-1"),
+            "https://dynamodb.cn-north-1.amazonaws.com.cn"
+        );
+    }
+
+    /// Signed by the SDK and by [`sign`], the same request (body, headers,
+    /// time) carries the same `Authorization`: the call is the SDK's.
+    #[tokio::test]
+    async fn the_signature_is_the_one_the_sdk_makes() {
+        use aws_sdk_dynamodb::config::Credentials as SdkCredentials;
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::any())
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_string("{}"))
+            .mount(&server)
+            .await;
+        let time = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_590_400);
+        let credentials = Credentials::new("AKIDEXAMPLE", "secret", Some("session-token".into()), None, "test");
+        let config = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+            .region(aws_sdk_dynamodb::config::Region::new("eu-west-1"))
+            .credentials_provider(SdkCredentials::new(
+                "AKIDEXAMPLE",
+                "secret",
+                Some("session-token".into()),
+                None,
+                "test",
+            ))
+            .endpoint_url(server.uri())
+            .time_source(aws_smithy_async::time::StaticTimeSource::new(time))
+            .build();
+        let check = ConditionCheck::builder()
+            .table_name("ledger")
+            .key("pk", s("budget#tokens#u1:u#d"))
+            .condition_expression("attribute_not_exists(tokens)")
+            .build()
+            .unwrap();
+        aws_sdk_dynamodb::Client::from_conf(config)
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().condition_check(check).build())
+            .client_request_token("token")
+            .send()
+            .await
+            .unwrap();
+
+        let sent = &server.received_requests().await.unwrap()[0];
+        let header = |name: &str| {
+            sent.headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        let authorization = header("authorization");
+        let signed_names = authorization
+            .split("SignedHeaders=")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .unwrap();
+        let signed: Vec<(String, String)> = signed_names
+            .split(';')
+            .filter(|name| !["x-amz-date", "x-amz-security-token"].contains(name))
+            .map(|name| (name.to_owned(), header(name)))
+            .collect();
+        let signed: Vec<(&str, &str)> = signed.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let url = format!("{}/", server.uri());
+
+        let ours = sign(&url, &signed, &sent.body, credentials, "eu-west-1", time)
+            .ok()
+            .unwrap();
+
+        let ours: HashMap<String, String> = ours.into_iter().collect();
+        assert_eq!(ours.get("authorization"), Some(&authorization));
+        assert_eq!(ours.get("x-amz-date"), Some(&header("x-amz-date")));
+        assert_eq!(ours.get("x-amz-security-token"), Some(&header("x-amz-security-token")));
+    }
+}
