@@ -44,6 +44,7 @@ use aws_sdk_dynamodb::types::{
     WriteRequest,
 };
 
+use super::direct::Query;
 use super::{DynamoClient, DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable};
 use crate::clock::rfc3339;
 use crate::conversation::{ConversationId, Exchange};
@@ -474,9 +475,7 @@ impl ConversationStore for DynamoConversations {
         } else {
             live.to_owned()
         };
-        let result = self
-            .client
-            .update_item()
+        let update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(self.key(lease.id.as_str(), HEAD).into_iter().collect()))
             .update_expression(
@@ -495,13 +494,11 @@ impl ConversationStore for DynamoConversations {
             .expression_attribute_values(":items_expire", n(self.items_expiry_s(now_ms)))
             .expression_attribute_values(":now_s", n(now_ms / 1000))
             .expression_attribute_values(":now_ms", n(now_ms))
-            .return_values(ReturnValue::AllNew)
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
-        match result {
-            Ok(output) => {
-                let item = output.attributes().cloned().unwrap_or_default();
+            .build()
+            .map_err(malformed)?;
+        match self.client.direct().update(&update).await? {
+            Ok(item) => {
                 let last_status = number(&item, "last_status").unwrap_or_default();
                 Ok(Begun::Held(HeldConversation {
                     exchanges: number(&item, "exchanges").unwrap_or_default(),
@@ -511,12 +508,7 @@ impl ConversationStore for DynamoConversations {
                     stored: true,
                 }))
             }
-            Err(error) => {
-                use aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException as Failed;
-                let Some(Failed(failed)) = error.as_service_error() else {
-                    return Err(unavailable(error));
-                };
-                let found = failed.item().cloned().unwrap_or_default();
+            Err(found) => {
                 let live = text(&found, "customer") == Some(lease.customer.as_str())
                     && number(&found, "expires_at").is_some_and(|at| at > now_ms / 1000);
                 Ok(if live {
@@ -536,29 +528,29 @@ impl ConversationStore for DynamoConversations {
         }
         let mut exchanges = Vec::new();
         let mut start: Option<Item> = None;
+        let values = [
+            (":id".to_owned(), s(id.as_str())),
+            (":prefix".to_owned(), s(EXCHANGE_PREFIX)),
+        ]
+        .into();
         // Newest first, page by page, until `count` (a page holds at most 1 MB).
         loop {
-            let output = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :id AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":id", s(id.as_str()))
-                .expression_attribute_values(":prefix", s(EXCHANGE_PREFIX))
-                .projection_expression("messages")
-                .scan_index_forward(false)
-                .consistent_read(true)
-                .limit(i32::try_from(count - exchanges.len()).unwrap_or(i32::MAX))
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(unavailable)?;
-            for item in output.items() {
+            let query = Query {
+                table: &self.table,
+                key_condition: "pk = :id AND begins_with(sk, :prefix)",
+                values: &values,
+                projection: Some("messages"),
+                newest_first: true,
+                limit: Some(u32::try_from(count - exchanges.len()).unwrap_or(u32::MAX)),
+                start: start.as_ref(),
+            };
+            let (items, next) = self.client.direct().query(&query).await?;
+            for item in &items {
                 let messages = text(item, "messages")
                     .ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
                 exchanges.push(Exchange::from_json(messages).map_err(LedgerError::Malformed)?);
             }
-            start = output.last_evaluated_key().cloned();
+            start = next;
             if start.is_none() || exchanges.len() >= count {
                 return Ok(exchanges);
             }

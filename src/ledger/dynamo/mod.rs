@@ -46,12 +46,12 @@
 
 mod budgets;
 pub mod conversations;
+pub mod direct;
 pub mod forget;
 mod refunds;
 mod requests;
 pub mod schema;
 pub mod staff;
-pub mod transactions;
 
 pub use refunds::prior_refund;
 pub(crate) use refunds::{refund_item, resolution_of};
@@ -76,13 +76,19 @@ use crate::refund::{PaymentOutcome, PriorRefund, Receipt, RefundRequest, RefundS
 
 type Item = HashMap<String, AttributeValue>;
 
-/// The DynamoDB client both tables share: the SDK's for reads and single
-/// writes (through `Deref`), and the function's own for transactions
-/// ([`transactions`]: the hot path's writes).
+/// The DynamoDB client both tables share: the function's own for the hot
+/// path ([`direct`]: transactions, the conversation's lease and window),
+/// the SDK's for everything else (through `Deref`).
 #[derive(Clone)]
 pub struct DynamoClient {
     sdk: Client,
-    transactions: transactions::Transactions,
+    direct: direct::Direct,
+}
+
+impl DynamoClient {
+    pub(crate) fn direct(&self) -> &direct::Direct {
+        &self.direct
+    }
 }
 
 impl std::ops::Deref for DynamoClient {
@@ -256,7 +262,7 @@ pub(crate) async fn transact(
     items: impl IntoIterator<Item = TransactWriteItem>,
 ) -> Result<Option<Vec<Option<Item>>>, LedgerError> {
     let items: Vec<TransactWriteItem> = items.into_iter().collect();
-    client.transactions.write(&items).await
+    client.direct.transact(&items).await
 }
 
 /// Sends a transaction's `Update` as one `UpdateItem` (half the write
@@ -287,8 +293,8 @@ pub(crate) async fn update_alone(client: &Client, update: Update) -> Result<Opti
 }
 
 /// A DynamoDB client on the shared AWS configuration, every operation
-/// bounded by `timeout`, retries included; its transactions on an HTTP
-/// client of their own.
+/// bounded by `timeout`, retries included; its hot path on an HTTP client
+/// of its own.
 pub fn client_for(sdk: &aws_config::SdkConfig, timeout: Duration) -> DynamoClient {
     let http = reqwest::Client::builder()
         .retry(reqwest::retry::never())
@@ -298,7 +304,7 @@ pub fn client_for(sdk: &aws_config::SdkConfig, timeout: Duration) -> DynamoClien
     client_on(sdk, timeout, http)
 }
 
-/// The same, its transactions on `http` (the function's shared client: one
+/// The same, its hot path on `http` (the function's shared client: one
 /// root store, one pool).
 pub fn client_on(sdk: &aws_config::SdkConfig, timeout: Duration, http: reqwest::Client) -> DynamoClient {
     // The operation timeout bounds every call, retries included, so the
@@ -310,7 +316,7 @@ pub fn client_on(sdk: &aws_config::SdkConfig, timeout: Duration, http: reqwest::
         .build();
     DynamoClient {
         sdk: Client::from_conf(config),
-        transactions: transactions::Transactions::new(sdk, timeout, http),
+        direct: direct::Direct::new(sdk, timeout, http),
     }
 }
 

@@ -1,13 +1,14 @@
-//! `TransactWriteItems`, sent by the function itself rather than through
-//! the SDK's orchestrator: the SDK's own item types, written as DynamoDB's
-//! JSON protocol, signed by AWS's SigV4 signer (`aws-sigv4`, the one the SDK
-//! uses), sent on a reqwest client.
+//! The hot path's DynamoDB calls, sent by the function itself rather than
+//! through the SDK's orchestrator: `TransactWriteItems` (the claim with the
+//! turn, the refund record, the outcome, the append), the conversation's
+//! lease (`UpdateItem`) and its window (`Query`). The SDK's own item types,
+//! written as DynamoDB's JSON protocol, signed by AWS's SigV4 signer
+//! (`aws-sigv4`, the one the SDK uses), sent on a reqwest client.
 //!
-//! Why: every write of a turn's hot path is a transaction (the claim with
-//! the turn, the refund record, the outcome, the append), and the SDK's
-//! fixed cost per operation is as large as the HTTP exchange itself (about
-//! 68 of 158 µs of CPU here; `docs/benchmarks.md`, `sdk-op-cost`).
-//! Reads and the rare single writes stay on the SDK.
+//! Why: the SDK's fixed cost per operation is as large as the HTTP
+//! exchange itself (about 68 of 158 µs of CPU here; `docs/benchmarks.md`,
+//! `sdk-op-cost`). Everything off the hot path (the staff's commands, the
+//! rare single writes and reads) stays on the SDK.
 //!
 //! The same rules as the SDK's standard mode, which the ledger relies on:
 //! - one `ClientRequestToken` per call, the same on every attempt, so a
@@ -32,7 +33,7 @@ use std::time::{Duration, SystemTime};
 
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use serde::Serialize;
 use serde::ser::{Error as _, SerializeMap, Serializer};
 use serde_json::Value;
@@ -47,7 +48,6 @@ const INITIAL_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(20);
 const RETRY_QUOTA: u32 = 500;
 const RETRY_COST: u32 = 5;
-const TARGET: &str = "DynamoDB_20120810.TransactWriteItems";
 /// Error codes the SDK's standard mode retries (besides any 5xx).
 const RETRYABLE: &[&str] = &[
     "ThrottlingException",
@@ -63,7 +63,7 @@ const RETRYABLE: &[&str] = &[
 pub type Outcome = Option<Vec<Option<Item>>>;
 
 #[derive(Clone)]
-pub struct Transactions {
+pub struct Direct {
     inner: Arc<Inner>,
 }
 
@@ -78,12 +78,12 @@ struct Inner {
     retry_quota: AtomicU32,
 }
 
-impl Transactions {
+impl Direct {
     /// From the SDK configuration the ledger's client is built from, on `http`.
-    pub fn new(sdk: &aws_config::SdkConfig, timeout: Duration, http: reqwest::Client) -> Transactions {
+    pub fn new(sdk: &aws_config::SdkConfig, timeout: Duration, http: reqwest::Client) -> Direct {
         let region = sdk.region().map(|r| r.as_ref().to_owned()).unwrap_or_default();
         let url = endpoint(sdk).or_else(|| (!region.is_empty()).then(|| public_endpoint(&region)));
-        Transactions {
+        Direct {
             inner: Arc::new(Inner {
                 http,
                 url: url.map(|url| format!("{}/", url.trim_end_matches('/'))),
@@ -97,11 +97,60 @@ impl Transactions {
     }
 
     /// Runs one transaction (see [`Outcome`]).
-    pub async fn write(&self, items: &[TransactWriteItem]) -> Result<Outcome, LedgerError> {
+    pub async fn transact(&self, items: &[TransactWriteItem]) -> Result<Outcome, LedgerError> {
         let token = request_token()?;
-        let body = serde_json::to_vec(&Body { items, token: &token })
-            .map_err(|error| LedgerError::Malformed(error.to_string()))?;
-        let result = tokio::time::timeout(self.inner.timeout, self.attempts(&body, items.len()))
+        match self
+            .call("TransactWriteItems", to_json(&Body { items, token: &token })?)
+            .await?
+        {
+            Answer::Done(_) => Ok(None),
+            Answer::Refused { code, body } if code == "TransactionCanceledException" => {
+                cancelled(&body["CancellationReasons"], items.len())
+            }
+            Answer::Refused { code, .. } => Err(LedgerError::Unavailable(code)),
+        }
+    }
+
+    /// One `UpdateItem` that returns the item as written (`ALL_NEW`).
+    /// `Ok(Err(found))`: its condition failed, on what it found (with
+    /// `ReturnValuesOnConditionCheckFailure`).
+    pub async fn update(&self, update: &Update) -> Result<Result<Item, Item>, LedgerError> {
+        let request = Fields {
+            return_values: Some("ALL_NEW"),
+            ..Fields::of_update(update)
+        };
+        match self.call("UpdateItem", to_json(&request)?).await? {
+            Answer::Done(body) => attributes(&body["Attributes"]).map(Ok),
+            Answer::Refused { code, body } if code == "ConditionalCheckFailedException" => {
+                attributes(&body["Item"]).map(Err)
+            }
+            Answer::Refused { code, .. } => Err(LedgerError::Unavailable(code)),
+        }
+    }
+
+    /// One page of a strongly consistent `Query`: its items, and the key to
+    /// go on from.
+    pub async fn query(&self, query: &Query<'_>) -> Result<(Vec<Item>, Option<Item>), LedgerError> {
+        match self.call("Query", to_json(query)?).await? {
+            Answer::Done(body) => {
+                let items = body["Items"]
+                    .as_array()
+                    .map(|items| items.iter().map(item_of).collect::<Result<Vec<_>, _>>())
+                    .transpose()?
+                    .unwrap_or_default();
+                let next = match &body["LastEvaluatedKey"] {
+                    Value::Null => None,
+                    key => Some(item_of(key)?),
+                };
+                Ok((items, next))
+            }
+            Answer::Refused { code, .. } => Err(LedgerError::Unavailable(code)),
+        }
+    }
+
+    /// One call, retries included, bounded by the operation timeout.
+    async fn call(&self, operation: &'static str, body: Vec<u8>) -> Result<Answer, LedgerError> {
+        let result = tokio::time::timeout(self.inner.timeout, self.attempts(operation, &body))
             .await
             .unwrap_or(Err(Failure::Timeout));
         result.map_err(|failure| {
@@ -110,20 +159,20 @@ impl Transactions {
                 Failure::Timeout => LedgerError::Timeout,
                 Failure::Other(why) => LedgerError::Unavailable(why),
             }
-        })?
+        })
     }
 
-    async fn attempts(&self, body: &[u8], count: usize) -> Result<Result<Outcome, LedgerError>, Failure> {
+    async fn attempts(&self, operation: &'static str, body: &[u8]) -> Result<Answer, Failure> {
         let mut attempt = 1;
         loop {
-            match self.attempt(body, count).await? {
-                Answered::Final(outcome) => {
+            match self.attempt(operation, body).await? {
+                Attempted::Answered(answer) => {
                     let quota = &self.inner.retry_quota;
                     let _ =
                         quota.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| Some((q + 1).min(RETRY_QUOTA)));
-                    return Ok(outcome);
+                    return Ok(answer);
                 }
-                Answered::Retry(why) => {
+                Attempted::Retry(why) => {
                     let quota = &self.inner.retry_quota;
                     let drawn = quota.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |q| q.checked_sub(RETRY_COST));
                     if attempt >= MAX_ATTEMPTS || drawn.is_err() {
@@ -136,12 +185,16 @@ impl Transactions {
         }
     }
 
-    async fn attempt(&self, body: &[u8], count: usize) -> Result<Answered, Failure> {
+    async fn attempt(&self, operation: &'static str, body: &[u8]) -> Result<Attempted, Failure> {
         let Some(url) = &self.inner.url else {
             return Err(Failure::Other("no region configured for DynamoDB".into()));
         };
         let credentials = self.credentials().await?;
-        let headers = [("content-type", "application/x-amz-json-1.0"), ("x-amz-target", TARGET)];
+        let target = format!("DynamoDB_20120810.{operation}");
+        let headers = [
+            ("content-type", "application/x-amz-json-1.0"),
+            ("x-amz-target", target.as_str()),
+        ];
         let mut request = self.inner.http.post(url).body(body.to_vec());
         for (name, value) in headers {
             request = request.header(name, value);
@@ -151,30 +204,31 @@ impl Transactions {
         }
         let response = match request.send().await {
             Ok(response) => response,
-            // Perhaps sent: the same token makes a retry safe.
-            Err(error) => return Ok(Answered::Retry(format!("DynamoDB could not be reached: {error}"))),
+            // Perhaps sent: every write is conditional, and a transaction's
+            // token is the same on every attempt, so a retry is safe.
+            Err(error) => return Ok(Attempted::Retry(format!("DynamoDB could not be reached: {error}"))),
         };
         let status = response.status();
         let bytes = match response.bytes().await {
             Ok(bytes) => bytes,
-            Err(error) => return Ok(Answered::Retry(format!("DynamoDB's answer was cut off: {error}"))),
+            Err(error) => return Ok(Attempted::Retry(format!("DynamoDB's answer was cut off: {error}"))),
         };
+        let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         if status.is_success() {
-            return Ok(Answered::Final(Ok(None)));
+            return Ok(Attempted::Answered(Answer::Done(body)));
         }
-        let answer: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
-        let code = answer["__type"].as_str().unwrap_or_default();
-        let code = code.rsplit('#').next().unwrap_or(code);
-        let message = answer["message"]
+        let code = body["__type"].as_str().unwrap_or_default();
+        let code = code.rsplit('#').next().unwrap_or(code).to_owned();
+        if ["TransactionCanceledException", "ConditionalCheckFailedException"].contains(&code.as_str()) {
+            return Ok(Attempted::Answered(Answer::Refused { code, body }));
+        }
+        let message = body["message"]
             .as_str()
-            .or(answer["Message"].as_str())
+            .or(body["Message"].as_str())
             .unwrap_or_default();
-        if code == "TransactionCanceledException" {
-            return Ok(Answered::Final(cancelled(&answer["CancellationReasons"], count)));
-        }
         let why = format!("DynamoDB answered {status}: {code}: {message}");
-        if status.is_server_error() || RETRYABLE.contains(&code) {
-            return Ok(Answered::Retry(why));
+        if status.is_server_error() || RETRYABLE.contains(&code.as_str()) {
+            return Ok(Attempted::Retry(why));
         }
         Err(Failure::Other(why))
     }
@@ -207,8 +261,14 @@ impl Transactions {
     }
 }
 
-enum Answered {
-    Final(Result<Outcome, LedgerError>),
+/// What DynamoDB answered, retries done: success, or a condition's refusal.
+enum Answer {
+    Done(Value),
+    Refused { code: String, body: Value },
+}
+
+enum Attempted {
+    Answered(Answer),
     Retry(String),
 }
 
@@ -371,6 +431,24 @@ struct Fields<'a> {
     names: Option<&'a HashMap<String, String>>,
     values: Option<&'a HashMap<String, AttributeValue>>,
     on_failure: Option<&'a str>,
+    /// `UpdateItem`'s alone.
+    return_values: Option<&'a str>,
+}
+
+impl<'a> Fields<'a> {
+    fn of_update(update: &'a Update) -> Fields<'a> {
+        Fields {
+            table: update.table_name(),
+            item: None,
+            key: Some(update.key()),
+            update: Some(update.update_expression()),
+            condition: update.condition_expression(),
+            names: update.expression_attribute_names(),
+            values: update.expression_attribute_values(),
+            on_failure: on_failure(update.return_values_on_condition_check_failure()),
+            return_values: None,
+        }
+    }
 }
 
 impl Serialize for ItemJson<'_> {
@@ -386,20 +464,11 @@ impl Serialize for ItemJson<'_> {
                 names: put.expression_attribute_names(),
                 values: put.expression_attribute_values(),
                 on_failure: on_failure(put.return_values_on_condition_check_failure()),
+                return_values: None,
             };
             ("Put", fields)
         } else if let Some(update) = item.update() {
-            let fields = Fields {
-                table: update.table_name(),
-                item: None,
-                key: Some(update.key()),
-                update: Some(update.update_expression()),
-                condition: update.condition_expression(),
-                names: update.expression_attribute_names(),
-                values: update.expression_attribute_values(),
-                on_failure: on_failure(update.return_values_on_condition_check_failure()),
-            };
-            ("Update", fields)
+            ("Update", Fields::of_update(update))
         } else if let Some(check) = item.condition_check() {
             let fields = Fields {
                 table: check.table_name(),
@@ -410,6 +479,7 @@ impl Serialize for ItemJson<'_> {
                 names: check.expression_attribute_names(),
                 values: check.expression_attribute_values(),
                 on_failure: on_failure(check.return_values_on_condition_check_failure()),
+                return_values: None,
             };
             ("ConditionCheck", fields)
         } else if let Some(delete) = item.delete() {
@@ -422,6 +492,7 @@ impl Serialize for ItemJson<'_> {
                 names: delete.expression_attribute_names(),
                 values: delete.expression_attribute_values(),
                 on_failure: on_failure(delete.return_values_on_condition_check_failure()),
+                return_values: None,
             };
             ("Delete", fields)
         } else {
@@ -457,6 +528,9 @@ impl Serialize for Fields<'_> {
         }
         if let Some(on_failure) = self.on_failure {
             map.serialize_entry("ReturnValuesOnConditionCheckFailure", on_failure)?;
+        }
+        if let Some(return_values) = self.return_values {
+            map.serialize_entry("ReturnValues", return_values)?;
         }
         map.end()
     }
@@ -496,6 +570,50 @@ struct List<'a>(&'a [AttributeValue]);
 impl Serialize for List<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_seq(self.0.iter().map(Attribute))
+    }
+}
+
+/// A `Query` of one partition, strongly consistent.
+pub struct Query<'a> {
+    pub table: &'a str,
+    pub key_condition: &'a str,
+    pub values: &'a HashMap<String, AttributeValue>,
+    pub projection: Option<&'a str>,
+    pub newest_first: bool,
+    pub limit: Option<u32>,
+    pub start: Option<&'a Item>,
+}
+
+impl Serialize for Query<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("TableName", self.table)?;
+        map.serialize_entry("KeyConditionExpression", self.key_condition)?;
+        map.serialize_entry("ExpressionAttributeValues", &Attributes(self.values))?;
+        if let Some(projection) = self.projection {
+            map.serialize_entry("ProjectionExpression", projection)?;
+        }
+        map.serialize_entry("ScanIndexForward", &!self.newest_first)?;
+        map.serialize_entry("ConsistentRead", &true)?;
+        if let Some(limit) = self.limit {
+            map.serialize_entry("Limit", &limit)?;
+        }
+        if let Some(start) = self.start {
+            map.serialize_entry("ExclusiveStartKey", &Attributes(start))?;
+        }
+        map.end()
+    }
+}
+
+fn to_json(request: &impl Serialize) -> Result<Vec<u8>, LedgerError> {
+    serde_json::to_vec(request).map_err(|error| LedgerError::Malformed(error.to_string()))
+}
+
+/// An item DynamoDB returned, or none (an absent `Attributes`, `Item`).
+fn attributes(value: &Value) -> Result<Item, LedgerError> {
+    match value {
+        Value::Null => Ok(Item::new()),
+        item => item_of(item),
     }
 }
 
@@ -542,7 +660,7 @@ fn value_of(value: &Value) -> Result<AttributeValue, LedgerError> {
 
 #[cfg(test)]
 mod tests {
-    use aws_sdk_dynamodb::types::{ConditionCheck, Put, ReturnValuesOnConditionCheckFailure, Update};
+    use aws_sdk_dynamodb::types::{ConditionCheck, Put, ReturnValuesOnConditionCheckFailure};
 
     use super::*;
 
@@ -753,5 +871,59 @@ mod tests {
         assert_eq!(ours.get("authorization"), Some(&authorization));
         assert_eq!(ours.get("x-amz-date"), Some(&header("x-amz-date")));
         assert_eq!(ours.get("x-amz-security-token"), Some(&header("x-amz-security-token")));
+    }
+
+    #[test]
+    fn a_lease_and_a_window_are_written_as_the_json_protocol_spells_them() {
+        let update = Update::builder()
+            .table_name("conversations")
+            .key("pk", s("c_1"))
+            .update_expression("SET lease_writer = :writer")
+            .condition_expression("attribute_not_exists(lease_until_ms)")
+            .expression_attribute_values(":writer", s("w"))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .unwrap();
+        let lease = Fields {
+            return_values: Some("ALL_NEW"),
+            ..Fields::of_update(&update)
+        };
+        let values = [(":id".to_owned(), s("c_1"))].into();
+        let start: Item = [("pk".to_owned(), s("c_1")), ("sk".to_owned(), s("x#000003"))].into();
+        let window = Query {
+            table: "conversations",
+            key_condition: "pk = :id",
+            values: &values,
+            projection: Some("messages"),
+            newest_first: true,
+            limit: Some(10),
+            start: Some(&start),
+        };
+
+        assert_eq!(
+            serde_json::to_value(&lease).unwrap(),
+            json!({
+                "TableName": "conversations",
+                "Key": {"pk": {"S": "c_1"}},
+                "UpdateExpression": "SET lease_writer = :writer",
+                "ConditionExpression": "attribute_not_exists(lease_until_ms)",
+                "ExpressionAttributeValues": {":writer": {"S": "w"}},
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                "ReturnValues": "ALL_NEW",
+            })
+        );
+        assert_eq!(
+            serde_json::to_value(&window).unwrap(),
+            json!({
+                "TableName": "conversations",
+                "KeyConditionExpression": "pk = :id",
+                "ExpressionAttributeValues": {":id": {"S": "c_1"}},
+                "ProjectionExpression": "messages",
+                "ScanIndexForward": false,
+                "ConsistentRead": true,
+                "Limit": 10,
+                "ExclusiveStartKey": {"pk": {"S": "c_1"}, "sk": {"S": "x#000003"}},
+            })
+        );
     }
 }
