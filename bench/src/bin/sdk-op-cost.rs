@@ -1,8 +1,8 @@
-//! What one DynamoDB operation costs the function's thread, by client
-//! configuration: the SDK as the function builds it, then with one part
-//! configured away at a time, then a thin client (`aws-sigv4` signing a
-//! request sent by reqwest, the JSON written and read by hand). `make bench`
-//! prints it after the turn's table.
+//! What one DynamoDB operation costs the function's thread, by client: the
+//! SDK as the function used to send every call (and with one part
+//! configured away at a time), the function's direct client (what its hot
+//! path uses now), a minimal thin client, and the bare HTTP exchange.
+//! `make bench` prints it after the turn's table.
 //!
 //! The stand-in (the bench's DynamoDB, answering `{}`) runs on a thread of
 //! its own; the client's CPU is its thread's (`/proc/thread-self/schedstat`),
@@ -74,9 +74,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         let thin = Thin::new(&endpoint)?;
         let names = [
-            "SDK, as the function builds it",
+            "SDK, as the function built it before",
             "SDK, retries off",
             "SDK, a fixed endpoint (no rules engine)",
+            "the function's direct client (`ledger::dynamo::direct`)",
             "thin: aws-sigv4 + reqwest, JSON by hand",
             "floor: the same POST unsigned (the HTTP exchange alone)",
         ];
@@ -89,7 +90,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     0 => measure(ops, || update_with_sdk(&function)).await?,
                     1 => measure(ops, || update_with_sdk(&retries_off)).await?,
                     2 => measure(ops, || update_with_sdk(&fixed)).await?,
-                    3 => measure(ops, || thin.update(true)).await?,
+                    3 => measure(ops, || update_direct(&function)).await?,
+                    4 => measure(ops, || thin.update(true)).await?,
                     _ => measure(ops, || thin.update(false)).await?,
                 });
             }
@@ -162,6 +164,29 @@ async fn update_with_sdk(client: &Client) -> Result<(), Box<dyn std::error::Erro
         .expression_attribute_values(":writer", AttributeValue::S("req-0123456789/w-abcdef".into()))
         .send()
         .await?;
+    Ok(())
+}
+
+/// The same `UpdateItem`, sent the way the function's hot path sends it.
+async fn update_direct(client: &refund_chat::ledger::dynamo::DynamoClient) -> Result<(), Box<dyn std::error::Error>> {
+    let update = aws_sdk_dynamodb::types::Update::builder()
+        .table_name("bench-ledger")
+        .key("pk", AttributeValue::S("refund#r_0123456789abcdef".into()))
+        .update_expression("SET #state = :to, refund_id = :refund_id, receipt_status = :receipt, updated_at = :now")
+        .condition_expression("#state = :executing AND writer = :writer")
+        .expression_attribute_names("#state", "state")
+        .expression_attribute_values(":to", AttributeValue::S("executed".into()))
+        .expression_attribute_values(":refund_id", AttributeValue::S("rf_bench".into()))
+        .expression_attribute_values(":receipt", AttributeValue::S("succeeded".into()))
+        .expression_attribute_values(":now", AttributeValue::S("2026-12-01T12:00:00.000Z".into()))
+        .expression_attribute_values(":executing", AttributeValue::S("executing".into()))
+        .expression_attribute_values(":writer", AttributeValue::S("req-0123456789/w-abcdef".into()))
+        .build()?;
+    client
+        .direct()
+        .update(&update)
+        .await?
+        .map_err(|_| "the condition failed")?;
     Ok(())
 }
 

@@ -86,7 +86,7 @@ pub struct DynamoClient {
 }
 
 impl DynamoClient {
-    pub(crate) fn direct(&self) -> &direct::Direct {
+    pub fn direct(&self) -> &direct::Direct {
         &self.direct
     }
 }
