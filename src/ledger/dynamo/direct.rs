@@ -24,7 +24,9 @@
 //!   minutes before they expire;
 //! - the endpoint as the SDK resolves it from its configuration: one set in
 //!   code, else `AWS_ENDPOINT_URL_DYNAMODB`, else `AWS_ENDPOINT_URL`, else
-//!   the region's public endpoint.
+//!   the region's public endpoint (FIPS, dual-stack as configured). Not
+//!   resolved: account-based endpoints (`AccountIdEndpointMode`), which
+//!   the regional endpoint serves as well.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -82,7 +84,8 @@ impl Direct {
     /// From the SDK configuration the ledger's client is built from, on `http`.
     pub fn new(sdk: &aws_config::SdkConfig, timeout: Duration, http: reqwest::Client) -> Direct {
         let region = sdk.region().map(|r| r.as_ref().to_owned()).unwrap_or_default();
-        let url = endpoint(sdk).or_else(|| (!region.is_empty()).then(|| public_endpoint(&region)));
+        let (fips, dual_stack) = (sdk.use_fips().unwrap_or(false), sdk.use_dual_stack().unwrap_or(false));
+        let url = endpoint(sdk).or_else(|| (!region.is_empty()).then(|| public_endpoint(&region, fips, dual_stack)));
         Direct {
             inner: Arc::new(Inner {
                 http,
@@ -347,13 +350,17 @@ fn endpoint(sdk: &aws_config::SdkConfig) -> Option<String> {
         .or_else(|| sdk.endpoint_url().map(str::to_owned))
 }
 
-fn public_endpoint(region: &str) -> String {
-    let domain = if region.starts_with("cn-") {
-        "amazonaws.com.cn"
-    } else {
-        "amazonaws.com"
+/// The region's endpoint, as the SDK's rules make it (FIPS and dual-stack
+/// from `AWS_USE_FIPS_ENDPOINT`, `AWS_USE_DUALSTACK_ENDPOINT`).
+fn public_endpoint(region: &str, fips: bool, dual_stack: bool) -> String {
+    let service = if fips { "dynamodb-fips" } else { "dynamodb" };
+    let domain = match (region.starts_with("cn-"), dual_stack) {
+        (false, false) => "amazonaws.com",
+        (false, true) => "api.aws",
+        (true, false) => "amazonaws.com.cn",
+        (true, true) => "api.amazonwebservices.com.cn",
     };
-    format!("https://dynamodb.{region}.{domain}")
+    format!("https://{service}.{region}.{domain}")
 }
 
 /// Full jitter: a random share of `INITIAL_BACKOFF · 2^(attempt-1)`, at most `MAX_BACKOFF`.
@@ -795,11 +802,25 @@ mod tests {
             .endpoint_url("http://127.0.0.1:4566")
             .build();
         assert_eq!(endpoint(&configured).as_deref(), Some("http://127.0.0.1:4566"));
-        assert_eq!(public_endpoint("eu-west-1"), "https://dynamodb.eu-west-1.amazonaws.com");
-        assert_eq!(
-            public_endpoint("cn-north-1"),
-            "https://dynamodb.cn-north-1.amazonaws.com.cn"
-        );
+        let public = [
+            ("eu-west-1", false, false, "https://dynamodb.eu-west-1.amazonaws.com"),
+            (
+                "us-east-1",
+                true,
+                false,
+                "https://dynamodb-fips.us-east-1.amazonaws.com",
+            ),
+            ("eu-west-1", false, true, "https://dynamodb.eu-west-1.api.aws"),
+            (
+                "cn-north-1",
+                false,
+                false,
+                "https://dynamodb.cn-north-1.amazonaws.com.cn",
+            ),
+        ];
+        for (region, fips, dual_stack, expected) in public {
+            assert_eq!(public_endpoint(region, fips, dual_stack), expected);
+        }
     }
 
     /// Signed by the SDK and by [`sign`], the same request (body, headers,
