@@ -207,9 +207,14 @@ async fn a_dead_invocations_lease_runs_out_by_itself() {
 #[tokio::test]
 async fn messages_sent_at_once_to_one_conversation_take_turns() {
     // The model takes most of its timeout, so the messages overlap even on a
-    // loaded machine.
+    // loaded machine. moto is not atomic under concurrent conditional writes
+    // (two leases can both pass); DynamoDB is, per item, and the proxy
+    // passes one request at a time, as DynamoDB orders the writes of one item.
+    let serialised = proxy(&moto().endpoint, true, forward_all()).await;
     let h = TestApp::builder()
         .model_responder(|_| text("Noted.").set_delay(Duration::from_millis(400)))
+        .ledger_at(serialised.clone())
+        .conversations_at(serialised)
         .build()
         .await;
     let id = h.say(None, "hello").await.conversation_id().to_owned();
