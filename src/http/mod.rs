@@ -32,8 +32,8 @@ use crate::http::body::{ChatRequest, InputError};
 use crate::http::idempotency::{Admission, IdempotencyKey, MalformedKey, Refusal};
 use crate::http::identity::IdentityError;
 use crate::ledger::{
-    Appended, Begun, BudgetStore, ConversationLease, ConversationStore, HeldConversation, KeySettlement, LedgerError,
-    NewExchange, RequestLease, RequestLedger, StoredResponse, TakenTurn,
+    Appended, Begun, BudgetStore, ClaimedWithTurn, ConversationLease, ConversationStore, HeldConversation,
+    KeySettlement, LedgerError, NewExchange, RequestLease, RequestLedger, StoredResponse, TakenTurn,
 };
 use crate::ops::telemetry::{self, ConversationUse, KeyUse, RequestEnd};
 use crate::refund::{Attempt, RefundGateway, RefundScope, WriterMark};
@@ -525,13 +525,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 .map(|admission| (admission, None))
                 .map_err(|refusal| refused(trace, refusal));
         }
-        let customer = lease.scope.user_id();
-        match self
-            .ledger
-            .take_turn(customer, &self.config.budget, Some(lease), now)
-            .await
-        {
-            Ok(TakenTurn::Taken) => {
+        match self.ledger.claim_with_turn(lease, &self.config.budget, now).await {
+            Ok(ClaimedWithTurn::Both) => {
                 trace.budget = Some("taken");
                 let admission = Admission::Proceed {
                     taken_over: false,
@@ -539,7 +534,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 };
                 Ok((admission, Some(now)))
             }
-            Ok(TakenTurn::KeyExists(existing)) => idempotency::admit_existing(&self.ledger, lease, existing, now)
+            Ok(ClaimedWithTurn::KeyExists(existing)) => idempotency::admit_existing(&self.ledger, lease, existing, now)
                 .await
                 .map(|admission| (admission, None))
                 .map_err(|refusal| refused(trace, refusal)),
@@ -547,7 +542,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             // before the budget (a person's conversation is answered whatever
             // the budget), so the claim is made alone and the budget asked
             // again after the conversation's checks.
-            Ok(TakenTurn::Refused(_)) => idempotency::admit(&self.ledger, lease, now)
+            Ok(ClaimedWithTurn::Refused(_)) => idempotency::admit(&self.ledger, lease, now)
                 .await
                 .map(|admission| (admission, None))
                 .map_err(|refusal| refused(trace, refusal)),
@@ -693,7 +688,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         if turn_taken.is_none() {
             let refusal = match self
                 .ledger
-                .take_turn(scope.user_id(), &self.config.budget, None, now_ms())
+                .take_turn(scope.user_id(), &self.config.budget, now_ms())
                 .await
             {
                 Ok(TakenTurn::Taken) => None,
@@ -701,9 +696,6 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                     trace.budget = Some(spent.as_str());
                     Some(ApiError::BudgetSpent(spent))
                 }
-                Ok(TakenTurn::KeyExists(_)) => Some(ApiError::BudgetUnavailable(LedgerError::Malformed(
-                    "a key's record from a turn taken without a key".into(),
-                ))),
                 Err(error) => {
                     tracing::error!(event = "budget", op = "take_turn", error = %error);
                     trace.budget = Some("unavailable");

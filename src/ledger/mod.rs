@@ -335,24 +335,39 @@ pub enum TakenTurn {
     Taken,
     /// Nothing was counted: the hour's turns or the day's tokens are spent.
     Refused(Spent),
-    /// The key given to claim with the turn has a live record: nothing was
-    /// written (the key's verdict comes first: a replay spends nothing).
+}
+
+/// What claiming a key together with a turn found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimedWithTurn {
+    /// The key is held and the turn counted.
+    Both,
+    /// The key has a live record: nothing was written (the key's verdict
+    /// comes first: a replay spends nothing).
     KeyExists(StoredRequest),
+    /// Nothing was written: the hour's turns or the day's tokens are spent.
+    Refused(Spent),
 }
 
 /// The customers' budgets (contract 13): counters per window, with TTL.
 pub trait BudgetStore: Send + Sync {
     /// Counts one turn of the hour, on the condition that the hour's turns
-    /// and the day's tokens are below their limits: one atomic step, which
-    /// also claims the request's key when `claim` is given (as
-    /// [`RequestLedger::claim_request`] would).
+    /// and the day's tokens are below their limits: one atomic step.
     fn take_turn(
         &self,
         customer: &str,
         limits: &BudgetLimits,
-        claim: Option<&RequestLease>,
         now_ms: u64,
     ) -> impl Future<Output = Result<TakenTurn, LedgerError>> + Send;
+
+    /// The same step, which also claims the request's key (as
+    /// [`RequestLedger::claim_request`] would): both or neither.
+    fn claim_with_turn(
+        &self,
+        lease: &RequestLease,
+        limits: &BudgetLimits,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<ClaimedWithTurn, LedgerError>> + Send;
 
     /// Gives back the turn taken at `taken_at_ms` that did not run (its
     /// conversation was refused or is a person's): never below zero.

@@ -62,40 +62,31 @@ async fn the_hour_rolls_over_at_its_end_and_the_day_at_midnight() {
     let budget = limits(2, 1000);
 
     for _ in 0..2 {
-        assert_eq!(
-            ledger.take_turn("u-1", &budget, None, before).await,
-            Ok(TakenTurn::Taken)
-        );
+        assert_eq!(ledger.take_turn("u-1", &budget, before).await, Ok(TakenTurn::Taken));
     }
     assert_eq!(
-        ledger.take_turn("u-1", &budget, None, before).await,
+        ledger.take_turn("u-1", &budget, before).await,
         Ok(TakenTurn::Refused(Spent::Turns { retry_after_secs: 1 })),
         "the last half second of the hour rounds up to 1"
     );
     assert_eq!(
-        ledger.take_turn("u-2", &budget, None, before).await,
+        ledger.take_turn("u-2", &budget, before).await,
         Ok(TakenTurn::Taken),
         "per customer"
     );
     let next_hour = parse_utc("2026-12-01T11:00:00Z").unwrap();
-    assert_eq!(
-        ledger.take_turn("u-1", &budget, None, next_hour).await,
-        Ok(TakenTurn::Taken)
-    );
+    assert_eq!(ledger.take_turn("u-1", &budget, next_hour).await, Ok(TakenTurn::Taken));
 
     // The day's tokens: a turn may overshoot by itself; the next is refused until midnight.
     ledger.add_tokens("u-1", 1200, next_hour).await.unwrap();
     assert_eq!(
-        ledger.take_turn("u-1", &budget, None, next_hour + 1000).await,
+        ledger.take_turn("u-1", &budget, next_hour + 1000).await,
         Ok(TakenTurn::Refused(Spent::Tokens {
             retry_after_secs: 13 * 3600 - 1
         }))
     );
     let tomorrow = parse_utc("2026-12-02").unwrap();
-    assert_eq!(
-        ledger.take_turn("u-1", &budget, None, tomorrow).await,
-        Ok(TakenTurn::Taken)
-    );
+    assert_eq!(ledger.take_turn("u-1", &budget, tomorrow).await, Ok(TakenTurn::Taken));
 }
 
 #[tokio::test]

@@ -188,7 +188,7 @@ async fn update_direct(
 ) -> Result<(), Box<dyn std::error::Error>> {
     client
         .direct()
-        .update(update)
+        .update(update, aws_sdk_dynamodb::types::ReturnValue::None)
         .await?
         .map_err(|_| "the condition failed")?;
     Ok(())

@@ -12,14 +12,14 @@
 //! below theirs; a keyed request's claim of its key rides in it (one
 //! operation, not two). Concurrent requests for the last turn: exactly one
 //! passes. The tokens are added in the conversation's append.
-//! A retry of a transaction that landed is the SDK's, with its idempotency
-//! token: it cannot count twice.
+//! A retry of a transaction that landed carries its idempotency token
+//! ([`super::direct`]): it cannot count twice.
 
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 
-use super::{DynamoLedger, malformed, n, s, update_alone};
+use super::{DynamoLedger, Item, malformed, n, s, update_alone};
 use crate::budget::{BudgetLimits, Spent, Windows};
-use crate::ledger::{BudgetStore, KeyClaim, LedgerError, RequestLease, TakenTurn};
+use crate::ledger::{BudgetStore, ClaimedWithTurn, KeyClaim, LedgerError, RequestLease, TakenTurn};
 
 fn turns_pk(customer: &str, hour: &str) -> String {
     format!("budget#turns#u{}:{customer}#{hour}", customer.len())
@@ -47,14 +47,16 @@ impl DynamoLedger {
     }
 }
 
-impl BudgetStore for DynamoLedger {
-    async fn take_turn(
+impl DynamoLedger {
+    /// The turn's transaction, with the key's claim as its third item when
+    /// given. `Ok(None)`: written.
+    async fn turn_transaction(
         &self,
         customer: &str,
         limits: &BudgetLimits,
         claim: Option<&RequestLease>,
         now_ms: u64,
-    ) -> Result<TakenTurn, LedgerError> {
+    ) -> Result<Option<Vec<Option<Item>>>, LedgerError> {
         let windows = Windows::at(now_ms);
         let turns = Update::builder()
             .table_name(self.table())
@@ -82,27 +84,52 @@ impl BudgetStore for DynamoLedger {
         if let Some(lease) = claim {
             items.push(TransactWriteItem::builder().put(self.claim_put(lease, now_ms)?).build());
         }
-        let Some(found) = self.transact(items).await? else {
-            return Ok(TakenTurn::Taken);
+        self.transact(items).await
+    }
+}
+
+/// What a refused turn's transaction says: the day's tokens outlast the
+/// hour's turns, so when both are spent the longer wait wins.
+fn spent(found: &[Option<Item>], now_ms: u64) -> Spent {
+    let windows = Windows::at(now_ms);
+    if found.get(1).is_some_and(Option::is_some) {
+        Spent::Tokens {
+            retry_after_secs: windows.tokens_retry_after_secs(now_ms),
+        }
+    } else {
+        Spent::Turns {
+            retry_after_secs: windows.turns_retry_after_secs(now_ms),
+        }
+    }
+}
+
+impl BudgetStore for DynamoLedger {
+    async fn take_turn(&self, customer: &str, limits: &BudgetLimits, now_ms: u64) -> Result<TakenTurn, LedgerError> {
+        Ok(match self.turn_transaction(customer, limits, None, now_ms).await? {
+            None => TakenTurn::Taken,
+            Some(found) => TakenTurn::Refused(spent(&found, now_ms)),
+        })
+    }
+
+    async fn claim_with_turn(
+        &self,
+        lease: &RequestLease,
+        limits: &BudgetLimits,
+        now_ms: u64,
+    ) -> Result<ClaimedWithTurn, LedgerError> {
+        let customer = lease.scope.user_id();
+        let Some(found) = self.turn_transaction(customer, limits, Some(lease), now_ms).await? else {
+            return Ok(ClaimedWithTurn::Both);
         };
         // The key first: a replay, a 409 or a 422 spends nothing.
-        if let (Some(lease), Some(Some(item))) = (claim, found.get(2)) {
+        if let Some(Some(item)) = found.get(2) {
             return Ok(match self.claim_found(lease, item)? {
                 // Our own retried transaction had landed, turn and all.
-                KeyClaim::Claimed => TakenTurn::Taken,
-                KeyClaim::Existing(existing) => TakenTurn::KeyExists(existing),
+                KeyClaim::Claimed => ClaimedWithTurn::Both,
+                KeyClaim::Existing(existing) => ClaimedWithTurn::KeyExists(existing),
             });
         }
-        Ok(if found.get(1).is_some_and(Option::is_some) {
-            // The day's tokens outlast the hour's turns: the longer wait wins.
-            TakenTurn::Refused(Spent::Tokens {
-                retry_after_secs: windows.tokens_retry_after_secs(now_ms),
-            })
-        } else {
-            TakenTurn::Refused(Spent::Turns {
-                retry_after_secs: windows.turns_retry_after_secs(now_ms),
-            })
-        })
+        Ok(ClaimedWithTurn::Refused(spent(&found, now_ms)))
     }
 
     async fn give_back_turn(&self, customer: &str, taken_at_ms: u64) -> Result<(), LedgerError> {

@@ -45,7 +45,7 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::direct::Query;
-use super::{DynamoClient, DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable};
+use super::{DynamoClient, DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable, update_alone};
 use crate::clock::rfc3339;
 use crate::conversation::{ConversationId, Exchange};
 use crate::ledger::{
@@ -228,21 +228,16 @@ impl DynamoConversations {
     }
 
     async fn set_if_present(&self, id: &str, sk: &str, expression: &str, until_s: u64) -> Result<(), LedgerError> {
-        let result = self
-            .client
-            .update_item()
+        let update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(self.key(id, sk).into_iter().collect()))
             .update_expression(expression)
             .condition_expression("attribute_exists(pk)")
             .expression_attribute_values(":until", n(until_s))
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(error) if is_condition_failure(&error) => Ok(()),
-            Err(error) => Err(unavailable(error)),
-        }
+            .build()
+            .map_err(malformed)?;
+        // Absent (deleted meanwhile): nothing to move.
+        update_alone(&self.client, update).await.map(|_| ())
     }
 
     /// After an append: moves the items' expiry when the earliest of them
@@ -442,15 +437,6 @@ impl DynamoConversations {
     }
 }
 
-fn is_condition_failure<R>(
-    error: &aws_sdk_dynamodb::error::SdkError<aws_sdk_dynamodb::operation::update_item::UpdateItemError, R>,
-) -> bool {
-    matches!(
-        error.as_service_error(),
-        Some(aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException(_))
-    )
-}
-
 fn stored_exchange(item: &Item) -> Result<StoredExchange, LedgerError> {
     let messages =
         text(item, "messages").ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
@@ -497,7 +483,7 @@ impl ConversationStore for DynamoConversations {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(malformed)?;
-        match self.client.direct().update(&update).await? {
+        match self.client.direct().update(&update, ReturnValue::AllNew).await? {
             Ok(item) => {
                 let last_status = number(&item, "last_status").unwrap_or_default();
                 Ok(Begun::Held(HeldConversation {
@@ -703,20 +689,15 @@ impl ConversationStore for DynamoConversations {
     }
 
     async fn release(&self, lease: &ConversationLease) -> Result<(), LedgerError> {
-        let result = self
-            .client
-            .update_item()
+        let update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(self.key(lease.id.as_str(), HEAD).into_iter().collect()))
             .update_expression("REMOVE lease_writer, lease_until_ms")
             .condition_expression("lease_writer = :writer")
             .expression_attribute_values(":writer", s(lease.writer.as_str()))
-            .send()
-            .await;
-        match result {
-            // Not ours (any more): nothing to give back.
-            Err(error) if !is_condition_failure(&error) => Err(unavailable(error)),
-            _ => Ok(()),
-        }
+            .build()
+            .map_err(malformed)?;
+        // A condition that fails: not ours (any more), nothing to give back.
+        update_alone(&self.client, update).await.map(|_| ())
     }
 }

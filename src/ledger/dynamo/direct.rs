@@ -1,7 +1,8 @@
 //! The hot path's DynamoDB calls, sent by the function itself rather than
 //! through the SDK's orchestrator: `TransactWriteItems` (the claim with the
-//! turn, the refund record, the outcome, the append), the conversation's
-//! lease (`UpdateItem`) and its window (`Query`). The SDK's own item types,
+//! turn, the refund record, the outcome, the append), `UpdateItem` (the
+//! conversation's lease, and the writes made on their own when an append
+//! could not carry them) and `Query` (the window). The SDK's own item types,
 //! written as DynamoDB's JSON protocol, signed by AWS's SigV4 signer
 //! (`aws-sigv4`, the one the SDK uses), sent on a reqwest client.
 //!
@@ -35,7 +36,7 @@ use std::time::{Duration, SystemTime};
 
 use aws_credential_types::Credentials;
 use aws_credential_types::provider::{ProvideCredentials, SharedCredentialsProvider};
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, TransactWriteItem, Update};
 use serde::Serialize;
 use serde::ser::{Error as _, SerializeMap, Serializer};
 use serde_json::Value;
@@ -114,12 +115,12 @@ impl Direct {
         }
     }
 
-    /// One `UpdateItem` that returns the item as written (`ALL_NEW`).
-    /// `Ok(Err(found))`: its condition failed, on what it found (with
-    /// `ReturnValuesOnConditionCheckFailure`).
-    pub async fn update(&self, update: &Update) -> Result<Result<Item, Item>, LedgerError> {
+    /// One `UpdateItem`, returning the item as written when `returns` is
+    /// `AllNew` (else an empty item). `Ok(Err(found))`: its condition
+    /// failed, on what it found (with `ReturnValuesOnConditionCheckFailure`).
+    pub async fn update(&self, update: &Update, returns: ReturnValue) -> Result<Result<Item, Item>, LedgerError> {
         let request = Fields {
-            return_values: Some("ALL_NEW"),
+            return_values: Some(returns.as_str()),
             ..Fields::of_update(update)
         };
         match self.call("UpdateItem", to_json(&request)?).await? {
@@ -906,7 +907,7 @@ mod tests {
             .build()
             .unwrap();
         let lease = Fields {
-            return_values: Some("ALL_NEW"),
+            return_values: Some(ReturnValue::AllNew.as_str()),
             ..Fields::of_update(&update)
         };
         let values = [(":id".to_owned(), s("c_1"))].into();

@@ -63,7 +63,9 @@ use std::time::Duration;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
-use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+};
 
 use super::{
     ApprovalWrite, AutomaticWrite, CountsFor, KeyClaim, LedgerError, RequestLease, RequestState, StoredRequest,
@@ -268,40 +270,19 @@ pub(crate) async fn transact(
 /// Sends a transaction's `Update` as one `UpdateItem` (half the write
 /// capacity of a transaction). `Ok(None)`: applied; `Ok(Some(item))`: its
 /// condition failed, on what it found.
-pub(crate) async fn update_alone(client: &Client, update: Update) -> Result<Option<Item>, LedgerError> {
-    let result = client
-        .update_item()
-        .table_name(update.table_name)
-        .set_key(Some(update.key))
-        .update_expression(update.update_expression)
-        .set_condition_expression(update.condition_expression)
-        .set_expression_attribute_names(update.expression_attribute_names)
-        .set_expression_attribute_values(update.expression_attribute_values)
-        .set_return_values_on_condition_check_failure(update.return_values_on_condition_check_failure)
-        .send()
-        .await;
-    match result {
-        Ok(_) => Ok(None),
-        Err(error) => {
-            use aws_sdk_dynamodb::operation::update_item::UpdateItemError::ConditionalCheckFailedException as Failed;
-            match error.as_service_error() {
-                Some(Failed(failed)) => Ok(Some(failed.item().cloned().unwrap_or_default())),
-                _ => Err(unavailable(error)),
-            }
-        }
-    }
+pub(crate) async fn update_alone(client: &DynamoClient, update: Update) -> Result<Option<Item>, LedgerError> {
+    Ok(client.direct.update(&update, ReturnValue::None).await?.err())
 }
 
 /// A DynamoDB client on the shared AWS configuration, every operation
 /// bounded by `timeout`, retries included; its hot path on an HTTP client
 /// of its own.
 pub fn client_for(sdk: &aws_config::SdkConfig, timeout: Duration) -> DynamoClient {
-    let http = reqwest::Client::builder()
-        .retry(reqwest::retry::never())
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_default();
-    client_on(sdk, timeout, http)
+    client_on(
+        sdk,
+        timeout,
+        crate::http_client::money_path_client().unwrap_or_default(),
+    )
 }
 
 /// The same, its hot path on `http` (the function's shared client: one

@@ -58,7 +58,7 @@ impl crate::ledger::RequestLedger for DynamoLedger {
             .set_item(Some(claim.item))
             .set_condition_expression(claim.condition_expression)
             .set_expression_attribute_values(claim.expression_attribute_values)
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .set_return_values_on_condition_check_failure(claim.return_values_on_condition_check_failure)
             .send()
             .await;
         match result {
