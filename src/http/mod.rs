@@ -547,7 +547,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 .map(|admission| (admission, None))
                 .map_err(|refusal| refused(trace, refusal)),
             Err(error) => {
-                tracing::error!(event = "budget", op = "take_turn", error = %error);
+                tracing::error!(event = "budget", op = "claim_with_turn", error = %error);
                 trace.key_use = KeyUse::Refused;
                 trace.budget = Some("unavailable");
                 Err(Answer::of(Err(ApiError::BudgetUnavailable(error))))
@@ -861,6 +861,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             Ok(Appended::AlreadyThere) => "already_there",
             Err(_) => "failed",
         });
+        // An append that failed may still have landed (its answer lost):
+        // the key's settlement then finds itself done, and the tokens count
+        // twice, which errs toward the customer's budget, not the shop's.
         if !carried {
             self.add_tokens(pending.lease.customer.as_str(), pending.new.tokens)
                 .await;

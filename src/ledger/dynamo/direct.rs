@@ -6,10 +6,10 @@
 //! written as DynamoDB's JSON protocol, signed by AWS's SigV4 signer
 //! (`aws-sigv4`, the one the SDK uses), sent on a reqwest client.
 //!
-//! Why: the SDK's fixed cost per operation is as large as the HTTP
-//! exchange itself (about 68 of 158 µs of CPU here; `docs/benchmarks.md`,
-//! `sdk-op-cost`). Everything off the hot path (the staff's commands, the
-//! rare single writes and reads) stays on the SDK.
+//! Why: through the SDK an operation cost 160 µs of CPU here, against
+//! 66 µs for the HTTP exchange itself and 86 µs this way
+//! (`docs/benchmarks.md`, `sdk-op-cost`). The reads off the hot path, a key's claim without a
+//! turn (`PutItem`) and the staff's commands stay on the SDK.
 //!
 //! The same rules as the SDK's standard mode, which the ledger relies on:
 //! - one `ClientRequestToken` per call, the same on every attempt, so a
