@@ -6,6 +6,10 @@
 //!
 //! `make test` installs `chromium` and `chromium-driver` when they are missing.
 
+// The in-process stack's future (the page server around the whole handler)
+// nests deeper than rustc's default layout query depth on a clean build.
+#![recursion_limit = "256"]
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
