@@ -10,6 +10,7 @@ use aws_config::timeout::TimeoutConfig;
 use crate::config::Config;
 use crate::http::{App, Ports};
 use crate::http_client::money_path_client;
+use crate::http_client::sdk::sdk_http_client;
 use crate::ledger::dynamo::conversations::DynamoConversations;
 use crate::ledger::dynamo::{DynamoLedger, client_on};
 use crate::record_then_pay::RecordedRefunds;
@@ -20,14 +21,34 @@ use crate::secrets::{SECRET_READ_TIMEOUT, SecretsManagerKey};
 pub type FunctionApp<K = SecretsManagerKey> =
     App<K, RecordedRefunds<DynamoLedger, HttpPayments>, DynamoLedger, DynamoConversations>;
 
-/// The AWS configuration from the standard chain. Loading it makes no
-/// network call; the secret read's bound is the default operation timeout,
-/// and the ledger sets its own.
+/// The AWS configuration from the standard chain, for the staff's
+/// commands (profiles, SSO). Loading it makes no network call; the secret
+/// read's bound is the default operation timeout, and the ledger sets its own.
 pub async fn aws_config() -> SdkConfig {
-    aws_config::from_env()
-        .timeout_config(TimeoutConfig::builder().operation_timeout(SECRET_READ_TIMEOUT).build())
+    loader().load().await
+}
+
+/// The function's AWS configuration: region and credentials from the
+/// environment only, where Lambda puts them (`AWS_REGION`,
+/// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`).
+/// Not the default chain: at every cold start its web-identity provider
+/// builds an STS client (with a TLS root store of its own) and its region
+/// chain an IMDS client, for sources a Lambda function never uses
+/// (`docs/benchmarks.md`, "Start-up").
+///
+/// Its HTTP client is `http`, the function's own ([`crate::http_client::sdk`]).
+pub async fn function_aws_config(http: &reqwest::Client) -> SdkConfig {
+    use aws_config::environment::{EnvironmentVariableCredentialsProvider, EnvironmentVariableRegionProvider};
+    loader()
+        .region(EnvironmentVariableRegionProvider::new())
+        .credentials_provider(EnvironmentVariableCredentialsProvider::new())
+        .http_client(sdk_http_client(http.clone()))
         .load()
         .await
+}
+
+fn loader() -> aws_config::ConfigLoader {
+    aws_config::from_env().timeout_config(TimeoutConfig::builder().operation_timeout(SECRET_READ_TIMEOUT).build())
 }
 
 pub async fn build(config: Config) -> reqwest::Result<FunctionApp> {
@@ -37,12 +58,13 @@ pub async fn build(config: Config) -> reqwest::Result<FunctionApp> {
             "USER_IDENTITY=body: the request body's user_id is trusted; for local development only"
         );
     }
-    let aws = aws_config().await;
+    let http = money_path_client()?;
+    let aws = function_aws_config(&http).await;
     let key_source = SecretsManagerKey::new(
         aws_sdk_secretsmanager::Client::new(&aws),
         config.openai_key_secret_id.clone(),
     );
-    wire(config, &aws, key_source)
+    wire_with(config, http, &aws, None, key_source)
 }
 
 /// Every port but the key source, from `config` and `aws`.
@@ -66,7 +88,19 @@ pub fn wire_on<K>(
 where
     K: crate::secrets::ApiKeySource,
 {
-    let http = money_path_client()?;
+    wire_with(config, money_path_client()?, ledger_aws, conversations_aws, key_source)
+}
+
+fn wire_with<K>(
+    config: Config,
+    http: reqwest::Client,
+    ledger_aws: &SdkConfig,
+    conversations_aws: Option<&SdkConfig>,
+    key_source: K,
+) -> reqwest::Result<FunctionApp<K>>
+where
+    K: crate::secrets::ApiKeySource,
+{
     let ledger = DynamoLedger::new(
         client_on(ledger_aws, config.ledger_timeout, http.clone()),
         &config.ledger_table,

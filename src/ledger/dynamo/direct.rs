@@ -72,8 +72,10 @@ pub struct Direct {
 
 struct Inner {
     http: reqwest::Client,
-    /// `None`: no region configured; every call fails, as the SDK's would.
-    url: Option<String>,
+    /// The endpoint as signed and as sent (parsed once, not per call), or
+    /// why there is none (no region configured): then every call fails, as
+    /// the SDK's would.
+    url: Result<(String, reqwest::Url), String>,
     region: String,
     provider: Option<SharedCredentialsProvider>,
     credentials: Mutex<Option<Credentials>>,
@@ -90,7 +92,7 @@ impl Direct {
         Direct {
             inner: Arc::new(Inner {
                 http,
-                url: url.map(|url| format!("{}/", url.trim_end_matches('/'))),
+                url: parsed_endpoint(url),
                 region,
                 provider: sdk.credentials_provider(),
                 credentials: Mutex::new(None),
@@ -190,16 +192,14 @@ impl Direct {
     }
 
     async fn attempt(&self, operation: &'static str, body: &[u8]) -> Result<Attempted, Failure> {
-        let Some(url) = &self.inner.url else {
-            return Err(Failure::Other("no region configured for DynamoDB".into()));
-        };
+        let (url, parsed) = self.inner.url.as_ref().map_err(|why| Failure::Other(why.clone()))?;
         let credentials = self.credentials().await?;
         let target = format!("DynamoDB_20120810.{operation}");
         let headers = [
             ("content-type", "application/x-amz-json-1.0"),
             ("x-amz-target", target.as_str()),
         ];
-        let mut request = self.inner.http.post(url).body(body.to_vec());
+        let mut request = self.inner.http.post(parsed.clone()).body(body.to_vec());
         for (name, value) in headers {
             request = request.header(name, value);
         }
@@ -351,6 +351,17 @@ fn endpoint(sdk: &aws_config::SdkConfig) -> Option<String> {
         .or_else(|| sdk.endpoint_url().map(str::to_owned))
 }
 
+fn parsed_endpoint(url: Option<String>) -> Result<(String, reqwest::Url), String> {
+    let url = format!(
+        "{}/",
+        url.ok_or("no region configured for DynamoDB")?.trim_end_matches('/')
+    );
+    match reqwest::Url::parse(&url) {
+        Ok(parsed) => Ok((url, parsed)),
+        Err(error) => Err(format!("the DynamoDB endpoint {url:?} is not a URL: {error}")),
+    }
+}
+
 /// The region's endpoint, as the SDK's rules make it (FIPS and dual-stack
 /// from `AWS_USE_FIPS_ENDPOINT`, `AWS_USE_DUALSTACK_ENDPOINT`).
 fn public_endpoint(region: &str, fips: bool, dual_stack: bool) -> String {
@@ -381,15 +392,16 @@ fn request_token() -> Result<String, LedgerError> {
     getrandom::fill(&mut bytes).map_err(|error| LedgerError::Unavailable(format!("no randomness: {error}")))?;
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
-    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!(
-        "{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    ))
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut token = String::with_capacity(36);
+    for (i, byte) in bytes.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            token.push('-');
+        }
+        token.push(char::from(HEX[usize::from(byte >> 4)]));
+        token.push(char::from(HEX[usize::from(byte & 0x0f)]));
+    }
+    Ok(token)
 }
 
 /// One item of `TransactItems`, as DynamoDB's JSON protocol spells it
@@ -782,7 +794,17 @@ mod tests {
     fn the_token_is_a_version_4_uuid_and_new_each_time() {
         let (first, second) = (request_token().unwrap(), request_token().unwrap());
         assert_ne!(first, second);
-        assert_eq!(first.len(), 36);
+        assert_eq!(
+            first.split('-').map(str::len).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12],
+            "{first}"
+        );
+        assert!(
+            first
+                .chars()
+                .all(|c| c == '-' || c.is_ascii_digit() || ('a'..='f').contains(&c)),
+            "{first}"
+        );
         assert_eq!(&first[14..15], "4");
         assert!("89ab".contains(&first[19..20]), "{first}");
     }
@@ -822,6 +844,29 @@ mod tests {
         for (region, fips, dual_stack, expected) in public {
             assert_eq!(public_endpoint(region, fips, dual_stack), expected);
         }
+    }
+
+    #[tokio::test]
+    async fn an_endpoint_that_is_not_a_url_fails_every_call_at_once() {
+        let config = aws_config::SdkConfig::builder()
+            .region(aws_config::Region::new("eu-west-1"))
+            .endpoint_url("not a url")
+            .build();
+        let direct = Direct::new(&config, Duration::from_secs(5), reqwest::Client::new());
+        let failed = direct.transact(&[]).await;
+        assert!(
+            matches!(&failed, Err(LedgerError::Unavailable(why)) if why.contains("is not a URL")),
+            "{:?}",
+            failed.err()
+        );
+        let no_region = Direct::new(
+            &aws_config::SdkConfig::builder().build(),
+            Duration::from_secs(5),
+            reqwest::Client::new(),
+        );
+        assert!(
+            matches!(no_region.transact(&[]).await, Err(LedgerError::Unavailable(why)) if why.contains("no region"))
+        );
     }
 
     /// Signed by the SDK and by [`sign`], the same request (body, headers,
