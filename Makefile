@@ -7,7 +7,7 @@ TOOLS    := $(VENV)/.installed
 BROWSER  := /usr/bin/chromedriver
 EVENT    ?= events/refund.json
 
-.PHONY: run check test chaos eval invoke ledger admin bench load build reset-payments clean-local
+.PHONY: run check test chaos eval invoke ledger admin bench instructions load build reset-payments clean-local
 
 SEED     ?= 1
 REQUESTS ?= 10000
@@ -73,6 +73,10 @@ bench:
 	target/release/refund-chat-bench target/release/refund-chat
 	target/release/sdk-op-cost
 	cargo bench --locked -p refund-chat --features test-support --bench turn_loop -- --noplot
+
+## instructions: instructions per cold start and per warm turn under callgrind, steady where make bench's CPU times are not
+instructions:
+	tools/instructions-per-turn.sh
 
 ## load: a peak on the local stack, the model at a real latency (LATENCY_MS=, JITTER_MS=, CLIENTS=, MODEL_RPM=);
 ## a table, target/load/load.json, and the plot docs/capacity-load.png
