@@ -9,7 +9,7 @@
 #   tools/instructions-per-turn.sh [BOOTSTRAP]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-command -v valgrind >/dev/null || apt-get install -y -qq valgrind
+command -v valgrind >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind; }
 bootstrap=${1:-}
 if [ -z "$bootstrap" ]; then
   cargo build --release --locked -p refund-chat

@@ -10,7 +10,8 @@
 //! connection.
 //!
 //! The SDK keeps what it owns: signing, its retries and their
-//! classification, the operation timeout. The adapter reports a transport
+//! classification, the operation timeout (which also bounds a connect: the
+//! SDK's separate connect timeout is not applied here). The adapter reports a transport
 //! failure as the SDK's own client does: a timeout as a timeout, a failure
 //! to connect or a cut-off answer as an I/O error (both retried by the
 //! SDK's standard mode, which is safe here: the reads change nothing and
