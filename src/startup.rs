@@ -22,8 +22,7 @@ pub type FunctionApp<K = SecretsManagerKey> =
     App<K, RecordedRefunds<DynamoLedger, HttpPayments>, DynamoLedger, DynamoConversations>;
 
 /// The AWS configuration from the standard chain, for the staff's
-/// commands (profiles, SSO). Loading it makes no network call; the secret
-/// read's bound is the default operation timeout, and the ledger sets its own.
+/// commands (profiles, SSO). Loading it makes no network call.
 pub async fn aws_config() -> SdkConfig {
     loader().load().await
 }
@@ -32,7 +31,7 @@ pub async fn aws_config() -> SdkConfig {
 /// environment only, where Lambda puts them (`AWS_REGION`,
 /// `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`).
 /// Not the default chain: at every cold start its web-identity provider
-/// builds an STS client (with a TLS root store of its own) and its region
+/// builds an STS client (which loaded the SDK's TLS root store) and its region
 /// chain an IMDS client, for sources a Lambda function never uses
 /// (`docs/benchmarks.md`, "Start-up").
 ///
@@ -47,6 +46,8 @@ pub async fn function_aws_config(http: &reqwest::Client) -> SdkConfig {
         .await
 }
 
+/// The secret read's bound is the default operation timeout; the ledger
+/// sets its own.
 fn loader() -> aws_config::ConfigLoader {
     aws_config::from_env().timeout_config(TimeoutConfig::builder().operation_timeout(SECRET_READ_TIMEOUT).build())
 }
@@ -91,6 +92,8 @@ where
     wire_with(config, money_path_client()?, ledger_aws, conversations_aws, key_source)
 }
 
+/// The same, on `http`: in the function, the client the SDK's calls of
+/// `ledger_aws` go through as well ([`build`]).
 fn wire_with<K>(
     config: Config,
     http: reqwest::Client,

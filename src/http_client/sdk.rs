@@ -11,11 +11,11 @@
 //!
 //! The SDK keeps what it owns: signing, its retries and their
 //! classification, the operation timeout (which also bounds a connect: the
-//! SDK's separate connect timeout is not applied here). The adapter reports a transport
-//! failure as the SDK's own client does: a timeout as a timeout, a failure
-//! to connect or a cut-off answer as an I/O error (both retried by the
-//! SDK's standard mode, which is safe here: the reads change nothing and
-//! the claim's write is conditional).
+//! SDK's separate connect timeout is not applied here). The adapter reports
+//! a transport failure as the SDK's own client does: a timeout as a
+//! timeout, a failure to connect or a cut-off answer as an I/O error (both
+//! retried by the SDK's standard mode, which is safe here: the reads change
+//! nothing and the claim's write is conditional).
 
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient, SharedHttpConnector,
