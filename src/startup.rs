@@ -65,7 +65,7 @@ pub async fn build(config: Config) -> reqwest::Result<FunctionApp> {
         aws_sdk_secretsmanager::Client::new(&aws),
         config.openai_key_secret_id.clone(),
     );
-    wire_with(config, http, &aws, None, key_source)
+    wire_on(config, http, &aws, None, key_source)
 }
 
 /// Every port but the key source, from `config` and `aws`.
@@ -73,28 +73,15 @@ pub fn wire<K>(config: Config, aws: &SdkConfig, key_source: K) -> reqwest::Resul
 where
     K: crate::secrets::ApiKeySource,
 {
-    wire_on(config, aws, None, key_source)
+    wire_on(config, money_path_client()?, aws, None, key_source)
 }
 
-/// The same, with the conversation table reached through an AWS
-/// configuration of its own when given (tests put a faulty proxy before one
-/// of the two); else both tables share the ledger's client, and so its
-/// connections.
+/// The same, on `http` (in the function, the client `ledger_aws`'s SDK
+/// calls go through as well: [`build`]), with the conversation table
+/// reached through an AWS configuration of its own when given (tests put a
+/// faulty proxy before one of the two); else both tables share the
+/// ledger's client, and so its connections.
 pub fn wire_on<K>(
-    config: Config,
-    ledger_aws: &SdkConfig,
-    conversations_aws: Option<&SdkConfig>,
-    key_source: K,
-) -> reqwest::Result<FunctionApp<K>>
-where
-    K: crate::secrets::ApiKeySource,
-{
-    wire_with(config, money_path_client()?, ledger_aws, conversations_aws, key_source)
-}
-
-/// The same, on `http`: in the function, the client the SDK's calls of
-/// `ledger_aws` go through as well ([`build`]).
-fn wire_with<K>(
     config: Config,
     http: reqwest::Client,
     ledger_aws: &SdkConfig,

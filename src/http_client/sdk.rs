@@ -87,6 +87,9 @@ fn to_reqwest(request: HttpRequest, timeout: Option<std::time::Duration>) -> Res
 fn transport(error: reqwest::Error) -> ConnectorError {
     if error.is_timeout() {
         ConnectorError::timeout(error.into())
+    } else if error.is_builder() {
+        // Never sent: not a transport failure, and not worth a retry.
+        ConnectorError::user(error.into())
     } else {
         ConnectorError::io(error.into())
     }

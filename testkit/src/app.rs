@@ -271,8 +271,14 @@ impl<K: ApiKeySource> Builder<K> {
             None if self.ledger_endpoint.is_some() => Some(aws.clone()),
             None => None,
         };
-        let app = refund_chat::startup::wire_on(config, &ledger_aws, conversations_aws.as_ref(), self.key_source)
-            .expect("app");
+        let app = refund_chat::startup::wire_on(
+            config,
+            refund_chat::http_client::money_path_client().expect("an HTTP client"),
+            &ledger_aws,
+            conversations_aws.as_ref(),
+            self.key_source,
+        )
+        .expect("app");
         TestApp {
             openai,
             payments,

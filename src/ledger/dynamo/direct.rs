@@ -441,31 +441,42 @@ fn on_failure(returned: Option<&aws_sdk_dynamodb::types::ReturnValuesOnCondition
     returned.map(|r| r.as_str())
 }
 
-/// The fields one kind of transaction item has, borrowed.
+/// The fields one kind of transaction item has, borrowed, as the JSON
+/// protocol names them (absent ones left out).
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
 struct Fields<'a> {
-    table: &'a str,
-    item: Option<&'a HashMap<String, AttributeValue>>,
-    key: Option<&'a HashMap<String, AttributeValue>>,
-    update: Option<&'a str>,
-    condition: Option<&'a str>,
-    names: Option<&'a HashMap<String, String>>,
-    values: Option<&'a HashMap<String, AttributeValue>>,
-    on_failure: Option<&'a str>,
+    table_name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    item: Option<Attributes<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key: Option<Attributes<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    update_expression: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    condition_expression: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expression_attribute_names: Option<&'a HashMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    expression_attribute_values: Option<Attributes<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    return_values_on_condition_check_failure: Option<&'a str>,
     /// `UpdateItem`'s alone.
+    #[serde(skip_serializing_if = "Option::is_none")]
     return_values: Option<&'a str>,
 }
 
 impl<'a> Fields<'a> {
     fn of_update(update: &'a Update) -> Fields<'a> {
         Fields {
-            table: update.table_name(),
+            table_name: update.table_name(),
             item: None,
-            key: Some(update.key()),
-            update: Some(update.update_expression()),
-            condition: update.condition_expression(),
-            names: update.expression_attribute_names(),
-            values: update.expression_attribute_values(),
-            on_failure: on_failure(update.return_values_on_condition_check_failure()),
+            key: Some(Attributes(update.key())),
+            update_expression: Some(update.update_expression()),
+            condition_expression: update.condition_expression(),
+            expression_attribute_names: update.expression_attribute_names(),
+            expression_attribute_values: update.expression_attribute_values().map(Attributes),
+            return_values_on_condition_check_failure: on_failure(update.return_values_on_condition_check_failure()),
             return_values: None,
         }
     }
@@ -476,14 +487,14 @@ impl Serialize for ItemJson<'_> {
         let item = self.0;
         let (kind, fields) = if let Some(put) = item.put() {
             let fields = Fields {
-                table: put.table_name(),
-                item: Some(put.item()),
+                table_name: put.table_name(),
+                item: Some(Attributes(put.item())),
                 key: None,
-                update: None,
-                condition: put.condition_expression(),
-                names: put.expression_attribute_names(),
-                values: put.expression_attribute_values(),
-                on_failure: on_failure(put.return_values_on_condition_check_failure()),
+                update_expression: None,
+                condition_expression: put.condition_expression(),
+                expression_attribute_names: put.expression_attribute_names(),
+                expression_attribute_values: put.expression_attribute_values().map(Attributes),
+                return_values_on_condition_check_failure: on_failure(put.return_values_on_condition_check_failure()),
                 return_values: None,
             };
             ("Put", fields)
@@ -491,68 +502,24 @@ impl Serialize for ItemJson<'_> {
             ("Update", Fields::of_update(update))
         } else if let Some(check) = item.condition_check() {
             let fields = Fields {
-                table: check.table_name(),
+                table_name: check.table_name(),
                 item: None,
-                key: Some(check.key()),
-                update: None,
-                condition: Some(check.condition_expression()),
-                names: check.expression_attribute_names(),
-                values: check.expression_attribute_values(),
-                on_failure: on_failure(check.return_values_on_condition_check_failure()),
+                key: Some(Attributes(check.key())),
+                update_expression: None,
+                condition_expression: Some(check.condition_expression()),
+                expression_attribute_names: check.expression_attribute_names(),
+                expression_attribute_values: check.expression_attribute_values().map(Attributes),
+                return_values_on_condition_check_failure: on_failure(check.return_values_on_condition_check_failure()),
                 return_values: None,
             };
             ("ConditionCheck", fields)
-        } else if let Some(delete) = item.delete() {
-            let fields = Fields {
-                table: delete.table_name(),
-                item: None,
-                key: Some(delete.key()),
-                update: None,
-                condition: delete.condition_expression(),
-                names: delete.expression_attribute_names(),
-                values: delete.expression_attribute_values(),
-                on_failure: on_failure(delete.return_values_on_condition_check_failure()),
-                return_values: None,
-            };
-            ("Delete", fields)
         } else {
-            return Err(S::Error::custom("an empty transaction item"));
+            // A delete included: the function never deletes in a transaction.
+            return Err(S::Error::custom("a transaction item the function does not send"));
         };
         let mut outer = serializer.serialize_map(Some(1))?;
         outer.serialize_entry(kind, &fields)?;
         outer.end()
-    }
-}
-
-impl Serialize for Fields<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        map.serialize_entry("TableName", self.table)?;
-        if let Some(item) = self.item {
-            map.serialize_entry("Item", &Attributes(item))?;
-        }
-        if let Some(key) = self.key {
-            map.serialize_entry("Key", &Attributes(key))?;
-        }
-        if let Some(update) = self.update {
-            map.serialize_entry("UpdateExpression", update)?;
-        }
-        if let Some(condition) = self.condition {
-            map.serialize_entry("ConditionExpression", condition)?;
-        }
-        if let Some(names) = self.names {
-            map.serialize_entry("ExpressionAttributeNames", names)?;
-        }
-        if let Some(values) = self.values {
-            map.serialize_entry("ExpressionAttributeValues", &Attributes(values))?;
-        }
-        if let Some(on_failure) = self.on_failure {
-            map.serialize_entry("ReturnValuesOnConditionCheckFailure", on_failure)?;
-        }
-        if let Some(return_values) = self.return_values {
-            map.serialize_entry("ReturnValues", return_values)?;
-        }
-        map.end()
     }
 }
 
@@ -744,6 +711,15 @@ mod tests {
                 "Key": {"pk": {"S": "budget#tokens#u1:u#d"}},
                 "ConditionExpression": "attribute_not_exists(tokens)",
             }})
+        );
+        let delete = aws_sdk_dynamodb::types::Delete::builder()
+            .table_name("ledger")
+            .key("pk", s("refund#r1"))
+            .build()
+            .unwrap();
+        assert!(
+            item_json(&TransactWriteItem::builder().delete(delete).build()).is_err(),
+            "the direct client never sends a delete"
         );
     }
 
