@@ -24,6 +24,8 @@ pub const DEFAULT_USER_ID_CLAIM: &str = "sub";
 pub const DEFAULT_BUDGET: BudgetLimits = BudgetLimits {
     turns_per_hour: 30,
     tokens_per_day: 200_000,
+    // Set from the model's output limit and the window (`turn::worst_case_tokens`).
+    turn_reservation: 0,
 };
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 1024;
 pub const DEFAULT_CONVERSATION_TTL: Duration = Duration::from_secs(24 * 3600);
@@ -128,7 +130,7 @@ impl Config {
     /// process environment. Empty values count as unset.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let vars = Vars(lookup);
-        let config = Config {
+        let mut config = Config {
             openai_key_secret_id: vars.required("OPENAI_API_KEY_SECRET_ID")?,
             openai_base_url: vars.url("OPENAI_BASE_URL", Some(DEFAULT_OPENAI_BASE_URL))?,
             payments_base_url: vars.url("PAYMENTS_BASE_URL", None)?,
@@ -174,6 +176,7 @@ impl Config {
             budget: BudgetLimits {
                 turns_per_hour: vars.count("CUSTOMER_TURNS_PER_HOUR", DEFAULT_BUDGET.turns_per_hour as usize)? as u64,
                 tokens_per_day: vars.count("CUSTOMER_TOKENS_PER_DAY", DEFAULT_BUDGET.tokens_per_day as usize)? as u64,
+                turn_reservation: 0,
             },
             max_output_tokens: match vars.count("OPENAI_MAX_OUTPUT_TOKENS", DEFAULT_MAX_OUTPUT_TOKENS as usize)? {
                 0 => {
@@ -194,6 +197,8 @@ impl Config {
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
                 .transpose()?,
         };
+        config.budget.turn_reservation =
+            turn::worst_case_tokens(config.max_output_tokens, config.conversation_window.max_chars);
         // A request record must outlive its lease: one that expired under a
         // live request could be replaced by a retry, which would run the turn
         // beside it (contract 6.3).
@@ -405,8 +410,12 @@ mod tests {
         );
         assert_eq!(config.conversation_ttl, Duration::from_secs(24 * 3600));
         assert_eq!(config.handoff_screen, Screen::default());
-        assert_eq!(config.budget, DEFAULT_BUDGET);
+        assert_eq!(
+            (config.budget.turns_per_hour, config.budget.tokens_per_day),
+            (DEFAULT_BUDGET.turns_per_hour, DEFAULT_BUDGET.tokens_per_day)
+        );
         assert_eq!(config.max_output_tokens, 1024);
+        assert_eq!(config.budget.turn_reservation, turn::worst_case_tokens(1024, 24_000));
         assert_eq!(
             config.conversation_window,
             Window {

@@ -4,16 +4,39 @@
 //! UTC hour and `CUSTOMER_TOKENS_PER_DAY` tokens per UTC day.
 //!
 //! The turn is taken atomically before the turn (a conditional counter, so
-//! six requests at once for the last turn get exactly one); the tokens are
-//! added after it, from the provider's `usage`, so a turn may overshoot the
-//! day by at most itself. The windows are pure functions of the time, here;
-//! the counters are [`crate::ledger::BudgetStore`]'s.
+//! six requests at once for the last turn get exactly one), and it reserves
+//! the turn's worst case of tokens in the same step, on the condition that
+//! the day's tokens are below the limit; when the turn ends the reservation
+//! is settled to the provider's `usage`. Turns at once therefore see each
+//! other's reservations, and the day overshoots by at most one turn in all,
+//! however many tabs a customer has open. A turn whose invocation dies
+//! keeps its reservation: it errs toward the shop's bill, not the
+//! customer's day. The windows are pure functions of the time, here; the
+//! counters are [`crate::ledger::BudgetStore`]'s.
 
 /// The limits, per customer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BudgetLimits {
     pub turns_per_hour: u64,
     pub tokens_per_day: u64,
+    /// What a turn reserves of the day's tokens when it is taken: its worst
+    /// case ([`crate::turn::worst_case_tokens`]).
+    pub turn_reservation: u64,
+}
+
+/// A turn taken from a customer's budget: when (which hour and day it
+/// counts in) and what it reserved of the day's tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reservation {
+    pub taken_at_ms: u64,
+    pub tokens: u64,
+}
+
+impl Reservation {
+    /// What settling it to `used` tokens adds to the day (negative: gives back).
+    pub fn settlement(self, used: u64) -> i64 {
+        i64::try_from(used).unwrap_or(i64::MAX) - i64::try_from(self.tokens).unwrap_or(i64::MAX)
+    }
 }
 
 /// Why a turn was refused, and for how long (seconds until its window ends,

@@ -4,10 +4,8 @@
 use serde_json::Value;
 
 use crate::conversation::{ConversationId, MAX_ID_LENGTH};
+pub use crate::refund::message::MAX_MESSAGE_CHARS;
 use crate::refund::message::CustomerMessage;
-
-/// Longest customer message, in Unicode scalar values (not bytes).
-pub const MAX_MESSAGE_CHARS: usize = 4000;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChatRequest {

@@ -21,7 +21,7 @@ use serde_json::json;
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
 
-use crate::budget::Spent;
+use crate::budget::{Reservation, Spent};
 use crate::chat::openai::OpenAiChat;
 use crate::chat::{CompletionError, Message};
 use crate::clock::now_ms;
@@ -33,7 +33,7 @@ use crate::http::idempotency::{Admission, IdempotencyKey, MalformedKey, Refusal}
 use crate::http::identity::IdentityError;
 use crate::ledger::{
     Appended, Begun, BudgetStore, ClaimedWithTurn, ConversationLease, ConversationStore, HeldConversation,
-    KeySettlement, LedgerError, NewExchange, RequestLease, RequestLedger, StoredResponse, TakenTurn,
+    KeySettlement, LedgerError, NewExchange, RequestLease, RequestLedger, StoredResponse, TakenTurn, TokenSettlement,
 };
 use crate::ops::telemetry::{self, ConversationUse, KeyUse, RequestEnd};
 use crate::refund::{Attempt, RefundGateway, RefundScope, WriterMark};
@@ -502,7 +502,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     }
 
     /// Claims the key, with the turn from the budget when one is due (one
-    /// operation; contract 6.3 and 13). `Some(taken_at_ms)`: the turn is
+    /// operation; contract 6.3 and 13). `Some(reservation)`: the turn is
     /// taken, and is given back if the conversation then refuses the turn.
     /// A key already used is judged first: a replay spends nothing.
     async fn admit(
@@ -511,7 +511,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         budget_due: bool,
         now: u64,
         trace: &mut RequestTrace,
-    ) -> Result<(Admission, Option<u64>), Answer> {
+    ) -> Result<(Admission, Option<Reservation>), Answer> {
         let refused = |trace: &mut RequestTrace, refusal: Refusal| {
             trace.key_use = KeyUse::Refused;
             if let Refusal::Ledger(error) = &refusal {
@@ -525,6 +525,10 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 .map(|admission| (admission, None))
                 .map_err(|refusal| refused(trace, refusal));
         }
+        let reservation = Reservation {
+            taken_at_ms: now,
+            tokens: self.config.budget.turn_reservation,
+        };
         match self.ledger.claim_with_turn(lease, &self.config.budget, now).await {
             Ok(ClaimedWithTurn::Both) => {
                 trace.budget = Some("taken");
@@ -532,7 +536,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                     taken_over: false,
                     conversation_id: lease.conversation_id.clone(),
                 };
-                Ok((admission, Some(now)))
+                Ok((admission, Some(reservation)))
             }
             Ok(ClaimedWithTurn::KeyExists(existing)) => idempotency::admit_existing(&self.ledger, lease, existing, now)
                 .await
@@ -548,6 +552,12 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 .map_err(|refusal| refused(trace, refusal)),
             Err(error) => {
                 tracing::error!(event = "budget", op = "claim_with_turn", error = %error);
+                // It may have landed after all (its answer lost, or late):
+                // then the key is given back with the turn, so a retry runs
+                // at once instead of waiting out the lease (decisions.md).
+                if let Err(error) = self.ledger.abandon_claim(lease, reservation).await {
+                    tracing::error!(event = "budget", op = "abandon_claim", error = %error);
+                }
                 trace.key_use = KeyUse::Refused;
                 trace.budget = Some("unavailable");
                 Err(Answer::of(Err(ApiError::BudgetUnavailable(error))))
@@ -618,7 +628,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         chat: &ChatRequest,
         continuing: &Continuing,
         screened: Option<Reason>,
-        turn_taken: Option<u64>,
+        mut turn_taken: Option<Reservation>,
         scope: RefundScope,
         invocation: &Invocation,
         trace: &mut RequestTrace,
@@ -686,12 +696,19 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         // claim took it: counted atomically, refused before the secret, the
         // model or payments; closed if unreachable.
         if turn_taken.is_none() {
+            let taken_at_ms = now_ms();
             let refusal = match self
                 .ledger
-                .take_turn(scope.user_id(), &self.config.budget, now_ms())
+                .take_turn(scope.user_id(), &self.config.budget, taken_at_ms)
                 .await
             {
-                Ok(TakenTurn::Taken) => None,
+                Ok(TakenTurn::Taken) => {
+                    turn_taken = Some(Reservation {
+                        taken_at_ms,
+                        tokens: self.config.budget.turn_reservation,
+                    });
+                    None
+                }
                 Ok(TakenTurn::Refused(spent)) => {
                     trace.budget = Some(spent.as_str());
                     Some(ApiError::BudgetSpent(spent))
@@ -723,8 +740,16 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 trace,
             )
             .await;
+        let tokens = turn_taken.map(|reservation| TokenSettlement {
+            reservation,
+            used: trace
+                .stats
+                .as_ref()
+                .map_or(0, |stats| stats.prompt_tokens + stats.completion_tokens),
+        });
         let Some(own_messages) = turn.own_messages else {
             self.release_conversation(&lease, &held).await;
+            self.settle_tokens(context.scope.user_id(), tokens).await;
             return (Answer::of(turn.reply), None);
         };
         let failed = matches!(turn.reply, Err(ApiError::Turn(_)));
@@ -748,10 +773,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 marked: true,
                 refund_recorded,
                 handoff,
-                tokens: trace
-                    .stats
-                    .as_ref()
-                    .map_or(0, |stats| stats.prompt_tokens + stats.completion_tokens),
+                tokens,
                 key: None,
             },
             lease,
@@ -760,22 +782,20 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         (answer, Some(exchange))
     }
 
-    /// Adds the turn's tokens to the customer's day on their own (when no
-    /// append carried them). A failure is logged: the answer stands, and the
-    /// next turn's check reads what was added.
-    async fn add_tokens(&self, customer: &str, tokens: u64) {
-        if tokens == 0 {
-            return;
-        }
-        if let Err(error) = self.ledger.add_tokens(customer, tokens, now_ms()).await {
-            tracing::error!(event = "budget", op = "add_tokens", error = %error);
+    /// Settles the turn's reservation to its tokens on its own (when no
+    /// append carried it). A failure is logged: the answer stands, and the
+    /// reservation stays counted, which errs toward the shop's bill.
+    async fn settle_tokens(&self, customer: &str, tokens: Option<TokenSettlement>) {
+        let Some(tokens) = tokens else { return };
+        if let Err(error) = self.ledger.settle_tokens(customer, &tokens).await {
+            tracing::error!(event = "budget", op = "settle_tokens", error = %error);
         }
     }
 
     /// Gives back a turn taken with the key's claim that did not run.
-    async fn give_back_turn(&self, customer: &str, turn_taken: Option<u64>) {
-        let Some(taken_at_ms) = turn_taken else { return };
-        if let Err(error) = self.ledger.give_back_turn(customer, taken_at_ms).await {
+    async fn give_back_turn(&self, customer: &str, turn_taken: Option<Reservation>) {
+        let Some(reservation) = turn_taken else { return };
+        if let Err(error) = self.ledger.give_back_turn(customer, reservation).await {
             // The turn stays counted: the customer has one less this hour.
             tracing::error!(event = "budget", op = "give_back_turn", error = %error);
         }
@@ -801,7 +821,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 marked: true,
                 refund_recorded: false,
                 handoff,
-                tokens: 0,
+                tokens: None,
                 key: None,
             },
             lease,
@@ -839,21 +859,30 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             .conversations
             .append(&pending.lease, &pending.held, &pending.new, now_ms())
             .await;
+        // `Some(false)`: nothing of it was written; `None`: it may have been
+        // (a timeout, or an answer that was lost).
         let carried = match &appended {
-            Ok(Appended::Appended) => true,
+            Ok(Appended::Appended) => Some(true),
             Ok(Appended::KeyNotOurs) => {
                 tracing::error!(
                     event = "ledger",
                     op = "settle_request",
                     "the key is held by another request"
                 );
-                true
+                Some(true)
             }
-            Ok(Appended::AlreadyThere) => false,
+            Ok(Appended::AlreadyThere) => Some(false),
             Err(error) => {
                 // The answer stands: the ledger, not the conversation, is the record of money.
                 tracing::error!(event = "conversation", op = "append", error = %error);
-                false
+                // The turn has ended: its conversation is free (contract 11),
+                // not held until the lease runs out.
+                self.release_conversation(&pending.lease, &pending.held).await;
+                match error {
+                    // Cancelled: nothing was written.
+                    LedgerError::Conflict(_) | LedgerError::Contended => Some(false),
+                    _ => None,
+                }
             }
         };
         trace.conversation.appended = Some(match appended {
@@ -861,15 +890,19 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             Ok(Appended::AlreadyThere) => "already_there",
             Err(_) => "failed",
         });
-        // An append that failed may still have landed (its answer lost):
-        // the key's settlement then finds itself done, and the tokens count
-        // twice, which errs toward the customer's budget, not the shop's.
-        if !carried {
-            self.add_tokens(pending.lease.customer.as_str(), pending.new.tokens)
+        if carried == Some(true) {
+            return;
+        }
+        // The key's settlement recognises its own landed write, so it is
+        // made whatever the append did; the tokens' settlement only when
+        // the append certainly wrote nothing, since it would count twice
+        // (an unknown one keeps its reservation, as a dead turn does).
+        if carried == Some(false) {
+            self.settle_tokens(pending.lease.customer.as_str(), pending.new.tokens)
                 .await;
-            if let Some(settlement) = &pending.new.key {
-                self.settle(settlement).await;
-            }
+        }
+        if let Some(settlement) = &pending.new.key {
+            self.settle(settlement).await;
         }
     }
 

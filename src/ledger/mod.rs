@@ -10,10 +10,14 @@
 //!   while the first request runs, then its answer for replays, until they
 //!   expire.
 //!
-//! Every write is conditional, so every write is safe to retry: a retried
-//! write that had already landed fails its condition, and the item it finds
+//! Every write is safe to retry, in one of two ways. A conditional write
+//! that had already landed fails its condition, and the item it finds
 //! carries the writer's own mark ([`crate::http::Invocation::writer`]),
-//! which is how it knows it was its own. The DynamoDB adapter is
+//! which is how it knows it was its own. A counter's `ADD` (a budget's turn
+//! given back, a turn's tokens settled) has no condition that could tell,
+//! so it is sent as a transaction, whose idempotency token makes DynamoDB
+//! answer a retry of one that had landed without applying it again. The
+//! DynamoDB adapter is
 //! [`dynamo::DynamoLedger`].
 
 pub mod dynamo;
@@ -21,7 +25,7 @@ pub mod memory;
 
 use std::future::Future;
 
-use crate::budget::{BudgetLimits, Spent};
+use crate::budget::{BudgetLimits, Reservation, Spent};
 use crate::conversation::{ConversationId, Exchange};
 use crate::handoff::Handoff;
 use crate::refund::money::AmountCents;
@@ -264,8 +268,9 @@ pub struct NewExchange {
     pub refund_recorded: bool,
     /// The conversation goes to a person with this exchange (at most once).
     pub handoff: Option<Handoff>,
-    /// The turn's tokens, added to the customer's day in the same step.
-    pub tokens: u64,
+    /// The turn's reservation settled to its tokens, in the same step
+    /// (`None`: no turn was taken from the budget).
+    pub tokens: Option<TokenSettlement>,
     /// What becomes of the request's key, in the same step.
     pub key: Option<KeySettlement>,
 }
@@ -350,9 +355,14 @@ pub enum ClaimedWithTurn {
 }
 
 /// The customers' budgets (contract 13): counters per window, with TTL.
+/// Every write here counts once however often it is retried: the take is
+/// conditional and carries the request's key or a transaction token, and
+/// the give-back and the settlement are transactions, whose token makes a
+/// retry of one that had landed apply nothing.
 pub trait BudgetStore: Send + Sync {
-    /// Counts one turn of the hour, on the condition that the hour's turns
-    /// and the day's tokens are below their limits: one atomic step.
+    /// Counts one turn of the hour and reserves `limits.turn_reservation`
+    /// of the day's tokens, on the condition that the hour's turns and the
+    /// day's tokens are below their limits: one atomic step.
     fn take_turn(
         &self,
         customer: &str,
@@ -369,17 +379,39 @@ pub trait BudgetStore: Send + Sync {
         now_ms: u64,
     ) -> impl Future<Output = Result<ClaimedWithTurn, LedgerError>> + Send;
 
-    /// Gives back the turn taken at `taken_at_ms` that did not run (its
-    /// conversation was refused or is a person's): never below zero.
-    fn give_back_turn(&self, customer: &str, taken_at_ms: u64) -> impl Future<Output = Result<(), LedgerError>> + Send;
-
-    /// Adds a turn's tokens to the day's.
-    fn add_tokens(
+    /// Gives back a turn that did not run (its conversation was refused or
+    /// is a person's), with its reservation: never below zero.
+    fn give_back_turn(
         &self,
         customer: &str,
-        tokens: u64,
-        now_ms: u64,
+        reservation: Reservation,
     ) -> impl Future<Output = Result<(), LedgerError>> + Send;
+
+    /// After a key's claim with its turn whose outcome is unknown (it timed
+    /// out, or its answer was lost): if it landed, gives the key back
+    /// (released) and the turn with its reservation, in one step; if it did
+    /// not, writes nothing.
+    fn abandon_claim(
+        &self,
+        lease: &RequestLease,
+        reservation: Reservation,
+    ) -> impl Future<Output = Result<(), LedgerError>> + Send;
+
+    /// Settles a turn's reservation to the tokens it used (when no append
+    /// carried it).
+    fn settle_tokens(
+        &self,
+        customer: &str,
+        settlement: &TokenSettlement,
+    ) -> impl Future<Output = Result<(), LedgerError>> + Send;
+}
+
+/// A turn's tokens at its end: what it reserved, and what the provider
+/// says it used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenSettlement {
+    pub reservation: Reservation,
+    pub used: u64,
 }
 
 /// The refund records, as "decide, record, then pay" uses them (6.2, 8).

@@ -2,6 +2,9 @@
 //! carry (the ledger keeps it for an approver), next to money on the ground
 //! floor, so neither the HTTP edge nor the chat port owns it.
 
+/// Longest customer message, in Unicode scalar values (not bytes).
+pub const MAX_MESSAGE_CHARS: usize = 4000;
+
 /// What the customer typed. Its `Debug` shows only the length, so it cannot
 /// reach a log line through a `{:?}`; the text goes to the model and nowhere else.
 #[derive(Clone, PartialEq, Eq)]

@@ -40,7 +40,7 @@ use tokio::time::Instant;
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall};
 use crate::handoff::tool as handoff_tool;
 use crate::handoff::{Handoff, Reason};
-use crate::refund::message::CustomerMessage;
+use crate::refund::message::{CustomerMessage, MAX_MESSAGE_CHARS};
 use crate::refund::tool::{self, RefundArguments, TOOL_NAME, ToolResult};
 use crate::refund::{Attempt, RefundGateway, RefundOutcome, RefundRequest};
 use crate::untrusted;
@@ -79,6 +79,32 @@ pub fn worst_case_duration(
 ) -> Duration {
     let backoffs: u32 = (1..MAX_ATTEMPTS).sum();
     completion_timeout * MAX_COMPLETION_CALLS + backoff_unit * backoffs + payments_timeout
+}
+
+/// What the tools' declarations and a tool result add to a prompt at most,
+/// in characters (both tools' schemas are under 2,000; a result under 500).
+const TOOLS_DECLARED_CHARS: u64 = 4_000;
+const TOOL_RESULT_CHARS: u64 = 1_000;
+/// Characters a prompt token covers at the least, on the text of the four
+/// languages the shop serves (gpt-4o-mini's tokenizer averages about four
+/// on English, three on German, French and Spanish).
+const CHARS_PER_TOKEN_AT_LEAST: u64 = 2;
+
+/// The most tokens one turn can spend, prompt and completion over all its
+/// calls: what a turn reserves of the customer's day when it is taken
+/// (contract 13). Every call may send the system prompt, the tools, the
+/// whole window, the longest message and the turn's own earlier answers
+/// and tool results, and may get `max_output_tokens` back.
+pub fn worst_case_tokens(max_output_tokens: u32, window_max_chars: usize) -> u64 {
+    let output = u64::from(max_output_tokens);
+    let calls = u64::from(MAX_COMPLETION_CALLS);
+    let sent_chars = SYSTEM_PROMPT.chars().count() as u64
+        + TOOLS_DECLARED_CHARS
+        + window_max_chars as u64
+        + MAX_MESSAGE_CHARS as u64
+        + (calls - 1) * TOOL_RESULT_CHARS;
+    let prompt = sent_chars.div_ceil(CHARS_PER_TOKEN_AT_LEAST) + (calls - 1) * output;
+    calls * (prompt + output)
 }
 
 /// Why a turn ended without a reply. Mapped to HTTP statuses in [`crate::http`].

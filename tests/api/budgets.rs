@@ -3,19 +3,48 @@
 //! the model or payments, closed (503) when they cannot be read.
 
 use lambda_http::http::StatusCode;
-use refund_chat::budget::{BudgetLimits, Spent};
+use refund_chat::budget::{BudgetLimits, Reservation, Spent};
 use refund_chat::clock::parse_utc;
 use refund_chat::ledger::dynamo::DynamoLedger;
-use refund_chat::ledger::{BudgetStore, TakenTurn};
+use refund_chat::ledger::{BudgetStore, TakenTurn, TokenSettlement};
 use serde_json::json;
 
 use refund_chat_testkit::*;
+
+/// A turn of these tests uses 135 tokens (the stand-in's `usage`); it reserves more.
+const RESERVATION: u64 = 400;
 
 fn limits(turns_per_hour: u64, tokens_per_day: u64) -> BudgetLimits {
     BudgetLimits {
         turns_per_hour,
         tokens_per_day,
+        turn_reservation: RESERVATION,
     }
+}
+
+/// The customer's counter of `kind` (`turns`, `tokens`) as the ledger holds it.
+async fn counter<K: refund_chat::secrets::ApiKeySource>(h: &TestApp<K>, kind: &str) -> Option<i64> {
+    h.ledger()
+        .await
+        .into_iter()
+        .find(|item| attr(item, "pk").is_some_and(|pk| pk.starts_with(&format!("budget#{kind}#"))))
+        .and_then(|item| item.get(kind).and_then(|v| v.as_n().ok()).and_then(|n| n.parse().ok()))
+}
+
+/// DynamoDB's answer to a transaction whose `ClientRequestToken` it has seen
+/// (within ten minutes): success, applying nothing. moto ignores the token,
+/// so the hook plays DynamoDB's part.
+fn token_seen(seen: &Seen, tokens: &std::sync::Mutex<Vec<String>>) -> bool {
+    let body: serde_json::Value = serde_json::from_slice(&seen.body).unwrap_or_default();
+    let Some(token) = body["ClientRequestToken"].as_str() else {
+        return false;
+    };
+    let mut tokens = tokens.lock().unwrap();
+    if tokens.iter().any(|t| t == token) {
+        return true;
+    }
+    tokens.push(token.to_owned());
+    false
 }
 
 #[tokio::test]
@@ -78,7 +107,14 @@ async fn the_hour_rolls_over_at_its_end_and_the_day_at_midnight() {
     assert_eq!(ledger.take_turn("u-1", &budget, next_hour).await, Ok(TakenTurn::Taken));
 
     // The day's tokens: a turn may overshoot by itself; the next is refused until midnight.
-    ledger.add_tokens("u-1", 1200, next_hour).await.unwrap();
+    let reservation = Reservation {
+        taken_at_ms: next_hour,
+        tokens: RESERVATION,
+    };
+    ledger
+        .settle_tokens("u-1", &TokenSettlement { reservation, used: 1200 })
+        .await
+        .unwrap();
     assert_eq!(
         ledger.take_turn("u-1", &budget, next_hour + 1000).await,
         Ok(TakenTurn::Refused(Spent::Tokens {
@@ -246,5 +282,171 @@ async fn a_spent_budget_still_lets_the_conversation_answer_first() {
     assert_eq!(later.body["handed_off"], true);
     assert_eq!(unknown.status, StatusCode::NOT_FOUND, "{}", unknown.raw);
     assert_eq!(spent.status, StatusCode::TOO_MANY_REQUESTS, "{}", spent.raw);
+    assert_eq!(h.model_requests().await.len(), 1);
+}
+
+/// A hook that cancels the first `conflicts` transactions with
+/// `TransactionConflict`, as DynamoDB does when another transaction holds
+/// one of their items, and forwards everything else.
+fn conflicting(conflicts: usize, log: &OperationLog) -> Hook {
+    let left = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(conflicts));
+    log.hook(move |seen| {
+        let conflict = seen.dynamodb_operation() == "TransactWriteItems"
+            && left
+                .fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| {
+                    n.checked_sub(1)
+                })
+                .is_ok();
+        if conflict {
+            transaction_conflict(3)
+        } else {
+            Action::Forward
+        }
+    })
+}
+
+#[tokio::test]
+async fn a_budget_write_cancelled_by_a_concurrent_transaction_is_retried_not_refused() {
+    // Real DynamoDB cancels two transactions on one customer's budget items
+    // at once with TransactionConflict (moto never does): injected here on
+    // the key's claim with its turn, then on the turn of an unkeyed request.
+    let log = OperationLog::default();
+    let ledger = proxy(&moto().endpoint, false, conflicting(2, &log)).await;
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .ledger_at(ledger)
+        .build()
+        .await;
+
+    let keyed = h.say_with(None, "hello", &[("idempotency-key", "k-conflict")]).await;
+    let unkeyed = h.say(None, "hello again").await;
+
+    assert_eq!(keyed.status, StatusCode::OK, "{}", keyed.raw);
+    assert_eq!(unkeyed.status, StatusCode::OK, "{}", unkeyed.raw);
+    assert_eq!(h.model_requests().await.len(), 2);
+    let transactions = log.names().iter().filter(|n| *n == "TransactWriteItems").count();
+    assert!(transactions >= 4, "each cancelled transaction was sent again: {:?}", log.names());
+    let turns: Vec<_> = h
+        .ledger()
+        .await
+        .into_iter()
+        .filter(|item| attr(item, "pk").is_some_and(|pk| pk.starts_with("budget#turns#")))
+        .collect();
+    assert_eq!(turns[0]["turns"].as_n().unwrap(), "2", "each turn counted once");
+}
+
+#[tokio::test]
+async fn an_append_cancelled_by_a_concurrent_transaction_is_retried_not_lost() {
+    let log = OperationLog::default();
+    let conversations = proxy(&moto().endpoint, false, conflicting(1, &log)).await;
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .conversations_at(conversations)
+        .build()
+        .await;
+
+    let answer = h.say(None, "hello").await;
+
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+    assert_eq!(h.exchanges(answer.conversation_id()).await.len(), 1, "{:?}", log.names());
+}
+
+#[tokio::test]
+async fn six_turns_at_once_never_overshoot_the_days_tokens_by_more_than_one_turn() {
+    // Each turn passes only while the day's tokens, reservations of the
+    // turns still running included, are below the limit.
+    let serialised = proxy(&moto().endpoint, true, forward_all()).await;
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .ledger_at(serialised)
+        .configure(|config| config.budget = limits(100, 300))
+        .build()
+        .await;
+
+    let answers = futures::future::join_all((0..6).map(|_| h.say(None, "hello"))).await;
+
+    let ok = answers.iter().filter(|a| a.status == StatusCode::OK).count();
+    assert!(ok >= 1, "{:?}", answers.iter().map(|a| &a.raw).collect::<Vec<_>>());
+    let tokens = counter(&h, "tokens").await.unwrap();
+    assert!(tokens <= 300 + 135, "{ok} turns passed: {tokens} tokens against a day of 300");
+    assert_eq!(tokens, 135 * ok as i64, "each reservation settled to its usage");
+}
+
+#[tokio::test]
+async fn a_turn_given_back_whose_answer_was_lost_is_given_back_once() {
+    // The give-back's answer is lost once; the client sends it again.
+    let armed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(usize::MAX));
+    let tokens = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let ledger = proxy(&moto().endpoint, false, {
+        let (armed, tokens) = (armed.clone(), tokens.clone());
+        std::sync::Arc::new(move |seen: &Seen| {
+            let operation = seen.dynamodb_operation();
+            let action = if token_seen(seen, &tokens) {
+                Action::Refuse(200, "{}".into())
+            } else if matches!(operation, "TransactWriteItems" | "UpdateItem")
+                && armed.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1
+            {
+                Action::DropAfter
+            } else {
+                Action::Forward
+            };
+            Box::pin(async move { action })
+        })
+    })
+    .await;
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .ledger_at(ledger)
+        .build()
+        .await;
+    assert_eq!(h.say(None, "hello").await.status, StatusCode::OK);
+    // The keyed request's claim takes a second turn; its conversation is
+    // unknown (404), so the turn is given back: that write's answer is lost.
+    armed.store(2, std::sync::atomic::Ordering::SeqCst);
+
+    let refused = h
+        .say_with(
+            Some("c_0123456789abcdef0123456789abcdef"),
+            "hello",
+            &[("idempotency-key", "k-lost-give-back")],
+        )
+        .await;
+
+    assert_eq!(refused.status, StatusCode::NOT_FOUND, "{}", refused.raw);
+    assert_eq!(counter(&h, "turns").await, Some(1), "the first turn only");
+}
+
+#[tokio::test]
+async fn a_claim_that_lands_after_its_timeout_gives_its_key_and_turn_back() {
+    // The claim reaches DynamoDB, but its answer comes after the bound: a 503.
+    let delayed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let ledger = proxy(&moto().endpoint, false, {
+        let delayed = delayed.clone();
+        std::sync::Arc::new(move |seen: &Seen| {
+            let late = seen.dynamodb_operation() == "TransactWriteItems"
+                && delayed.swap(false, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async move {
+                if late {
+                    Action::DelayAfter(LEDGER_TIMEOUT + std::time::Duration::from_millis(500))
+                } else {
+                    Action::Forward
+                }
+            })
+        })
+    })
+    .await;
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .ledger_at(ledger)
+        .build()
+        .await;
+    let key = [("idempotency-key", "k-late-claim")];
+
+    let first = h.say_with(None, "hello", &key).await;
+    let retry = h.say_with(None, "hello", &key).await;
+
+    assert_eq!(first.status, StatusCode::SERVICE_UNAVAILABLE, "{}", first.raw);
+    assert_eq!(retry.status, StatusCode::OK, "the key was not left blocked: {}", retry.raw);
+    assert_eq!(counter(&h, "turns").await, Some(1), "the late claim's turn was given back");
     assert_eq!(h.model_requests().await.len(), 1);
 }

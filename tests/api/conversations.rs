@@ -390,6 +390,42 @@ async fn a_failed_append_never_changes_the_answer() {
 }
 
 #[tokio::test]
+async fn a_turn_whose_append_failed_leaves_its_conversation_free() {
+    // The second message's append fails on every attempt; the third must run.
+    let failing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let conversations = proxy(&moto().endpoint, false, {
+        let failing = failing.clone();
+        std::sync::Arc::new(move |seen: &Seen| {
+            let fail = seen.dynamodb_operation() == "TransactWriteItems"
+                && failing.load(std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async move {
+                if fail {
+                    dynamo_error("InternalServerError", "injected", json!({}))
+                } else {
+                    Action::Forward
+                }
+            })
+        })
+    })
+    .await;
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .conversations_at(conversations)
+        .build()
+        .await;
+    let id = h.say(None, "first").await.conversation_id().to_owned();
+    failing.store(true, std::sync::atomic::Ordering::SeqCst);
+    let second = h.say(Some(&id), "second").await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.raw);
+    failing.store(false, std::sync::atomic::Ordering::SeqCst);
+
+    let third = h.say(Some(&id), "third").await;
+
+    assert_eq!(third.status, StatusCode::OK, "the ended turn still held the conversation: {}", third.raw);
+    assert_eq!(h.exchanges(&id).await.len(), 2, "the first and the third");
+}
+
+#[tokio::test]
 async fn the_window_is_the_most_recent_whole_exchanges_within_both_limits() {
     let h = TestApp::builder()
         .model_responder(|_| text("ok"))

@@ -8,18 +8,23 @@
 //! | the day's tokens | `budget#tokens#u<len>:<user>#<UTC day>` | `kind`, `tokens`, `expires_at` |
 //!
 //! Taking a turn is one transaction: the hour's counter goes up on the
-//! condition that it is below the limit, and the day's tokens are checked
-//! below theirs; a keyed request's claim of its key rides in it (one
-//! operation, not two). Concurrent requests for the last turn: exactly one
-//! passes. The tokens are added in the conversation's append.
-//! A retry of a transaction that landed carries its idempotency token
-//! ([`super::direct`]): it cannot count twice.
+//! condition that it is below the limit, and the day's tokens go up by the
+//! turn's reservation on the condition that they are below theirs; a keyed
+//! request's claim of its key rides in it (one operation, not two).
+//! Concurrent requests for the last turn: exactly one passes; concurrent
+//! turns see each other's reservations. The settlement to the turn's usage
+//! rides in the conversation's append. Every write that counts is in a
+//! transaction, whose idempotency token makes a retry of one that had
+//! landed count nothing: the give-back and a settlement made on its own are
+//! one-item or two-item transactions for that reason, not `UpdateItem`s.
 
-use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 
-use super::{DynamoLedger, Item, malformed, n, s, update_alone};
-use crate::budget::{BudgetLimits, Spent, Windows};
-use crate::ledger::{BudgetStore, ClaimedWithTurn, KeyClaim, LedgerError, RequestLease, TakenTurn};
+use super::{DynamoLedger, Item, malformed, n, s};
+use crate::budget::{BudgetLimits, Reservation, Spent, Windows};
+use crate::ledger::{
+    BudgetStore, ClaimedWithTurn, KeyClaim, KeySettlement, LedgerError, RequestLease, TakenTurn, TokenSettlement,
+};
 
 fn turns_pk(customer: &str, hour: &str) -> String {
     format!("budget#turns#u{}:{customer}#{hour}", customer.len())
@@ -30,24 +35,37 @@ fn tokens_pk(customer: &str, day: &str) -> String {
 }
 
 impl DynamoLedger {
-    /// Adds `tokens` to the customer's day: unconditional, so it can ride in
-    /// any transaction (the conversation's append).
-    pub(crate) fn tokens_update(&self, customer: &str, tokens: u64, now_ms: u64) -> Result<Update, LedgerError> {
-        let windows = Windows::at(now_ms);
+    /// Adds `tokens` (negative: takes away) to the day of `at_ms`:
+    /// unconditional, so it can ride in any transaction (the conversation's
+    /// append).
+    pub(crate) fn tokens_update(&self, customer: &str, tokens: i64, at_ms: u64) -> Result<Update, LedgerError> {
+        let windows = Windows::at(at_ms);
         Update::builder()
             .table_name(self.table())
             .key("pk", s(tokens_pk(customer, &windows.day)))
             .update_expression("ADD tokens :tokens SET expires_at = :expires, #kind = :kind")
             .expression_attribute_names("#kind", "kind")
-            .expression_attribute_values(":tokens", n(tokens))
+            .expression_attribute_values(":tokens", AttributeValue::N(tokens.to_string()))
             .expression_attribute_values(":expires", n((windows.day_ends_ms + 86_400_000) / 1000))
             .expression_attribute_values(":kind", s("budget"))
             .build()
             .map_err(malformed)
     }
-}
 
-impl DynamoLedger {
+    /// A settlement's write, `None` when it changes nothing.
+    pub(crate) fn settlement_update(
+        &self,
+        customer: &str,
+        settlement: &TokenSettlement,
+    ) -> Result<Option<Update>, LedgerError> {
+        let delta = settlement.reservation.settlement(settlement.used);
+        if delta == 0 {
+            return Ok(None);
+        }
+        self.tokens_update(customer, delta, settlement.reservation.taken_at_ms)
+            .map(Some)
+    }
+
     /// The turn's transaction, with the key's claim as its third item when
     /// given. `Ok(None)`: written.
     async fn turn_transaction(
@@ -70,21 +88,54 @@ impl DynamoLedger {
             .expression_attribute_values(":kind", s("budget"))
             .build()
             .map_err(malformed)?;
-        let tokens = ConditionCheck::builder()
+        let tokens = Update::builder()
             .table_name(self.table())
             .key("pk", s(tokens_pk(customer, &windows.day)))
+            .update_expression("ADD tokens :reserve SET expires_at = :expires, #kind = :kind")
             .condition_expression("attribute_not_exists(tokens) OR tokens < :limit")
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":reserve", n(limits.turn_reservation))
             .expression_attribute_values(":limit", n(limits.tokens_per_day))
+            .expression_attribute_values(":expires", n((windows.day_ends_ms + 86_400_000) / 1000))
+            .expression_attribute_values(":kind", s("budget"))
             .build()
             .map_err(malformed)?;
         let mut items = vec![
             TransactWriteItem::builder().update(turns).build(),
-            TransactWriteItem::builder().condition_check(tokens).build(),
+            TransactWriteItem::builder().update(tokens).build(),
         ];
         if let Some(lease) = claim {
             items.push(TransactWriteItem::builder().put(self.claim_put(lease, now_ms)?).build());
         }
         self.transact(items).await
+    }
+
+    /// The turn of `reservation` and its tokens, given back: the hour's
+    /// counter never below zero, nothing recreated that TTL removed.
+    fn give_back_items(&self, customer: &str, reservation: Reservation) -> Result<Vec<TransactWriteItem>, LedgerError> {
+        let windows = Windows::at(reservation.taken_at_ms);
+        let turns = Update::builder()
+            .table_name(self.table())
+            .key("pk", s(turns_pk(customer, &windows.hour)))
+            .update_expression("ADD turns :minus_one")
+            .condition_expression("turns > :zero")
+            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
+            .expression_attribute_values(":zero", n(0))
+            .build()
+            .map_err(malformed)?;
+        let mut items = vec![TransactWriteItem::builder().update(turns).build()];
+        if reservation.tokens > 0 {
+            let tokens = Update::builder()
+                .table_name(self.table())
+                .key("pk", s(tokens_pk(customer, &windows.day)))
+                .update_expression("ADD tokens :minus")
+                .condition_expression("attribute_exists(tokens)")
+                .expression_attribute_values(":minus", AttributeValue::N(format!("-{}", reservation.tokens)))
+                .build()
+                .map_err(malformed)?;
+            items.push(TransactWriteItem::builder().update(tokens).build());
+        }
+        Ok(items)
     }
 }
 
@@ -132,23 +183,28 @@ impl BudgetStore for DynamoLedger {
         Ok(ClaimedWithTurn::Refused(spent(&found, now_ms)))
     }
 
-    async fn give_back_turn(&self, customer: &str, taken_at_ms: u64) -> Result<(), LedgerError> {
-        let windows = Windows::at(taken_at_ms);
-        let update = Update::builder()
-            .table_name(self.table())
-            .key("pk", s(turns_pk(customer, &windows.hour)))
-            .update_expression("ADD turns :minus_one")
-            .condition_expression("turns > :zero")
-            .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
-            .expression_attribute_values(":zero", n(0))
-            .build()
-            .map_err(malformed)?;
-        // A condition that fails: the counter is gone with its hour (TTL), or at zero.
-        update_alone(self.client(), update).await.map(|_| ())
+    async fn give_back_turn(&self, customer: &str, reservation: Reservation) -> Result<(), LedgerError> {
+        // A cancellation on a condition: the counters went with their
+        // window (TTL), or are at zero; nothing to give back.
+        self.transact(self.give_back_items(customer, reservation)?)
+            .await
+            .map(|_| ())
     }
 
-    async fn add_tokens(&self, customer: &str, tokens: u64, now_ms: u64) -> Result<(), LedgerError> {
-        update_alone(self.client(), self.tokens_update(customer, tokens, now_ms)?)
+    async fn abandon_claim(&self, lease: &RequestLease, reservation: Reservation) -> Result<(), LedgerError> {
+        // The key's release is conditional on our own claim being there, so
+        // the turn is given back only if the claim landed.
+        let release = self.settle_update(&KeySettlement::Release(lease.clone()), 0)?;
+        let mut items = vec![TransactWriteItem::builder().update(release).build()];
+        items.extend(self.give_back_items(lease.scope.user_id(), reservation)?);
+        self.transact(items).await.map(|_| ())
+    }
+
+    async fn settle_tokens(&self, customer: &str, settlement: &TokenSettlement) -> Result<(), LedgerError> {
+        let Some(update) = self.settlement_update(customer, settlement)? else {
+            return Ok(());
+        };
+        self.transact([TransactWriteItem::builder().update(update).build()])
             .await
             .map(|_| ())
     }

@@ -654,9 +654,10 @@ impl ConversationStore for DynamoConversations {
             items.push(TransactWriteItem::builder().put(mark).build());
         }
         // What rides with the exchange, in the ledger's table.
-        if new.tokens > 0 {
-            let tokens = self.ledger.tokens_update(&lease.customer, new.tokens, now_ms)?;
-            items.push(TransactWriteItem::builder().update(tokens).build());
+        if let Some(tokens) = &new.tokens
+            && let Some(update) = self.ledger.settlement_update(&lease.customer, tokens)?
+        {
+            items.push(TransactWriteItem::builder().update(update).build());
         }
         let mut outcome = Appended::Appended;
         if let Some(settlement) = &new.key {

@@ -130,6 +130,8 @@ impl Direct {
             Answer::Refused { code, body } if code == "ConditionalCheckFailedException" => {
                 attributes(&body["Item"]).map(Err)
             }
+            // A transaction holds the item: nothing was written (retried by the caller).
+            Answer::Refused { code, .. } if code == "TransactionConflictException" => Err(LedgerError::Contended),
             Answer::Refused { code, .. } => Err(LedgerError::Unavailable(code)),
         }
     }
@@ -223,7 +225,13 @@ impl Direct {
         }
         let code = body["__type"].as_str().unwrap_or_default();
         let code = code.rsplit('#').next().unwrap_or(code).to_owned();
-        if ["TransactionCanceledException", "ConditionalCheckFailedException"].contains(&code.as_str()) {
+        if [
+            "TransactionCanceledException",
+            "ConditionalCheckFailedException",
+            "TransactionConflictException",
+        ]
+        .contains(&code.as_str())
+        {
             return Ok(Attempted::Answered(Answer::Refused { code, body }));
         }
         let message = body["message"]

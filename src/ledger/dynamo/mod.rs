@@ -37,12 +37,16 @@
 //! | staff `claim_approval`, `claim_reissue` | adds the (new) record, from now | - |
 //! | staff `reject`, `resolve --not-executed` | releases it | releases it (automatic only) |
 //!
-//! Retries: the SDK's standard retries stay on, inside the one
-//! `LEDGER_TIMEOUT_SECS` operation timeout. That is safe because every write
-//! here is conditional (transactions also carry the SDK's idempotency
-//! token): a retry of a write that already landed fails its condition, and
-//! the item returned with the failure carries our own `writer`, which we
-//! recognise as success. No write can apply twice.
+//! Retries: the standard retries stay on, inside the one
+//! `LEDGER_TIMEOUT_SECS` operation timeout. That is safe because every
+//! write here either is conditional (a retry of a write that already landed
+//! fails its condition, and the item returned with the failure carries our
+//! own `writer`, which we recognise as success) or is a transaction (its
+//! idempotency token makes a retry of one that landed apply nothing: the
+//! budget's counters, whose `ADD`s no condition could tell apart). A
+//! transaction cancelled for contention (`TransactionConflict`) wrote
+//! nothing and is sent again with a new token ([`transact`]). No write can
+//! apply twice.
 
 mod budgets;
 pub mod conversations;
@@ -85,6 +89,8 @@ type Item = HashMap<String, AttributeValue>;
 pub struct DynamoClient {
     sdk: Client,
     direct: direct::Direct,
+    /// `LEDGER_TIMEOUT_SECS`: every operation's bound, retries included.
+    bound: Duration,
 }
 
 impl DynamoClient {
@@ -259,19 +265,66 @@ impl DynamoLedger {
 /// Runs a transaction. `Ok(None)`: it was applied. `Ok(Some(items))`: a
 /// condition failed; for each item, what it found when its own condition
 /// failed (`None` where it did not).
+///
+/// A transaction that DynamoDB cancelled because another one held one of
+/// its items (`TransactionConflict`: two tabs of one customer touch the
+/// same budget items) wrote nothing, so it is sent again, with a new
+/// idempotency token, after a short jittered pause, for as long as the
+/// client's bound allows (contract 13).
 pub(crate) async fn transact(
     client: &DynamoClient,
     items: impl IntoIterator<Item = TransactWriteItem>,
 ) -> Result<Option<Vec<Option<Item>>>, LedgerError> {
     let items: Vec<TransactWriteItem> = items.into_iter().collect();
-    client.direct.transact(&items).await
+    while_contended(client.bound, || client.direct.transact(&items)).await
 }
 
 /// Sends a transaction's `Update` as one `UpdateItem` (half the write
 /// capacity of a transaction). `Ok(None)`: applied; `Ok(Some(item))`: its
-/// condition failed, on what it found.
+/// condition failed, on what it found. Not safe to retry unless its
+/// condition makes it so: an `ADD` that must count once goes as a
+/// transaction ([`transact`]), whose token makes a retry that had landed
+/// count nothing.
 pub(crate) async fn update_alone(client: &DynamoClient, update: Update) -> Result<Option<Item>, LedgerError> {
-    Ok(client.direct.update(&update, ReturnValue::None).await?.err())
+    let result = while_contended(client.bound, || client.direct.update(&update, ReturnValue::None)).await;
+    Ok(result?.err())
+}
+
+/// The first pause after a cancellation for contention; it doubles, with full jitter.
+const CONTENDED_BACKOFF: Duration = Duration::from_millis(20);
+const CONTENDED_BACKOFF_CAP: Duration = Duration::from_millis(400);
+
+/// A uniformly random share in `[0, 1]`, for full jitter.
+fn random_share() -> Result<f64, LedgerError> {
+    let mut random = [0u8; 4];
+    getrandom::fill(&mut random).map_err(|error| LedgerError::Unavailable(format!("no randomness: {error}")))?;
+    Ok(f64::from(u32::from_le_bytes(random)) / f64::from(u32::MAX))
+}
+
+/// Runs `operation` again while it fails with [`LedgerError::Contended`]
+/// (nothing was written), within `bound` in all.
+async fn while_contended<T, F, Fut>(bound: Duration, mut operation: F) -> Result<T, LedgerError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, LedgerError>>,
+{
+    let deadline = tokio::time::Instant::now() + bound;
+    let mut ceiling = CONTENDED_BACKOFF;
+    loop {
+        let result = tokio::time::timeout_at(deadline, operation())
+            .await
+            .unwrap_or(Err(LedgerError::Timeout));
+        if !matches!(result, Err(LedgerError::Contended)) {
+            return result;
+        }
+        let pause = ceiling.mul_f64(random_share()?);
+        if tokio::time::Instant::now() + pause >= deadline {
+            return result;
+        }
+        metrics::counter!("LedgerContended").increment(1);
+        tokio::time::sleep(pause).await;
+        ceiling = (ceiling * 2).min(CONTENDED_BACKOFF_CAP);
+    }
 }
 
 /// A DynamoDB client on the shared AWS configuration, every operation
@@ -298,6 +351,7 @@ pub fn client_on(sdk: &aws_config::SdkConfig, timeout: Duration, http: reqwest::
     DynamoClient {
         sdk: Client::from_conf(config),
         direct: direct::Direct::new(sdk, timeout, http),
+        bound: timeout,
     }
 }
 
@@ -306,10 +360,8 @@ pub fn client_on(sdk: &aws_config::SdkConfig, timeout: Duration, http: reqwest::
 /// action of their own: each of their items is authorised as the `PutItem`
 /// or `UpdateItem` it is.
 /// None deletes: a released key stays, marked released, until TTL. Taking
-/// a turn from a budget checks the day's tokens in its transaction
-/// (`ConditionCheckItem`).
+/// a turn from a budget reserves the day's tokens with an `UpdateItem`.
 pub const ACTIONS_USED: &[&str] = &[
-    "dynamodb:ConditionCheckItem",
     "dynamodb:GetItem",
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
