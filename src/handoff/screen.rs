@@ -2,10 +2,12 @@
 //! words, or that names a risk a trained person must handle, goes to a
 //! person without a model call, so it works when the model is down or slow.
 //!
-//! Matching is on normalised text: lower case, accents and `ß` folded, every
-//! run of anything but letters and digits one space, so "Talk to a PERSON!"
-//! and "mit einem Menschen   sprechen" match, and a phrase matches whole
-//! words only ("sue" is not in "issue"). The defaults cover English, German,
+//! Matching is on text normalised as a person reads it ([`normalise`], with
+//! maintained Unicode crates: NFKC, format characters removed, full case
+//! folding, accents removed, Cyrillic and Greek look-alikes read as Latin),
+//! every run of anything but letters and digits one space, so "Talk to a
+//! PERSON!", "ｆｒａｕｄ", "fr\u{200d}aud" and "mit einem Menschen   sprechen"
+//! match, and a phrase matches whole words only ("sue" is not in "issue"). The defaults cover English, German,
 //! French and Spanish, and must not fire on an ordinary refund message
 //! (tested against every message of `eval/tasks` that expects no handoff).
 
@@ -31,6 +33,18 @@ pub const DEFAULT_HANDOFF_PHRASES: &[&str] = &[
     "speak to an agent",
     "customer service representative",
     "talk to a representative",
+    "speak to a manager",
+    "talk to a manager",
+    "speak with a manager",
+    "speak to the manager",
+    "talk to the manager",
+    "speak to your manager",
+    "talk to your manager",
+    "a supervisor",
+    "your supervisor",
+    "a real human",
+    "a human",
+    "an actual person",
     // German
     "mit einem menschen sprechen",
     "mit einem mitarbeiter sprechen",
@@ -39,6 +53,12 @@ pub const DEFAULT_HANDOFF_PHRASES: &[&str] = &[
     "einen menschen sprechen",
     "einen mitarbeiter sprechen",
     "echten menschen",
+    "einem menschen",
+    "vorgesetzten",
+    "einen manager",
+    "einem manager",
+    "ihren chef",
+    "einen supervisor",
     // French
     "parler a une personne",
     "parler a un humain",
@@ -47,6 +67,13 @@ pub const DEFAULT_HANDOFF_PHRASES: &[&str] = &[
     "parler a un agent",
     "une vraie personne",
     "un etre humain",
+    "un humain",
+    "au responsable",
+    "un responsable",
+    "un superviseur",
+    "votre superieur",
+    "un manager",
+    "une personne reelle",
     // Spanish
     "hablar con una persona",
     "hablar con un humano",
@@ -54,6 +81,13 @@ pub const DEFAULT_HANDOFF_PHRASES: &[&str] = &[
     "hablar con un agente",
     "hablar con un asesor",
     "una persona real",
+    "un humano",
+    "el gerente",
+    "un gerente",
+    "un supervisor",
+    "el encargado",
+    "el supervisor",
+    "una persona de verdad",
 ];
 
 /// What a trained person must handle, in the four languages.
@@ -146,19 +180,33 @@ fn normalised<T: AsRef<str>>(list: &[T]) -> Vec<String> {
         .collect()
 }
 
-/// ` words like this ` (padded, so a phrase matches whole words only).
+/// ` words like this ` (padded, so a phrase matches whole words only), as a
+/// person reads the text (contract 12): NFKC (fullwidth and other
+/// compatibility forms become plain letters), format characters (zero-width
+/// spaces and joiners, soft hyphens) removed, full case folding (`ß` is
+/// `ss`, `İ` is `i̇`), accents removed (the combining marks of the canonical
+/// decomposition, so a pasted `polici\u{301}a` is `policia`), and a
+/// Cyrillic or Greek look-alike of a Latin letter read as that letter (its
+/// UTS 39 confusable skeleton). Every other run of anything but letters
+/// and digits is one space.
 pub fn normalise(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
+    use unicode_general_category::{GeneralCategory, get_general_category};
+    use unicode_normalization::UnicodeNormalization;
+    use unicode_normalization::char::is_combining_mark;
+
+    let visible: String = text
+        .nfkc()
+        .filter(|&c| get_general_category(c) != GeneralCategory::Format)
+        .collect();
+    let folded = caseless::default_case_fold_str(&visible);
+    let mut out = String::with_capacity(folded.len() + 2);
     out.push(' ');
-    for c in text.chars().flat_map(char::to_lowercase) {
-        match fold(c) {
-            Some(folded) => out.push_str(folded),
+    for c in folded.nfd().filter(|&c| !is_combining_mark(c)) {
+        match latin_look_alike(c) {
+            Some(latin) => out.push_str(&latin),
             None if c.is_alphanumeric() => out.push(c),
-            None => {
-                if !out.ends_with(' ') {
-                    out.push(' ');
-                }
-            }
+            None if !out.ends_with(' ') => out.push(' '),
+            None => {}
         }
     }
     if !out.ends_with(' ') {
@@ -167,22 +215,16 @@ pub fn normalise(text: &str) -> String {
     out
 }
 
-/// The Latin letters of the four languages without their accents.
-fn fold(c: char) -> Option<&'static str> {
-    Some(match c {
-        'à' | 'á' | 'â' | 'ã' | 'ä' | 'å' => "a",
-        'æ' => "ae",
-        'ç' => "c",
-        'è' | 'é' | 'ê' | 'ë' => "e",
-        'ì' | 'í' | 'î' | 'ï' => "i",
-        'ñ' => "n",
-        'ò' | 'ó' | 'ô' | 'õ' | 'ö' | 'ø' => "o",
-        'œ' => "oe",
-        'ù' | 'ú' | 'û' | 'ü' => "u",
-        'ý' | 'ÿ' => "y",
-        'ß' => "ss",
-        _ => return None,
-    })
+/// A Cyrillic or Greek letter whose confusable skeleton is Latin letters,
+/// as those letters (`а` is `a`).
+fn latin_look_alike(c: char) -> Option<String> {
+    use unicode_script::{Script, UnicodeScript};
+
+    if !matches!(c.script(), Script::Cyrillic | Script::Greek) {
+        return None;
+    }
+    let skeleton: String = unicode_security::skeleton(c.encode_utf8(&mut [0; 4])).collect();
+    (!skeleton.is_empty() && skeleton.chars().all(|s| s.is_ascii_alphabetic())).then(|| skeleton.to_ascii_lowercase())
 }
 
 #[cfg(test)]
@@ -209,6 +251,42 @@ mod tests {
             "Ich mache eine Rückbuchung",
         ] {
             assert_eq!(screen.check(risky), Some(Reason::Risk), "{risky}");
+        }
+    }
+
+    #[test]
+    fn text_is_matched_as_a_person_reads_it_not_as_bytes() {
+        let screen = Screen::default();
+        for risky in [
+            "llamo a la polici\u{301}a",
+            "Ich will eine Ru\u{308}ckbuchung",
+            "this is fr\u{200d}aud",
+            "this is ｆｒａｕｄ",
+            "this is fr\u{430}ud",
+            "I call the POL\u{130}CE",
+            "I call the ΡΟLICE",
+        ] {
+            assert_eq!(screen.check(risky), Some(Reason::Risk), "{risky:?}");
+        }
+        assert_eq!(
+            screen.check("let me talk to a per\u{200b}son"),
+            Some(Reason::CustomerAsked)
+        );
+    }
+
+    #[test]
+    fn asking_for_a_manager_a_supervisor_or_a_human_reaches_a_person() {
+        let screen = Screen::default();
+        for asks in [
+            "can I speak to a manager",
+            "I want a real human",
+            "get me a supervisor",
+            "Ich möchte einen Vorgesetzten sprechen",
+            "je veux parler au responsable",
+            "quiero hablar con el gerente",
+            "quiero hablar con un supervisor",
+        ] {
+            assert_eq!(screen.check(asks), Some(Reason::CustomerAsked), "{asks}");
         }
     }
 

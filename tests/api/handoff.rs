@@ -62,6 +62,28 @@ async fn asking_for_a_person_hands_off_without_the_model_even_when_its_key_canno
 }
 
 #[tokio::test]
+async fn pasted_or_disguised_requests_for_a_person_reach_one_with_the_model_down() {
+    let h = TestApp::builder().key_source(PanickingKey).build().await;
+
+    for (message, reason) in [
+        ("can I speak to a manager", "customer_asked"),
+        ("a real human please", "customer_asked"),
+        ("get me a supervisor", "customer_asked"),
+        ("I want to talk to a per\u{200b}son", "customer_asked"),
+        ("voy a llamar a la polici\u{301}a", "risk"),
+        ("this is fr\u{430}ud", "risk"),
+        ("this is ｆｒａｕｄ", "risk"),
+    ] {
+        let answer = h.say(None, message).await;
+        assert_eq!(answer.status, StatusCode::OK, "{message:?}: {}", answer.raw);
+        assert_eq!(answer.body["handed_off"], true, "{message:?}");
+        let head = header(&h, answer.conversation_id()).await;
+        assert_eq!(attr(&head, "handoff_reason"), Some(reason), "{message:?}");
+    }
+    assert!(h.model_requests().await.is_empty());
+}
+
+#[tokio::test]
 async fn the_risk_screen_hands_off_before_the_model_in_words_that_decide_nothing() {
     let h = TestApp::new(vec![refund_call("c1", "A-1001", 1250)], receipt()).await;
 
@@ -143,7 +165,7 @@ async fn a_handoff_spends_no_refund_latch_and_a_second_one_is_a_tool_error() {
     )
     .await;
 
-    let answer = h.say(None, "refund A-1001 12.50 and let a human call me").await;
+    let answer = h.say(None, "refund A-1001 12.50, and my address needs changing").await;
 
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
     assert_eq!(h.payments_requests().await.len(), 1, "the refund still ran");
