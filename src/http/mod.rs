@@ -683,7 +683,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             };
             return self.answer_without_model(chat, scope, lease, held, handoff::fixed_reply(reason), Some(handoff));
         }
-        let window = match self.window(&lease, &held).await {
+        let window = match self.window(&lease, &held, &scope).await {
             Ok(window) => window,
             Err(error) => {
                 tracing::error!(event = "conversation", op = "recent", error = %error);
@@ -907,12 +907,20 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     }
 
     /// The earlier exchanges the model gets: none for a new conversation.
-    async fn window(&self, lease: &ConversationLease, held: &HeldConversation) -> Result<Vec<Exchange>, LedgerError> {
+    async fn window(
+        &self,
+        lease: &ConversationLease,
+        held: &HeldConversation,
+        running: &RefundScope,
+    ) -> Result<Vec<Exchange>, LedgerError> {
         let window = self.config.conversation_window;
         if held.exchanges == 0 || window.max_exchanges == 0 {
             return Ok(Vec::new());
         }
-        let recent = self.conversations.recent(&lease.id, window.max_exchanges).await?;
+        let recent = self
+            .conversations
+            .recent(&lease.id, window.max_exchanges, running)
+            .await?;
         Ok(window.select(recent))
     }
 

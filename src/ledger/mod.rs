@@ -312,11 +312,15 @@ pub trait ConversationStore: Send + Sync {
     ) -> impl Future<Output = Result<Begun, LedgerError>> + Send;
 
     /// The `count` most recent exchanges, newest first (a strongly consistent
-    /// read: the previous turn's exchange is in it).
+    /// read: the previous turn's exchange is in it), one per refund scope
+    /// and none of `running` (the scope of the turn about to run): a try
+    /// whose key was released and then re-sent stays in the conversation
+    /// for the support team, but the model sees the customer's message once.
     fn recent(
         &self,
         id: &ConversationId,
         count: usize,
+        running: &RefundScope,
     ) -> impl Future<Output = Result<Vec<Exchange>, LedgerError>> + Send;
 
     /// Appends the turn's exchange and gives the lease back (creating the

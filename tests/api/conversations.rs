@@ -656,7 +656,7 @@ async fn forgetting_a_customer_deletes_their_conversations_and_messages_and_keep
 }
 
 #[tokio::test]
-async fn a_message_retried_after_a_released_failure_continues_its_conversation_with_its_reply() {
+async fn a_message_re_sent_after_a_released_failure_appears_once_to_the_model() {
     // The first try fails with no refund recorded, so the key is released
     // and the re-send (the same body) runs afresh: in the conversation the
     // first try began, with its 200 kept there.
@@ -664,6 +664,7 @@ async fn a_message_retried_after_a_released_failure_continues_its_conversation_w
         vec![
             ResponseTemplate::new(500).set_body_json(json!({"error": {"message": "boom"}})),
             text("Hello, how can I help?"),
+            text("Sure."),
         ],
         receipt(),
     )
@@ -684,6 +685,20 @@ async fn a_message_retried_after_a_released_failure_continues_its_conversation_w
     let statuses: Vec<u16> = exchanges.iter().map(|e| e.status).collect();
     assert_eq!(statuses, [502, 200], "the failed try, then the answer");
     assert_eq!(exchanges[1].exchange.reply(), Some("Hello, how can I help?"));
+    // One refund scope, one exchange for the model: the re-sent message
+    // is sent once, in its retry and in the next turn's window.
+    let next = h.say(Some(retried.conversation_id()), "and another thing").await;
+    assert_eq!(next.status, StatusCode::OK, "{}", next.raw);
+    let requests = h.model_requests().await;
+    assert_eq!(sent(&requests[1]), vec![pair("user", "hello")], "the retry");
+    assert_eq!(
+        sent(&requests[2]),
+        vec![
+            pair("user", "hello"),
+            pair("assistant", "Hello, how can I help?"),
+            pair("user", "and another thing"),
+        ]
+    );
     // The released key still names its body: another message needs another key.
     let other = h.say_with(None, "something else", &key).await;
     assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", other.raw);

@@ -48,6 +48,7 @@ use super::direct::Query;
 use super::{DynamoClient, DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable, update_alone};
 use crate::clock::rfc3339;
 use crate::conversation::{ConversationId, Exchange};
+use crate::refund::RefundScope;
 use crate::ledger::{
     Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
 };
@@ -508,11 +509,17 @@ impl ConversationStore for DynamoConversations {
         }
     }
 
-    async fn recent(&self, id: &ConversationId, count: usize) -> Result<Vec<Exchange>, LedgerError> {
+    async fn recent(
+        &self,
+        id: &ConversationId,
+        count: usize,
+        running: &RefundScope,
+    ) -> Result<Vec<Exchange>, LedgerError> {
         if count == 0 {
             return Ok(Vec::new());
         }
         let mut exchanges = Vec::new();
+        let mut scopes = vec![running.record_id()];
         let mut start: Option<Item> = None;
         let values = [
             (":id".to_owned(), s(id.as_str())),
@@ -525,13 +532,19 @@ impl ConversationStore for DynamoConversations {
                 table: &self.table,
                 key_condition: "pk = :id AND begins_with(sk, :prefix)",
                 values: &values,
-                projection: Some("messages"),
+                projection: Some("messages, refund_record"),
                 newest_first: true,
                 limit: Some(u32::try_from(count - exchanges.len()).unwrap_or(u32::MAX)),
                 start: start.as_ref(),
             };
             let (items, next) = self.client.direct().query(&query).await?;
             for item in &items {
+                // A scope seen already (newer) or running now: an earlier try of it.
+                let scope = text(item, "refund_record").unwrap_or_default();
+                if !scope.is_empty() && scopes.iter().any(|seen| seen == scope) {
+                    continue;
+                }
+                scopes.push(scope.to_owned());
                 let messages = text(item, "messages")
                     .ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
                 exchanges.push(Exchange::from_json(messages).map_err(LedgerError::Malformed)?);
