@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::budget::BudgetLimits;
-use crate::conversation::Window;
+use crate::conversation::{Lifetime, Window};
 use crate::handoff::screen::{DEFAULT_HANDOFF_PHRASES, DEFAULT_RISK_TERMS, Screen};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::Limits;
@@ -29,6 +29,7 @@ pub const DEFAULT_BUDGET: BudgetLimits = BudgetLimits {
 };
 pub const DEFAULT_MAX_OUTPUT_TOKENS: u32 = 1024;
 pub const DEFAULT_CONVERSATION_TTL: Duration = Duration::from_secs(24 * 3600);
+pub const DEFAULT_CONVERSATION_MAX_AGE: Duration = Duration::from_secs(168 * 3600);
 pub const DEFAULT_CONVERSATION_WINDOW: Window = Window {
     max_exchanges: 10,
     max_chars: 24_000,
@@ -96,6 +97,8 @@ pub struct Config {
     /// Where conversations live (a table of their own).
     pub conversation_table: String,
     pub conversation_ttl: Duration,
+    /// How long a conversation lives at most, from its first exchange.
+    pub conversation_max_age: Duration,
     pub conversation_window: Window,
     /// What hands a message to a person before the model (`HANDOFF_PHRASES`, `RISK_TERMS`).
     pub handoff_screen: Screen,
@@ -163,6 +166,7 @@ impl Config {
             },
             conversation_table: vars.required("CONVERSATION_TABLE")?,
             conversation_ttl: vars.hours("CONVERSATION_TTL_HOURS", DEFAULT_CONVERSATION_TTL)?,
+            conversation_max_age: vars.hours("CONVERSATION_MAX_AGE_HOURS", DEFAULT_CONVERSATION_MAX_AGE)?,
             conversation_window: Window {
                 max_exchanges: vars.count("CONVERSATION_MAX_EXCHANGES", DEFAULT_CONVERSATION_WINDOW.max_exchanges)?,
                 max_chars: vars.count("CONVERSATION_MAX_CHARS", DEFAULT_CONVERSATION_WINDOW.max_chars)?,
@@ -197,6 +201,13 @@ impl Config {
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
                 .transpose()?,
         };
+        if config.conversation_max_age < config.conversation_ttl {
+            return Err(ConfigError::Malformed {
+                name: "CONVERSATION_MAX_AGE_HOURS",
+                expected: "at least CONVERSATION_TTL_HOURS",
+                value: vars.get("CONVERSATION_MAX_AGE_HOURS").unwrap_or_default(),
+            });
+        }
         config.budget.turn_reservation =
             turn::worst_case_tokens(config.max_output_tokens, config.conversation_window.max_chars);
         // A request record must outlive its lease: one that expired under a
@@ -211,6 +222,14 @@ impl Config {
             });
         }
         Ok(config)
+    }
+
+    /// How long a conversation lives.
+    pub fn conversation_lifetime(&self) -> Lifetime {
+        Lifetime {
+            ttl: self.conversation_ttl,
+            max_age: self.conversation_max_age,
+        }
     }
 
     /// The longest one request can take with these settings, the first
@@ -409,6 +428,7 @@ mod tests {
             Duration::from_secs(112) + SECRET_READ_TIMEOUT + Duration::from_secs(2 * (7 + 4 + 2))
         );
         assert_eq!(config.conversation_ttl, Duration::from_secs(24 * 3600));
+        assert_eq!(config.conversation_max_age, Duration::from_secs(168 * 3600));
         assert_eq!(config.handoff_screen, Screen::default());
         assert_eq!(
             (config.budget.turns_per_hour, config.budget.tokens_per_day),

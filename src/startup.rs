@@ -95,14 +95,14 @@ where
         client_on(ledger_aws, config.ledger_timeout, http.clone()),
         &config.ledger_table,
     );
-    let (table, ttl, bound) = (
+    let (table, life, bound) = (
         &config.conversation_table,
-        config.conversation_ttl,
+        config.conversation_lifetime(),
         config.ledger_timeout,
     );
     let conversations = match conversations_aws {
-        Some(aws) => DynamoConversations::from_sdk_config(aws, table, &config.ledger_table, ttl, bound),
-        None => DynamoConversations::new(ledger.client().clone(), table, &config.ledger_table, ttl, bound),
+        Some(aws) => DynamoConversations::from_sdk_config(aws, table, &config.ledger_table, life, bound),
+        None => DynamoConversations::new(ledger.client().clone(), table, &config.ledger_table, life),
     };
     let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
     let refunds = RecordedRefunds::new(ledger.clone(), payments, config.limits);

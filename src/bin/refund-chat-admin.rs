@@ -175,12 +175,15 @@ async fn main() -> ExitCode {
 async fn run(command: Command, config: &StaffConfig) -> Ending {
     let aws = refund_chat::startup::aws_config().await;
     let ledger = DynamoLedger::from_sdk_config(&aws, &config.ledger_table, config.ledger_timeout);
-    // The TTL only matters to the function's writes; the admin reads and deletes.
+    // The lifetime only matters to the function's writes; the admin reads and deletes.
     let conversations = DynamoConversations::from_sdk_config(
         &aws,
         &config.conversation_table,
         &config.ledger_table,
-        Duration::ZERO,
+        refund_chat::conversation::Lifetime {
+            ttl: Duration::ZERO,
+            max_age: Duration::ZERO,
+        },
         config.ledger_timeout,
     );
     let result = match command {

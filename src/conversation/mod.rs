@@ -179,6 +179,29 @@ impl Exchange {
     }
 }
 
+/// How long a conversation lives (contract 11): `ttl` after its last
+/// exchange, and at most `max_age` after its first. Knowing the latest end
+/// when the first exchange is written lets every item be given its expiry
+/// once, when it is written: no append ever moves another item's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lifetime {
+    pub ttl: std::time::Duration,
+    pub max_age: std::time::Duration,
+}
+
+impl Lifetime {
+    /// Epoch seconds at which a conversation begun at `first_ms` ends at the latest.
+    pub fn ends_by_s(&self, first_ms: u64) -> u64 {
+        first_ms / 1000 + self.max_age.as_secs()
+    }
+
+    /// Epoch seconds at which a conversation that ends by `ends_by_s`
+    /// expires after an exchange at `now_ms`.
+    pub fn expires_s(&self, now_ms: u64, ends_by_s: u64) -> u64 {
+        (now_ms / 1000 + self.ttl.as_secs()).min(ends_by_s)
+    }
+}
+
 /// How much history the model gets (`CONVERSATION_MAX_EXCHANGES`,
 /// `CONVERSATION_MAX_CHARS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -219,6 +242,18 @@ pub fn history(window: &[Exchange]) -> Vec<Message> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_conversation_expires_a_ttl_after_its_last_exchange_and_ends_by_its_maximum_age() {
+        let life = Lifetime {
+            ttl: std::time::Duration::from_secs(3600),
+            max_age: std::time::Duration::from_secs(7200),
+        };
+        let ends_by = life.ends_by_s(1_000_000);
+        assert_eq!(ends_by, 1000 + 7200);
+        assert_eq!(life.expires_s(1_000_000, ends_by), 1000 + 3600);
+        assert_eq!(life.expires_s(5_000_000, ends_by), ends_by, "never after the maximum age");
+    }
 
     fn exchange(said: &str, reply: &str) -> Exchange {
         Exchange::of_turn(&[Message::User(said.into())], Some(reply))

@@ -214,8 +214,9 @@ pub struct ConversationLease {
 pub struct HeldConversation {
     /// Exchanges so far: the next one's sequence number.
     pub exchanges: u64,
-    /// Epoch seconds: when the earliest of its stored exchanges expires.
-    pub items_expire_at_s: u64,
+    /// Epoch seconds: when it ends at the latest, `CONVERSATION_MAX_AGE_HOURS`
+    /// after its first exchange (0: not stored yet, the append sets it).
+    pub ends_by_s: u64,
     /// A person has it (contract 12): every message gets the fixed reply.
     pub handed_off: bool,
     /// Its last exchange ended in 502 or 504.
@@ -231,7 +232,7 @@ impl HeldConversation {
     pub fn created_here() -> HeldConversation {
         HeldConversation {
             exchanges: 0,
-            items_expire_at_s: u64::MAX,
+            ends_by_s: 0,
             handed_off: false,
             last_failed: false,
             stored: false,

@@ -347,7 +347,7 @@ impl<K: ApiKeySource> TestApp<K> {
             &self.aws,
             conversation_table(&self.table),
             &self.table,
-            self.app.config().conversation_ttl,
+            self.app.config().conversation_lifetime(),
             LEDGER_TIMEOUT,
         )
     }

@@ -511,52 +511,82 @@ async fn the_answer_of_a_failed_turn_names_its_conversation_and_is_kept() {
     assert_eq!(exchanges[0].exchange.reply(), None);
 }
 
-#[tokio::test]
-async fn the_items_expiry_moves_before_the_conversation_could_outlive_them() {
-    let h = TestApp::new(vec![text("Hello."), text("Again.")], receipt()).await;
-    let id = h.say(None, "hello").await.conversation_id().to_owned();
-    // As if its first exchange had been written a TTL ago: its items expire
-    // in a minute, and the header says so.
-    let client = aws_sdk_dynamodb::Client::new(&h.aws);
-    let soon = AttributeValue::N((refund_chat::clock::now_ms() / 1000 + 60).to_string());
-    for item in items(&h.aws, &conversation_table(&h.table)).await {
-        let sk = attr(&item, "sk").unwrap().to_owned();
-        let attribute = if sk == HEAD { "items_expire_at" } else { "expires_at" };
-        client
-            .update_item()
-            .table_name(conversation_table(&h.table))
-            .key("pk", AttributeValue::S(id.clone()))
-            .key("sk", AttributeValue::S(sk))
-            .update_expression(format!("SET {attribute} = :soon"))
-            .expression_attribute_values(":soon", soon.clone())
-            .send()
-            .await
-            .unwrap();
-    }
+/// The epoch-seconds number `name` of an item.
+fn seconds(item: &std::collections::HashMap<String, AttributeValue>, name: &str) -> u64 {
+    item[name].as_n().unwrap().parse().unwrap()
+}
 
-    assert_eq!(h.say(Some(&id), "still there?").await.status, StatusCode::OK);
-
-    let ttl = h.app.config().conversation_ttl.as_secs();
-    let now_s = refund_chat::clock::now_ms() / 1000;
-    let items: Vec<_> = items(&h.aws, &conversation_table(&h.table))
+/// A conversation's items, its header first.
+async fn conversation_items<K: refund_chat::secrets::ApiKeySource>(
+    h: &TestApp<K>,
+    id: &str,
+) -> Vec<std::collections::HashMap<String, AttributeValue>> {
+    let mut found: Vec<_> = items(&h.aws, &conversation_table(&h.table))
         .await
         .into_iter()
-        .filter(|item| attr(item, "pk") == Some(id.as_str()))
+        .filter(|item| attr(item, "pk") == Some(id))
         .collect();
-    assert_eq!(items.len(), 1 + 2 + 2, "the header, two exchanges, two scope marks");
-    let expiry = |item: &std::collections::HashMap<String, AttributeValue>, name: &str| -> u64 {
-        item[name].as_n().unwrap().parse().unwrap()
-    };
-    let head = items.iter().find(|item| attr(item, "sk") == Some(HEAD)).unwrap();
-    let header_expiry = expiry(head, "expires_at");
-    assert!(header_expiry >= now_s + ttl - 5);
-    for item in items.iter().filter(|item| attr(item, "sk") != Some(HEAD)) {
-        assert!(
-            expiry(item, "expires_at") >= header_expiry,
-            "{item:?} would expire before its conversation"
-        );
+    found.sort_by_key(|item| attr(item, "sk") != Some(HEAD));
+    found
+}
+
+#[tokio::test]
+async fn every_item_lives_as_long_as_its_conversation_and_an_append_costs_the_same_however_long() {
+    let log = OperationLog::default();
+    let conversations = proxy(&moto().endpoint, false, log.hook(|_| Action::Forward)).await;
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .conversations_at(conversations)
+        .build()
+        .await;
+    let first_s = refund_chat::clock::now_ms() / 1000;
+    let id = h.say(None, "hello").await.conversation_id().to_owned();
+    let mut operations = Vec::new();
+    for i in 0..6 {
+        let before = log.names().len();
+        assert_eq!(h.say(Some(&id), &format!("message {i}")).await.status, StatusCode::OK);
+        operations.push(log.names()[before..].to_vec());
     }
-    assert!(expiry(head, "items_expire_at") >= header_expiry);
+
+    assert!(
+        operations.windows(2).all(|pair| pair[0] == pair[1]),
+        "the same operations for the 2nd and the 7th exchange: {operations:?}"
+    );
+    let found = conversation_items(&h, &id).await;
+    assert_eq!(found.len(), 1 + 7 + 7, "the header, seven exchanges, seven scope marks");
+    let (head, rest) = found.split_first().unwrap();
+    let ends_by = seconds(head, "ends_by");
+    let max_age = h.app.config().conversation_max_age.as_secs();
+    assert!((first_s + max_age..=first_s + max_age + 5).contains(&ends_by), "{ends_by}");
+    assert!(seconds(head, "expires_at") <= ends_by);
+    for item in rest {
+        assert_eq!(seconds(item, "expires_at"), ends_by, "{item:?} must live as long as its conversation");
+        assert_eq!(attr(item, "customer"), Some(USER), "forget finds it without its header");
+    }
+}
+
+#[tokio::test]
+async fn a_conversation_ends_at_its_maximum_age_however_recent_its_last_exchange() {
+    let h = TestApp::builder().model_responder(|_| text("ok")).build().await;
+    let id = h.say(None, "hello").await.conversation_id().to_owned();
+    // As if its first exchange were older than CONVERSATION_MAX_AGE_HOURS.
+    let past = AttributeValue::N((refund_chat::clock::now_ms() / 1000 - 1).to_string());
+    aws_sdk_dynamodb::Client::new(&h.aws)
+        .update_item()
+        .table_name(conversation_table(&h.table))
+        .key("pk", AttributeValue::S(id.clone()))
+        .key("sk", AttributeValue::S(HEAD.to_owned()))
+        .update_expression("SET ends_by = :past")
+        .expression_attribute_values(":past", past)
+        .send()
+        .await
+        .unwrap();
+
+    let last = h.say(Some(&id), "still there?").await;
+    let after = h.say(Some(&id), "hello?").await;
+
+    assert_eq!(last.status, StatusCode::OK, "{}", last.raw);
+    assert_eq!(after.status, StatusCode::NOT_FOUND, "{}", after.raw);
 }
 
 #[tokio::test]
@@ -652,6 +682,39 @@ async fn forgetting_a_customer_deletes_their_conversations_and_messages_and_keep
     assert!(
         !format!("{ledger:?}").contains("Zanzibar-quokka"),
         "the message is nowhere in the ledger"
+    );
+}
+
+#[tokio::test]
+async fn forgetting_a_customer_finds_the_exchanges_of_a_conversation_whose_header_ttl_removed() {
+    let h = TestApp::builder().model_responder(|_| text("ok")).build().await;
+    let id = h.say(None, "my secret words").await.conversation_id().to_owned();
+    h.say_with(Some(&id), "more words", &[("idempotency-key", "k-forget")]).await;
+    // TTL removes the header first (it expires a TTL after the last exchange).
+    aws_sdk_dynamodb::Client::new(&h.aws)
+        .delete_item()
+        .table_name(conversation_table(&h.table))
+        .key("pk", AttributeValue::S(id.clone()))
+        .key("sk", AttributeValue::S(HEAD.to_owned()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(conversation_items(&h, &id).await.len(), 4, "two exchanges, two scope marks");
+    let payments = wiremock::MockServer::start().await;
+
+    let forgot = crate::approvals::admin(
+        &h.table,
+        &moto().endpoint,
+        &payments.uri(),
+        &["forget", "--customer", USER, "--by", "dpo@shop"],
+    )
+    .await;
+
+    assert_eq!(forgot.status.code(), Some(0), "{}", crate::approvals::stderr(&forgot));
+    assert!(conversation_items(&h, &id).await.is_empty(), "every item of it went");
+    assert!(
+        !h.ledger().await.iter().any(|i| attr(i, "kind") == Some("request")),
+        "and the request records"
     );
 }
 

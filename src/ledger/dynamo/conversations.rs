@@ -4,15 +4,16 @@
 //!
 //! | item | `sk` | attributes |
 //! | --- | --- | --- |
-//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `last_status`, `refund_records` (the record ids its turns wrote, a string set), `lease_writer`, `lease_until_ms` (while a turn runs), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange), `items_expire_at`; once handed off: `handoff_id`, `handoff_reason`, `handoff_summary` (the model's), `handoff_at`, `handoff_request_id`, `handoff_open` (`open` until closed: the `open_handoffs` index), `handoff_closed_by`, `handoff_closed_at` |
-//! | exchange | `x#<seq, 6 digits>` | `seq`, `request_id`, `refund_record` (the scope's record id), `status`, `created_at`, `chars`, `messages` (JSON), `handoff_reason` (the exchange that handed off), `expires_at` |
-//! | scope mark | `scope#<record id>` | `seq`, `expires_at` |
+//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `last_status`, `refund_records` (the record ids its turns wrote, a string set), `lease_writer`, `lease_until_ms` (while a turn runs), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange, never after `ends_by`), `ends_by` (`CONVERSATION_MAX_AGE_HOURS` after the first exchange); once handed off: `handoff_id`, `handoff_reason`, `handoff_summary` (the model's), `handoff_at`, `handoff_request_id`, `handoff_open` (`open` until closed: the `open_handoffs` index), `handoff_closed_by`, `handoff_closed_at` |
+//! | exchange | `x#<seq, 6 digits>` | `seq`, `request_id`, `refund_record` (the scope's record id), `status`, `created_at`, `chars`, `messages` (JSON), `handoff_reason` (the exchange that handed off), `customer`, `expires_at` (`ends_by`) |
+//! | scope mark | `scope#<record id>` | `seq`, `customer`, `created_at`, `expires_at` (`ends_by`) |
 //!
 //! Each exchange is an item of its own (a 4000-character message and a
 //! turn's replies: tens of KB at most), so a conversation of any length stays
-//! far below the 400 KB item limit. The header is the only item with
-//! `customer`, so the `by_customer` index (keys only) lists a customer's
-//! conversations without a scan.
+//! far below the 400 KB item limit. Every item names its `customer`, so
+//! the `by_customer` index (keys only) finds all of a customer's items
+//! without a scan, even those whose header TTL removed first: what
+//! "forget" needs (contract 11).
 //!
 //! - **One turn at a time.** [`begin`](ConversationStore::begin) is one
 //!   conditional update of the header: the lease is taken only if it is free
@@ -30,12 +31,13 @@
 //!   (the same scope, run afresh) appends its own exchange after it. The
 //!   turn's tokens and its key's settlement (items of the ledger's table)
 //!   ride in the same transaction.
-//! - **Expiry.** The header expires `CONVERSATION_TTL_HOURS` after the last
-//!   exchange. The other items are written to expire twice that after their
-//!   write; when the earliest of them would expire before the header, the
-//!   append moves them all to twice the TTL from now (once per TTL of an
-//!   active conversation). Reads go through the header, so an expired
-//!   conversation is absent even while its items wait for TTL.
+//! - **Expiry.** A conversation ends `CONVERSATION_TTL_HOURS` after its
+//!   last exchange, and at the latest at `ends_by`, `CONVERSATION_MAX_AGE_HOURS`
+//!   after its first. So every item but the header is written to expire at
+//!   `ends_by`, once, and lives at least as long as its conversation; an
+//!   append writes the same items however long the conversation is, and
+//!   never moves another item's expiry. Reads go through the header, so an
+//!   expired conversation is absent even while its items wait for TTL.
 
 use std::time::Duration;
 
@@ -47,7 +49,7 @@ use aws_sdk_dynamodb::types::{
 use super::direct::Query;
 use super::{DynamoClient, DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable, update_alone};
 use crate::clock::rfc3339;
-use crate::conversation::{ConversationId, Exchange};
+use crate::conversation::{ConversationId, Exchange, Lifetime};
 use crate::refund::RefundScope;
 use crate::ledger::{
     Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
@@ -77,10 +79,7 @@ pub struct DynamoConversations {
     /// The ledger, for the items that ride in an append's transaction (the
     /// tokens, the key's settlement).
     ledger: DynamoLedger,
-    ttl: Duration,
-    /// `LEDGER_TIMEOUT_SECS`: what the client bounds each operation to, and
-    /// this adapter the expiry's move (several operations) as a whole.
-    bound: Duration,
+    life: Lifetime,
 }
 
 /// An exchange as stored, with what the transcript shows beside it.
@@ -154,15 +153,13 @@ impl DynamoConversations {
         client: DynamoClient,
         table: impl Into<String>,
         ledger_table: impl Into<String>,
-        ttl: Duration,
-        bound: Duration,
+        life: Lifetime,
     ) -> Self {
         DynamoConversations {
             ledger: DynamoLedger::new(client.clone(), ledger_table),
             client,
             table: table.into(),
-            ttl,
-            bound,
+            life,
         }
     }
 
@@ -171,10 +168,10 @@ impl DynamoConversations {
         sdk: &aws_config::SdkConfig,
         table: impl Into<String>,
         ledger_table: impl Into<String>,
-        ttl: Duration,
+        life: Lifetime,
         bound: Duration,
     ) -> Self {
-        DynamoConversations::new(super::client_for(sdk, bound), table, ledger_table, ttl, bound)
+        DynamoConversations::new(super::client_for(sdk, bound), table, ledger_table, life)
     }
 
     pub fn table(&self) -> &str {
@@ -183,14 +180,6 @@ impl DynamoConversations {
 
     fn key(&self, id: &str, sk: impl Into<String>) -> [(String, AttributeValue); 2] {
         [("pk".to_owned(), s(id)), (SORT_KEY.to_owned(), s(sk))]
-    }
-
-    fn header_expiry_s(&self, now_ms: u64) -> u64 {
-        now_ms / 1000 + self.ttl.as_secs()
-    }
-
-    fn items_expiry_s(&self, now_ms: u64) -> u64 {
-        now_ms / 1000 + 2 * self.ttl.as_secs()
     }
 
     /// Every item of the conversation (a strongly consistent query, all pages).
@@ -212,53 +201,6 @@ impl DynamoConversations {
             .collect::<Result<Vec<_>, _>>()
             .await
             .map_err(unavailable)
-    }
-
-    /// Moves every item but the header to expire at `until_s`, then notes it
-    /// on the header. A conversation deleted meanwhile is not recreated.
-    async fn extend_items(&self, id: &str, until_s: u64) -> Result<(), LedgerError> {
-        for item in self.all_items(id, true).await? {
-            match text(&item, SORT_KEY) {
-                // The header last, so a failure part-way is tried again next time.
-                Some(HEAD) | None => {}
-                Some(sk) => self.set_if_present(id, sk, "SET expires_at = :until", until_s).await?,
-            }
-        }
-        self.set_if_present(id, HEAD, "SET items_expire_at = :until", until_s)
-            .await
-    }
-
-    async fn set_if_present(&self, id: &str, sk: &str, expression: &str, until_s: u64) -> Result<(), LedgerError> {
-        let update = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(self.key(id, sk).into_iter().collect()))
-            .update_expression(expression)
-            .condition_expression("attribute_exists(pk)")
-            .expression_attribute_values(":until", n(until_s))
-            .build()
-            .map_err(malformed)?;
-        // Absent (deleted meanwhile): nothing to move.
-        update_alone(&self.client, update).await.map(|_| ())
-    }
-
-    /// After an append: moves the items' expiry when the earliest of them
-    /// would expire before the header (once per TTL of an active conversation).
-    async fn appended(
-        &self,
-        id: &str,
-        held: &HeldConversation,
-        items_expire: u64,
-        now_ms: u64,
-        outcome: Appended,
-    ) -> Result<Appended, LedgerError> {
-        if held.items_expire_at_s < self.header_expiry_s(now_ms) {
-            // Bounded as one operation; a failure is tried again on the next append.
-            let extended = tokio::time::timeout(self.bound, self.extend_items(id, items_expire)).await;
-            if let Err(error) = extended.unwrap_or(Err(LedgerError::Timeout)) {
-                tracing::warn!(event = "conversation", op = "extend_expiry", error = %error);
-            }
-        }
-        Ok(outcome)
     }
 
     /// An append whose transaction a condition cancelled: the scope's
@@ -392,6 +334,8 @@ impl DynamoConversations {
             .filter_map(|item| text(item, "pk"))
             .map(str::to_owned)
             .collect();
+        // Every item of a conversation is in the index: one id each.
+        ids.sort();
         ids.dedup();
         Ok(ids)
     }
@@ -469,7 +413,7 @@ impl ConversationStore for DynamoConversations {
                 "SET lease_writer = :writer, lease_until_ms = :until, customer = if_not_exists(customer, :customer), \
                  created_at = if_not_exists(created_at, :now), updated_at = if_not_exists(updated_at, :now), \
                  exchanges = if_not_exists(exchanges, :zero), expires_at = if_not_exists(expires_at, :expires), \
-                 items_expire_at = if_not_exists(items_expire_at, :items_expire)",
+                 ends_by = if_not_exists(ends_by, :ends_by)",
             )
             .condition_expression(condition)
             .expression_attribute_values(":writer", s(lease.writer.as_str()))
@@ -477,8 +421,8 @@ impl ConversationStore for DynamoConversations {
             .expression_attribute_values(":customer", s(&lease.customer))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
             .expression_attribute_values(":zero", n(0))
-            .expression_attribute_values(":expires", n(self.header_expiry_s(now_ms)))
-            .expression_attribute_values(":items_expire", n(self.items_expiry_s(now_ms)))
+            .expression_attribute_values(":expires", n(self.life.expires_s(now_ms, self.life.ends_by_s(now_ms))))
+            .expression_attribute_values(":ends_by", n(self.life.ends_by_s(now_ms)))
             .expression_attribute_values(":now_s", n(now_ms / 1000))
             .expression_attribute_values(":now_ms", n(now_ms))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
@@ -489,7 +433,7 @@ impl ConversationStore for DynamoConversations {
                 let last_status = number(&item, "last_status").unwrap_or_default();
                 Ok(Begun::Held(HeldConversation {
                     exchanges: number(&item, "exchanges").unwrap_or_default(),
-                    items_expire_at_s: number(&item, "items_expire_at").unwrap_or_default(),
+                    ends_by_s: number(&item, "ends_by").unwrap_or_default(),
                     handed_off: item.contains_key("handoff_id"),
                     last_failed: matches!(last_status, 502 | 504),
                     stored: true,
@@ -565,7 +509,12 @@ impl ConversationStore for DynamoConversations {
     ) -> Result<Appended, LedgerError> {
         let id = lease.id.as_str();
         let seq = held.exchanges;
-        let items_expire = self.items_expiry_s(now_ms);
+        // Every item expires when the conversation ends at the latest, so
+        // none outlives it by less than its header and none is moved later.
+        let ends_by = match held.ends_by_s {
+            0 => self.life.ends_by_s(now_ms),
+            ends_by => ends_by,
+        };
         let mut set = vec![
             "exchanges = :next",
             "updated_at = :now",
@@ -577,7 +526,7 @@ impl ConversationStore for DynamoConversations {
             .set_key(Some(self.key(id, HEAD).into_iter().collect()))
             .expression_attribute_values(":next", n(seq + 1))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
-            .expression_attribute_values(":expires", n(self.header_expiry_s(now_ms)))
+            .expression_attribute_values(":expires", n(self.life.expires_s(now_ms, ends_by)))
             .expression_attribute_values(":status", n(u64::from(new.status)));
         let mut condition = if held.stored {
             header = header
@@ -589,11 +538,11 @@ impl ConversationStore for DynamoConversations {
             set.extend([
                 "customer = :customer",
                 "created_at = :now",
-                "items_expire_at = :items_expire",
+                "ends_by = :ends_by",
             ]);
             header = header
                 .expression_attribute_values(":customer", s(&lease.customer))
-                .expression_attribute_values(":items_expire", n(items_expire));
+                .expression_attribute_values(":ends_by", n(ends_by));
             "attribute_not_exists(pk)".to_owned()
         };
         if let Some(handoff) = &new.handoff {
@@ -633,7 +582,11 @@ impl ConversationStore for DynamoConversations {
             let mut item: Item = self.key(id, sk).into_iter().collect();
             item.extend(attributes.into_iter().map(|(k, v)| (k.to_owned(), v)));
             item.insert("seq".into(), n(seq));
-            item.insert("expires_at".into(), n(items_expire));
+            item.insert("expires_at".into(), n(ends_by));
+            // Every item names its customer, so that forgetting them finds
+            // it through the `by_customer` index even after its header went.
+            item.insert("customer".into(), s(&lease.customer));
+            item.entry("created_at".into()).or_insert_with(|| s(rfc3339(now_ms)));
             Put::builder()
                 .table_name(&self.table)
                 .set_item(Some(item))
@@ -680,12 +633,12 @@ impl ConversationStore for DynamoConversations {
                     .build(),
             );
             match transact(&self.client, items.iter().cloned()).await? {
-                None => return self.appended(id, held, items_expire, now_ms, outcome).await,
+                None => return Ok(outcome),
                 // The key's record failed its condition alone: our own retried
                 // write had landed, or the key is another request's now.
                 Some(found) if found.iter().filter(|f| f.is_some()).count() == 1 => match found.last() {
                     Some(Some(item)) if DynamoLedger::settled_already(settlement, item) => {
-                        return self.appended(id, held, items_expire, now_ms, outcome).await;
+                        return Ok(outcome);
                     }
                     Some(Some(_)) => {
                         items.pop();
@@ -697,7 +650,7 @@ impl ConversationStore for DynamoConversations {
             }
         }
         match transact(&self.client, items).await? {
-            None => self.appended(id, held, items_expire, now_ms, outcome).await,
+            None => Ok(outcome),
             Some(found) => self.not_appended(lease, held, &found, mark_at).await,
         }
     }

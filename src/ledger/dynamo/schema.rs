@@ -27,8 +27,9 @@ pub const TTL_ATTRIBUTE: &str = "expires_at";
 /// The conversation table's keys: partition key `pk` (the id), sort key `sk`.
 pub const CONVERSATION_SORT_KEY: &str = super::conversations::SORT_KEY;
 
-/// The conversation headers by customer (keys only): what "forget" reads.
-/// Only a header carries `customer`, so the index is sparse.
+/// A customer's conversation items by customer (keys only): what "forget"
+/// reads. Every item of a conversation carries `customer`, so an exchange
+/// whose header TTL removed first is still found.
 pub const BY_CUSTOMER_INDEX: &str = "by_customer";
 pub const BY_CUSTOMER_HASH_KEY: &str = "customer";
 pub const BY_CUSTOMER_RANGE_KEY: &str = "created_at";
