@@ -242,6 +242,40 @@ impl Config {
     }
 }
 
+/// What `refund-chat-sweep` needs (contract 14): the ledger, and how long a
+/// refund record may stay `executing` before its invocation is surely dead.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SweepConfig {
+    pub ledger_table: String,
+    pub ledger_timeout: Duration,
+    /// `SWEEP_EXECUTING_AFTER_SECS`: the function's timeout by default.
+    pub executing_after: Duration,
+}
+
+impl SweepConfig {
+    pub fn from_env() -> Result<SweepConfig, ConfigError> {
+        SweepConfig::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<SweepConfig, ConfigError> {
+        let vars = Vars(lookup);
+        let config = SweepConfig {
+            ledger_table: vars.required("LEDGER_TABLE")?,
+            ledger_timeout: vars.secs("LEDGER_TIMEOUT_SECS", DEFAULT_LEDGER_TIMEOUT, false)?,
+            executing_after: vars.secs("SWEEP_EXECUTING_AFTER_SECS", FUNCTION_TIMEOUT, false)?,
+        };
+        // Sooner, and a refund still being paid would be called unknown.
+        if config.executing_after < FUNCTION_TIMEOUT {
+            return Err(ConfigError::Malformed {
+                name: "SWEEP_EXECUTING_AFTER_SECS",
+                expected: "at least the function's timeout (145 s)",
+                value: vars.get("SWEEP_EXECUTING_AFTER_SECS").unwrap_or_default(),
+            });
+        }
+        Ok(config)
+    }
+}
+
 /// What `refund-chat-admin` needs (contracts 9 and 11): the ledger, the
 /// conversations, payments, and rule 2's window (an approval counts for its
 /// order from when it pays).

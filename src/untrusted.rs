@@ -61,20 +61,32 @@ pub fn spreadsheet_cell(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Whether a model-written order id looks like one: 1 to 64 ASCII letters,
+/// digits and the characters of `punctuation`.
+fn looks_like_an_id(order_id: &str, punctuation: &[u8]) -> bool {
+    !order_id.is_empty()
+        && order_id.len() <= 64
+        && order_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || punctuation.contains(&b))
+}
+
 /// What a log line may say of a model-written order id: the id, when it
 /// looks like one (at most 64 letters, digits and `-_.:#/`), else a
 /// placeholder (log its length beside it).
 pub fn order_id_for_log(order_id: &str) -> &str {
-    let looks_like_an_id = !order_id.is_empty()
-        && order_id.len() <= 64
-        && order_id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.:#/".contains(&b));
-    if looks_like_an_id {
+    if looks_like_an_id(order_id, b"-_.:#/") {
         order_id
     } else {
         "<not an order id>"
     }
+}
+
+/// What an event may carry of a model-written order id (contract 14): the
+/// id when it looks like one (1 to 64 letters, digits, `-`, `_`, `#`, `.`),
+/// else nothing (an empty string: the record id names the refund).
+pub fn order_id_for_event(order_id: &str) -> &str {
+    if looks_like_an_id(order_id, b"-_#.") { order_id } else { "" }
 }
 
 /// Text from a service we call (a payments `detail`), bounded to `max`

@@ -140,10 +140,26 @@ fn the_deployment_is_the_contracts() {
 
     // Least privilege: one action on the one secret, and exactly the ledger
     // operations the code makes, on the one table.
-    let policies = function["Properties"]["Policies"].as_array().unwrap();
+    assert_eq!(
+        function["Properties"]["Role"],
+        json!({"Fn::GetAtt": ["RefundChatFunctionRole", "Arn"]}),
+        "its own role: SAM's would attach AWSLambdaBasicExecutionRole, logs on *"
+    );
+    assert!(function["Properties"]["Policies"].is_null());
+    let role = &template["Resources"]["RefundChatFunctionRole"]["Properties"];
+    assert!(role["ManagedPolicyArns"].is_null(), "no managed policy");
+    let policies = role["Policies"].as_array().unwrap();
     assert_eq!(policies.len(), 1);
-    let statements = policies[0]["Statement"].as_array().unwrap();
-    assert_eq!(statements.len(), 3);
+    let statements = policies[0]["PolicyDocument"]["Statement"].as_array().unwrap();
+    assert_eq!(statements.len(), 4);
+    assert_eq!(
+        (statements[3]["Action"].clone(), statements[3]["Resource"].clone()),
+        (
+            json!(["logs:CreateLogStream", "logs:PutLogEvents"]),
+            json!({"Fn::GetAtt": ["RefundChatLogs", "Arn"]})
+        ),
+        "its logs, in its own log group only"
+    );
     assert!(statements.iter().all(|s| s["Effect"] == "Allow"));
     assert_eq!(statements[0]["Action"], "secretsmanager:GetSecretValue");
     assert_eq!(statements[0]["Resource"], json!({"Ref": "OpenAiKeySecretArn"}));
@@ -205,9 +221,10 @@ fn the_deployment_is_the_contracts() {
         Some(limits.user_daily_auto_limit.cents())
     );
     assert_eq!(secs(&env["ORDER_REFUND_WINDOW_HOURS"]) * 3600, limits.order_window);
-    // Nothing is granted on *: not to the function, not to the event pipes.
+    // Nothing is granted on *: not to the function, the sweep or the event pipes.
     let roles = json!([
         policies,
+        template["Resources"]["RefundChatSweepRole"]["Properties"]["Policies"],
         template["Resources"]["EventPipesRole"]["Properties"]["Policies"]
     ]);
     assert!(
@@ -313,9 +330,13 @@ fn every_variable_the_code_reads_is_documented_and_deployed() {
     let docs = read("docs/contract.md") + &read("docs/deploy.md");
     let template = template();
     let env = &function(&template)["Properties"]["Environment"]["Variables"];
+    let sweep = &template["Resources"]["RefundChatSweepFunction"]["Properties"]["Environment"]["Variables"];
     for name in names {
         assert!(docs.contains(&format!("`{name}`")), "{name} is not documented");
-        assert!(!env[name].is_null(), "{name} is not in template.yaml's environment");
+        assert!(
+            !env[name].is_null() || !sweep[name].is_null(),
+            "{name} is not in template.yaml's environment"
+        );
     }
 }
 
@@ -444,4 +465,55 @@ fn the_events_are_the_codes_pipes_from_the_tables_streams_to_the_bus() {
             -1
         );
     }
+}
+
+#[test]
+fn a_refund_left_executing_is_swept_to_unknown_on_a_schedule_with_least_privilege() {
+    let template = template();
+    let sweep = &template["Resources"]["RefundChatSweepFunction"];
+    assert_eq!(sweep["Metadata"]["BuildProperties"]["Binary"], "refund-chat-sweep");
+    let properties = &sweep["Properties"];
+    assert_eq!(
+        properties["Events"]["EveryFiveMinutes"]["Properties"]["Schedule"],
+        "rate(5 minutes)",
+        "the function's timeout plus five minutes is within the contract's 15"
+    );
+    let env = &properties["Environment"]["Variables"];
+    assert_eq!(
+        secs(&env["SWEEP_EXECUTING_AFTER_SECS"]),
+        secs(&function(&template)["Properties"]["Timeout"]),
+        "nothing is still paying past the function's timeout"
+    );
+    assert_eq!(env["LEDGER_TABLE"], json!({"Ref": "RefundLedger"}));
+    let statements = &template["Resources"]["RefundChatSweepRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+        ["Statement"];
+    let granted: Vec<(String, String)> = statements
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["Action"].to_string(), s["Resource"].to_string()))
+        .collect();
+    assert_eq!(
+        granted,
+        [
+            (
+                json!("dynamodb:Query").to_string(),
+                json!({"Fn::Sub": "${RefundLedger.Arn}/index/waiting"}).to_string()
+            ),
+            (
+                json!("dynamodb:UpdateItem").to_string(),
+                json!({"Fn::GetAtt": ["RefundLedger", "Arn"]}).to_string()
+            ),
+            (
+                json!(["logs:CreateLogStream", "logs:PutLogEvents"]).to_string(),
+                json!({"Fn::GetAtt": ["RefundChatSweepLogs", "Arn"]}).to_string()
+            ),
+        ]
+    );
+    let alarm = &template["Resources"]["RefundLeftExecutingAlarm"]["Properties"];
+    assert_eq!(alarm["MetricName"], "RefundsLeftExecuting");
+    assert_eq!(
+        alarm["Dimensions"][0]["Value"],
+        json!({"Ref": "RefundChatSweepFunction"})
+    );
 }

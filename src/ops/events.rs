@@ -10,8 +10,11 @@
 //! with EventBridge's pattern semantics, moto's matcher, and renders the
 //! templates, against stream records made from items the function wrote).
 //!
-//! A detail carries ids, amounts, reasons and times, never a customer's
-//! message or the model's summary. Its `event_id` is the stream record's
+//! A detail carries ids, amounts, reasons and times, never text that a
+//! customer, the model or payments wrote: not the message, the model's
+//! summary or payments' `detail`, and the model's order id only as the
+//! record's `event_order_id` (the id when it looks like one, else empty;
+//! [`crate::untrusted::order_id_for_event`]). Its `event_id` is the stream record's
 //! `eventID`, the same on every delivery of that record: a consumer
 //! deduplicates by it (Pipes deliver at least once).
 
@@ -58,7 +61,7 @@ pub const PIPES: [Pipe; 3] = [
         table: Table::Ledger,
         // Written `awaiting_approval` (rule 1, 2 or 3 fired): a new record.
         pattern: r#"{"eventName":["INSERT"],"dynamodb":{"NewImage":{"kind":{"S":["refund"]},"state":{"S":["awaiting_approval"]}}}}"#,
-        input_template: r#"{"event_id": "<$.eventID>", "record_id": "<$.dynamodb.NewImage.record_id.S>", "user_id": "<$.dynamodb.NewImage.user_id.S>", "order_id": "<$.dynamodb.NewImage.order_id.S>", "amount_cents": <$.dynamodb.NewImage.amount_cents.N>, "reasons": <$.dynamodb.NewImage.reasons.L>, "created_at": "<$.dynamodb.NewImage.created_at.S>", "request_id": "<$.dynamodb.NewImage.request_id.S>"}"#,
+        input_template: r#"{"event_id": "<$.eventID>", "record_id": "<$.dynamodb.NewImage.record_id.S>", "user_id": "<$.dynamodb.NewImage.user_id.S>", "order_id": "<$.dynamodb.NewImage.event_order_id.S>", "amount_cents": <$.dynamodb.NewImage.amount_cents.N>, "reasons": <$.dynamodb.NewImage.reasons.L>, "created_at": "<$.dynamodb.NewImage.created_at.S>", "request_id": "<$.dynamodb.NewImage.request_id.S>"}"#,
     },
     Pipe {
         resource: "RefundOutcomeUnknownPipe",
@@ -66,7 +69,7 @@ pub const PIPES: [Pipe; 3] = [
         table: Table::Ledger,
         // Moved to `unknown` (a timeout, a broken connection, a 5xx): money may have moved.
         pattern: r#"{"eventName":["MODIFY"],"dynamodb":{"NewImage":{"kind":{"S":["refund"]},"state":{"S":["unknown"]}},"OldImage":{"state":{"S":[{"anything-but":["unknown"]}]}}}}"#,
-        input_template: r#"{"event_id": "<$.eventID>", "record_id": "<$.dynamodb.NewImage.record_id.S>", "user_id": "<$.dynamodb.NewImage.user_id.S>", "order_id": "<$.dynamodb.NewImage.order_id.S>", "amount_cents": <$.dynamodb.NewImage.amount_cents.N>, "failure": "<$.dynamodb.NewImage.failure.S>", "updated_at": "<$.dynamodb.NewImage.updated_at.S>", "request_id": "<$.dynamodb.NewImage.request_id.S>"}"#,
+        input_template: r#"{"event_id": "<$.eventID>", "record_id": "<$.dynamodb.NewImage.record_id.S>", "user_id": "<$.dynamodb.NewImage.user_id.S>", "order_id": "<$.dynamodb.NewImage.event_order_id.S>", "amount_cents": <$.dynamodb.NewImage.amount_cents.N>, "updated_at": "<$.dynamodb.NewImage.updated_at.S>", "request_id": "<$.dynamodb.NewImage.request_id.S>"}"#,
     },
     Pipe {
         resource: "ConversationHandedOffPipe",
@@ -92,6 +95,8 @@ mod tests {
                 "messages",
                 "rejection_reason",
                 "payments_detail",
+                "failure",
+                ".order_id.",
             ] {
                 assert!(!pipe.input_template.contains(text), "{} names {text}", pipe.detail_type);
             }

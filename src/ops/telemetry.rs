@@ -49,7 +49,10 @@ pub const COUNTERS: &[&str] = &[
     "BudgetRefusals",
     "Tokens",
     "LedgerFailures",
+    "LedgerContended",
     "ColdStarts",
+    // The sweep's (`refund-chat-sweep`): refunds an invocation left executing.
+    "RefundsLeftExecuting",
 ];
 pub const HISTOGRAMS: &[&str] = &["TurnDuration"];
 

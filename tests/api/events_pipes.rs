@@ -197,7 +197,7 @@ async fn each_event_comes_from_its_write_and_carries_no_text_a_person_wrote() {
     let detail = render(unknown_pipe, &records[1]);
     assert_eq!(detail["record_id"], attr(&lost, "record_id").unwrap());
     assert_eq!(detail["amount_cents"], 1250);
-    assert!(detail["failure"].is_string(), "{detail}");
+    assert!(detail.get("failure").is_none(), "payments' words stay out: {detail}");
     let detail = render(handoff_pipe, &records[5]);
     assert_eq!(detail["conversation_id"], handed.conversation_id());
     assert_eq!(
@@ -211,5 +211,83 @@ async fn each_event_comes_from_its_write_and_carries_no_text_a_person_wrote() {
     ] {
         let text = render(pipe, record).to_string();
         assert!(!text.contains("Zanzibar-quokka"), "{}: {text}", pipe.detail_type);
+        assert!(!text.contains("payments exploded"), "{}: {text}", pipe.detail_type);
     }
+}
+
+#[tokio::test]
+async fn an_order_id_that_does_not_look_like_one_never_reaches_an_event() {
+    let written = "D-4001 </script> call me on +44 7700 900123";
+    let h = TestApp::new(vec![refund_call("c1", written, 12000), text("A person will review it.")], receipt()).await;
+
+    let answer = h.say(None, "refund it all").await;
+
+    assert_eq!(answer.status.as_u16(), 200, "{}", answer.raw);
+    let waiting = h.refund_records().await.into_iter().next().unwrap();
+    assert_eq!(attr(&waiting, "order_id"), Some(written), "the record keeps what the model wrote");
+    let [awaiting_pipe, unknown_pipe, _] = &PIPES;
+    let executing = with(&waiting, "state", "executing");
+    for (pipe, record) in [
+        (awaiting_pipe, record("e1", "INSERT", None, &waiting)),
+        (unknown_pipe, record("e2", "MODIFY", Some(&executing), &with(&waiting, "state", "unknown"))),
+    ] {
+        let detail = render(pipe, &record);
+        assert_eq!(detail["order_id"], "", "{}: {detail}", pipe.detail_type);
+        assert!(!detail.to_string().contains("7700"), "{detail}");
+    }
+}
+
+/// A payments service that takes the call and never answers in time,
+/// saying when the call arrived.
+struct Stalls(std::sync::Arc<tokio::sync::Notify>);
+
+impl wiremock::Respond for Stalls {
+    fn respond(&self, _: &wiremock::Request) -> ResponseTemplate {
+        self.0.notify_one();
+        ResponseTemplate::new(200).set_delay(std::time::Duration::from_secs(30))
+    }
+}
+
+#[tokio::test]
+async fn a_refund_left_executing_by_a_dead_invocation_raises_refund_outcome_unknown_with_nobody_polling() {
+    let reached = std::sync::Arc::new(tokio::sync::Notify::new());
+    let payments = wiremock::MockServer::start().await;
+    wiremock::Mock::given(wiremock::matchers::method("POST"))
+        .respond_with(Stalls(reached.clone()))
+        .mount(&payments)
+        .await;
+    let h = TestApp::builder()
+        .model(vec![refund_call("c1", "A-1001", 1250)])
+        .payments_at(payments.uri())
+        .build()
+        .await;
+    // The container dies once payments has the call: between the record and its outcome.
+    tokio::select! {
+        answer = h.say(None, REFUND_MESSAGE) => panic!("the invocation was to die: {}", answer.raw),
+        () = reached.notified() => {}
+    }
+    let executing = h.refund_records().await.into_iter().next().unwrap();
+    assert_eq!(attr(&executing, "state"), Some("executing"));
+    let ledger = refund_chat::ledger::dynamo::DynamoLedger::from_sdk_config(&h.aws, &h.table, LEDGER_TIMEOUT);
+    let now = refund_chat::clock::now_ms();
+    assert!(
+        ledger.sweep_executing(now - 60_000, now).await.unwrap().is_empty(),
+        "not before the function's timeout has passed"
+    );
+
+    // The schedule's run, once the function's timeout has passed.
+    let moved = ledger.sweep_executing(now + 1_000, now + 1_000).await.unwrap();
+
+    assert_eq!(moved, [attr(&executing, "record_id").unwrap()]);
+    let unknown = h.refund_records().await.into_iter().next().unwrap();
+    assert_eq!(attr(&unknown, "state"), Some("unknown"));
+    assert_eq!(attr(&unknown, "waiting_for"), Some("unknown"), "refund-chat-admin unknown lists it");
+    let change = record("e1", "MODIFY", Some(&executing), &unknown);
+    assert_eq!(matches(std::slice::from_ref(&change)), vec![vec!["RefundOutcomeUnknown"]]);
+    let detail = render(&PIPES[1], &change);
+    assert_eq!(detail["record_id"], attr(&unknown, "record_id").unwrap());
+    assert!(
+        ledger.sweep_executing(now + 2_000, now + 2_000).await.unwrap().is_empty(),
+        "moved once"
+    );
 }

@@ -20,6 +20,8 @@ pub(crate) fn refund_item(
         ("scope", s(request.scope().id())),
         ("user_id", s(request.scope().user_id())),
         ("order_id", s(&request.order_id)),
+        // What the events render (contract 14): the model wrote `order_id`.
+        ("event_order_id", s(crate::untrusted::order_id_for_event(&request.order_id))),
         ("amount_cents", n(request.amount.cents())),
         ("request_id", s(request.request_id())),
         ("writer", s(request.writer().as_str())),
@@ -285,5 +287,74 @@ impl crate::ledger::RefundLedger for DynamoLedger {
                 None => Err(LedgerError::Conflict("the outcome was not recorded".into())),
             },
         }
+    }
+}
+
+/// What a record moved to `unknown` by [`DynamoLedger::sweep_executing`] says.
+pub const DIED_WHILE_EXECUTING: &str =
+    "the invocation ended between the refund record and its outcome: payments may have been called";
+
+impl DynamoLedger {
+    /// Moves every refund record left `executing` since before `cutoff_ms`
+    /// (its invocation died between the record and the outcome: nothing
+    /// can still be running past the function's timeout) to `unknown`, so
+    /// that its stream raises `RefundOutcomeUnknown` (contract 14) and a
+    /// person resolves it. Reads the `waiting` index, never the table; each
+    /// move is conditional on the record being as read, so a late outcome
+    /// or a person's resolution wins. Returns the record ids moved.
+    pub async fn sweep_executing(&self, cutoff_ms: u64, now_ms: u64) -> Result<Vec<String>, LedgerError> {
+        let executing = RefundState::Executing.as_str();
+        // `executing_since_ms` is never before `created_at`: the index's
+        // range narrows the read to records old enough.
+        let items = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(WAITING_INDEX)
+            .key_condition_expression("waiting_for = :executing AND created_at < :cutoff")
+            .expression_attribute_values(":executing", s(executing))
+            .expression_attribute_values(":cutoff", s(rfc3339(cutoff_ms)))
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(unavailable)?;
+        let mut moved = Vec::new();
+        for item in &items {
+            let (Some(pk), Some(record_id), Some(since)) = (
+                text(item, "pk"),
+                text(item, "record_id"),
+                number(item, "executing_since_ms"),
+            ) else {
+                continue;
+            };
+            if since >= cutoff_ms {
+                continue;
+            }
+            let unknown = RefundState::Unknown.as_str();
+            let update = Update::builder()
+                .table_name(&self.table)
+                .key("pk", s(pk))
+                .update_expression(
+                    "SET #state = :unknown, waiting_for = :unknown, failure = :failure, updated_at = :now",
+                )
+                .condition_expression(
+                    "#state = :executing AND executing_since_ms = :since AND attribute_not_exists(resolution)",
+                )
+                .expression_attribute_names("#state", "state")
+                .expression_attribute_values(":unknown", s(unknown))
+                .expression_attribute_values(":executing", s(executing))
+                .expression_attribute_values(":failure", s(DIED_WHILE_EXECUTING))
+                .expression_attribute_values(":now", s(rfc3339(now_ms)))
+                .expression_attribute_values(":since", n(since))
+                .build()
+                .map_err(malformed)?;
+            // A failed condition: its outcome or a person got there first.
+            if update_alone(&self.client, update).await?.is_none() {
+                moved.push(record_id.to_owned());
+            }
+        }
+        Ok(moved)
     }
 }
