@@ -86,7 +86,11 @@ pub fn order_id_for_log(order_id: &str) -> &str {
 /// id when it looks like one (1 to 64 letters, digits, `-`, `_`, `#`, `.`),
 /// else nothing (an empty string: the record id names the refund).
 pub fn order_id_for_event(order_id: &str) -> &str {
-    if looks_like_an_id(order_id, b"-_#.") { order_id } else { "" }
+    if looks_like_an_id(order_id, b"-_#.") {
+        order_id
+    } else {
+        ""
+    }
 }
 
 /// Text from a service we call (a payments `detail`), bounded to `max`

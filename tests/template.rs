@@ -474,8 +474,7 @@ fn a_refund_left_executing_is_swept_to_unknown_on_a_schedule_with_least_privileg
     assert_eq!(sweep["Metadata"]["BuildProperties"]["Binary"], "refund-chat-sweep");
     let properties = &sweep["Properties"];
     assert_eq!(
-        properties["Events"]["EveryFiveMinutes"]["Properties"]["Schedule"],
-        "rate(5 minutes)",
+        properties["Events"]["EveryFiveMinutes"]["Properties"]["Schedule"], "rate(5 minutes)",
         "the function's timeout plus five minutes is within the contract's 15"
     );
     let env = &properties["Environment"]["Variables"];
@@ -485,8 +484,8 @@ fn a_refund_left_executing_is_swept_to_unknown_on_a_schedule_with_least_privileg
         "nothing is still paying past the function's timeout"
     );
     assert_eq!(env["LEDGER_TABLE"], json!({"Ref": "RefundLedger"}));
-    let statements = &template["Resources"]["RefundChatSweepRole"]["Properties"]["Policies"][0]["PolicyDocument"]
-        ["Statement"];
+    let statements =
+        &template["Resources"]["RefundChatSweepRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"];
     let granted: Vec<(String, String)> = statements
         .as_array()
         .unwrap()

@@ -26,6 +26,13 @@ pub struct Evidence<'a> {
     pub daily_limit: u64,
     /// (order key, epoch ms) where the staff deleted an order's guard as TTL would.
     pub guard_expiries: Vec<(String, u64)>,
+    /// `CUSTOMER_TOKENS_PER_DAY`, and what a turn reserves of it.
+    pub tokens_per_day: u64,
+    pub turn_reservation: u64,
+    /// The refund records left `executing` when the run ended, and what the
+    /// sweep (run as its schedule would, once every invocation had ended)
+    /// made of them: (record id, its state after the sweep).
+    pub left_executing: Vec<(String, String)>,
 }
 
 /// How long after its `created_at_ms` a refund record's write may still land
@@ -304,7 +311,76 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
     for (name, checked, violations) in conversation_invariants(evidence, &summaries) {
         add(name, checked, violations);
     }
+    let (checked, violations) = busy_after_the_turn_ended(evidence, &lines);
+    add("a conversation is never busy after its turn ended", checked, violations);
+    let days: Vec<&Value> = evidence
+        .ledger
+        .iter()
+        .filter(|i| text(i, "pk").starts_with("budget#tokens#"))
+        .collect();
+    add(
+        "the day's tokens never exceed the limit by more than one turn",
+        days.len(),
+        days.iter()
+            .filter(|day| cents(day, "tokens") > evidence.tokens_per_day + evidence.turn_reservation)
+            .map(|day| format!("{}: {} tokens", text(day, "pk"), cents(day, "tokens")))
+            .collect(),
+    );
+    add(
+        "every refund left executing raised an event",
+        evidence.left_executing.len(),
+        evidence
+            .left_executing
+            .iter()
+            .filter(|(_, state)| state != "unknown")
+            .map(|(id, state)| format!("{id} is {state} after the sweep"))
+            .collect(),
+    );
     invariants
+}
+
+/// A 409 "still answering the previous message" for a conversation whose
+/// every other request sent before the 409 came had ended cleanly before
+/// the refused one was sent (none ran beside it): answered, with no
+/// outcome left unknown (a 503 may hide a lease that landed late,
+/// a release that failed leaves one until the deadline, a killed
+/// invocation's holds until its deadline).
+fn busy_after_the_turn_ended(evidence: &Evidence<'_>, lines: &[Value]) -> (usize, Vec<String>) {
+    let release_failed: HashSet<&str> = lines
+        .iter()
+        .filter(|l| l["op"] == "release" && l["level"] == "ERROR")
+        .filter_map(|l| l["requestId"].as_str())
+        .collect();
+    // A re-send with the key continues the conversation its first try
+    // began, named or not: a request reaches every conversation its scope does.
+    let mut by_scope: HashMap<String, HashSet<String>> = HashMap::new();
+    for e in evidence.exchanges {
+        let named = by_scope.entry(scope_of(e)).or_default();
+        named.extend(e.conversation_sent.clone());
+        named.extend(e.conversation());
+    }
+    let names = |e: &Exchange, conversation: &str| by_scope.get(&scope_of(e)).is_some_and(|c| c.contains(conversation));
+    let busy: Vec<&Exchange> = evidence
+        .exchanges
+        .iter()
+        .filter(|e| e.status == Some(409) && e.body.contains("previous message"))
+        .collect();
+    let violations = busy
+        .iter()
+        .filter_map(|refused| {
+            let conversation = refused.conversation_sent.as_deref()?;
+            let unsettled = evidence.exchanges.iter().any(|earlier| {
+                earlier.request_id != refused.request_id
+                    && earlier.sent_tick < refused.answered_tick
+                    && names(earlier, conversation)
+                    && (earlier.answered_tick > refused.sent_tick
+                        || matches!(earlier.status, None | Some(503))
+                        || release_failed.contains(earlier.request_id.as_str()))
+            });
+            (!unsettled).then(|| format!("#{} {}: 409 in {conversation}", refused.index, refused.request_id))
+        })
+        .collect();
+    (busy.len(), violations)
 }
 
 /// The refund scope's record id of a client's request: the key's, or the invocation's.

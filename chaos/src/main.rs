@@ -32,11 +32,19 @@ type Error = Box<dyn std::error::Error>;
 /// The function's settings for the run: short timeouts, so faults cost little time.
 const COMPLETION_TIMEOUT: Duration = Duration::from_millis(400);
 const PAYMENTS_TIMEOUT: Duration = Duration::from_millis(300);
-const LEDGER_TIMEOUT: Duration = Duration::from_millis(300);
+/// moto answers one request at a time, and its transactions copy the tables
+/// they touch: under six clients and five containers an answer takes a
+/// few hundred milliseconds at times, which at 0.3 s made most requests a
+/// 503 of the way out rather than a turn.
+const LEDGER_TIMEOUT: Duration = Duration::from_millis(800);
 const AUTO_REFUND_LIMIT: u64 = 5000;
 const DAILY_LIMIT: u64 = 10000;
 const ORDER_WINDOW: Duration = Duration::from_secs(24 * 3600);
-const TURNS_PER_HOUR: u64 = 12;
+const TURNS_PER_HOUR: u64 = 16;
+/// Low enough that concurrent turns of one customer meet the reservations
+/// of each other (a turn reserves its worst case, about 120,000 tokens with
+/// the default window and output limit), and a dead turn's is kept.
+const TOKENS_PER_DAY: u64 = 150_000;
 
 /// `make chaos`: the function under a misbehaving model, payments, DynamoDB and customers.
 #[derive(clap::Parser)]
@@ -63,6 +71,10 @@ struct Args {
     /// moto cannot hold a long run), checked on its own books.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     segment: u64,
+    /// Start at this segment (its seed is `seed × 1000 + segment`): a
+    /// violation found in one segment is replayed without the ones before.
+    #[arg(long = "from-segment", default_value_t = 0)]
+    from_segment: usize,
 }
 
 /// What the payments service does wrong, per request.
@@ -80,12 +92,16 @@ fn payments_fault(rng: &mut Rng) -> Fault {
 /// What DynamoDB (moto, behind the proxy) does wrong, per request.
 fn ledger_fault(rng: &mut Rng) -> Fault {
     const ERROR: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"chaos"}"#;
+    // One operation in 25: a request makes four to eight of them, so at one
+    // in ten most requests met a fault before their turn (a 503).
     match rng.below(100) {
-        0..=89 => Fault::None,
-        90..=92 => Fault::DelayBefore(LEDGER_TIMEOUT + Duration::from_millis(200)),
-        93..=94 => Fault::DropBefore,
-        95..=96 => Fault::RefuseBefore(500, ERROR),
-        97..=98 => Fault::ReplaceAfter(500, ERROR),
+        0..=95 => Fault::None,
+        96 => Fault::DelayBefore(LEDGER_TIMEOUT + Duration::from_millis(200)),
+        97 => Fault::DropBefore,
+        98 => match rng.below(2) {
+            0 => Fault::RefuseBefore(500, ERROR),
+            _ => Fault::ReplaceAfter(500, ERROR),
+        },
         _ => Fault::DropAfter,
     }
 }
@@ -112,13 +128,17 @@ async fn run() -> Result<bool, Error> {
         args.seed, args.requests, args.segment, args.clients, args.functions
     );
     let mut totals: Vec<checks::Invariant> = Vec::new();
-    let mut sent = 0;
-    for segment in 0..segments {
+    let mut sent = args.from_segment * segment_size;
+    let mut first_violated: Option<usize> = None;
+    for segment in args.from_segment..segments {
         let requests = segment_size.min(args.requests.saturating_sub(sent)).max(1);
         let seed = args.seed.wrapping_mul(1000).wrapping_add(segment as u64);
         let (invariants, answered) = segment_run(&args, seed, requests, started).await?;
         sent += answered;
         for invariant in invariants {
+            if !invariant.violations.is_empty() {
+                first_violated.get_or_insert(segment);
+            }
             let violations: Vec<String> = invariant
                 .violations
                 .into_iter()
@@ -164,8 +184,12 @@ async fn run() -> Result<bool, Error> {
     }
     if !ok {
         println!(
-            "\nreplay with: cargo run -p refund-chat-chaos -- --seed {} --requests {} --segment {} (logs in target/chaos/)",
-            args.seed, args.requests, args.segment
+            "\nreplay with: cargo run -p refund-chat-chaos -- --seed {} --requests {} --segment {} --from-segment {} \
+             (logs in target/chaos/)",
+            args.seed,
+            args.requests,
+            args.segment,
+            first_violated.unwrap_or_default()
         );
     }
     Ok(ok)
@@ -238,6 +262,7 @@ async fn segment_run(
             ("ORDER_REFUND_WINDOW_HOURS", (ORDER_WINDOW.as_secs() / 3600).to_string()),
             // Low enough that some customers spend their hour: 429s are answers too.
             ("CUSTOMER_TURNS_PER_HOUR", TURNS_PER_HOUR.to_string()),
+            ("CUSTOMER_TOKENS_PER_DAY", TOKENS_PER_DAY.to_string()),
         ]
         .map(|(name, value)| (name.to_owned(), value))
         .into(),
@@ -356,6 +381,7 @@ async fn segment_run(
     }
 
     let exchanges = clients.exchanges.lock().map(|e| e.clone()).unwrap_or_default();
+    let left_executing = sweep(&moto, &table).await?;
     let ledger_items = refund_chat_testkit::plain_items(&refund_chat_testkit::aws_at(&moto).await, &table)
         .await
         .map_err(|e| e.to_string())?;
@@ -393,6 +419,12 @@ async fn segment_run(
         auto_refund_limit: AUTO_REFUND_LIMIT,
         daily_limit: DAILY_LIMIT,
         guard_expiries: staff.expiries.lock().map(|e| e.clone()).unwrap_or_default(),
+        tokens_per_day: TOKENS_PER_DAY,
+        turn_reservation: refund_chat::turn::worst_case_tokens(
+            refund_chat::config::DEFAULT_MAX_OUTPUT_TOKENS,
+            refund_chat::config::DEFAULT_CONVERSATION_WINDOW.max_chars,
+        ),
+        left_executing,
     };
     let invariants = checks::check(&evidence);
     report(seed, &exchanges, &evidence, &payments, &ledger, started.elapsed());
@@ -405,6 +437,50 @@ async fn segment_run(
         staff.decisions.lock().map(|d| d.clone()).unwrap_or_default()
     );
     Ok((invariants, exchanges.len()))
+}
+
+/// The sweep's run (`refund-chat-sweep`), as its schedule would make it once
+/// the function's timeout has passed: every invocation has ended, so every
+/// record still `executing` was left by one that died (or whose outcome's
+/// write failed). Returns each such record with its state after the sweep.
+async fn sweep(moto: &str, table: &str) -> Result<Vec<(String, String)>, Error> {
+    let aws = refund_chat_testkit::aws_at(moto).await;
+    let ledger = refund_chat::ledger::dynamo::DynamoLedger::from_sdk_config(&aws, table, Duration::from_secs(5));
+    let state_of_refunds = |items: Vec<serde_json::Value>| -> Vec<(String, String)> {
+        items
+            .iter()
+            .filter(|i| i["kind"] == "refund")
+            .map(|i| {
+                let field = |name: &str| i[name].as_str().unwrap_or_default().to_owned();
+                (field("record_id"), field("state"))
+            })
+            .collect()
+    };
+    let before = state_of_refunds(
+        refund_chat_testkit::plain_items(&aws, table)
+            .await
+            .map_err(|e| e.to_string())?,
+    );
+    let now = refund_chat::clock::now_ms();
+    let moved = ledger.sweep_executing(now + 1, now).await.map_err(|e| e.to_string())?;
+    let after = state_of_refunds(
+        refund_chat_testkit::plain_items(&aws, table)
+            .await
+            .map_err(|e| e.to_string())?,
+    );
+    println!("the sweep moved {} record(s) left executing to unknown", moved.len());
+    Ok(before
+        .into_iter()
+        .filter(|(_, state)| state == "executing")
+        .map(|(id, _)| {
+            let state = after
+                .iter()
+                .find(|(a, _)| *a == id)
+                .map(|(_, s)| s.clone())
+                .unwrap_or_default();
+            (id, state)
+        })
+        .collect())
 }
 
 /// How a function container is started: its bootstrap and environment.
@@ -482,6 +558,19 @@ fn report(
     println!(
         "refund records by state: {states:?}; refunds the sandbox made: {}",
         evidence.money_moved.len()
+    );
+    // How much of the run reached the money path, not only the way out.
+    let turns = evidence
+        .log_lines
+        .iter()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|line| line["event"] == "summary" && line["completion_calls"].as_u64().unwrap_or_default() > 0)
+        .count();
+    println!(
+        "reached a turn: {turns} of {} requests ({:.0}%); reached payments: {}",
+        exchanges.len(),
+        100.0 * turns as f64 / exchanges.len().max(1) as f64,
+        evidence.payments_requests.len()
     );
     println!("payments faults: {:?}", faults(payments));
     println!("DynamoDB faults: {:?}", faults(ledger));

@@ -252,7 +252,11 @@ mod tests {
         let ends_by = life.ends_by_s(1_000_000);
         assert_eq!(ends_by, 1000 + 7200);
         assert_eq!(life.expires_s(1_000_000, ends_by), 1000 + 3600);
-        assert_eq!(life.expires_s(5_000_000, ends_by), ends_by, "never after the maximum age");
+        assert_eq!(
+            life.expires_s(5_000_000, ends_by),
+            ends_by,
+            "never after the maximum age"
+        );
     }
 
     fn exchange(said: &str, reply: &str) -> Exchange {

@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use crate::conversation::{ConversationId, MAX_ID_LENGTH};
-pub use crate::refund::message::MAX_MESSAGE_CHARS;
 use crate::refund::message::CustomerMessage;
+pub use crate::refund::message::MAX_MESSAGE_CHARS;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChatRequest {

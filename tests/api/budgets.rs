@@ -112,7 +112,13 @@ async fn the_hour_rolls_over_at_its_end_and_the_day_at_midnight() {
         tokens: RESERVATION,
     };
     ledger
-        .settle_tokens("u-1", &TokenSettlement { reservation, used: 1200 })
+        .settle_tokens(
+            "u-1",
+            &TokenSettlement {
+                reservation,
+                used: 1200,
+            },
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -293,9 +299,11 @@ fn conflicting(conflicts: usize, log: &OperationLog) -> Hook {
     log.hook(move |seen| {
         let conflict = seen.dynamodb_operation() == "TransactWriteItems"
             && left
-                .fetch_update(std::sync::atomic::Ordering::SeqCst, std::sync::atomic::Ordering::SeqCst, |n| {
-                    n.checked_sub(1)
-                })
+                .fetch_update(
+                    std::sync::atomic::Ordering::SeqCst,
+                    std::sync::atomic::Ordering::SeqCst,
+                    |n| n.checked_sub(1),
+                )
                 .is_ok();
         if conflict {
             transaction_conflict(3)
@@ -325,7 +333,11 @@ async fn a_budget_write_cancelled_by_a_concurrent_transaction_is_retried_not_ref
     assert_eq!(unkeyed.status, StatusCode::OK, "{}", unkeyed.raw);
     assert_eq!(h.model_requests().await.len(), 2);
     let transactions = log.names().iter().filter(|n| *n == "TransactWriteItems").count();
-    assert!(transactions >= 4, "each cancelled transaction was sent again: {:?}", log.names());
+    assert!(
+        transactions >= 4,
+        "each cancelled transaction was sent again: {:?}",
+        log.names()
+    );
     let turns: Vec<_> = h
         .ledger()
         .await
@@ -348,7 +360,12 @@ async fn an_append_cancelled_by_a_concurrent_transaction_is_retried_not_lost() {
     let answer = h.say(None, "hello").await;
 
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
-    assert_eq!(h.exchanges(answer.conversation_id()).await.len(), 1, "{:?}", log.names());
+    assert_eq!(
+        h.exchanges(answer.conversation_id()).await.len(),
+        1,
+        "{:?}",
+        log.names()
+    );
 }
 
 #[tokio::test]
@@ -368,7 +385,10 @@ async fn six_turns_at_once_never_overshoot_the_days_tokens_by_more_than_one_turn
     let ok = answers.iter().filter(|a| a.status == StatusCode::OK).count();
     assert!(ok >= 1, "{:?}", answers.iter().map(|a| &a.raw).collect::<Vec<_>>());
     let tokens = counter(&h, "tokens").await.unwrap();
-    assert!(tokens <= 300 + 135, "{ok} turns passed: {tokens} tokens against a day of 300");
+    assert!(
+        tokens <= 300 + 135,
+        "{ok} turns passed: {tokens} tokens against a day of 300"
+    );
     assert_eq!(tokens, 135 * ok as i64, "each reservation settled to its usage");
 }
 
@@ -446,7 +466,16 @@ async fn a_claim_that_lands_after_its_timeout_gives_its_key_and_turn_back() {
     let retry = h.say_with(None, "hello", &key).await;
 
     assert_eq!(first.status, StatusCode::SERVICE_UNAVAILABLE, "{}", first.raw);
-    assert_eq!(retry.status, StatusCode::OK, "the key was not left blocked: {}", retry.raw);
-    assert_eq!(counter(&h, "turns").await, Some(1), "the late claim's turn was given back");
+    assert_eq!(
+        retry.status,
+        StatusCode::OK,
+        "the key was not left blocked: {}",
+        retry.raw
+    );
+    assert_eq!(
+        counter(&h, "turns").await,
+        Some(1),
+        "the late claim's turn was given back"
+    );
     assert_eq!(h.model_requests().await.len(), 1);
 }

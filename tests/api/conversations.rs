@@ -396,8 +396,8 @@ async fn a_turn_whose_append_failed_leaves_its_conversation_free() {
     let conversations = proxy(&moto().endpoint, false, {
         let failing = failing.clone();
         std::sync::Arc::new(move |seen: &Seen| {
-            let fail = seen.dynamodb_operation() == "TransactWriteItems"
-                && failing.load(std::sync::atomic::Ordering::SeqCst);
+            let fail =
+                seen.dynamodb_operation() == "TransactWriteItems" && failing.load(std::sync::atomic::Ordering::SeqCst);
             Box::pin(async move {
                 if fail {
                     dynamo_error("InternalServerError", "injected", json!({}))
@@ -421,7 +421,12 @@ async fn a_turn_whose_append_failed_leaves_its_conversation_free() {
 
     let third = h.say(Some(&id), "third").await;
 
-    assert_eq!(third.status, StatusCode::OK, "the ended turn still held the conversation: {}", third.raw);
+    assert_eq!(
+        third.status,
+        StatusCode::OK,
+        "the ended turn still held the conversation: {}",
+        third.raw
+    );
     assert_eq!(h.exchanges(&id).await.len(), 2, "the first and the third");
 }
 
@@ -557,10 +562,17 @@ async fn every_item_lives_as_long_as_its_conversation_and_an_append_costs_the_sa
     let (head, rest) = found.split_first().unwrap();
     let ends_by = seconds(head, "ends_by");
     let max_age = h.app.config().conversation_max_age.as_secs();
-    assert!((first_s + max_age..=first_s + max_age + 5).contains(&ends_by), "{ends_by}");
+    assert!(
+        (first_s + max_age..=first_s + max_age + 5).contains(&ends_by),
+        "{ends_by}"
+    );
     assert!(seconds(head, "expires_at") <= ends_by);
     for item in rest {
-        assert_eq!(seconds(item, "expires_at"), ends_by, "{item:?} must live as long as its conversation");
+        assert_eq!(
+            seconds(item, "expires_at"),
+            ends_by,
+            "{item:?} must live as long as its conversation"
+        );
         assert_eq!(attr(item, "customer"), Some(USER), "forget finds it without its header");
     }
 }
@@ -689,7 +701,8 @@ async fn forgetting_a_customer_deletes_their_conversations_and_messages_and_keep
 async fn forgetting_a_customer_finds_the_exchanges_of_a_conversation_whose_header_ttl_removed() {
     let h = TestApp::builder().model_responder(|_| text("ok")).build().await;
     let id = h.say(None, "my secret words").await.conversation_id().to_owned();
-    h.say_with(Some(&id), "more words", &[("idempotency-key", "k-forget")]).await;
+    h.say_with(Some(&id), "more words", &[("idempotency-key", "k-forget")])
+        .await;
     // TTL removes the header first (it expires a TTL after the last exchange).
     aws_sdk_dynamodb::Client::new(&h.aws)
         .delete_item()
@@ -699,7 +712,11 @@ async fn forgetting_a_customer_finds_the_exchanges_of_a_conversation_whose_heade
         .send()
         .await
         .unwrap();
-    assert_eq!(conversation_items(&h, &id).await.len(), 4, "two exchanges, two scope marks");
+    assert_eq!(
+        conversation_items(&h, &id).await.len(),
+        4,
+        "two exchanges, two scope marks"
+    );
     let payments = wiremock::MockServer::start().await;
 
     let forgot = crate::approvals::admin(

@@ -218,18 +218,29 @@ async fn each_event_comes_from_its_write_and_carries_no_text_a_person_wrote() {
 #[tokio::test]
 async fn an_order_id_that_does_not_look_like_one_never_reaches_an_event() {
     let written = "D-4001 </script> call me on +44 7700 900123";
-    let h = TestApp::new(vec![refund_call("c1", written, 12000), text("A person will review it.")], receipt()).await;
+    let h = TestApp::new(
+        vec![refund_call("c1", written, 12000), text("A person will review it.")],
+        receipt(),
+    )
+    .await;
 
     let answer = h.say(None, "refund it all").await;
 
     assert_eq!(answer.status.as_u16(), 200, "{}", answer.raw);
     let waiting = h.refund_records().await.into_iter().next().unwrap();
-    assert_eq!(attr(&waiting, "order_id"), Some(written), "the record keeps what the model wrote");
+    assert_eq!(
+        attr(&waiting, "order_id"),
+        Some(written),
+        "the record keeps what the model wrote"
+    );
     let [awaiting_pipe, unknown_pipe, _] = &PIPES;
     let executing = with(&waiting, "state", "executing");
     for (pipe, record) in [
         (awaiting_pipe, record("e1", "INSERT", None, &waiting)),
-        (unknown_pipe, record("e2", "MODIFY", Some(&executing), &with(&waiting, "state", "unknown"))),
+        (
+            unknown_pipe,
+            record("e2", "MODIFY", Some(&executing), &with(&waiting, "state", "unknown")),
+        ),
     ] {
         let detail = render(pipe, &record);
         assert_eq!(detail["order_id"], "", "{}: {detail}", pipe.detail_type);
@@ -281,13 +292,24 @@ async fn a_refund_left_executing_by_a_dead_invocation_raises_refund_outcome_unkn
     assert_eq!(moved, [attr(&executing, "record_id").unwrap()]);
     let unknown = h.refund_records().await.into_iter().next().unwrap();
     assert_eq!(attr(&unknown, "state"), Some("unknown"));
-    assert_eq!(attr(&unknown, "waiting_for"), Some("unknown"), "refund-chat-admin unknown lists it");
+    assert_eq!(
+        attr(&unknown, "waiting_for"),
+        Some("unknown"),
+        "refund-chat-admin unknown lists it"
+    );
     let change = record("e1", "MODIFY", Some(&executing), &unknown);
-    assert_eq!(matches(std::slice::from_ref(&change)), vec![vec!["RefundOutcomeUnknown"]]);
+    assert_eq!(
+        matches(std::slice::from_ref(&change)),
+        vec![vec!["RefundOutcomeUnknown"]]
+    );
     let detail = render(&PIPES[1], &change);
     assert_eq!(detail["record_id"], attr(&unknown, "record_id").unwrap());
     assert!(
-        ledger.sweep_executing(now + 2_000, now + 2_000).await.unwrap().is_empty(),
+        ledger
+            .sweep_executing(now + 2_000, now + 2_000)
+            .await
+            .unwrap()
+            .is_empty(),
         "moved once"
     );
 }

@@ -50,10 +50,10 @@ use super::direct::Query;
 use super::{DynamoClient, DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable, update_alone};
 use crate::clock::rfc3339;
 use crate::conversation::{ConversationId, Exchange, Lifetime};
-use crate::refund::RefundScope;
 use crate::ledger::{
     Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
 };
+use crate::refund::RefundScope;
 
 pub const SORT_KEY: &str = "sk";
 
@@ -535,11 +535,7 @@ impl ConversationStore for DynamoConversations {
             "lease_writer = :writer AND exchanges = :seq".to_owned()
         } else {
             // Created with its first exchange: nobody else knew the id.
-            set.extend([
-                "customer = :customer",
-                "created_at = :now",
-                "ends_by = :ends_by",
-            ]);
+            set.extend(["customer = :customer", "created_at = :now", "ends_by = :ends_by"]);
             header = header
                 .expression_attribute_values(":customer", s(&lease.customer))
                 .expression_attribute_values(":ends_by", n(ends_by));

@@ -361,11 +361,7 @@ pub fn client_on(sdk: &aws_config::SdkConfig, timeout: Duration, http: reqwest::
 /// or `UpdateItem` it is.
 /// None deletes: a released key stays, marked released, until TTL. Taking
 /// a turn from a budget reserves the day's tokens with an `UpdateItem`.
-pub const ACTIONS_USED: &[&str] = &[
-    "dynamodb:GetItem",
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-];
+pub const ACTIONS_USED: &[&str] = &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"];
 
 /// A refund that moved no money, as its release from the guards needs it.
 pub(crate) struct Released<'a> {

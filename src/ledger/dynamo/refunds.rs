@@ -21,7 +21,10 @@ pub(crate) fn refund_item(
         ("user_id", s(request.scope().user_id())),
         ("order_id", s(&request.order_id)),
         // What the events render (contract 14): the model wrote `order_id`.
-        ("event_order_id", s(crate::untrusted::order_id_for_event(&request.order_id))),
+        (
+            "event_order_id",
+            s(crate::untrusted::order_id_for_event(&request.order_id)),
+        ),
         ("amount_cents", n(request.amount.cents())),
         ("request_id", s(request.request_id())),
         ("writer", s(request.writer().as_str())),
