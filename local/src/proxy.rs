@@ -124,7 +124,15 @@ impl Proxy {
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |request| {
                         let proxy = Arc::clone(&proxy);
-                        async move { proxy.handle(request).await }
+                        // Run to the end even when the caller gives up (hyper
+                        // drops a closed connection's future): a request
+                        // passed on holds the one-at-a-time turn until the
+                        // target has answered, and is recorded as passed.
+                        async move {
+                            tokio::spawn(async move { proxy.handle(request).await })
+                                .await
+                                .unwrap_or(Err(Dropped))
+                        }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(stream), service)
@@ -205,4 +213,45 @@ fn answer(status: u16, body: Bytes) -> Response<Full<Bytes>> {
         hyper::header::HeaderValue::from_static("application/json"),
     );
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    /// A slow target that notes how many requests it held at once.
+    async fn slow_target(in_flight: Arc<AtomicUsize>, most: Arc<AtomicUsize>) -> SocketAddr {
+        let router = axum::Router::new().fallback(move || {
+            let (in_flight, most) = (in_flight.clone(), most.clone());
+            async move {
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                "{}"
+            }
+        });
+        crate::spawn(0, router).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_caller_that_gives_up_keeps_its_turn_until_the_target_answered() {
+        // moto's rollback of a cancelled transaction restores the tables it
+        // copied: a second request let through beside it loses its write.
+        let (in_flight, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let target = slow_target(in_flight, most.clone()).await;
+        let proxy = Proxy::new(format!("http://{target}"), true, forward_all());
+        let address = proxy.spawn().await.unwrap();
+        let impatient = reqwest::Client::builder().timeout(Duration::from_millis(50)).build().unwrap();
+
+        let gave_up = impatient.post(format!("http://{address}/")).send().await;
+        let next = reqwest::Client::new().post(format!("http://{address}/")).send().await;
+
+        assert!(gave_up.is_err(), "the first caller timed out");
+        assert!(next.is_ok_and(|r| r.status().is_success()));
+        assert_eq!(most.load(Ordering::SeqCst), 1, "the target saw one request at a time");
+        assert_eq!(proxy.passed().len(), 2, "both were passed on and recorded");
+    }
 }
