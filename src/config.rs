@@ -57,17 +57,18 @@ pub const DEFAULT_LIMITS: Limits = Limits {
 /// operations in all; these bounds count the paths where nothing merges.
 pub const LEDGER_OPERATIONS_PER_REQUEST: u32 = 7;
 
-/// Conversation operations one request can make at most, on the same bound:
-/// the lease, the window's read, the append (one transaction), then either
-/// the lease given back (the scope's exchange was already there) or the
-/// items' expiry moved (bounded as one operation, see
-/// [`crate::ledger::dynamo::conversations`]): **4**.
+/// Conversation operations one request can make at most, on the same bound
+/// (a transaction sent again after a `TransactionConflict` stays inside its
+/// operation's bound): the lease, the window's read, the append (one
+/// transaction), then the lease given back when the append wrote nothing
+/// (the scope's exchange was already there, or the append failed): **4**.
 pub const CONVERSATION_OPERATIONS_PER_REQUEST: u32 = 4;
 
 /// Budget operations one request can make at most, on the same bound: the
-/// turn taken (after a takeover), then its tokens added on their own (the
-/// append failed), or the turn given back (the conversation refused it;
-/// then no tokens): **2**.
+/// turn taken (after a takeover), then its reservation settled on its own
+/// (the append wrote nothing), or the turn given back (the conversation
+/// refused it; then no settlement); or a claim with its turn that failed,
+/// then abandoned (the request ends there): **2**.
 pub const BUDGET_OPERATIONS_PER_REQUEST: u32 = 2;
 
 /// Where the customer's identity comes from (contract 7): configuration,
