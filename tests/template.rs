@@ -366,8 +366,18 @@ fn metric_names(value: &Value, found: &mut Vec<String>) {
 #[test]
 fn every_metric_the_alarms_and_the_dashboard_name_is_one_the_code_emits() {
     let template = template();
+    let namespace = refund_chat::ops::telemetry::METRICS_NAMESPACE;
+    // The code's own metrics; the platform's (AWS/*) have a test of their own.
+    let own: serde_json::Map<String, Value> = template["Resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| !r["Properties"]["Namespace"].as_str().is_some_and(|n| n.starts_with("AWS/")))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let own = Value::Object(own);
     let mut names = Vec::new();
-    metric_names(&template["Resources"], &mut names);
+    metric_names(&own, &mut names);
     assert!(names.len() >= 20, "{names:?}");
     let emitted: Vec<&str> = refund_chat::ops::telemetry::COUNTERS
         .iter()
@@ -390,8 +400,7 @@ fn every_metric_the_alarms_and_the_dashboard_name_is_one_the_code_emits() {
         assert!(names.iter().any(|n| n == required), "no alarm or widget on {required}");
     }
     // Every alarm's metric and every dashboard row is in the code's namespace.
-    let text = serde_json::to_string(&template["Resources"]).unwrap();
-    let namespace = refund_chat::ops::telemetry::METRICS_NAMESPACE;
+    let text = serde_json::to_string(&own).unwrap();
     let namespaces: Vec<&str> = text
         .split("\"Namespace\":\"")
         .skip(1)
@@ -460,11 +469,65 @@ fn the_events_are_the_codes_pipes_from_the_tables_streams_to_the_bus() {
             properties["Target"],
             json!({"Fn::GetAtt": ["RefundChatEventBus", "Arn"]})
         );
+        let stream = &properties["SourceParameters"]["DynamoDBStreamParameters"];
+        assert_eq!(stream["MaximumRetryAttempts"], 10);
+        let dead_letters = format!("{}DeadLetters", pipe.resource);
         assert_eq!(
-            properties["SourceParameters"]["DynamoDBStreamParameters"]["MaximumRetryAttempts"],
-            -1
+            stream["DeadLetterConfig"]["Arn"],
+            json!({"Fn::GetAtt": [dead_letters, "Arn"]}),
+            "an event the bus refuses is kept, not lost when the stream's 24 h end"
+        );
+        assert_eq!(resources[&dead_letters]["Type"], "AWS::SQS::Queue");
+        let alarm = &resources[&format!("{dead_letters}Alarm")]["Properties"];
+        assert_eq!(
+            (alarm["Namespace"].as_str(), alarm["MetricName"].as_str()),
+            (Some("AWS/SQS"), Some("ApproximateNumberOfMessagesVisible"))
+        );
+        assert_eq!(
+            alarm["Dimensions"][0]["Value"],
+            json!({"Fn::GetAtt": [dead_letters, "QueueName"]})
+        );
+        assert!(
+            serde_json::to_string(&resources["EventPipesRole"]).unwrap().contains(&dead_letters),
+            "the pipes may send to {dead_letters}"
         );
     }
+}
+
+#[test]
+fn the_platform_alarms_see_the_failures_the_function_cannot_report() {
+    let template = template();
+    let resources = &template["Resources"];
+    let watched = |alarm: &str| -> (String, String, Value) {
+        let p = &resources[alarm]["Properties"];
+        assert_eq!(p["AlarmActions"], json!([{"Ref": "AlarmTopic"}]), "{alarm}");
+        (
+            p["Namespace"].as_str().unwrap().to_owned(),
+            p["MetricName"].as_str().unwrap().to_owned(),
+            p["Dimensions"][0]["Value"].clone(),
+        )
+    };
+    let function = json!({"Ref": "RefundChatFunction"});
+    for (alarm, metric) in [
+        ("FunctionErrorsAlarm", "Errors"),
+        ("FunctionThrottlesAlarm", "Throttles"),
+        ("FunctionDurationNearTimeoutAlarm", "Duration"),
+    ] {
+        assert_eq!(watched(alarm), ("AWS/Lambda".into(), metric.into(), function.clone()));
+    }
+    let timeout_ms = secs(&self::function(&template)["Properties"]["Timeout"]).as_millis() as f64;
+    let near = resources["FunctionDurationNearTimeoutAlarm"]["Properties"]["Threshold"].as_f64().unwrap();
+    assert!(near < timeout_ms && near >= 0.8 * timeout_ms, "{near} of {timeout_ms}");
+    assert_eq!(
+        watched("SweepErrorsAlarm"),
+        ("AWS/Lambda".into(), "Errors".into(), json!({"Ref": "RefundChatSweepFunction"}))
+    );
+    let api = watched("ApiServerErrorsAlarm");
+    assert_eq!((api.0.as_str(), api.1.as_str()), ("AWS/ApiGateway", "5XXError"));
+    assert_eq!(
+        api.2, resources["RefundChatApi"]["Properties"]["Name"],
+        "the alarm names the API it watches"
+    );
 }
 
 #[test]
