@@ -41,10 +41,11 @@ const AUTO_REFUND_LIMIT: u64 = 5000;
 const DAILY_LIMIT: u64 = 10000;
 const ORDER_WINDOW: Duration = Duration::from_secs(24 * 3600);
 const TURNS_PER_HOUR: u64 = 16;
-/// Low enough that concurrent turns of one customer meet the reservations
-/// of each other (a turn reserves its worst case, about 120,000 tokens with
-/// the default window and output limit), and a dead turn's is kept.
-const TOKENS_PER_DAY: u64 = 150_000;
+/// A turn reserves its worst case (about 120,000 tokens with the default
+/// window and output limit) and a dead turn keeps it: five of them fit, so
+/// that concurrent turns of one customer meet each other's reservations
+/// without one killed container ending that customer's day.
+const TOKENS_PER_DAY: u64 = 600_000;
 
 /// `make chaos`: the function under a misbehaving model, payments, DynamoDB and customers.
 #[derive(clap::Parser)]

@@ -30,6 +30,10 @@ pub enum Action {
     Forward,
     /// Not passed on: answer this status and body (JSON).
     Refuse(u16, Bytes),
+    /// Not passed on: answer this status with an HTML page, as a proxy, a
+    /// load balancer or a wrong endpoint would (a 200 that is not the
+    /// service's answer).
+    Page(u16, Bytes),
     /// Not passed on: the connection is closed.
     DropBefore,
     /// Passed on late (after the caller's timeout), then answered.
@@ -156,6 +160,14 @@ impl Proxy {
         let action = (self.hook)(&seen).await;
         match &action {
             Action::Refuse(status, body) => return Ok(answer(*status, body.clone())),
+            Action::Page(status, body) => {
+                let mut page = answer(*status, body.clone());
+                page.headers_mut().insert(
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static("text/html; charset=utf-8"),
+                );
+                return Ok(page);
+            }
             Action::DropBefore => return Err(Dropped),
             Action::DelayBefore(delay) => tokio::time::sleep(*delay).await,
             _ => {}

@@ -345,3 +345,50 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
             + refund_chat::config::BUDGET_OPERATIONS_PER_REQUEST
     );
 }
+
+/// What a proxy, a load balancer or a wrong endpoint answers: a 200 that is
+/// not DynamoDB's.
+fn not_dynamodb() -> Action {
+    Action::Page(200, "<html><body>Welcome to nginx!</body></html>".into())
+}
+
+#[tokio::test]
+async fn a_2xx_that_is_not_dynamodbs_answer_is_never_a_written_record() {
+    // Every write but the budget's turn is answered 200 text/html without
+    // reaching DynamoDB: the refund record (automatic and for approval), the
+    // outcome, the key's claim and settlement, the conversation's append.
+    let fake = |seen: &Seen| {
+        let write = matches!(
+            seen.dynamodb_operation(),
+            "TransactWriteItems" | "PutItem" | "UpdateItem"
+        );
+        let turn = String::from_utf8_lossy(&seen.body).contains("budget#turns#");
+        if write && !turn { not_dynamodb() } else { Action::Forward }
+    };
+    let ledger = proxy(&moto().endpoint, false, OperationLog::default().hook(fake)).await;
+    let conversations = proxy(&moto().endpoint, false, OperationLog::default().hook(fake)).await;
+    let h = TestApp::builder()
+        .model_responder(refunding_model)
+        .ledger_at(ledger)
+        .conversations_at(conversations)
+        .build()
+        .await;
+
+    let automatic = h.say(None, "refund A-1001 1250").await;
+    let approval = h.say(None, "refund D-4001 12000").await;
+    let keyed = h.say_with(None, "refund A-1001 1250", &[("idempotency-key", "k-html")]).await;
+
+    assert!(h.payments_requests().await.is_empty(), "payments was called with no record");
+    assert!(h.refund_records().await.is_empty(), "nothing was written");
+    for answer in [&automatic, &approval, &keyed] {
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+    }
+    let told: Vec<String> = h
+        .model_requests()
+        .await
+        .iter()
+        .filter_map(|request| tool_messages(request).first().and_then(tool_error))
+        .collect();
+    assert_eq!(told.len(), 3, "{told:?}");
+    assert!(told.iter().all(|t| t.contains("refunds cannot be made right now")), "{told:?}");
+}
