@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 fn template() -> Value {
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("template.yaml")).unwrap();
-    serde_yaml::from_str(&text).expect("template.yaml is plain YAML (long-form intrinsic functions)")
+    serde_norway::from_str(&text).expect("template.yaml is plain YAML (long-form intrinsic functions)")
 }
 
 fn function(template: &Value) -> &Value {
@@ -372,7 +372,11 @@ fn every_metric_the_alarms_and_the_dashboard_name_is_one_the_code_emits() {
         .as_object()
         .unwrap()
         .iter()
-        .filter(|(_, r)| !r["Properties"]["Namespace"].as_str().is_some_and(|n| n.starts_with("AWS/")))
+        .filter(|(_, r)| {
+            !r["Properties"]["Namespace"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("AWS/"))
+        })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
     let own = Value::Object(own);
@@ -488,7 +492,9 @@ fn the_events_are_the_codes_pipes_from_the_tables_streams_to_the_bus() {
             json!({"Fn::GetAtt": [dead_letters, "QueueName"]})
         );
         assert!(
-            serde_json::to_string(&resources["EventPipesRole"]).unwrap().contains(&dead_letters),
+            serde_json::to_string(&resources["EventPipesRole"])
+                .unwrap()
+                .contains(&dead_letters),
             "the pipes may send to {dead_letters}"
         );
     }
@@ -516,11 +522,17 @@ fn the_platform_alarms_see_the_failures_the_function_cannot_report() {
         assert_eq!(watched(alarm), ("AWS/Lambda".into(), metric.into(), function.clone()));
     }
     let timeout_ms = secs(&self::function(&template)["Properties"]["Timeout"]).as_millis() as f64;
-    let near = resources["FunctionDurationNearTimeoutAlarm"]["Properties"]["Threshold"].as_f64().unwrap();
+    let near = resources["FunctionDurationNearTimeoutAlarm"]["Properties"]["Threshold"]
+        .as_f64()
+        .unwrap();
     assert!(near < timeout_ms && near >= 0.8 * timeout_ms, "{near} of {timeout_ms}");
     assert_eq!(
         watched("SweepErrorsAlarm"),
-        ("AWS/Lambda".into(), "Errors".into(), json!({"Ref": "RefundChatSweepFunction"}))
+        (
+            "AWS/Lambda".into(),
+            "Errors".into(),
+            json!({"Ref": "RefundChatSweepFunction"})
+        )
     );
     let api = watched("ApiServerErrorsAlarm");
     assert_eq!((api.0.as_str(), api.1.as_str()), ("AWS/ApiGateway", "5XXError"));

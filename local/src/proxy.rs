@@ -256,7 +256,10 @@ mod tests {
         let target = slow_target(in_flight, most.clone()).await;
         let proxy = Proxy::new(format!("http://{target}"), true, forward_all());
         let address = proxy.spawn().await.unwrap();
-        let impatient = reqwest::Client::builder().timeout(Duration::from_millis(50)).build().unwrap();
+        let impatient = reqwest::Client::builder()
+            .timeout(Duration::from_millis(50))
+            .build()
+            .unwrap();
 
         let gave_up = impatient.post(format!("http://{address}/")).send().await;
         let next = reqwest::Client::new().post(format!("http://{address}/")).send().await;

@@ -11,7 +11,7 @@ pub fn openapi() -> &'static Value {
     static DOC: OnceLock<Value> = OnceLock::new();
     DOC.get_or_init(|| {
         let text = std::fs::read_to_string(crate::root().join("docs/openapi.yaml")).expect("docs/openapi.yaml");
-        serde_yaml::from_str(&text).expect("docs/openapi.yaml is YAML")
+        serde_norway::from_str(&text).expect("docs/openapi.yaml is YAML")
     })
 }
 

@@ -363,7 +363,11 @@ async fn a_2xx_that_is_not_dynamodbs_answer_is_never_a_written_record() {
             "TransactWriteItems" | "PutItem" | "UpdateItem"
         );
         let turn = String::from_utf8_lossy(&seen.body).contains("budget#turns#");
-        if write && !turn { not_dynamodb() } else { Action::Forward }
+        if write && !turn {
+            not_dynamodb()
+        } else {
+            Action::Forward
+        }
     };
     let ledger = proxy(&moto().endpoint, false, OperationLog::default().hook(fake)).await;
     let conversations = proxy(&moto().endpoint, false, OperationLog::default().hook(fake)).await;
@@ -376,9 +380,14 @@ async fn a_2xx_that_is_not_dynamodbs_answer_is_never_a_written_record() {
 
     let automatic = h.say(None, "refund A-1001 1250").await;
     let approval = h.say(None, "refund D-4001 12000").await;
-    let keyed = h.say_with(None, "refund A-1001 1250", &[("idempotency-key", "k-html")]).await;
+    let keyed = h
+        .say_with(None, "refund A-1001 1250", &[("idempotency-key", "k-html")])
+        .await;
 
-    assert!(h.payments_requests().await.is_empty(), "payments was called with no record");
+    assert!(
+        h.payments_requests().await.is_empty(),
+        "payments was called with no record"
+    );
     assert!(h.refund_records().await.is_empty(), "nothing was written");
     for answer in [&automatic, &approval, &keyed] {
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
@@ -390,5 +399,8 @@ async fn a_2xx_that_is_not_dynamodbs_answer_is_never_a_written_record() {
         .filter_map(|request| tool_messages(request).first().and_then(tool_error))
         .collect();
     assert_eq!(told.len(), 3, "{told:?}");
-    assert!(told.iter().all(|t| t.contains("refunds cannot be made right now")), "{told:?}");
+    assert!(
+        told.iter().all(|t| t.contains("refunds cannot be made right now")),
+        "{told:?}"
+    );
 }

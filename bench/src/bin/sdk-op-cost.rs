@@ -1,7 +1,7 @@
 //! What one DynamoDB operation costs the function's thread, by client: the
-//! SDK as the function used to send every call (and with one part
-//! configured away at a time), the function's direct client (what its hot
-//! path uses now), a minimal thin client, and the bare HTTP exchange.
+//! SDK as the function sends every call (and with one part configured away
+//! at a time), a minimal thin client (what the hand-written client it once
+//! had came close to), and the bare HTTP exchange.
 //! `make bench` prints it after the turn's table.
 //!
 //! The stand-in (the bench's DynamoDB, answering `{}`) runs on a thread of
@@ -75,10 +75,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let thin = Thin::new(&endpoint)?;
         let update = outcome_update()?;
         let names = [
-            "SDK, as the function built it before",
+            "SDK, as the function builds it (attempt and operation timeouts)",
             "SDK, retries off",
             "SDK, a fixed endpoint (no rules engine)",
-            "the function's direct client (`ledger::dynamo::direct`)",
             "thin: aws-sigv4 + reqwest, JSON by hand",
             "floor: the same POST unsigned (the HTTP exchange alone)",
         ];
@@ -91,8 +90,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     0 => measure(ops, || update_with_sdk(&function, &update)).await?,
                     1 => measure(ops, || update_with_sdk(&retries_off, &update)).await?,
                     2 => measure(ops, || update_with_sdk(&fixed, &update)).await?,
-                    3 => measure(ops, || update_direct(&function, &update)).await?,
-                    4 => measure(ops, || thin.update(true)).await?,
+                    3 => measure(ops, || thin.update(true)).await?,
                     _ => measure(ops, || thin.update(false)).await?,
                 });
             }
@@ -178,19 +176,6 @@ async fn update_with_sdk(client: &Client, update: &Update) -> Result<(), Box<dyn
         .set_expression_attribute_values(update.expression_attribute_values.clone())
         .send()
         .await?;
-    Ok(())
-}
-
-/// It, the way the function's hot path sends it.
-async fn update_direct(
-    client: &refund_chat::ledger::dynamo::DynamoClient,
-    update: &Update,
-) -> Result<(), Box<dyn std::error::Error>> {
-    client
-        .direct()
-        .update(update, aws_sdk_dynamodb::types::ReturnValue::None)
-        .await?
-        .map_err(|_| "the condition failed")?;
     Ok(())
 }
 

@@ -46,8 +46,9 @@ use aws_sdk_dynamodb::types::{
     WriteRequest,
 };
 
-use super::direct::Query;
-use super::{DynamoClient, DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable, update_alone};
+use super::{
+    DynamoClient, DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable, update_alone, update_item,
+};
 use crate::clock::rfc3339;
 use crate::conversation::{ConversationId, Exchange, Lifetime};
 use crate::ledger::{
@@ -428,7 +429,7 @@ impl ConversationStore for DynamoConversations {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(malformed)?;
-        match self.client.direct().update(&update, ReturnValue::AllNew).await? {
+        match update_item(&self.client, &update, ReturnValue::AllNew).await? {
             Ok(item) => {
                 let last_status = number(&item, "last_status").unwrap_or_default();
                 Ok(Begun::Held(HeldConversation {
@@ -465,24 +466,25 @@ impl ConversationStore for DynamoConversations {
         let mut exchanges = Vec::new();
         let mut scopes = vec![running.record_id()];
         let mut start: Option<Item> = None;
-        let values = [
-            (":id".to_owned(), s(id.as_str())),
-            (":prefix".to_owned(), s(EXCHANGE_PREFIX)),
-        ]
-        .into();
         // Newest first, page by page, until `count` (a page holds at most 1 MB).
         loop {
-            let query = Query {
-                table: &self.table,
-                key_condition: "pk = :id AND begins_with(sk, :prefix)",
-                values: &values,
-                projection: Some("messages, refund_record"),
-                newest_first: true,
-                limit: Some(u32::try_from(count - exchanges.len()).unwrap_or(u32::MAX)),
-                start: start.as_ref(),
-            };
-            let (items, next) = self.client.direct().query(&query).await?;
-            for item in &items {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :id AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":id", s(id.as_str()))
+                .expression_attribute_values(":prefix", s(EXCHANGE_PREFIX))
+                .projection_expression("messages, refund_record")
+                .scan_index_forward(false)
+                .consistent_read(true)
+                .limit(i32::try_from(count - exchanges.len()).unwrap_or(i32::MAX))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            let items = page.items();
+            for item in items {
                 // A scope seen already (newer) or running now: an earlier try of it.
                 let scope = text(item, "refund_record").unwrap_or_default();
                 if !scope.is_empty() && scopes.iter().any(|seen| seen == scope) {
@@ -493,7 +495,7 @@ impl ConversationStore for DynamoConversations {
                     .ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
                 exchanges.push(Exchange::from_json(messages).map_err(LedgerError::Malformed)?);
             }
-            start = next;
+            start = page.last_evaluated_key().cloned();
             if start.is_none() || exchanges.len() >= count {
                 return Ok(exchanges);
             }

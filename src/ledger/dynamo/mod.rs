@@ -50,7 +50,6 @@
 
 mod budgets;
 pub mod conversations;
-pub mod direct;
 pub mod forget;
 mod refunds;
 mod requests;
@@ -68,7 +67,8 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update,
+    AttributeValue, CancellationReason, Put, ReturnValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem,
+    Update,
 };
 
 use super::{
@@ -82,21 +82,15 @@ use crate::refund::{PaymentOutcome, PriorRefund, Receipt, RefundRequest, RefundS
 
 type Item = HashMap<String, AttributeValue>;
 
-/// The DynamoDB client both tables share: the function's own for the hot
-/// path ([`direct`]: transactions, the conversation's lease and window),
-/// the SDK's for everything else (through `Deref`).
+/// The DynamoDB client both tables share: the SDK's, on the function's one
+/// HTTP client, every operation bounded by `LEDGER_TIMEOUT_SECS` (retries
+/// included) and every attempt by half of it, so that one stalled attempt
+/// leaves room for a retry.
 #[derive(Clone)]
 pub struct DynamoClient {
     sdk: Client,
-    direct: direct::Direct,
     /// `LEDGER_TIMEOUT_SECS`: every operation's bound, retries included.
     bound: Duration,
-}
-
-impl DynamoClient {
-    pub fn direct(&self) -> &direct::Direct {
-        &self.direct
-    }
 }
 
 impl std::ops::Deref for DynamoClient {
@@ -276,7 +270,61 @@ pub(crate) async fn transact(
     items: impl IntoIterator<Item = TransactWriteItem>,
 ) -> Result<Option<Vec<Option<Item>>>, LedgerError> {
     let items: Vec<TransactWriteItem> = items.into_iter().collect();
-    while_contended(client.bound, || client.direct.transact(&items)).await
+    while_contended(client.bound, || transact_once(client, &items)).await
+}
+
+/// One `TransactWriteItems` (the SDK fills its idempotency token, the same
+/// on each of its retries). Only DynamoDB's own answer counts: a 2xx whose
+/// body is not DynamoDB's JSON (a proxy, a wrong endpoint) fails to
+/// deserialize and is an error of unknown effect, never a write (contract
+/// 6.1).
+async fn transact_once(client: &DynamoClient, items: &[TransactWriteItem]) -> Result<Outcome, LedgerError> {
+    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+    let sent = client
+        .transact_write_items()
+        .set_transact_items(Some(items.to_vec()))
+        .send()
+        .await;
+    match sent {
+        Ok(_) => Ok(None),
+        Err(SdkError::ServiceError(failure)) => match failure.err() {
+            TransactWriteItemsError::TransactionCanceledException(cancelled) => {
+                cancellation(cancelled.cancellation_reasons(), items.len())
+            }
+            _ => Err(unavailable(SdkError::ServiceError(failure))),
+        },
+        Err(other) => Err(unavailable(other)),
+    }
+}
+
+/// What a transaction found: `None` applied; `Some(found)`, a condition
+/// failed, with what each item found when its own condition failed.
+type Outcome = Option<Vec<Option<Item>>>;
+
+/// A cancellation, as the ledger reads it: the items whose condition
+/// failed, with what they found; contention (`TransactionConflict`, nothing
+/// written) is [`LedgerError::Contended`]; anything else (throttling, a
+/// validation or capacity problem) is unavailable.
+fn cancellation(reasons: &[CancellationReason], count: usize) -> Result<Outcome, LedgerError> {
+    let code = |reason: &CancellationReason| reason.code().unwrap_or_default().to_owned();
+    if !reasons.iter().any(|r| code(r) == "ConditionalCheckFailed") {
+        if reasons.iter().any(|r| code(r) == "TransactionConflict") {
+            return Err(LedgerError::Contended);
+        }
+        metrics::counter!("LedgerFailures").increment(1);
+        let codes: Vec<String> = reasons.iter().map(code).filter(|c| c != "None").collect();
+        return Err(LedgerError::Unavailable(codes.join(",")));
+    }
+    Ok(Some(
+        (0..count)
+            .map(|i| match reasons.get(i) {
+                Some(reason) if code(reason) == "ConditionalCheckFailed" => {
+                    Some(reason.item().cloned().unwrap_or_default())
+                }
+                _ => None,
+            })
+            .collect(),
+    ))
 }
 
 /// Sends a transaction's `Update` as one `UpdateItem` (half the write
@@ -286,8 +334,43 @@ pub(crate) async fn transact(
 /// transaction ([`transact`]), whose token makes a retry that had landed
 /// count nothing.
 pub(crate) async fn update_alone(client: &DynamoClient, update: Update) -> Result<Option<Item>, LedgerError> {
-    let result = while_contended(client.bound, || client.direct.update(&update, ReturnValue::None)).await;
+    let result = while_contended(client.bound, || update_item(client, &update, ReturnValue::None)).await;
     Ok(result?.err())
+}
+
+/// One `UpdateItem` of `update`, returning the item as written when
+/// `returns` is `AllNew`. `Ok(Err(found))`: its condition failed, on what it
+/// found (with `ReturnValuesOnConditionCheckFailure`).
+pub(crate) async fn update_item(
+    client: &DynamoClient,
+    update: &Update,
+    returns: ReturnValue,
+) -> Result<Result<Item, Item>, LedgerError> {
+    use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+    let sent = client
+        .update_item()
+        .table_name(update.table_name())
+        .set_key(Some(update.key().clone()))
+        .update_expression(update.update_expression())
+        .set_condition_expression(update.condition_expression().map(str::to_owned))
+        .set_expression_attribute_names(update.expression_attribute_names().cloned())
+        .set_expression_attribute_values(update.expression_attribute_values().cloned())
+        .set_return_values_on_condition_check_failure(update.return_values_on_condition_check_failure().cloned())
+        .return_values(returns)
+        .send()
+        .await;
+    match sent {
+        Ok(output) => Ok(Ok(output.attributes.unwrap_or_default())),
+        Err(SdkError::ServiceError(failure)) => match failure.err() {
+            UpdateItemError::ConditionalCheckFailedException(failed) => {
+                Ok(Err(failed.item().cloned().unwrap_or_default()))
+            }
+            // A transaction holds the item: nothing was written.
+            UpdateItemError::TransactionConflictException(_) => Err(LedgerError::Contended),
+            _ => Err(unavailable(SdkError::ServiceError(failure))),
+        },
+        Err(other) => Err(unavailable(other)),
+    }
 }
 
 /// The first pause after a cancellation for contention; it doubles, with full jitter.
@@ -327,32 +410,40 @@ where
     }
 }
 
-/// A DynamoDB client on the shared AWS configuration, every operation
-/// bounded by `timeout`, retries included; its hot path on an HTTP client
-/// of its own.
+/// A DynamoDB client on the shared AWS configuration (its HTTP client), every
+/// operation bounded by `timeout`, retries included.
 pub fn client_for(sdk: &aws_config::SdkConfig, timeout: Duration) -> DynamoClient {
-    client_on(
-        sdk,
-        timeout,
-        crate::http_client::money_path_client().unwrap_or_default(),
-    )
+    DynamoClient {
+        sdk: Client::from_conf(bounded(sdk, timeout).build()),
+        bound: timeout,
+    }
 }
 
-/// The same, its hot path on `http` (the function's shared client: one
-/// root store, one pool).
+/// The same, on `http` (the function's shared client: one root store, one pool).
 pub fn client_on(sdk: &aws_config::SdkConfig, timeout: Duration, http: reqwest::Client) -> DynamoClient {
-    // The operation timeout bounds every call, retries included, so the
-    // SDK's stalled-stream watchdog (a timer polled on every response) adds
-    // nothing but work on the hot path.
-    let config = aws_sdk_dynamodb::config::Builder::from(sdk)
-        .timeout_config(TimeoutConfig::builder().operation_timeout(timeout).build())
-        .stalled_stream_protection(aws_sdk_dynamodb::config::StalledStreamProtectionConfig::disabled())
+    let config = bounded(sdk, timeout)
+        .http_client(crate::http_client::sdk::sdk_http_client(http))
         .build();
     DynamoClient {
         sdk: Client::from_conf(config),
-        direct: direct::Direct::new(sdk, timeout, http),
         bound: timeout,
     }
+}
+
+/// The whole operation bounded by `timeout`, and each attempt by half of it:
+/// with only a whole-operation bound, one stalled attempt spends it and no
+/// retry happens (AWS's advice is both). The operation timeout bounds every
+/// call, retries included, so the SDK's stalled-stream watchdog (a timer
+/// polled on every response) adds nothing but work on the hot path.
+fn bounded(sdk: &aws_config::SdkConfig, timeout: Duration) -> aws_sdk_dynamodb::config::Builder {
+    aws_sdk_dynamodb::config::Builder::from(sdk)
+        .timeout_config(
+            TimeoutConfig::builder()
+                .operation_timeout(timeout)
+                .operation_attempt_timeout(timeout / 2)
+                .build(),
+        )
+        .stalled_stream_protection(aws_sdk_dynamodb::config::StalledStreamProtectionConfig::disabled())
 }
 
 /// The DynamoDB actions the function calls: its role grants exactly these
