@@ -3,11 +3,13 @@
 
 VENV     := .venv
 TOOLS    := $(VENV)/.installed
+# cargo-deny, built from crates.io into the project-local, git-ignored .tools.
+DENY     := .tools/bin/cargo-deny
 # Debian's headless Chromium and its WebDriver, for the chat page's browser test.
 BROWSER  := /usr/bin/chromedriver
 EVENT    ?= events/refund.json
 
-.PHONY: run check test chaos eval invoke ledger admin bench instructions load build reset-payments clean-local
+.PHONY: run check advisories test chaos eval invoke ledger admin bench instructions load build reset-payments clean-local
 
 SEED     ?= 1
 REQUESTS ?= 10000
@@ -16,6 +18,9 @@ SAFETY   := someone_elses_order,above_limit,prompt_injection,injection_across_me
 
 $(BROWSER):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
+
+$(DENY):
+	cargo install --locked --quiet --root .tools cargo-deny --version 0.20.2
 
 $(TOOLS): tools/requirements.txt
 	python3 -m venv $(VENV)
@@ -26,14 +31,21 @@ $(TOOLS): tools/requirements.txt
 run: $(TOOLS)
 	tools/run-local.sh
 
-## check: the fast loop before make test: formatting, clippy with warnings denied, unit tests
-check:
+## check: the fast loop before make test: formatting, clippy with warnings denied, unit tests,
+## the supply chain (cargo deny: bans, licences, sources; deny.toml)
+check: $(DENY)
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked --quiet -- -D warnings
 	cargo test --workspace --lib --bins --locked --quiet
+	$(DENY) --log-level error check bans licenses sources
+
+## advisories: the RustSec advisories (fetches the database from GitHub, which CI cannot reach)
+advisories: $(DENY)
+	$(DENY) check advisories
 
 ## test: make check, then the whole suite (unit, property, mock-server, moto, events, template, the page in Chromium),
-## a short chaos run, the evaluation with the local and the adversarial models, and cfn-lint
+## a short chaos run, the evaluation with the local and the adversarial models, cfn-lint and sam validate,
+## and the deployed artifact itself: the arm64 bootstraps, built as make build does and checked
 test: check $(TOOLS) $(BROWSER)
 	MOTO_SERVER=$(abspath $(VENV))/bin/moto_server cargo test --workspace --locked --no-fail-fast
 	cargo build --locked --quiet -p refund-chat --bin refund-chat
@@ -42,6 +54,9 @@ test: check $(TOOLS) $(BROWSER)
 	cargo run --locked --quiet -p refund-chat-eval -- --model adversarial --families $(SAFETY) --k 8 --check \
 	  --out target/eval-adversarial
 	$(VENV)/bin/cfn-lint template.yaml
+	SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 $(VENV)/bin/sam validate --lint
+	$(MAKE) build
+	python3 tools/check-bootstrap.py
 
 ## eval: every task of eval/tasks K times (default 4) against OPENAI_BASE_URL/OPENAI_API_KEY, else the local model
 eval: $(TOOLS)
