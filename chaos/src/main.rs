@@ -382,6 +382,11 @@ async fn segment_run(
     }
 
     let exchanges = clients.exchanges.lock().map(|e| e.clone()).unwrap_or_default();
+    // A request its caller gave up on may still be on its way to moto
+    // (delayed by a fault): the sweep and the books go around the proxy, and
+    // moto's rollback of a transaction beside them would undo their writes.
+    ledger.proxy.drained().await;
+    payments.proxy.drained().await;
     let left_executing = sweep(&moto, &table).await?;
     let ledger_items = refund_chat_testkit::plain_items(&refund_chat_testkit::aws_at(&moto).await, &table)
         .await

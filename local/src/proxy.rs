@@ -86,6 +86,20 @@ pub struct Proxy {
     hook: Hook,
     one_at_a_time: Option<tokio::sync::Mutex<()>>,
     passed: Mutex<Vec<Passed>>,
+    /// Requests it is handling now, and a signal when that reaches zero.
+    in_flight: std::sync::atomic::AtomicUsize,
+    drained: tokio::sync::Notify,
+}
+
+/// Counts a request in flight for as long as it lives.
+struct InFlight<'a>(&'a Proxy);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.0.in_flight.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+            self.0.drained.notify_waiters();
+        }
+    }
 }
 
 /// The error that makes hyper close a connection without an answer.
@@ -109,7 +123,26 @@ impl Proxy {
             hook,
             one_at_a_time: one_at_a_time.then(tokio::sync::Mutex::default),
             passed: Mutex::default(),
+            in_flight: std::sync::atomic::AtomicUsize::new(0),
+            drained: tokio::sync::Notify::new(),
         })
+    }
+
+    /// Completes once no request is in flight: every request passed on has
+    /// had its target's answer (a caller that gave up does not end its
+    /// request). The books are read after it, and nothing reaches the
+    /// target beside a reader that goes around the proxy.
+    pub async fn drained(&self) {
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            // Registered before the check, so no last request can slip in between.
+            drained.as_mut().enable();
+            if self.in_flight.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            drained.await;
+        }
     }
 
     /// Every request passed on so far, with its answer, in order.
@@ -149,6 +182,8 @@ impl Proxy {
 
     /// One request through the hook and, unless it says otherwise, to the target.
     pub async fn handle(&self, request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Dropped> {
+        self.in_flight.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let _in_flight = InFlight(self);
         let (parts, body) = request.into_parts();
         let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
         let seen = Seen {

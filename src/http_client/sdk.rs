@@ -4,18 +4,17 @@
 //! root store when the first SDK client is built, and reqwest loads it
 //! again: each load parsed about 9 million instructions' worth of PEM, a
 //! third of a cold start (`docs/benchmarks.md`, "Start-up"). On this
-//! adapter the SDK's calls (the secret's read, the ledger's reads and the
-//! claim made without a turn) share reqwest's one root store and its
-//! connection pool, so they also reuse the direct DynamoDB client's
-//! connection.
+//! adapter the SDK's calls (the secret's read and every DynamoDB call)
+//! share reqwest's one root store and its connection pool.
 //!
 //! The SDK keeps what it owns: signing, its retries and their
-//! classification, the operation timeout (which also bounds a connect: the
-//! SDK's separate connect timeout is not applied here). The adapter reports
-//! a transport failure as the SDK's own client does: a timeout as a
-//! timeout, a failure to connect or a cut-off answer as an I/O error (both
-//! retried by the SDK's standard mode, which is safe here: the reads change
-//! nothing and the claim's write is conditional).
+//! classification, the operation and attempt timeouts (which also bound a
+//! connect: the SDK's separate connect timeout is not applied here). The
+//! adapter reports a transport failure as the SDK's own client does: a
+//! timeout as a timeout, a failure to connect or a cut-off answer as an I/O
+//! error (both retried by the SDK's standard mode, which is safe here: the
+//! reads change nothing, every write is conditional or a transaction with
+//! its idempotency token).
 
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient, SharedHttpConnector,

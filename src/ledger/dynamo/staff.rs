@@ -158,7 +158,7 @@ impl DynamoLedger {
             .expression_attribute_values(":rejected", s(RefundState::RejectedByStaff.as_str()))
             .expression_attribute_values(":reason", s(reason));
         let releases = self.releases(&released(&before), &before.counts_for())?;
-        self.apply(record_id, before, update, Vec::new(), releases).await
+        self.apply(record_id, before, update, Vec::new(), releases, None).await
     }
 
     /// Records what payments confirmed for an `unknown` record, or an
@@ -207,7 +207,7 @@ impl DynamoLedger {
                     .expression_attribute_values(":not_executed", s("not_executed"))
             }
         };
-        self.apply(record_id, before, update, Vec::new(), releases).await
+        self.apply(record_id, before, update, Vec::new(), releases, None).await
     }
 
     /// An update of a record in `from`, by `by` at `now_ms`.
@@ -241,6 +241,7 @@ impl DynamoLedger {
         update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
         extra: Vec<TransactWriteItem>,
         releases: Vec<TransactWriteItem>,
+        writer: Option<&WriterMark>,
     ) -> Result<StaffDecision, LedgerError> {
         let update = update
             .build()
@@ -253,6 +254,11 @@ impl DynamoLedger {
                 Ok(None) => return Ok(StaffDecision::Done(before)),
                 Ok(Some(failed)) => {
                     return Ok(match &failed[0] {
+                        // Our own write had landed: an attempt whose answer
+                        // was lost, sent again by the SDK, finds it.
+                        Some(found) if writer.is_some_and(|w| text(found, "writer") == Some(w.as_str())) => {
+                            StaffDecision::Done(before)
+                        }
                         Some(found) if !found.is_empty() => StaffDecision::Refused(record_of(found)?),
                         Some(_) => StaffDecision::NotFound,
                         // Another of its writes failed: the record is as it was.
@@ -310,7 +316,8 @@ impl crate::ledger::StaffLedger for DynamoLedger {
             .build()
             .map_err(|error| LedgerError::Malformed(error.to_string()))?;
         let guard = TransactWriteItem::builder().update(guard).build();
-        self.apply(record_id, before, update, vec![guard], Vec::new()).await
+        self.apply(record_id, before, update, vec![guard], Vec::new(), Some(writer))
+            .await
     }
 
     /// Pays, under a new record, an approved refund that a person resolved
@@ -372,9 +379,11 @@ impl crate::ledger::StaffLedger for DynamoLedger {
             TransactWriteItem::builder().put(put).build(),
             TransactWriteItem::builder().update(guard).build(),
         ];
-        Ok(match self.apply(record_id, original, link, extra, Vec::new()).await? {
-            StaffDecision::Done(_) => StaffDecision::Done(new_record),
-            other => other,
-        })
+        Ok(
+            match self.apply(record_id, original, link, extra, Vec::new(), None).await? {
+                StaffDecision::Done(_) => StaffDecision::Done(new_record),
+                other => other,
+            },
+        )
     }
 }
