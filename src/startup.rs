@@ -46,10 +46,16 @@ pub async fn function_aws_config(http: &reqwest::Client) -> SdkConfig {
         .await
 }
 
-/// The secret read's bound is the default operation timeout; the ledger
+/// The secret read's bound is the default operation timeout, and half of it
+/// each attempt's (one stalled attempt leaves room for a retry); the ledger
 /// sets its own.
 fn loader() -> aws_config::ConfigLoader {
-    aws_config::from_env().timeout_config(TimeoutConfig::builder().operation_timeout(SECRET_READ_TIMEOUT).build())
+    aws_config::from_env().timeout_config(
+        TimeoutConfig::builder()
+            .operation_timeout(SECRET_READ_TIMEOUT)
+            .operation_attempt_timeout(SECRET_READ_TIMEOUT / 2)
+            .build(),
+    )
 }
 
 pub async fn build(config: Config) -> reqwest::Result<FunctionApp> {
