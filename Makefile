@@ -1,6 +1,8 @@
 # Every target installs what it needs into project-local, git-ignored places:
 # Python tools (moto, cfn-lint, cargo-lambda) into .venv, state into .local.
 
+# The pinned toolchain (rust-toolchain.toml), named where rustup has it only as stable.
+_ := $(shell tools/toolchain.sh)
 VENV     := .venv
 TOOLS    := $(VENV)/.installed
 # cargo-deny, built from crates.io into the project-local, git-ignored .tools.
