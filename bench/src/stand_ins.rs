@@ -134,7 +134,7 @@ fn dynamodb_answer(target: &str, body: &[u8]) -> String {
     if target.ends_with(".UpdateItem") && body.windows(12).any(|w| w == b"lease_writer") {
         return serde_json::json!({"Attributes": {
             "exchanges": {"N": exchanges.to_string()},
-            "items_expire_at": {"N": "4102444800"},
+            "ends_by": {"N": "4102444800"},
         }})
         .to_string();
     }
