@@ -49,6 +49,8 @@ advisories: $(DENY)
 ## a short chaos run, the evaluation with the local and the adversarial models, cfn-lint and sam validate,
 ## and the deployed artifact itself: the arm64 bootstraps, built as make build does and checked
 test: check $(TOOLS) $(BROWSER)
+	# The API tests run the support team's tool, a binary of its own package.
+	cargo build --locked --quiet -p refund-chat-admin
 	MOTO_SERVER=$(abspath $(VENV))/bin/moto_server cargo test --workspace --locked --no-fail-fast
 	cargo build --locked --quiet -p refund-chat --bin refund-chat
 	cargo run --locked --quiet -p refund-chat-chaos -- --seed 2026 --requests 400 --time-limit 300
@@ -80,7 +82,7 @@ ledger: $(TOOLS)
 
 ## admin: refund-chat-admin against the stack make run started, e.g. make admin ARGS="pending"
 admin:
-	set -a && . ./local.env && set +a && cargo run --quiet --bin refund-chat-admin -- $(ARGS)
+	set -a && . ./local.env && set +a && cargo run --quiet -p refund-chat-admin -- $(ARGS)
 
 ## bench: the release bootstrap through a Runtime API emulator (one table), what one DynamoDB operation costs by client, then the in-process turn loop
 # Built one package at a time, so the bench's features never leak into the measured bootstrap.

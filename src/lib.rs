@@ -10,45 +10,50 @@
 //! or a retry do.
 //!
 //! Each folder is a port with its adapters beside it, and the folders stand
-//! on floors: a folder imports only from folders below it
-//! (`tests/architecture.rs` checks this against the imports). From the
-//! ground up:
+//! on floors: a folder imports only from folders below it, and no file
+//! imports a sibling that imports it (`tests/architecture.rs` checks both
+//! against the imports and prints the floors; `docs/architecture.md` has
+//! them). From the ground up:
 //!
-//! 1. [`budget`]: the customers' turn and token windows (the counters are
-//!    the ledger's). [`refund`]: the domain. Scopes, requests, outcomes, money, the
-//!    customer's message, the policy's rules, the `issue_refund` tool; the
-//!    [`refund::RefundGateway`] port and its payments adapter.
-//! 2. [`handoff`]: handing a conversation to a person: the screen before
-//!    the model, the `hand_off_to_person` tool, the fixed replies.
-//!    [`chat`]: the model port and its OpenAI adapter.
-//! 3. [`conversation`]: what a turn adds to a conversation and the window
-//!    the model sees. [`turn`]: one agent turn, its budget, retry and refund
-//!    latch.
-//! 4. [`ledger`]: the stores' ports (request records, refund records,
-//!    conversations), their records, and the DynamoDB adapters, with the
-//!    support team's reads and decisions.
-//! 5. [`record_then_pay`]: "decide, record, then pay" around any gateway, and
-//!    a person approving what the rules would not pay alone. [`ops`]: logs,
-//!    the summary line and metrics.
-//! 6. [`http`]: the HTTP edge: routing, the body, identity, the
-//!    `Idempotency-Key`, the conversation around the turn, and the one
-//!    error-to-status map.
+//! - [`budget`]: the customers' turn and token windows (the counters are the
+//!   ledger's). [`refund`]: the domain. Scopes, requests, outcomes, money,
+//!   the customer's message, the policy's rules, the `issue_refund` tool;
+//!   the [`refund::RefundGateway`] port and its payments adapter.
+//!   [`orders`]: the shop's order system, read only (contract 16): the
+//!   port, its HTTP adapter and a memory double.
+//! - [`handoff`]: handing a conversation to a person: the screen before the
+//!   model, the `hand_off_to_person` tool, the fixed replies. [`chat`]: the
+//!   model port and its OpenAI adapter.
+//! - [`conversation`]: what a turn adds to a conversation and the window
+//!   the model sees. [`turn`]: one agent turn, its budget, retry and refund
+//!   latch. [`ledger`]: the stores' ports (request records, refund records,
+//!   conversations, budgets), their records, the memory books and the
+//!   DynamoDB adapters, with the support team's reads and decisions.
+//! - [`record_then_pay`]: "decide, record, then pay" around any gateway, and
+//!   a person approving what the rules would not pay alone. [`ops`]: logs,
+//!   the summary line and metrics. [`config`]: every setting, read once.
+//! - [`desk`]: one checked message through admission, the conversation,
+//!   the screen, the budget, the turn and the append.
+//! - [`http`]: the edge: routing, the body, identity, the `Idempotency-Key`
+//!   header, and the one error-to-status map. [`startup`]: the one place the
+//!   ports are wired.
 //!
-//! At the root, used from any floor: [`clock`], [`untrusted`] (customer- and
-//! model-written text made safe for a terminal, a spreadsheet or a log),
-//! [`http_client`], [`secrets`], [`config`], and [`startup`], the one place
-//! the ports are wired.
+//! At the ground, used from any floor: [`clock`], [`untrusted`] (customer-
+//! and model-written text made safe for a terminal, a spreadsheet or a
+//! log), [`http_client`], [`secrets`].
 //!
 //! Binaries: `refund-chat` (the function, `src/main.rs`) and
-//! `refund-chat-admin` (approvals and the audit trail, `src/bin/`). With the
-//! `test-support` feature (and in unit tests), `doubles` holds in-memory
-//! stand-ins for tests and benchmarks.
+//! `refund-chat-sweep` (`src/bin/`). The support team's `refund-chat-admin`
+//! is a package of its own (`admin/`). With the `test-support` feature (and
+//! in unit tests), `doubles` holds in-memory stand-ins for tests and
+//! benchmarks.
 
 pub mod budget;
 pub mod chat;
 pub mod clock;
 pub mod config;
 pub mod conversation;
+pub mod desk;
 #[cfg(any(test, feature = "test-support"))]
 pub mod doubles;
 pub mod handoff;
@@ -56,6 +61,7 @@ pub mod http;
 pub mod http_client;
 pub mod ledger;
 pub mod ops;
+pub mod orders;
 pub mod record_then_pay;
 pub mod refund;
 pub mod secrets;

@@ -8,7 +8,8 @@ use aws_config::SdkConfig;
 use aws_config::timeout::TimeoutConfig;
 
 use crate::config::Config;
-use crate::http::{App, Ports};
+use crate::desk::Ports;
+use crate::http::App;
 use crate::http_client::money_path_client;
 use crate::http_client::sdk::sdk_http_client;
 use crate::ledger::dynamo::conversations::DynamoConversations;
@@ -20,12 +21,6 @@ use crate::secrets::{SECRET_READ_TIMEOUT, SecretsManagerKey};
 /// The function as deployed.
 pub type FunctionApp<K = SecretsManagerKey> =
     App<K, RecordedRefunds<DynamoLedger, HttpPayments>, DynamoLedger, DynamoConversations>;
-
-/// The AWS configuration from the standard chain, for the staff's
-/// commands (profiles, SSO). Loading it makes no network call.
-pub async fn aws_config() -> SdkConfig {
-    loader().load().await
-}
 
 /// The function's AWS configuration: region and credentials from the
 /// environment only, where Lambda puts them (`AWS_REGION`,

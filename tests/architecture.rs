@@ -1,8 +1,11 @@
 //! The floors of `src/`, checked against the imports rather than by eye:
 //! every file belongs to a unit (its folder under `src/`, or itself for a
 //! file at the root), a unit's code names other units through `crate::`, and
-//! no unit may reach, through those names, back to itself. The binaries
-//! (`main.rs`, `bin/`) stand on top and are left out.
+//! no unit may reach, through those names, back to itself. Inside a folder
+//! the same holds for its files: no two siblings name each other, however
+//! indirectly. The binaries (`main.rs`, `bin/`) stand on top and are left
+//! out. The floors are printed (`cargo test --test architecture -- --nocapture`)
+//! and `docs/architecture.md` holds the same table.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -40,7 +43,7 @@ fn imports() -> BTreeMap<String, BTreeSet<String>> {
         };
         let text = std::fs::read_to_string(&file).expect("a source file");
         let named = graph.entry(unit.clone()).or_default();
-        for line in text.lines().filter(|line| !line.trim_start().starts_with("//")) {
+        for line in code_lines(&text) {
             for (at, _) in line.match_indices("crate::") {
                 let rest = &line[at + "crate::".len()..];
                 let name: String = rest
@@ -100,12 +103,14 @@ fn the_floors_are_the_ones_lib_rs_describes() {
             "refund imports {name}"
         );
     }
-    // The ports below the turn know nothing of the turn, the edge or operations.
+    // The ports below the turn know nothing of the turn, the desk, the edge or operations.
     for unit in ["chat", "ledger", "refund"] {
-        for above in ["turn", "record_then_pay", "http", "ops", "startup", "config"] {
+        for above in ["turn", "record_then_pay", "desk", "http", "ops", "startup", "config"] {
             assert!(!names(unit).contains(above), "{unit} imports {above}");
         }
     }
+    // The desk knows the shop, not requests: it never imports the edge.
+    assert!(!names("desk").contains("http"), "desk imports http");
     // Nothing imports the edge or the wiring but the binaries.
     for (unit, named) in &graph {
         for top in ["http", "startup"] {
@@ -115,4 +120,167 @@ fn the_floors_are_the_ones_lib_rs_describes() {
             );
         }
     }
+}
+
+/// The code lines of `text`: comments left out.
+fn code_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter(|line| !line.trim_start().starts_with("//"))
+}
+
+/// Folder -> (sibling module -> the siblings it names), for every folder of
+/// `src/` with more than one module. A module is a file, or a folder with
+/// its `mod.rs` (whose own children are its business, not its siblings').
+fn sibling_imports() -> BTreeMap<PathBuf, BTreeMap<String, BTreeSet<String>>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut folders: BTreeMap<PathBuf, BTreeMap<String, BTreeSet<String>>> = BTreeMap::new();
+    for file in &files {
+        let Some(parent) = file.parent() else { continue };
+        let relative = parent.strip_prefix(&src).expect("under src/");
+        if relative.as_os_str().is_empty() || relative.starts_with("bin") {
+            continue;
+        }
+        let module = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_owned();
+        if module == "mod" {
+            continue;
+        }
+        folders
+            .entry(parent.to_path_buf())
+            .or_default()
+            .entry(module)
+            .or_default();
+    }
+    // Sub-folders are modules of their parent folder too.
+    let subfolders: Vec<PathBuf> = folders.keys().cloned().collect();
+    for folder in subfolders {
+        if let (Some(parent), Some(name)) = (folder.parent(), folder.file_name().and_then(|n| n.to_str()))
+            && folders.contains_key(parent)
+        {
+            folders
+                .get_mut(parent)
+                .expect("present")
+                .entry(name.to_owned())
+                .or_default();
+        }
+    }
+    for file in &files {
+        let Some(parent) = file.parent() else { continue };
+        let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+        // The folder whose siblings this file's module is one of, and its name there.
+        let (folder, module) = if stem == "mod" {
+            match (parent.parent(), parent.file_name().and_then(|n| n.to_str())) {
+                (Some(grand), Some(name)) => (grand.to_path_buf(), name.to_owned()),
+                _ => continue,
+            }
+        } else {
+            (parent.to_path_buf(), stem.to_owned())
+        };
+        let Some(siblings) = folders.get(&folder) else { continue };
+        let names: BTreeSet<String> = siblings.keys().cloned().collect();
+        let text = std::fs::read_to_string(file).expect("a source file");
+        let folder_path = folder
+            .strip_prefix(&src)
+            .expect("under src/")
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("::");
+        let mut named = BTreeSet::new();
+        for line in code_lines(&text) {
+            for prefix in [format!("crate::{folder_path}::"), "super::".to_owned()] {
+                // `super::` of a folder's `mod.rs` is the folder's parent: not siblings.
+                if prefix == "super::" && stem == "mod" {
+                    continue;
+                }
+                for (at, _) in line.match_indices(&prefix) {
+                    let name: String = line[at + prefix.len()..]
+                        .chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect();
+                    if names.contains(&name) && name != module {
+                        named.insert(name);
+                    }
+                }
+            }
+        }
+        folders
+            .get_mut(&folder)
+            .expect("present")
+            .get_mut(&module)
+            .expect("present")
+            .extend(named);
+    }
+    folders
+}
+
+#[test]
+fn no_file_imports_a_sibling_that_imports_it() {
+    let mut cycles = Vec::new();
+    for (folder, graph) in sibling_imports() {
+        for module in graph.keys() {
+            if let Some(cycle) = cycle_through(&graph, module) {
+                let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+                let folder = folder.strip_prefix(&src).unwrap_or(&folder).display().to_string();
+                cycles.push(format!("src/{folder}: {}", cycle.join(" -> ")));
+            }
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "siblings that import each other:\n{}",
+        cycles.join("\n")
+    );
+}
+
+/// Each unit's floor: one above the highest unit it imports, 0 for a unit
+/// that imports none.
+fn floors(graph: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, usize> {
+    fn floor_of(unit: &str, graph: &BTreeMap<String, BTreeSet<String>>, known: &mut BTreeMap<String, usize>) -> usize {
+        if let Some(floor) = known.get(unit) {
+            return *floor;
+        }
+        let floor = graph
+            .get(unit)
+            .into_iter()
+            .flatten()
+            .filter(|name| graph.contains_key(name.as_str()))
+            .map(|name| floor_of(name, graph, known) + 1)
+            .max()
+            .unwrap_or(0);
+        known.insert(unit.to_owned(), floor);
+        floor
+    }
+    let mut known = BTreeMap::new();
+    for unit in graph.keys() {
+        floor_of(unit, graph, &mut known);
+    }
+    known
+}
+
+/// The floors as `docs/architecture.md` shows them.
+fn floors_table() -> String {
+    let graph = imports();
+    let mut by_floor: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (unit, floor) in floors(&graph) {
+        by_floor.entry(floor).or_default().push(unit);
+    }
+    let mut table = String::from("| floor | units (each imports only from floors below it) |\n| --- | --- |\n");
+    for (floor, units) in by_floor.iter().rev() {
+        let units: Vec<String> = units.iter().map(|u| format!("`{u}`")).collect();
+        table.push_str(&format!("| {floor} | {} |\n", units.join(", ")));
+    }
+    table
+}
+
+#[test]
+fn the_floors_are_printed_and_docs_architecture_md_shows_them() {
+    let table = floors_table();
+    println!("{table}");
+    let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md"))
+        .expect("docs/architecture.md");
+    assert!(
+        docs.contains(&table),
+        "docs/architecture.md's floors table is not the code's; the code's is:\n{table}"
+    );
 }

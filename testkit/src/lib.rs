@@ -6,6 +6,7 @@
 //! break what passes. Timeouts come from configuration and are short.
 //! [`TestApp::builder`] lets a test replace any part.
 
+pub mod admin;
 pub mod answers;
 pub mod app;
 pub mod aws;
@@ -13,6 +14,7 @@ pub mod keys;
 pub mod openapi;
 pub mod proxy;
 
+pub use admin::*;
 pub use answers::*;
 pub use app::*;
 pub use aws::*;

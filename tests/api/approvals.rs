@@ -21,7 +21,7 @@ pub(crate) async fn admin(table: &str, ledger: &str, payments: &str, args: &[&st
 
 /// The same, with more environment variables.
 async fn admin_with(table: &str, ledger: &str, payments: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_refund-chat-admin"))
+    tokio::process::Command::new(admin_binary())
         .args(args)
         .env_clear()
         .envs(env.iter().copied())
@@ -368,7 +368,7 @@ async fn refusals_and_usage_have_their_exit_statuses() {
         desk.run(&["export", "--since", "yesterday"]).await.status.code(),
         Some(2)
     );
-    let unconfigured = tokio::process::Command::new(env!("CARGO_BIN_EXE_refund-chat-admin"))
+    let unconfigured = tokio::process::Command::new(admin_binary())
         .arg("pending")
         .env_clear()
         .output()

@@ -56,7 +56,7 @@ use crate::ledger::{
 };
 use crate::refund::RefundScope;
 
-pub const SORT_KEY: &str = "sk";
+pub const SORT_KEY: &str = super::schema::CONVERSATION_SORT_KEY;
 
 /// The DynamoDB actions the function calls on the conversation table: its
 /// role grants exactly these (`tests/template.rs` checks it). The append's

@@ -25,7 +25,7 @@ pub const WAITING_RANGE_KEY: &str = "created_at";
 pub const TTL_ATTRIBUTE: &str = "expires_at";
 
 /// The conversation table's keys: partition key `pk` (the id), sort key `sk`.
-pub const CONVERSATION_SORT_KEY: &str = super::conversations::SORT_KEY;
+pub const CONVERSATION_SORT_KEY: &str = "sk";
 
 /// A customer's conversation items by customer (keys only): what "forget"
 /// reads. Every item of a conversation carries `customer`, so an exchange

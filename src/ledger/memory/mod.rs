@@ -6,12 +6,17 @@
 //! checked in the same step as the write ([`crate::refund::policy`]'s
 //! functions, the adapter's conditions); guards name the records they count,
 //! and a release takes out only its own. It does not model TTL or DynamoDB's
-//! failure modes, except one: [`MemoryLedger::fail`] makes every operation
-//! fail as an unreachable ledger would.
+//! failure modes, except two: [`MemoryLedger::fail`] makes every operation
+//! fail as an unreachable ledger would, and [`MemoryLedger::fail_appends`]
+//! only a conversation's append. Budgets and conversations are in
+//! `budgets.rs` and `conversations.rs`, on the same books.
+
+mod budgets;
+mod conversations;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use super::{
     ApprovalWrite, AutomaticWrite, CountsFor, DecidedBy, KeyClaim, LedgerError, RefundLedger, RefundRecord,
@@ -24,10 +29,13 @@ use crate::refund::{
     PaymentOutcome, PriorRefund, Receipt, RefundRequest, RefundScope, RefundState, Resolution, WriterMark,
 };
 
-#[derive(Default)]
+/// A clone shares the books (one ledger behind several ports, as the
+/// function's conversations and request records share a transaction).
+#[derive(Default, Clone)]
 pub struct MemoryLedger {
-    books: Mutex<Books>,
-    failing: AtomicBool,
+    books: Arc<Mutex<Books>>,
+    failing: Arc<AtomicBool>,
+    failing_appends: Arc<AtomicBool>,
 }
 
 #[derive(Default)]
@@ -40,6 +48,10 @@ struct Books {
     orders: HashMap<String, (BTreeSet<String>, u64)>,
     /// (user, day) -> the records counted, by amount.
     days: HashMap<(String, String), BTreeMap<String, u64>>,
+    /// The customers' budgets.
+    budgets: budgets::Budgets,
+    /// Conversation id -> the conversation.
+    conversations: HashMap<String, conversations::StoredConversation>,
 }
 
 impl MemoryLedger {
@@ -51,6 +63,12 @@ impl MemoryLedger {
     /// (`false` heals it).
     pub fn fail(&self, failing: bool) {
         self.failing.store(failing, Ordering::SeqCst);
+    }
+
+    /// From now on a conversation's append fails as a timed-out one would
+    /// (it may or may not have landed: here it did not).
+    pub fn fail_appends(&self, failing: bool) {
+        self.failing_appends.store(failing, Ordering::SeqCst);
     }
 
     /// Every refund record, oldest first.
@@ -125,6 +143,31 @@ enum Found {
 }
 
 impl Books {
+    /// What a claim of `lease`'s key finds that stops it writing: its own
+    /// claim (landed already), or another's live record.
+    fn live_key(&self, lease: &RequestLease, now_ms: u64) -> Option<KeyClaim> {
+        match self.requests.get(&lease.scope.id()) {
+            Some(existing) if existing.writer == lease.writer.as_str() => Some(KeyClaim::Claimed),
+            Some(existing) if existing.expires_at_s >= now_ms / 1000 => Some(KeyClaim::Existing(existing.clone())),
+            _ => None,
+        }
+    }
+
+    fn claim_key(&mut self, lease: &RequestLease) {
+        self.requests.insert(
+            lease.scope.id(),
+            StoredRequest {
+                body_sha256: lease.body_sha256.clone(),
+                writer: lease.writer.as_str().to_owned(),
+                lease_until_ms: lease.lease_until_ms,
+                expires_at_s: lease.expires_at_s,
+                conversation_id: lease.conversation_id.clone(),
+                released: false,
+                response: None,
+            },
+        );
+    }
+
     fn found(&self, request: &RefundRequest) -> Result<Found, LedgerError> {
         Ok(match self.refunds.get(&request.scope().record_id()) {
             None => Found::Nothing,
@@ -275,26 +318,11 @@ impl RefundLedger for MemoryLedger {
 impl RequestLedger for MemoryLedger {
     async fn claim_request(&self, lease: &RequestLease, now_ms: u64) -> Result<KeyClaim, LedgerError> {
         let mut books = self.books()?;
-        let id = lease.scope.id();
-        match books.requests.get(&id) {
-            Some(existing) if existing.writer == lease.writer.as_str() => Ok(KeyClaim::Claimed),
-            Some(existing) if existing.expires_at_s >= now_ms / 1000 => Ok(KeyClaim::Existing(existing.clone())),
-            _ => {
-                books.requests.insert(
-                    id,
-                    StoredRequest {
-                        body_sha256: lease.body_sha256.clone(),
-                        writer: lease.writer.as_str().to_owned(),
-                        lease_until_ms: lease.lease_until_ms,
-                        expires_at_s: lease.expires_at_s,
-                        conversation_id: lease.conversation_id.clone(),
-                        released: false,
-                        response: None,
-                    },
-                );
-                Ok(KeyClaim::Claimed)
-            }
+        if let Some(existing) = books.live_key(lease, now_ms) {
+            return Ok(existing);
         }
+        books.claim_key(lease);
+        Ok(KeyClaim::Claimed)
     }
 
     async fn take_over_request(

@@ -1,0 +1,51 @@
+//! `conversation ID`: a whole conversation: its handoff, every exchange,
+//! then the refund records its turns wrote (the facts, from the ledger).
+
+use refund_chat::clock::now_ms;
+use refund_chat::ledger::dynamo::DynamoLedger;
+use refund_chat::ledger::dynamo::conversations::DynamoConversations;
+use refund_chat::untrusted::visible;
+
+use crate::print::{print_exchanges, print_handoff, print_table, row};
+use crate::{Ending, Outcome};
+
+pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, id: &str) -> Outcome {
+    let Some(transcript) = conversations.transcript(id, now_ms()).await? else {
+        return Ok(Ending::Refused(format!(
+            "no conversation {} (or it expired)",
+            visible(id)
+        )));
+    };
+    println!("conversation  {}", visible(&transcript.id));
+    println!("customer      {}", visible(&transcript.customer));
+    println!("created       {}", transcript.created_at);
+    println!("last exchange {}", transcript.updated_at);
+    println!(
+        "expires       {}",
+        refund_chat::clock::rfc3339(transcript.expires_at_s * 1000)
+    );
+    println!("exchanges     {}", transcript.exchanges.len());
+    if let Some(handoff) = &transcript.handoff {
+        print_handoff(handoff);
+    }
+    print_exchanges(&transcript);
+    println!();
+    // The facts, from the ledger: the records its turns wrote.
+    let mut record_ids: Vec<&str> = transcript.refund_records.iter().map(String::as_str).collect();
+    record_ids.extend(transcript.exchanges.iter().map(|e| e.refund_record.as_str()));
+    record_ids.sort_unstable();
+    record_ids.dedup();
+    let mut records = Vec::new();
+    for record_id in record_ids.into_iter().filter(|id| !id.is_empty()) {
+        if let Some(record) = ledger.record(record_id).await? {
+            records.push(record);
+        }
+    }
+    if records.is_empty() {
+        println!("no refund records in this conversation");
+    } else {
+        let rows: Vec<Vec<String>> = records.iter().map(|r| row(r, [r.state.as_str().to_owned()])).collect();
+        print_table(&["ID", "CREATED (UTC)", "CUSTOMER", "ORDER", "AMOUNT", "STATE"], &rows);
+    }
+    Ok(Ending::Done)
+}

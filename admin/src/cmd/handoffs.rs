@@ -1,0 +1,34 @@
+//! `handoffs`: open handoffs, oldest first, each with its summary and transcript.
+
+use refund_chat::clock::now_ms;
+use refund_chat::ledger::dynamo::conversations::DynamoConversations;
+use refund_chat::untrusted::visible;
+
+use crate::print::print_exchanges;
+use crate::{Ending, Outcome};
+
+pub async fn run(conversations: &DynamoConversations) -> Outcome {
+    let open = conversations.open_handoffs().await?;
+    if open.is_empty() {
+        println!("no open handoffs");
+        return Ok(Ending::Done);
+    }
+    for handoff in &open {
+        println!(
+            "{}  {}  customer {}  reason {}  conversation {}",
+            visible(&handoff.id),
+            handoff.at,
+            visible(&handoff.customer),
+            visible(&handoff.reason),
+            visible(&handoff.conversation_id)
+        );
+        if let Some(summary) = &handoff.summary {
+            println!("  the model's summary: {}", visible(summary));
+        }
+        if let Some(transcript) = conversations.transcript(&handoff.conversation_id, now_ms()).await? {
+            print_exchanges(&transcript);
+        }
+        println!();
+    }
+    Ok(Ending::Done)
+}

@@ -1,0 +1,190 @@
+//! `refund-chat-admin`: the support team's approvals and audit trail
+//! (contract 9), on the same ledger and payments adapters as the function.
+//! Its own package: its command line, its table printing and the SDK's
+//! default HTTPS client and credentials chain are no part of the Lambda
+//! bootstrap. One file per verb in `cmd/` (as mini-redis's `cmd/`), the
+//! printing they share in [`print`].
+//!
+//! Exit status: 0 when done; 1 when refused (unknown id, already decided,
+//! payments rejected, or an outcome payments left unknown); 2 for bad usage,
+//! configuration, or a ledger that cannot be reached. Decisions are logged
+//! (JSON, on stderr) with the approver's name, never the customer's message.
+//!
+//! Everything printed for a person passes through
+//! [`refund_chat::untrusted::visible`]: a record's text fields hold what a
+//! customer or the model wrote.
+
+mod cmd;
+mod print;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use refund_chat::clock::parse_utc;
+use refund_chat::config::StaffConfig;
+use refund_chat::ledger::LedgerError;
+use refund_chat::ledger::dynamo::DynamoLedger;
+use refund_chat::ledger::dynamo::conversations::DynamoConversations;
+
+use crate::cmd::approve::Payment;
+
+/// Approve, reject and resolve refunds, and export the audit trail.
+///
+/// Configured like the function: LEDGER_TABLE, CONVERSATION_TABLE,
+/// PAYMENTS_BASE_URL, PAYMENTS_TIMEOUT_SECS, LEDGER_TIMEOUT_SECS and the AWS chain.
+#[derive(Parser)]
+#[command(name = "refund-chat-admin", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Refunds awaiting approval, oldest first.
+    Pending,
+    /// One refund record, every field.
+    Show { id: String },
+    /// Approve a refund: one payments call, its outcome recorded.
+    Approve {
+        id: String,
+        #[arg(long, value_name = "NAME")]
+        by: String,
+    },
+    /// Reject a refund awaiting approval: no money moves.
+    Reject {
+        id: String,
+        #[arg(long, value_name = "NAME")]
+        by: String,
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+    },
+    /// Refunds whose outcome is not known (state unknown, or executing for
+    /// longer than the function's timeout): check them with payments.
+    Unknown,
+    /// Record what payments confirmed for an unknown outcome. Never calls payments.
+    Resolve(Resolve),
+    /// Pay an approved refund that was resolved as not executed (its
+    /// approval never reached payments): a new record, linked, paid once.
+    Reissue {
+        id: String,
+        #[arg(long, value_name = "NAME")]
+        by: String,
+    },
+    /// A whole conversation: its handoff, every exchange, then its refund records.
+    Conversation { id: String },
+    /// Open handoffs, oldest first, each with its summary and transcript.
+    Handoffs,
+    /// Close a handoff (the conversation stays with the people).
+    CloseHandoff {
+        id: String,
+        #[arg(long, value_name = "NAME")]
+        by: String,
+    },
+    /// The right to be forgotten: delete the customer's conversations and
+    /// request records, and remove their messages from their refund records
+    /// (which stay: they are the shop's financial record). Recorded.
+    Forget {
+        #[arg(long, value_name = "USER")]
+        customer: String,
+        #[arg(long, value_name = "NAME")]
+        by: String,
+    },
+    /// Every refund record (the audit trail) to stdout.
+    Export {
+        /// Only records created on or after this UTC date or time (2026-11-30, 2026-11-30T18:00:00Z).
+        #[arg(long, value_name = "DATE", value_parser = parse_since)]
+        since: Option<u64>,
+        #[arg(long, value_enum, default_value_t = Format::Json)]
+        format: Format,
+    },
+}
+
+#[derive(Args)]
+#[command(group(ArgGroup::new("confirmed").required(true).args(["executed", "not_executed"])))]
+pub struct Resolve {
+    pub id: String,
+    /// Payments made the refund, with this refund id.
+    #[arg(long, value_name = "REFUND_ID")]
+    pub executed: Option<String>,
+    /// Payments made no refund.
+    #[arg(long)]
+    pub not_executed: bool,
+    #[arg(long, value_name = "NAME")]
+    pub by: String,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    Json,
+    Csv,
+}
+
+fn parse_since(text: &str) -> Result<u64, String> {
+    parse_utc(text).ok_or_else(|| format!("{text:?} is not a UTC date (2026-11-30) or time (2026-11-30T18:00:00Z)"))
+}
+
+/// How a command ended, mapped to the exit status in one place.
+pub enum Ending {
+    Done,
+    Refused(String),
+    Failed(String),
+}
+
+/// A command's ending, or the ledger's error (exit status 2).
+pub type Outcome = Result<Ending, LedgerError>;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let _ = tracing::subscriber::set_global_default(refund_chat::ops::logging::subscriber("info", std::io::stderr));
+    let ending = match StaffConfig::from_env() {
+        Ok(config) => run(cli.command, &config).await,
+        Err(error) => Ending::Failed(format!("configuration: {error}")),
+    };
+    match ending {
+        Ending::Done => ExitCode::SUCCESS,
+        Ending::Refused(why) => {
+            eprintln!("refused: {why}");
+            ExitCode::from(1)
+        }
+        Ending::Failed(why) => {
+            eprintln!("error: {why}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn run(command: Command, config: &StaffConfig) -> Ending {
+    // The standard chain (profiles, SSO): a person's machine. Loading it
+    // makes no network call; the ledger sets its own timeouts.
+    let aws = aws_config::from_env().load().await;
+    let ledger = DynamoLedger::from_sdk_config(&aws, &config.ledger_table, config.ledger_timeout);
+    // The lifetime only matters to the function's writes; the admin reads and deletes.
+    let conversations = DynamoConversations::from_sdk_config(
+        &aws,
+        &config.conversation_table,
+        &config.ledger_table,
+        refund_chat::conversation::Lifetime {
+            ttl: Duration::ZERO,
+            max_age: Duration::ZERO,
+        },
+        config.ledger_timeout,
+    );
+    let result = match command {
+        Command::Conversation { id } => cmd::conversation::run(&ledger, &conversations, &id).await,
+        Command::Handoffs => cmd::handoffs::run(&conversations).await,
+        Command::CloseHandoff { id, by } => cmd::close_handoff::run(&conversations, &id, &by).await,
+        Command::Forget { customer, by } => cmd::forget::run(&ledger, &conversations, &customer, &by).await,
+        Command::Pending => cmd::pending::run(&ledger).await,
+        Command::Show { id } => cmd::show::run(&ledger, &id).await,
+        Command::Approve { id, by } => cmd::approve::pay(&ledger, config, &id, &by, Payment::Approval).await,
+        Command::Reissue { id, by } => cmd::reissue::run(&ledger, config, &id, &by).await,
+        Command::Reject { id, by, reason } => cmd::reject::run(&ledger, &id, &by, &reason).await,
+        Command::Unknown => cmd::unknown::run(&ledger).await,
+        Command::Resolve(resolve) => cmd::resolve::run(&ledger, resolve).await,
+        Command::Export { since, format } => cmd::export::run(&ledger, since.unwrap_or(0), format).await,
+    };
+    result.unwrap_or_else(|error| Ending::Failed(format!("the ledger: {error}")))
+}

@@ -1,0 +1,379 @@
+//! The conversation around one turn (contract 11, 12, 13): its lease taken
+//! (404, 409 or 503 before any secret or model call), a person's
+//! conversation answered without the model, the screen's handoff, the
+//! window read, the budget's turn taken last, and the turn run, up to the
+//! exchange the turn adds, which [`super::finish`] appends.
+
+use crate::budget::Reservation;
+use crate::chat::Message as ChatMessage;
+use crate::clock::now_ms;
+use crate::conversation::{self, ConversationId, Exchange, NoRandomness};
+use crate::handoff::{self, Handoff, Reason};
+use crate::ledger::{
+    Begun, BudgetStore, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
+    RequestLedger, TakenTurn, TokenSettlement,
+};
+use crate::refund::{Attempt, RefundGateway, RefundScope};
+use crate::secrets::ApiKeySource;
+use crate::turn::Turn;
+
+use super::{Desk, Invocation, Message, Outcome, Refused, Reply, Trace};
+
+/// The conversation a message runs in, before its lease is taken.
+pub(super) struct Continuing {
+    pub(super) id: ConversationId,
+    /// The function issued the id for this request (or its key's first
+    /// request did): absent means new, not unknown.
+    issued_here: bool,
+    /// Issued for this very request (not a takeover's): nobody else knows
+    /// it, so it is not stored yet and needs no lease.
+    created_here: bool,
+}
+
+impl Continuing {
+    /// The body's conversation, or a new one with an id issued here.
+    pub(super) fn of(named: Option<ConversationId>) -> Result<Continuing, NoRandomness> {
+        Ok(match named {
+            Some(id) => Continuing {
+                id,
+                issued_here: false,
+                created_here: false,
+            },
+            None => Continuing {
+                id: ConversationId::generate()?,
+                issued_here: true,
+                created_here: true,
+            },
+        })
+    }
+
+    /// A takeover continues the conversation its key's first request began,
+    /// which may be stored by now.
+    pub(super) fn take_over(&mut self, recorded: Option<&str>) {
+        self.created_here = false;
+        if let Some(id) = recorded.and_then(ConversationId::parse) {
+            self.id = id;
+        }
+    }
+}
+
+/// What one visit to the conversation needs.
+pub(super) struct Visit<'a> {
+    pub(super) message: &'a Message,
+    pub(super) continuing: &'a Continuing,
+    /// What the handoff screen found in the message, before any I/O.
+    pub(super) screened: Option<Reason>,
+    /// The turn the key's claim took from the budget, if it did.
+    pub(super) turn_taken: Option<Reservation>,
+    pub(super) scope: RefundScope,
+    pub(super) invocation: &'a Invocation,
+}
+
+/// A turn's exchange, waiting to be appended once the key's fate is known.
+pub(super) struct PendingExchange {
+    pub(super) lease: ConversationLease,
+    pub(super) held: HeldConversation,
+    pub(super) new: NewExchange,
+}
+
+/// A turn's outcome, with what it added to the conversation (`None` when no
+/// turn ran: the key could not be read).
+struct TurnResult {
+    reply: Result<String, Refused>,
+    own_messages: Option<Vec<ChatMessage>>,
+    /// The handoff the model asked for.
+    handoff: Option<Handoff>,
+}
+
+impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore> Desk<K, R, L, C> {
+    /// Takes the conversation's lease, reads its window, runs the turn, and
+    /// returns the exchange to append.
+    pub(super) async fn converse(&self, visit: Visit<'_>, trace: &mut Trace) -> (Outcome, Option<PendingExchange>) {
+        let Visit {
+            message,
+            continuing,
+            screened,
+            mut turn_taken,
+            scope,
+            invocation,
+        } = visit;
+        let now = now_ms();
+        let lease = ConversationLease {
+            id: continuing.id.clone(),
+            customer: scope.user_id().to_owned(),
+            writer: invocation.writer.clone(),
+            lease_until_ms: self.lease_end(invocation, now),
+        };
+        trace.conversation.id = Some(lease.id.as_str().to_owned());
+        let begun = if continuing.created_here {
+            // Nobody else knows the id: no lease; the append creates it.
+            Ok(Begun::Held(HeldConversation::created_here()))
+        } else {
+            self.conversations.begin(&lease, continuing.issued_here, now).await
+        };
+        let refused = match begun {
+            Ok(Begun::Held(held)) if held.handed_off => {
+                // A person has it: kept, and answered without the model (contract 12).
+                trace.conversation.with_a_person = true;
+                self.give_back_turn(scope.user_id(), turn_taken).await;
+                return self.answer_without_model(message, scope, lease, held, handoff::WITH_A_PERSON, None);
+            }
+            Ok(Begun::Held(held)) => Ok(held),
+            Ok(Begun::NotFound) => Err(Refused::ConversationNotFound),
+            Ok(Begun::Busy { lease_until_ms }) => {
+                trace.conversation.busy = true;
+                let retry_after_secs = lease_until_ms.saturating_sub(now).div_ceil(1000).max(1);
+                Err(Refused::ConversationBusy { retry_after_secs })
+            }
+            Err(error) => {
+                tracing::error!(event = "conversation", op = "begin", error = %error);
+                Err(Refused::ConversationUnavailable(error))
+            }
+        };
+        let held = match refused {
+            Ok(held) => held,
+            Err(refused) => {
+                self.give_back_turn(scope.user_id(), turn_taken).await;
+                return (self.written(Reply::refused(refused)), None);
+            }
+        };
+        let handoff_id = handoff::handoff_id(lease.id.as_str());
+        if let Some(reason) = screened {
+            trace.handoff = Some(reason);
+            let handoff = Handoff {
+                id: handoff_id,
+                reason,
+                summary: None,
+            };
+            return self.answer_without_model(message, scope, lease, held, handoff::fixed_reply(reason), Some(handoff));
+        }
+        let window = match self.window(&lease, &held, &scope).await {
+            Ok(window) => window,
+            Err(error) => {
+                tracing::error!(event = "conversation", op = "recent", error = %error);
+                self.release_conversation(&lease, &held).await;
+                self.give_back_turn(scope.user_id(), turn_taken).await;
+                return (
+                    self.written(Reply::refused(Refused::ConversationUnavailable(error))),
+                    None,
+                );
+            }
+        };
+        // The budget, last before the turn (contract 13), unless the key's
+        // claim took it: counted atomically, refused before the secret, the
+        // model or payments; closed if unreachable.
+        if turn_taken.is_none() {
+            match self.take_turn(scope.user_id(), trace).await {
+                Ok(reservation) => turn_taken = Some(reservation),
+                Err(refused) => {
+                    self.release_conversation(&lease, &held).await;
+                    return (self.written(Reply::refused(refused)), None);
+                }
+            }
+        }
+        trace.conversation.history_exchanges = window.len();
+        let context = Attempt {
+            scope,
+            writer: invocation.writer.clone(),
+            conversation: Some(lease.id.as_str().to_owned()),
+        };
+        let turn = self
+            .run_turn(
+                message,
+                context.clone(),
+                conversation::history(&window),
+                handoff_id.clone(),
+                trace,
+            )
+            .await;
+        let tokens = turn_taken.map(|reservation| TokenSettlement {
+            reservation,
+            used: trace
+                .stats
+                .as_ref()
+                .map_or(0, |stats| stats.prompt_tokens + stats.completion_tokens),
+        });
+        let Some(own_messages) = turn.own_messages else {
+            self.release_conversation(&lease, &held).await;
+            self.settle_tokens(context.scope.user_id(), tokens).await;
+            let reply = Reply {
+                result: turn.reply,
+                conversation: None,
+                handed_off: false,
+            };
+            return (self.written(reply), None);
+        };
+        let failed = matches!(turn.reply, Err(Refused::Turn(_)));
+        // Two failed turns in a row: a person takes over, the status stays.
+        let handoff = turn.handoff.or_else(|| {
+            (failed && held.last_failed).then_some(Handoff {
+                id: handoff_id,
+                reason: Reason::AgentFailed,
+                summary: None,
+            })
+        });
+        trace.handoff = handoff.as_ref().map(|h| h.reason);
+        let reply = turn.reply.as_ref().ok().cloned();
+        let outcome = self.written(Reply {
+            result: turn.reply,
+            conversation: Some(lease.id.clone()),
+            handed_off: handoff.is_some(),
+        });
+        let refund_recorded = trace.refund_recorded();
+        let exchange = PendingExchange {
+            new: NewExchange {
+                exchange: Exchange::of_turn(&own_messages, reply.as_deref()),
+                status: outcome.status,
+                scope: context.scope,
+                marked: true,
+                refund_recorded,
+                handoff,
+                tokens,
+                key: None,
+            },
+            lease,
+            held,
+        };
+        (outcome, Some(exchange))
+    }
+
+    /// Takes a turn from the customer's budget: counted atomically, closed
+    /// if the budget cannot be read.
+    async fn take_turn(&self, customer: &str, trace: &mut Trace) -> Result<Reservation, Refused> {
+        let taken_at_ms = now_ms();
+        match self.ledger.take_turn(customer, &self.config.budget, taken_at_ms).await {
+            Ok(TakenTurn::Taken) => {
+                trace.budget = Some("taken");
+                Ok(Reservation {
+                    taken_at_ms,
+                    tokens: self.config.budget.turn_reservation,
+                })
+            }
+            Ok(TakenTurn::Refused(spent)) => {
+                trace.budget = Some(spent.as_str());
+                Err(Refused::BudgetSpent(spent))
+            }
+            Err(error) => {
+                tracing::error!(event = "budget", op = "take_turn", error = %error);
+                trace.budget = Some("unavailable");
+                Err(Refused::BudgetUnavailable(error))
+            }
+        }
+    }
+
+    /// Settles the turn's reservation to its tokens on its own (when no
+    /// append carried it). A failure is logged: the answer stands, and the
+    /// reservation stays counted, which errs toward the shop's bill.
+    pub(super) async fn settle_tokens(&self, customer: &str, tokens: Option<TokenSettlement>) {
+        let Some(tokens) = tokens else { return };
+        if let Err(error) = self.ledger.settle_tokens(customer, &tokens).await {
+            tracing::error!(event = "budget", op = "settle_tokens", error = %error);
+        }
+    }
+
+    /// Gives back a turn taken with the key's claim that did not run.
+    async fn give_back_turn(&self, customer: &str, turn_taken: Option<Reservation>) {
+        let Some(reservation) = turn_taken else { return };
+        if let Err(error) = self.ledger.give_back_turn(customer, reservation).await {
+            // The turn stays counted: the customer has one less this hour.
+            tracing::error!(event = "budget", op = "give_back_turn", error = %error);
+        }
+    }
+
+    /// A fixed reply, with no model, no refund and no budget: for a message
+    /// to a conversation a person has, or one that code hands off.
+    fn answer_without_model(
+        &self,
+        message: &Message,
+        scope: RefundScope,
+        lease: ConversationLease,
+        held: HeldConversation,
+        reply: &str,
+        handoff: Option<Handoff>,
+    ) -> (Outcome, Option<PendingExchange>) {
+        let outcome = self.written(Reply {
+            result: Ok(reply.to_owned()),
+            conversation: Some(lease.id.clone()),
+            handed_off: true,
+        });
+        let exchange = PendingExchange {
+            new: NewExchange {
+                exchange: Exchange::of_turn(&[ChatMessage::User(message.text.text().to_owned())], Some(reply)),
+                status: outcome.status,
+                scope,
+                marked: true,
+                refund_recorded: false,
+                handoff,
+                tokens: None,
+                key: None,
+            },
+            lease,
+            held,
+        };
+        (outcome, Some(exchange))
+    }
+
+    /// The earlier exchanges the model gets: none for a new conversation.
+    async fn window(
+        &self,
+        lease: &ConversationLease,
+        held: &HeldConversation,
+        running: &RefundScope,
+    ) -> Result<Vec<Exchange>, LedgerError> {
+        let window = self.config.conversation_window;
+        if held.exchanges == 0 || window.max_exchanges == 0 {
+            return Ok(Vec::new());
+        }
+        let recent = self
+            .conversations
+            .recent(&lease.id, window.max_exchanges, running)
+            .await?;
+        Ok(window.select(recent))
+    }
+
+    pub(super) async fn release_conversation(&self, lease: &ConversationLease, held: &HeldConversation) {
+        if !held.stored {
+            return;
+        }
+        if let Err(error) = self.conversations.release(lease).await {
+            // Its lease ends at the deadline by itself.
+            tracing::error!(event = "conversation", op = "release", error = %error);
+        }
+    }
+
+    async fn run_turn(
+        &self,
+        message: &Message,
+        context: Attempt,
+        history: Vec<ChatMessage>,
+        handoff_id: String,
+        trace: &mut Trace,
+    ) -> TurnResult {
+        let model = match self.model().await {
+            Ok(model) => model,
+            Err(error) => {
+                return TurnResult {
+                    reply: Err(error.into()),
+                    own_messages: None,
+                    handoff: None,
+                };
+            }
+        };
+        let mut turn = Turn::new(
+            model,
+            &self.refunds,
+            self.config.retry_backoff,
+            context,
+            history,
+            &message.text,
+        )
+        .with_handoff(handoff_id);
+        let result = turn.run().await;
+        trace.stats = Some(turn.stats().clone());
+        TurnResult {
+            reply: result.map_err(Refused::from),
+            own_messages: Some(turn.own_messages().to_vec()),
+            handoff: turn.handoff().cloned(),
+        }
+    }
+}

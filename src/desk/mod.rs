@@ -1,0 +1,313 @@
+//! The desk: what happens to one checked message between the HTTP edge and
+//! the domain. The edge ([`crate::http`]) knows requests: it parses one into
+//! a [`Message`] and writes the desk's [`Outcome`] back as a status and a
+//! body. The desk knows the shop: the key's admission (contract 6.3), the
+//! conversation's lease and window (11), the handoff screen and a person's
+//! conversations (12), the budget (13), the turn, and the append that ends
+//! it, in the contract's order. Each step is a file:
+//!
+//! - [`admission`]: the `Idempotency-Key` claimed (with the budget's turn
+//!   when one is due), judged, stored or released after the turn;
+//! - [`conversation`]: the conversation's lease, the screen, the window, the
+//!   budget and the turn, up to the exchange to append;
+//! - [`finish`]: the append, with the key's settlement and the tokens in its
+//!   transaction, and whatever it could not carry written on its own.
+//!
+//! A new route (a read of the conversation, say) is a new step here and a
+//! parser and a mapping at the edge: the edge never learns the shop's rules.
+
+pub mod admission;
+mod conversation;
+mod finish;
+mod refused;
+#[cfg(test)]
+mod tests;
+mod trace;
+
+use tokio::sync::OnceCell;
+
+use crate::chat::openai::OpenAiChat;
+use crate::clock::now_ms;
+use crate::config::Config;
+use crate::conversation::ConversationId;
+use crate::ledger::{BudgetStore, ConversationStore, KeySettlement, RequestLease, RequestLedger, StoredResponse};
+use crate::ops::telemetry::KeyUse;
+use crate::refund::message::CustomerMessage;
+use crate::refund::{RefundGateway, RefundScope, WriterMark};
+use crate::secrets::{ApiKeySource, SecretError};
+
+use self::admission::{Admission, IdempotencyKey};
+use self::conversation::{Continuing, Visit};
+pub use self::refused::Refused;
+pub use self::trace::Trace;
+
+/// One invocation: the Lambda request id, its deadline, and the mark it
+/// puts on its ledger writes. The mark is the request id plus a random
+/// part, so that even an invocation re-delivered with the same request id
+/// cannot mistake another's write for its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    /// Its mark on what it writes, which names its Lambda request id.
+    pub writer: WriterMark,
+    /// Epoch ms; 0 when the runtime gave none.
+    pub deadline_ms: u64,
+}
+
+impl Invocation {
+    pub fn new(request_id: &str, deadline_ms: u64) -> Invocation {
+        Invocation {
+            writer: WriterMark::new(request_id),
+            deadline_ms,
+        }
+    }
+
+    /// The Lambda request id.
+    pub fn request_id(&self) -> &str {
+        self.writer.invocation()
+    }
+}
+
+/// A message that passed every check of the edge that needs no I/O.
+#[derive(Debug, Clone)]
+pub struct Message {
+    /// The customer: the authenticated one (or, in body mode, the body's).
+    pub customer: String,
+    pub text: CustomerMessage,
+    /// The conversation it continues; none starts a new one.
+    pub conversation_id: Option<ConversationId>,
+    pub key: Option<Keyed>,
+}
+
+/// The message's `Idempotency-Key`, with the hash of the body it came with.
+#[derive(Debug, Clone)]
+pub struct Keyed {
+    pub key: IdempotencyKey,
+    pub body_sha256: String,
+}
+
+/// A reply before the edge writes it.
+#[derive(Debug)]
+pub struct Reply {
+    pub result: Result<String, Refused>,
+    /// The conversation it belongs to: named in the answer of a request
+    /// that ran a turn (contract 11).
+    pub conversation: Option<ConversationId>,
+    /// A person has the conversation (contract 12).
+    pub handed_off: bool,
+}
+
+impl Reply {
+    fn refused(refused: Refused) -> Reply {
+        Reply {
+            result: Err(refused),
+            conversation: None,
+            handed_off: false,
+        }
+    }
+}
+
+/// How the edge writes a reply: the status and body it sends, which the
+/// desk stores for replays of the same key exactly as they were sent.
+pub type Render = fn(&Reply) -> StoredResponse;
+
+/// What the desk answers: the written reply, why it is not a reply when it
+/// is not, and whether it is a replay of a stored one.
+#[derive(Debug)]
+pub struct Outcome {
+    pub status: u16,
+    pub body: String,
+    pub refused: Option<Refused>,
+    pub replayed: bool,
+}
+
+impl Outcome {
+    fn written(reply: Reply, render: Render) -> Outcome {
+        let StoredResponse { status, body } = render(&reply);
+        Outcome {
+            status,
+            body,
+            refused: reply.result.err(),
+            replayed: false,
+        }
+    }
+
+    fn replay(stored: StoredResponse) -> Outcome {
+        Outcome {
+            status: stored.status,
+            body: stored.body,
+            refused: None,
+            replayed: true,
+        }
+    }
+
+    fn stored(&self) -> StoredResponse {
+        StoredResponse {
+            status: self.status,
+            body: self.body.clone(),
+        }
+    }
+}
+
+/// Everything the desk talks to.
+pub struct Ports<K, R, L, C> {
+    /// Where the OpenAI key comes from.
+    pub key_source: K,
+    /// What runs a refund the model asks for (in the function: record, then pay).
+    pub refunds: R,
+    /// Where request records and budgets live.
+    pub ledger: L,
+    /// Where conversations live.
+    pub conversations: C,
+    /// The HTTP client for OpenAI.
+    pub http: reqwest::Client,
+}
+
+/// The desk's state for the life of the container.
+pub struct Desk<K, R, L, C> {
+    config: Config,
+    key_source: K,
+    refunds: R,
+    ledger: L,
+    conversations: C,
+    http: reqwest::Client,
+    render: Render,
+    /// Built on first use, once the key has been read; an error is not cached.
+    model: OnceCell<OpenAiChat>,
+}
+
+impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore> Desk<K, R, L, C> {
+    pub fn new(config: Config, ports: Ports<K, R, L, C>, render: Render) -> Self {
+        Desk {
+            config,
+            key_source: ports.key_source,
+            refunds: ports.refunds,
+            ledger: ports.ledger,
+            conversations: ports.conversations,
+            http: ports.http,
+            render,
+            model: OnceCell::new(),
+        }
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Takes `message` through admission, the conversation, the screen, the
+    /// budget, the turn and the append; `trace` gathers what the summary
+    /// line reports.
+    pub async fn take(&self, message: Message, invocation: &Invocation, trace: &mut Trace) -> Outcome {
+        let customer = message.customer.clone();
+        trace.user_id = Some(customer.clone());
+        tracing::info!(
+            event = "request",
+            user_id = %customer,
+            message_chars = message.text.chars(),
+            idempotency_key = message.key.is_some(),
+            conversation_id = message.conversation_id.as_ref().map(ConversationId::as_str).unwrap_or_default(),
+        );
+        let mut continuing = match Continuing::of(message.conversation_id.clone()) {
+            Ok(continuing) => continuing,
+            Err(error) => return self.written(Reply::refused(error.into())),
+        };
+        // A code handoff spends no budget (contract 13); known before any I/O.
+        let screened = self.config.handoff_screen.check(message.text.text());
+        let Some(keyed) = message.key.clone() else {
+            let visit = Visit {
+                message: &message,
+                continuing: &continuing,
+                screened,
+                turn_taken: None,
+                scope: RefundScope::for_request(customer, invocation.request_id()),
+                invocation,
+            };
+            let (outcome, exchange) = self.converse(visit, trace).await;
+            // No key, no retry of this scope: its exchange is marked as appended.
+            self.finish(exchange, true, None, trace).await;
+            return outcome;
+        };
+
+        let now = now_ms();
+        let lease = RequestLease {
+            scope: RefundScope::for_idempotency_key(customer, keyed.key.as_str()),
+            writer: invocation.writer.clone(),
+            body_sha256: keyed.body_sha256,
+            lease_until_ms: self.lease_end(invocation, now),
+            expires_at_s: (now + self.config.idempotency_ttl.as_millis() as u64) / 1000,
+            conversation_id: Some(continuing.id.as_str().to_owned()),
+        };
+        let (admission, turn_taken) = match self.admit(&lease, screened.is_none(), now, trace).await {
+            Ok(admitted) => admitted,
+            Err(refused) => return self.written(Reply::refused(refused)),
+        };
+        match admission {
+            Admission::Proceed {
+                taken_over,
+                conversation_id,
+            } => {
+                trace.key_use = if taken_over { KeyUse::TakenOver } else { KeyUse::New };
+                // A takeover continues the conversation its key's first
+                // request began, which may be stored by now.
+                if taken_over {
+                    continuing.take_over(conversation_id.as_deref());
+                }
+            }
+            Admission::Replay(stored) => {
+                trace.key_use = KeyUse::Replayed;
+                return Outcome::replay(stored);
+            }
+        }
+        let visit = Visit {
+            message: &message,
+            continuing: &continuing,
+            screened,
+            turn_taken,
+            scope: lease.scope.clone(),
+            invocation,
+        };
+        let (outcome, exchange) = self.converse(visit, trace).await;
+        // The key is settled in the append's own transaction: an invocation
+        // that dies leaves both or neither, never a stored answer whose
+        // exchange is missing. An exchange whose key is given back is not
+        // marked, so the retry's own exchange is kept too.
+        let keep = self.keeps_answer(&lease, &outcome, trace).await;
+        let settlement = if keep {
+            KeySettlement::Store(lease, outcome.stored())
+        } else {
+            KeySettlement::Release(lease)
+        };
+        self.finish(exchange, keep, Some(settlement), trace).await;
+        outcome
+    }
+
+    fn written(&self, reply: Reply) -> Outcome {
+        Outcome::written(reply, self.render)
+    }
+
+    /// The lease lasts until the invocation's deadline; without one (a local
+    /// runtime), as long as the worst case of a request.
+    fn lease_end(&self, invocation: &Invocation, now: u64) -> u64 {
+        if invocation.deadline_ms > now {
+            invocation.deadline_ms
+        } else {
+            now + self.config.worst_case().as_millis() as u64
+        }
+    }
+
+    async fn model(&self) -> Result<&OpenAiChat, SecretError> {
+        self.model
+            .get_or_try_init(|| async {
+                let key = self.key_source.fetch().await.inspect_err(|error| {
+                    tracing::error!(event = "secret_read_failed", error = %error);
+                })?;
+                Ok(OpenAiChat::new(
+                    self.http.clone(),
+                    &self.config.openai_base_url,
+                    key.expose(),
+                    self.config.openai_timeout,
+                    self.config.max_output_tokens,
+                ))
+            })
+            .await
+    }
+}

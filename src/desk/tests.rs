@@ -1,0 +1,290 @@
+//! The desk's orchestration on the memory ledger, in milliseconds: what it
+//! refuses before the secret, the model or the budget, and what it leaves
+//! behind when a step fails. The HTTP answers are the API tests'; here the
+//! edge's rendering is a stand-in that names the refusal.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::json;
+
+use super::admission::IdempotencyKey;
+use super::*;
+use crate::conversation::Exchange;
+use crate::doubles::RecordingRefunds;
+use crate::ledger::memory::MemoryLedger;
+use crate::ledger::{Begun, ConversationLease, NewExchange};
+use crate::refund::RefundOutcome;
+use crate::secrets::{ApiKey, SecretError};
+
+/// A key source that counts its reads and never has a key: a turn that
+/// reaches the model shows as a 500 and a read.
+#[derive(Default)]
+struct CountingKey(AtomicUsize);
+
+impl ApiKeySource for CountingKey {
+    async fn fetch(&self) -> Result<ApiKey, SecretError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Err(SecretError::NoKey)
+    }
+}
+
+type TestDesk = Desk<CountingKey, RecordingRefunds, MemoryLedger, MemoryLedger>;
+
+/// The edge's rendering stands in as the refusal's name.
+fn render(reply: &Reply) -> StoredResponse {
+    let (status, body) = match &reply.result {
+        Ok(text) => (200, json!({ "reply": text })),
+        Err(refused) => (499, json!({ "refused": format!("{refused:?}") })),
+    };
+    let mut body = body;
+    if let Some(id) = &reply.conversation {
+        body["conversation_id"] = json!(id.as_str());
+    }
+    body["handed_off"] = json!(reply.handed_off);
+    StoredResponse {
+        status,
+        body: body.to_string(),
+    }
+}
+
+fn config(turns_per_hour: u64) -> Config {
+    let vars = [
+        ("OPENAI_API_KEY_SECRET_ID", "openai-key".to_owned()),
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1".to_owned()),
+        ("PAYMENTS_BASE_URL", "http://127.0.0.1:9/".to_owned()),
+        ("LEDGER_TABLE", "ledger".to_owned()),
+        ("CONVERSATION_TABLE", "conversations".to_owned()),
+        ("CUSTOMER_TURNS_PER_HOUR", turns_per_hour.to_string()),
+    ];
+    Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone())).expect("test config")
+}
+
+fn desk(turns_per_hour: u64) -> TestDesk {
+    let books = MemoryLedger::new();
+    let ports = Ports {
+        key_source: CountingKey::default(),
+        refunds: RecordingRefunds::answering(RefundOutcome::Unrecorded),
+        ledger: books.clone(),
+        conversations: books,
+        http: reqwest::Client::new(),
+    };
+    Desk::new(config(turns_per_hour), ports, render)
+}
+
+fn message(customer: &str, text: &str, conversation: Option<&ConversationId>, key: Option<&str>) -> Message {
+    Message {
+        customer: customer.to_owned(),
+        text: CustomerMessage::new(text.to_owned()),
+        conversation_id: conversation.cloned(),
+        key: key.map(|key| Keyed {
+            key: IdempotencyKey::parse(key.as_bytes()).expect("a valid key"),
+            body_sha256: "hash".to_owned(),
+        }),
+    }
+}
+
+/// A conversation of `customer` with one exchange already in it.
+async fn stored_conversation(store: &MemoryLedger, customer: &str) -> ConversationId {
+    let id = ConversationId::generate().expect("randomness");
+    let lease = ConversationLease {
+        id: id.clone(),
+        customer: customer.to_owned(),
+        writer: WriterMark::fixed("setup/w"),
+        lease_until_ms: now_ms() + 60_000,
+    };
+    let Ok(Begun::Held(held)) = store.begin(&lease, true, now_ms()).await else {
+        panic!("a new conversation is held");
+    };
+    let new = NewExchange {
+        exchange: Exchange::of_turn(&[crate::chat::Message::User("hello".into())], Some("hi")),
+        status: 200,
+        scope: RefundScope::for_request(customer, "setup"),
+        marked: true,
+        refund_recorded: false,
+        handoff: None,
+        tokens: None,
+        key: None,
+    };
+    store.append(&lease, &held, &new, now_ms()).await.expect("appended");
+    id
+}
+
+fn invocation(request_id: &str) -> Invocation {
+    Invocation::new(request_id, 0)
+}
+
+#[tokio::test]
+async fn another_customers_conversation_is_refused_before_the_secret_and_its_turn_given_back() {
+    let desk = desk(10);
+    let theirs = stored_conversation(&desk.conversations, "u-2").await;
+    let mut trace = Trace::default();
+
+    let outcome = desk
+        .take(
+            message("u-1", "refund A-1", Some(&theirs), Some("k-1")),
+            &invocation("r-1"),
+            &mut trace,
+        )
+        .await;
+
+    assert!(
+        matches!(outcome.refused, Some(Refused::ConversationNotFound)),
+        "{outcome:?}"
+    );
+    assert_eq!(desk.key_source.0.load(Ordering::SeqCst), 0, "no secret read");
+    assert_eq!(
+        desk.ledger.turns_counted("u-1", now_ms()),
+        0,
+        "the claim's turn is given back"
+    );
+    assert_eq!(
+        desk.conversations.exchanges(&theirs).len(),
+        1,
+        "nothing appended to theirs"
+    );
+    // The answer is not stored: the retry it asks for runs.
+    let retry = desk
+        .take(
+            message("u-1", "refund A-1", None, Some("k-1")),
+            &invocation("r-2"),
+            &mut Trace::default(),
+        )
+        .await;
+    assert!(!retry.replayed);
+}
+
+#[tokio::test]
+async fn a_spent_budget_refuses_before_the_model_and_frees_the_conversation() {
+    let desk = desk(1);
+    let conversation = stored_conversation(&desk.conversations, "u-1").await;
+    desk.ledger
+        .take_turn("u-1", &desk.config.budget, now_ms())
+        .await
+        .expect("the hour's one turn");
+    let mut trace = Trace::default();
+
+    let outcome = desk
+        .take(
+            message("u-1", "refund A-1", Some(&conversation), None),
+            &invocation("r-1"),
+            &mut trace,
+        )
+        .await;
+
+    assert!(matches!(outcome.refused, Some(Refused::BudgetSpent(_))), "{outcome:?}");
+    assert_eq!(trace.budget, Some("turns"));
+    assert_eq!(desk.key_source.0.load(Ordering::SeqCst), 0, "no secret read");
+    assert!(
+        !desk.conversations.conversation_leased(&conversation),
+        "the lease is given back"
+    );
+    assert_eq!(
+        desk.conversations.exchanges(&conversation).len(),
+        1,
+        "no exchange for a refused message"
+    );
+}
+
+#[tokio::test]
+async fn a_message_the_screen_hands_off_gets_a_person_with_no_model_and_no_budget() {
+    let desk = desk(10);
+    let mut trace = Trace::default();
+
+    let outcome = desk
+        .take(
+            message("u-1", "I want to talk to a person", None, Some("k-1")),
+            &invocation("r-1"),
+            &mut trace,
+        )
+        .await;
+
+    assert_eq!(outcome.status, 200, "{outcome:?}");
+    let body: serde_json::Value = serde_json::from_str(&outcome.body).expect("json");
+    assert_eq!(body["handed_off"], true);
+    assert_eq!(
+        body["reply"],
+        crate::handoff::fixed_reply(crate::handoff::Reason::CustomerAsked)
+    );
+    assert_eq!(desk.key_source.0.load(Ordering::SeqCst), 0, "no secret read");
+    assert_eq!(
+        desk.ledger.turns_counted("u-1", now_ms()),
+        0,
+        "a code handoff spends no budget"
+    );
+    let id = ConversationId::parse(body["conversation_id"].as_str().expect("named")).expect("an id");
+    assert_eq!(desk.conversations.exchanges(&id).len(), 1, "the exchange is kept");
+    // The conversation is a person's now: the next message gets the fixed reply.
+    let next = desk
+        .take(
+            message("u-1", "hello?", Some(&id), None),
+            &invocation("r-2"),
+            &mut Trace::default(),
+        )
+        .await;
+    let next: serde_json::Value = serde_json::from_str(&next.body).expect("json");
+    assert_eq!(next["reply"], crate::handoff::WITH_A_PERSON);
+    assert_eq!(desk.key_source.0.load(Ordering::SeqCst), 0, "still no secret read");
+}
+
+#[tokio::test]
+async fn an_append_that_fails_frees_the_conversation_and_the_answer_stands() {
+    let desk = desk(10);
+    let conversation = stored_conversation(&desk.conversations, "u-1").await;
+    desk.conversations.fail_appends(true);
+    let mut trace = Trace::default();
+
+    let outcome = desk
+        .take(
+            message("u-1", "can I speak to a human", Some(&conversation), Some("k-1")),
+            &invocation("r-1"),
+            &mut trace,
+        )
+        .await;
+
+    assert_eq!(outcome.status, 200, "the answer stands: {outcome:?}");
+    assert_eq!(trace.conversation.appended, Some("failed"));
+    assert!(
+        !desk.conversations.conversation_leased(&conversation),
+        "a turn that ended does not hold its conversation"
+    );
+    // The key's answer is stored on its own: a retry replays it.
+    desk.conversations.fail_appends(false);
+    let retry = desk
+        .take(
+            message("u-1", "can I speak to a human", Some(&conversation), Some("k-1")),
+            &invocation("r-2"),
+            &mut Trace::default(),
+        )
+        .await;
+    assert!(retry.replayed, "{retry:?}");
+    assert_eq!(retry.body, outcome.body);
+}
+
+#[tokio::test]
+async fn a_turn_that_cannot_read_the_key_leaves_no_exchange_and_gives_the_key_back() {
+    let desk = desk(10);
+    let conversation = stored_conversation(&desk.conversations, "u-1").await;
+    let mut trace = Trace::default();
+
+    let outcome = desk
+        .take(
+            message("u-1", "refund A-1", Some(&conversation), Some("k-1")),
+            &invocation("r-1"),
+            &mut trace,
+        )
+        .await;
+
+    assert!(matches!(outcome.refused, Some(Refused::Secret(_))), "{outcome:?}");
+    assert_eq!(desk.key_source.0.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        trace.key_settled,
+        Some("released"),
+        "a 500 that moved no money gives the key back"
+    );
+    assert!(!desk.conversations.conversation_leased(&conversation));
+    assert_eq!(
+        desk.conversations.exchanges(&conversation).len(),
+        1,
+        "no turn ran, no exchange"
+    );
+}

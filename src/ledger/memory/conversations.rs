@@ -1,0 +1,194 @@
+//! Conversations in memory, as the DynamoDB adapter keeps them: a lease per
+//! conversation taken on the condition that it is free or ended, another
+//! customer's conversation absent, an exchange once per refund scope, and
+//! the append carrying the tokens and the key's settlement in one step.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
+
+use super::MemoryLedger;
+use crate::conversation::{ConversationId, Exchange};
+use crate::ledger::{
+    Appended, Begun, ConversationLease, ConversationStore, HeldConversation, KeySettlement, LedgerError, NewExchange,
+};
+use crate::refund::RefundScope;
+
+#[derive(Default)]
+pub(super) struct StoredConversation {
+    customer: String,
+    /// Oldest first: the exchange and its refund scope's id.
+    exchanges: Vec<(String, Exchange)>,
+    /// The refund scopes whose exchange is here.
+    marked: BTreeSet<String>,
+    /// The writer holding the lease, and until when.
+    lease: Option<(String, u64)>,
+    handed_off: bool,
+    last_failed: bool,
+}
+
+impl StoredConversation {
+    fn held(&self) -> HeldConversation {
+        HeldConversation {
+            exchanges: self.exchanges.len() as u64,
+            ends_by_s: u64::MAX,
+            handed_off: self.handed_off,
+            last_failed: self.last_failed,
+            stored: true,
+        }
+    }
+}
+
+impl MemoryLedger {
+    /// The conversation's exchanges, oldest first (for tests).
+    pub fn exchanges(&self, id: &ConversationId) -> Vec<Exchange> {
+        self.books.lock().map_or_else(
+            |_| Vec::new(),
+            |books| {
+                books
+                    .conversations
+                    .get(id.as_str())
+                    .map(|c| c.exchanges.iter().map(|(_, e)| e.clone()).collect())
+                    .unwrap_or_default()
+            },
+        )
+    }
+
+    /// Whether a turn holds the conversation's lease (for tests).
+    pub fn conversation_leased(&self, id: &ConversationId) -> bool {
+        self.books
+            .lock()
+            .is_ok_and(|books| books.conversations.get(id.as_str()).is_some_and(|c| c.lease.is_some()))
+    }
+}
+
+impl ConversationStore for MemoryLedger {
+    async fn begin(&self, lease: &ConversationLease, may_create: bool, now_ms: u64) -> Result<Begun, LedgerError> {
+        let mut books = self.books()?;
+        let conversation = match books.conversations.get_mut(lease.id.as_str()) {
+            Some(conversation) if conversation.customer != lease.customer => return Ok(Begun::NotFound),
+            Some(conversation) => conversation,
+            None if may_create => books
+                .conversations
+                .entry(lease.id.as_str().to_owned())
+                .or_insert_with(|| StoredConversation {
+                    customer: lease.customer.clone(),
+                    ..StoredConversation::default()
+                }),
+            None => return Ok(Begun::NotFound),
+        };
+        if let Some((writer, until)) = &conversation.lease
+            && *writer != lease.writer.as_str()
+            && *until > now_ms
+        {
+            return Ok(Begun::Busy { lease_until_ms: *until });
+        }
+        conversation.lease = Some((lease.writer.as_str().to_owned(), lease.lease_until_ms));
+        Ok(Begun::Held(conversation.held()))
+    }
+
+    async fn recent(
+        &self,
+        id: &ConversationId,
+        count: usize,
+        running: &RefundScope,
+    ) -> Result<Vec<Exchange>, LedgerError> {
+        let books = self.books()?;
+        let Some(conversation) = books.conversations.get(id.as_str()) else {
+            return Ok(Vec::new());
+        };
+        let mut seen = BTreeSet::from([running.id()]);
+        Ok(conversation
+            .exchanges
+            .iter()
+            .rev()
+            .filter(|(scope, _)| seen.insert(scope.clone()))
+            .take(count)
+            .map(|(_, exchange)| exchange.clone())
+            .collect())
+    }
+
+    async fn append(
+        &self,
+        lease: &ConversationLease,
+        held: &HeldConversation,
+        new: &NewExchange,
+        _now_ms: u64,
+    ) -> Result<Appended, LedgerError> {
+        if self.failing_appends.load(Ordering::SeqCst) {
+            return Err(LedgerError::Unavailable("the append timed out".into()));
+        }
+        let mut books = self.books()?;
+        let books = &mut *books;
+        let id = lease.id.as_str().to_owned();
+        if !held.stored {
+            books
+                .conversations
+                .entry(id.clone())
+                .or_insert_with(|| StoredConversation {
+                    customer: lease.customer.clone(),
+                    ..StoredConversation::default()
+                });
+        }
+        let Some(conversation) = books.conversations.get_mut(&id) else {
+            return Err(LedgerError::Conflict("no such conversation".into()));
+        };
+        let ours = conversation
+            .lease
+            .as_ref()
+            .is_none_or(|(writer, _)| *writer == lease.writer.as_str());
+        if !ours {
+            return Err(LedgerError::Conflict(
+                "the conversation's lease is another turn's".into(),
+            ));
+        }
+        let scope = new.scope.id();
+        if new.marked && conversation.marked.contains(&scope) {
+            return Ok(Appended::AlreadyThere);
+        }
+        if new.marked {
+            conversation.marked.insert(scope.clone());
+        }
+        conversation.exchanges.push((scope, new.exchange.clone()));
+        conversation.last_failed = matches!(new.status, 502 | 504);
+        conversation.handed_off |= new.handoff.is_some();
+        conversation.lease = None;
+        if let Some(tokens) = &new.tokens {
+            books.budgets.settle(lease.customer.as_str(), tokens);
+        }
+        let Some(settlement) = &new.key else {
+            return Ok(Appended::Appended);
+        };
+        let (request_lease, response) = match settlement {
+            KeySettlement::Store(request_lease, response) => (request_lease, Some(response)),
+            KeySettlement::Release(request_lease) => (request_lease, None),
+        };
+        let Some(request) = books
+            .requests
+            .get_mut(&request_lease.scope.id())
+            .filter(|request| request.writer == request_lease.writer.as_str() && request.response.is_none())
+        else {
+            return Ok(Appended::KeyNotOurs);
+        };
+        match response {
+            Some(response) => request.response = Some(response.clone()),
+            None => {
+                request.released = true;
+                request.lease_until_ms = 0;
+            }
+        }
+        Ok(Appended::Appended)
+    }
+
+    async fn release(&self, lease: &ConversationLease) -> Result<(), LedgerError> {
+        let mut books = self.books()?;
+        if let Some(conversation) = books.conversations.get_mut(lease.id.as_str())
+            && conversation
+                .lease
+                .as_ref()
+                .is_some_and(|(writer, _)| *writer == lease.writer.as_str())
+        {
+            conversation.lease = None;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,176 @@
+//! The shop's order system (contract 16), read only: what was ordered, paid
+//! and refunded, whether and when it arrived, and where it went. Code reads
+//! it with the verified customer; what the model says about an order
+//! decides nothing.
+//!
+//! The port is [`OrderSystem`]; its adapter is [`http::HttpOrders`] (on the
+//! function's one HTTP client) and its memory double [`memory::MemoryOrders`].
+//! The recipient's name, street, city and whole postcode are personal data:
+//! [`ShipTo`]'s `Debug` shows none of them, and what a model or a log may see
+//! of the address is [`ShipTo::reference`], its postcode's last characters.
+
+pub mod http;
+pub mod memory;
+
+use serde::Deserialize;
+
+/// An order's status as the order system gives it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OrderStatus {
+    Placed,
+    Shipped,
+    Delivered,
+    Cancelled,
+}
+
+impl OrderStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderStatus::Placed => "placed",
+            OrderStatus::Shipped => "shipped",
+            OrderStatus::Delivered => "delivered",
+            OrderStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Item {
+    pub name: String,
+    pub quantity: u32,
+    pub unit_price_cents: u64,
+}
+
+/// Where the order went. Personal data: never in a `Debug`, a log line, a
+/// prompt or a stored exchange.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+pub struct ShipTo {
+    pub name: String,
+    pub line1: String,
+    pub city: String,
+    pub postcode: String,
+    pub country: String,
+}
+
+impl std::fmt::Debug for ShipTo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ShipTo({})", self.reference())
+    }
+}
+
+impl ShipTo {
+    /// What the model may know of the address: "address ending in <the
+    /// postcode's last 3 characters>".
+    pub fn reference(&self) -> String {
+        let postcode: Vec<char> = self.postcode.trim().chars().collect();
+        let tail: String = postcode[postcode.len().saturating_sub(3)..].iter().collect();
+        format!("address ending in {tail}")
+    }
+}
+
+/// One order, as the order system answered for the verified customer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Order {
+    pub order_id: String,
+    pub customer_id: String,
+    pub status: OrderStatus,
+    /// RFC 3339, as the order system wrote it; `placed_at_ms` is the same moment.
+    pub placed_at: String,
+    pub placed_at_ms: u64,
+    pub delivered_at: Option<String>,
+    pub delivered_at_ms: Option<u64>,
+    pub currency: String,
+    pub paid_cents: u64,
+    pub refunded_cents: u64,
+    pub items: Vec<Item>,
+    pub ship_to: ShipTo,
+}
+
+impl Order {
+    /// What may still be refunded: paid minus refunded, never below zero.
+    pub fn refundable_cents(&self) -> u64 {
+        self.paid_cents.saturating_sub(self.refunded_cents)
+    }
+
+    /// Reads the order system's 200 body; `None` when it is not the
+    /// contract's JSON (then the order system is unavailable, not wrong).
+    pub fn from_json(body: &[u8]) -> Option<Order> {
+        #[derive(Deserialize)]
+        struct Wire {
+            order_id: String,
+            customer_id: String,
+            status: OrderStatus,
+            placed_at: String,
+            delivered_at: Option<String>,
+            currency: String,
+            paid_cents: u64,
+            refunded_cents: u64,
+            items: Vec<Item>,
+            ship_to: ShipTo,
+        }
+        let wire: Wire = serde_json::from_slice(body).ok()?;
+        let placed_at_ms = epoch_ms(&wire.placed_at)?;
+        let delivered_at_ms = match &wire.delivered_at {
+            Some(text) => Some(epoch_ms(text)?),
+            None => None,
+        };
+        Some(Order {
+            order_id: wire.order_id,
+            customer_id: wire.customer_id,
+            status: wire.status,
+            placed_at: wire.placed_at,
+            placed_at_ms,
+            delivered_at: wire.delivered_at,
+            delivered_at_ms,
+            currency: wire.currency,
+            paid_cents: wire.paid_cents,
+            refunded_cents: wire.refunded_cents,
+            items: wire.items,
+            ship_to: wire.ship_to,
+        })
+    }
+}
+
+/// An RFC 3339 time, offsets allowed (AWS's parser, already on the money
+/// path), as epoch ms; `None` before 1970 or malformed.
+fn epoch_ms(text: &str) -> Option<u64> {
+    use aws_smithy_types::DateTime;
+    use aws_smithy_types::date_time::Format;
+    let moment = DateTime::from_str(text, Format::DateTimeWithOffset).ok()?;
+    u64::try_from(moment.to_millis().ok()?).ok()
+}
+
+/// Why the order system gave no order. Carries no body and no URL: both
+/// hold what a customer or a model wrote, or the customer's address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum OrdersError {
+    #[error("the order system did not answer in time")]
+    Timeout,
+    #[error("the order system could not be reached")]
+    Unreachable,
+    #[error("the order system answered HTTP {0}")]
+    Status(u16),
+    #[error("the order system's answer is not an order")]
+    NotAnOrder,
+}
+
+/// What reading an order found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrderLookup {
+    Found(Box<Order>),
+    /// No such order for this customer: unknown, or another customer's.
+    NotFound,
+    Unavailable(OrdersError),
+}
+
+/// The order system, read with the verified customer.
+pub trait OrderSystem: Send + Sync {
+    fn order(&self, order_id: &str, customer: &str) -> impl Future<Output = OrderLookup> + Send;
+}
+
+impl<T: OrderSystem> OrderSystem for &T {
+    fn order(&self, order_id: &str, customer: &str) -> impl Future<Output = OrderLookup> + Send {
+        (**self).order(order_id, customer)
+    }
+}

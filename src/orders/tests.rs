@@ -1,0 +1,157 @@
+//! The adapter against a mock order system: the request it makes, what each
+//! answer means, which failures it tries once more.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{header, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use super::*;
+use crate::orders::{OrderLookup, OrderStatus, OrderSystem, OrdersError};
+
+fn order_json(order_id: &str, customer: &str) -> Value {
+    json!({
+        "order_id": order_id,
+        "customer_id": customer,
+        "status": "delivered",
+        "placed_at": "2026-11-20T10:00:00Z",
+        "delivered_at": "2026-11-24T09:30:00+01:00",
+        "currency": "EUR",
+        "paid_cents": 4500,
+        "refunded_cents": 1000,
+        "items": [{"name": "Mug", "quantity": 3, "unit_price_cents": 1500}],
+        "ship_to": {"name": "Ada Quokka", "line1": "1 Zanzibar Lane", "city": "Lyon", "postcode": "69002", "country": "FR"},
+        "carrier": "ignored"
+    })
+}
+
+fn orders(server: &MockServer, timeout_ms: u64) -> HttpOrders {
+    HttpOrders::new(reqwest::Client::new(), &server.uri(), Duration::from_millis(timeout_ms))
+}
+
+#[tokio::test]
+async fn an_order_is_read_with_the_verified_customer_and_every_field_kept() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/orders/A-1001"))
+        .and(header(CUSTOMER_HEADER, "u-1001"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(order_json("A-1001", "u-1001")))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let OrderLookup::Found(order) = orders(&server, 1000).order("A-1001", "u-1001").await else {
+        panic!("the order is found");
+    };
+
+    assert_eq!(order.status, OrderStatus::Delivered);
+    assert_eq!(order.refundable_cents(), 3500);
+    assert_eq!(
+        order.delivered_at_ms,
+        Some(1_795_509_000_000),
+        "an offset is read as the moment it names"
+    );
+    assert_eq!(order.ship_to.reference(), "address ending in 002");
+    let debug = format!("{order:?}");
+    for personal in ["Ada Quokka", "Zanzibar", "Lyon", "69002"] {
+        assert!(!debug.contains(personal), "{personal} in {debug}");
+    }
+}
+
+#[tokio::test]
+async fn the_order_id_and_the_customer_are_percent_encoded() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(404))
+        .mount(&server)
+        .await;
+
+    let found = orders(&server, 1000).order("A/10 01?x=é", "u 1/é").await;
+
+    assert_eq!(found, OrderLookup::NotFound);
+    let requests = server.received_requests().await.expect("recorded");
+    assert_eq!(requests[0].url.path(), "/orders/A%2F10%2001%3Fx%3D%C3%A9");
+    assert_eq!(requests[0].url.query(), None);
+    assert_eq!(requests[0].headers[CUSTOMER_HEADER], "u%201%2F%C3%A9");
+    assert_eq!(requests.len(), 1, "a 404 is an answer: not tried again");
+}
+
+#[tokio::test]
+async fn another_customers_order_is_no_order() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(order_json("A-1001", "u-2002")))
+        .mount(&server)
+        .await;
+
+    assert_eq!(
+        orders(&server, 1000).order("A-1001", "u-1001").await,
+        OrderLookup::NotFound
+    );
+}
+
+#[tokio::test]
+async fn a_5xx_or_a_timeout_is_tried_once_more_then_unavailable() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(503))
+        .expect(2)
+        .mount(&server)
+        .await;
+    assert_eq!(
+        orders(&server, 1000).order("A-1", "u-1").await,
+        OrderLookup::Unavailable(OrdersError::Status(503))
+    );
+
+    let slow = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_millis(500)))
+        .expect(2)
+        .mount(&slow)
+        .await;
+    assert_eq!(
+        orders(&slow, 50).order("A-1", "u-1").await,
+        OrderLookup::Unavailable(OrdersError::Timeout)
+    );
+}
+
+#[tokio::test]
+async fn a_first_failure_then_an_order_is_the_order() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(502))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(order_json("A-1", "u-1")))
+        .mount(&server)
+        .await;
+
+    assert!(matches!(
+        orders(&server, 1000).order("A-1", "u-1").await,
+        OrderLookup::Found(_)
+    ));
+    assert_eq!(server.received_requests().await.map(|r| r.len()), Some(2));
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_an_order_is_unavailable_and_not_tried_again() {
+    let mut unknown_status = order_json("A-1", "u-1");
+    unknown_status["status"] = json!("lost");
+    let mut negative = order_json("A-1", "u-1");
+    negative["paid_cents"] = json!(-1);
+    for body in [json!({"order_id": "A-1"}), unknown_status, negative] {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(body))
+            .expect(1)
+            .mount(&server)
+            .await;
+        assert_eq!(
+            orders(&server, 1000).order("A-1", "u-1").await,
+            OrderLookup::Unavailable(OrdersError::NotAnOrder)
+        );
+    }
+}
