@@ -4,13 +4,15 @@
 //! decides nothing.
 //!
 //! The port is [`OrderSystem`]; its adapter is [`http::HttpOrders`] (on the
-//! function's one HTTP client) and its memory double [`memory::MemoryOrders`].
+//! function's one HTTP client) and its memory double [`memory::MemoryOrders`];
+//! the model reads orders through the `get_order` tool ([`tool`]).
 //! The recipient's name, street, city and whole postcode are personal data:
 //! [`ShipTo`]'s `Debug` shows none of them, and what a model or a log may see
 //! of the address is [`ShipTo::reference`], its postcode's last characters.
 
 pub mod http;
 pub mod memory;
+pub mod tool;
 
 use serde::Deserialize;
 
