@@ -177,6 +177,9 @@ pub struct Desk<K, R, L, C> {
 
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore> Desk<K, R, L, C> {
     pub fn new(config: Config, ports: Ports<K, R, L, C>, render: Render) -> Self {
+        // The tools' validators compiled at start, not in the first turn.
+        crate::refund::tool::warm_up();
+        crate::handoff::tool::warm_up();
         Desk {
             config,
             key_source: ports.key_source,

@@ -56,8 +56,6 @@ pub struct App<K, R, L, C> {
 
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore> App<K, R, L, C> {
     pub fn new(config: Config, ports: Ports<K, R, L, C>) -> Self {
-        crate::refund::tool::warm_up();
-        crate::handoff::tool::warm_up();
         App {
             desk: Desk::new(config, ports, answer::render),
             cold: AtomicBool::new(true),

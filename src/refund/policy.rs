@@ -62,6 +62,12 @@ pub enum Reason {
     AmountAboveLimit,
     OrderRefundedRecently,
     DailyLimitExceeded,
+    /// Rule 4 (contract 16): the order is not delivered.
+    NotDelivered,
+    /// Rule 5: it was delivered more than `REFUND_WINDOW_DAYS` days ago.
+    OutsideRefundWindow,
+    /// Rule 6: the order system could not be read.
+    OrderUnverified,
 }
 
 impl Reason {
@@ -70,6 +76,9 @@ impl Reason {
             Reason::AmountAboveLimit => "amount_above_limit",
             Reason::OrderRefundedRecently => "order_refunded_recently",
             Reason::DailyLimitExceeded => "daily_limit_exceeded",
+            Reason::NotDelivered => "not_delivered",
+            Reason::OutsideRefundWindow => "outside_refund_window",
+            Reason::OrderUnverified => "order_unverified",
         }
     }
 
@@ -78,6 +87,9 @@ impl Reason {
             Reason::AmountAboveLimit,
             Reason::OrderRefundedRecently,
             Reason::DailyLimitExceeded,
+            Reason::NotDelivered,
+            Reason::OutsideRefundWindow,
+            Reason::OrderUnverified,
         ]
         .into_iter()
         .find(|reason| reason.as_str() == text)
@@ -119,6 +131,68 @@ pub fn decide(limits: &Limits, amount: AmountCents, history: &History) -> Decisi
         Decision::Automatic
     } else {
         Decision::Approval(reasons)
+    }
+}
+
+/// What the refund rules read of the order (contract 16): the order code
+/// read itself with the verified customer, never what the model said.
+/// Plain facts, so that the domain needs no order system to judge them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderFacts {
+    Read {
+        delivered: bool,
+        /// Epoch ms; `None` when the order system gave no delivery time.
+        delivered_at_ms: Option<u64>,
+        /// Paid minus refunded.
+        refundable: AmountCents,
+    },
+    /// No such order for this customer.
+    NotFound,
+    /// The order system did not answer (or not with an order).
+    Unverified,
+}
+
+/// Why a refund is refused outright, before any record: a tool error, the
+/// latch unspent, nothing near payments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrderRefusal {
+    NotFound,
+    AboveRefundable { refundable: AmountCents },
+}
+
+/// The refusals that need no person: an order code cannot find, or more
+/// than remains refundable on it.
+pub fn order_refusal(facts: &OrderFacts, amount: AmountCents) -> Option<OrderRefusal> {
+    match facts {
+        OrderFacts::NotFound => Some(OrderRefusal::NotFound),
+        OrderFacts::Read { refundable, .. } if amount > *refundable => Some(OrderRefusal::AboveRefundable {
+            refundable: *refundable,
+        }),
+        _ => None,
+    }
+}
+
+/// Rules 4 to 6: the reasons the order itself sends a refund to a person,
+/// in rule order. `refund_window`: `REFUND_WINDOW_DAYS`. A delivery time in
+/// the future (a clock apart) is inside the window.
+pub fn order_reasons(facts: &OrderFacts, refund_window: Duration, now_ms: u64) -> Vec<Reason> {
+    match facts {
+        OrderFacts::Read {
+            delivered,
+            delivered_at_ms,
+            ..
+        } => {
+            let mut reasons = Vec::new();
+            if !delivered {
+                reasons.push(Reason::NotDelivered);
+            }
+            let window_start = now_ms.saturating_sub(refund_window.as_millis() as u64);
+            if delivered_at_ms.is_some_and(|at| at < window_start) {
+                reasons.push(Reason::OutsideRefundWindow);
+            }
+            reasons
+        }
+        OrderFacts::NotFound | OrderFacts::Unverified => vec![Reason::OrderUnverified],
     }
 }
 
@@ -217,6 +291,66 @@ mod tests {
             Reason::OrderRefundedRecently,
             Reason::DailyLimitExceeded,
         ] {
+            assert_eq!(Reason::parse(reason.as_str()), Some(reason));
+        }
+    }
+
+    const DAY_MS: u64 = 86_400_000;
+    const WINDOW: Duration = Duration::from_secs(30 * 86_400);
+
+    fn read(delivered: bool, delivered_at_ms: Option<u64>, refundable: u64) -> OrderFacts {
+        OrderFacts::Read {
+            delivered,
+            delivered_at_ms,
+            refundable: cents(refundable),
+        }
+    }
+
+    #[test]
+    fn the_order_refuses_what_it_cannot_pay_and_sends_the_rest_to_rules_4_to_6() {
+        let now = 100 * DAY_MS;
+        assert_eq!(
+            order_refusal(&OrderFacts::NotFound, cents(1)),
+            Some(OrderRefusal::NotFound)
+        );
+        assert_eq!(
+            order_refusal(&read(true, Some(now), 4000), cents(4001)),
+            Some(OrderRefusal::AboveRefundable {
+                refundable: cents(4000)
+            })
+        );
+        assert_eq!(order_refusal(&read(true, Some(now), 4000), cents(4000)), None);
+        assert_eq!(
+            order_refusal(&OrderFacts::Unverified, cents(1)),
+            None,
+            "a person decides"
+        );
+
+        use Reason::*;
+        let table: [(&str, OrderFacts, Vec<Reason>); 6] = [
+            ("delivered yesterday", read(true, Some(now - DAY_MS), 1), vec![]),
+            (
+                "delivered exactly 30 days ago",
+                read(true, Some(now - 30 * DAY_MS), 1),
+                vec![],
+            ),
+            (
+                "delivered 30 days and 1 ms ago",
+                read(true, Some(now - 30 * DAY_MS - 1), 1),
+                vec![OutsideRefundWindow],
+            ),
+            ("not delivered", read(false, None, 1), vec![NotDelivered]),
+            ("delivered in the future", read(true, Some(now + DAY_MS), 1), vec![]),
+            (
+                "the order system did not answer",
+                OrderFacts::Unverified,
+                vec![OrderUnverified],
+            ),
+        ];
+        for (case, facts, expected) in table {
+            assert_eq!(order_reasons(&facts, WINDOW, now), expected, "{case}");
+        }
+        for reason in [NotDelivered, OutsideRefundWindow, OrderUnverified] {
             assert_eq!(Reason::parse(reason.as_str()), Some(reason));
         }
     }
