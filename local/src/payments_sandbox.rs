@@ -5,6 +5,11 @@
 //! more than remains refundable (409), a malformed body (422). Every refund is
 //! appended to a JSON-lines file of refunds made, replayed at start-up, so
 //! refunds survive restarts. `GET /refunds` and `GET /orders` show the state.
+//!
+//! It is the shop's order system too (contract 16): `GET /orders/{id}` with
+//! `X-Customer-Id` answers the order as the contract describes it (its
+//! status, dates relative to now, what was paid and refunded, an address),
+//! or 404 for an unknown order or another customer's.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -29,7 +34,25 @@ pub const SEED_ORDERS: &[(&str, &str, u64, u64)] = &[
     // Its full refund is above the function's automatic limit (50.00): it waits for approval.
     ("A-1003", "u-1001", 3000, 0),
     ("D-4001", "u-1001", 12000, 0),
+    // Rule 4: shipped, not delivered yet.
+    ("E-5001", "u-1001", 2500, 0),
+    // Rule 5: delivered 45 days ago, outside the 30-day refund window.
+    ("F-6001", "u-1001", 1800, 0),
 ];
+
+/// What the order system says of a seeded order beyond its money: status,
+/// days since it was placed, days since it was delivered (none: not yet).
+/// An order not listed was placed 5 days ago and delivered 2 days ago.
+pub const ORDER_FACTS: &[(&str, &str, u64, Option<u64>)] = &[
+    ("A-1001", "delivered", 6, Some(3)),
+    ("A-1002", "delivered", 20, Some(15)),
+    ("E-5001", "shipped", 2, None),
+    ("F-6001", "delivered", 50, Some(45)),
+];
+
+/// The address every seeded order went to: personal data the function must
+/// keep from the model, its logs and its stored exchanges.
+pub const SHIP_TO: (&str, &str, &str, &str, &str) = ("Ada Quokka", "1 Zanzibar Lane", "Lyon", "69002", "FR");
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Order {
@@ -119,6 +142,7 @@ impl Sandbox {
         Router::new()
             .route("/refunds", post(refund).get(refunds_made))
             .route("/orders", get(orders))
+            .route("/orders/{order_id}", get(order))
             .with_state(self.clone())
     }
 
@@ -202,4 +226,102 @@ async fn refunds_made(State(sandbox): State<Sandbox>) -> Json<Vec<RefundMade>> {
 
 async fn orders(State(sandbox): State<Sandbox>) -> Json<Vec<Order>> {
     Json(sandbox.lock().orders.values().cloned().collect())
+}
+
+/// RFC 3339 of `days` before now.
+fn days_ago(days: u64) -> String {
+    let moment = time::OffsetDateTime::now_utc() - time::Duration::days(days as i64);
+    moment
+        .replace_nanosecond(0)
+        .unwrap_or(moment)
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// The order as the order system answers it (contract 16).
+fn order_json(order: &Order) -> Value {
+    let (status, placed, delivered) = ORDER_FACTS
+        .iter()
+        .find(|(id, ..)| *id == order.order_id)
+        .map(|&(_, status, placed, delivered)| (status, placed, delivered))
+        .unwrap_or(("delivered", 5, Some(2)));
+    let (name, line1, city, postcode, country) = SHIP_TO;
+    json!({
+        "order_id": order.order_id,
+        "customer_id": order.user_id,
+        "status": status,
+        "placed_at": days_ago(placed),
+        "delivered_at": delivered.map(days_ago),
+        "currency": "EUR",
+        "paid_cents": order.paid_cents,
+        "refunded_cents": order.refunded_cents,
+        "items": [{"name": "Item", "quantity": 1, "unit_price_cents": order.paid_cents}],
+        "ship_to": {"name": name, "line1": line1, "city": city, "postcode": postcode, "country": country},
+    })
+}
+
+async fn order(
+    State(sandbox): State<Sandbox>,
+    axum::extract::Path(order_id): axum::extract::Path<String>,
+    headers: axum::http::HeaderMap,
+) -> (StatusCode, Json<Value>) {
+    // The function percent-encodes the customer; the sandbox's ids need no decoding.
+    let customer = headers
+        .get("x-customer-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    match sandbox.lock().orders.get(&order_id) {
+        Some(found) if found.user_id == customer => (StatusCode::OK, Json(order_json(found))),
+        _ => (
+            StatusCode::NOT_FOUND,
+            Json(json!({ "detail": format!("no order {order_id} for this customer") })),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn get(sandbox: &Sandbox, path: &str, customer: &str) -> (u16, Value) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let router = sandbox.router();
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        let response = reqwest::Client::new()
+            .get(format!("http://{address}{path}"))
+            .header("x-customer-id", customer)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (
+            status,
+            serde_json::from_slice(&response.bytes().await.unwrap()).unwrap_or(Value::Null),
+        )
+    }
+
+    #[tokio::test]
+    async fn the_order_system_answers_the_customers_own_orders_as_the_contract_says() {
+        let sandbox = Sandbox::open(None).unwrap();
+
+        let (status, order) = get(&sandbox, "/orders/A-1002", "u-1001").await;
+        assert_eq!(status, 200);
+        assert_eq!(order["status"], "delivered");
+        assert_eq!(order["paid_cents"], 4999);
+        assert_eq!(order["refunded_cents"], 1000);
+        assert!(order["delivered_at"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(order["ship_to"]["postcode"], "69002");
+
+        let (_, shipped) = get(&sandbox, "/orders/E-5001", "u-1001").await;
+        assert_eq!(shipped["status"], "shipped");
+        assert_eq!(shipped["delivered_at"], Value::Null);
+
+        assert_eq!(
+            get(&sandbox, "/orders/B-2001", "u-1001").await.0,
+            404,
+            "another customer's"
+        );
+        assert_eq!(get(&sandbox, "/orders/Z-9", "u-1001").await.0, 404, "unknown");
+    }
 }
