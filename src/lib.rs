@@ -38,6 +38,9 @@
 //!   header, and the one error-to-status map. [`startup`]: the one place the
 //!   ports are wired.
 //!
+//! [`help`]: the shop's help-centre articles, loaded and checked once
+//! (contract 17; the search and its tool come next).
+//!
 //! At the ground, used from any floor: [`clock`], [`untrusted`] (customer-
 //! and model-written text made safe for a terminal, a spreadsheet or a
 //! log), [`http_client`], [`secrets`].
@@ -57,6 +60,7 @@ pub mod desk;
 #[cfg(any(test, feature = "test-support"))]
 pub mod doubles;
 pub mod handoff;
+pub mod help;
 pub mod http;
 pub mod http_client;
 pub mod ledger;

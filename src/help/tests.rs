@@ -1,0 +1,106 @@
+use sha2::{Digest, Sha256};
+
+use super::*;
+
+fn defaults() -> Placeholders {
+    Placeholders::of_rules(30, 5000, 24.0, 10000)
+}
+
+/// Each shipped article's version beside the hash of its text: a change of
+/// the text without a new version fails here, so a citation's version
+/// always names the words the customer was shown.
+const SHIPPED: &[(&str, &str, &str)] = &[
+    ("damaged-items", "1", "727bda0f1060575e"),
+    ("delivery", "1", "92816aef9fa2fc12"),
+    ("refunds", "1", "1ed4b7807aea6fff"),
+    ("talking-to-a-person", "1", "a6b94e0041e86147"),
+];
+
+fn hash(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+#[test]
+fn the_shipped_articles_load_and_each_text_has_its_version() {
+    let articles = built_in(&defaults()).expect("the shipped set loads");
+    let mut seen = Vec::new();
+    for (file, text) in BUILT_IN {
+        let article = articles.iter().find(|a| a.file == *file).expect("loaded");
+        seen.push((article.id.as_str(), article.version.as_str(), hash(text)));
+    }
+    let expected: Vec<(&str, &str, String)> = SHIPPED.iter().map(|(i, v, h)| (*i, *v, (*h).to_owned())).collect();
+    seen.sort();
+    assert_eq!(
+        seen, expected,
+        "an article's text changed: give it a new version in its front matter and here, with the new hash"
+    );
+}
+
+#[test]
+fn placeholders_are_filled_from_the_rules_settings() {
+    let refunds = built_in(&Placeholders::of_rules(14, 7550, 1.5, 20000))
+        .unwrap()
+        .into_iter()
+        .find(|a| a.id == "refunds")
+        .unwrap();
+    let text = refunds.passages.join("\n");
+    assert!(text.contains("within 14 days"), "{text}");
+    assert!(text.contains("up to 75.50"), "{text}");
+    assert!(text.contains("1.5 hours"), "{text}");
+    assert!(text.contains("200.00 in total"), "{text}");
+    assert!(!text.contains("{{"), "{text}");
+}
+
+#[test]
+fn a_bad_article_stops_the_start_naming_its_file() {
+    let ok = "---\nid: a\ntitle: A\nversion: 1\nurl: https://x/a\n---\nText.\n";
+    assert_eq!(parse("a.md", ok, &defaults()).unwrap().passages, ["Text."]);
+    let cases = [
+        ("no front matter", "Just text."),
+        ("no url", "---\nid: a\ntitle: A\nversion: 1\n---\nText."),
+        (
+            "unknown placeholder",
+            "---\nid: a\ntitle: A\nversion: 1\nurl: u\n---\nWithin {{RETURN_DAYS}} days.",
+        ),
+        ("no text", "---\nid: a\ntitle: A\nversion: 1\nurl: u\n---\n\n"),
+    ];
+    for (case, text) in cases {
+        let error = parse("bad.md", text, &defaults()).expect_err(case);
+        assert!(error.to_string().starts_with("bad.md: "), "{case}: {error}");
+    }
+    let unknown = parse("bad.md", cases[2].1, &defaults()).unwrap_err().to_string();
+    assert!(unknown.contains("RETURN_DAYS"), "{unknown}");
+    let twice = read_set(
+        [("one.md".to_owned(), ok.into()), ("two.md".to_owned(), ok.into())],
+        &defaults(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        twice,
+        HelpError::DuplicateId {
+            file: "two.md".into(),
+            id: "a".into(),
+            other: "one.md".into()
+        }
+    );
+}
+
+#[test]
+fn a_directory_replaces_the_shipped_set() {
+    let dir = std::env::temp_dir().join(format!("help-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("x.md"),
+        "---\nid: x\ntitle: X\nversion: 2\nurl: u\n---\nOne.\n\nTwo.\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("notes.txt"), "not an article").unwrap();
+    let articles = load(&dir, &defaults()).unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    assert_eq!(articles.len(), 1);
+    assert_eq!(articles[0].passages, ["One.", "Two."]);
+}
