@@ -9,7 +9,7 @@ use std::sync::LazyLock;
 use serde_json::{Value, json};
 
 use super::Reason;
-use crate::refund::tool::ToolSchema;
+use crate::refund::tool::{SchemaFailure, ToolSchema};
 
 pub const TOOL_NAME: &str = "hand_off_to_person";
 
@@ -47,34 +47,12 @@ pub struct HandoffArguments {
     pub summary: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HandoffArgumentError {
-    #[error("the arguments are not valid JSON")]
-    NotJson,
-    /// `problems` is for the model; `schema_paths` for logs.
-    #[error("the arguments do not match the hand_off_to_person schema: {problems}")]
-    Schema { problems: String, schema_paths: String },
-}
-
-impl HandoffArgumentError {
-    pub fn schema_paths(&self) -> &str {
-        match self {
-            HandoffArgumentError::NotJson => "not_json",
-            HandoffArgumentError::Schema { schema_paths, .. } => schema_paths,
-        }
-    }
-}
+/// Why a `hand_off_to_person` call's arguments were not run.
+pub type HandoffArgumentError = SchemaFailure;
 
 pub fn parse_arguments(raw: &str) -> Result<HandoffArguments, HandoffArgumentError> {
-    let value: Value = serde_json::from_str(raw).map_err(|_| HandoffArgumentError::NotJson)?;
-    if let Some((problems, schema_paths)) = SCHEMA.failures(&value) {
-        return Err(HandoffArgumentError::Schema { problems, schema_paths });
-    }
-    // Read defensively: a schema change must never become a panic.
-    let invalid = |field: &str| HandoffArgumentError::Schema {
-        problems: format!("{field} is not valid"),
-        schema_paths: format!("/properties/{field}"),
-    };
+    let value = SCHEMA.parse(TOOL_NAME, raw)?;
+    let invalid = |field: &str| SchemaFailure::invalid_field(TOOL_NAME, field);
     let reason = value["reason"]
         .as_str()
         .and_then(Reason::parse)

@@ -90,10 +90,8 @@ impl Placeholders {
         while let Some(start) = rest.find("{{") {
             filled.push_str(&rest[..start]);
             let after = &rest[start + 2..];
-            let Some(end) = after.find("}}") else {
-                filled.push_str(&rest[start..]);
-                return Ok(filled);
-            };
+            // An unclosed `{{` is a placeholder misspelt: refused, never shown.
+            let end = after.find("}}").unwrap_or(after.len());
             let name = after[..end].trim();
             let value = self.0.get(name).ok_or_else(|| HelpError::UnknownPlaceholder {
                 file: file.to_owned(),
@@ -101,7 +99,7 @@ impl Placeholders {
                 known: self.0.keys().copied().collect::<Vec<_>>().join(", "),
             })?;
             filled.push_str(value);
-            rest = &after[end + 2..];
+            rest = &after[(end + 2).min(after.len())..];
         }
         filled.push_str(rest);
         Ok(filled)

@@ -59,7 +59,7 @@ fn placeholders_are_filled_from_the_rules_settings() {
 fn a_bad_article_stops_the_start_naming_its_file() {
     let ok = "---\nid: a\ntitle: A\nversion: 1\nurl: https://x/a\n---\nText.\n";
     assert_eq!(parse("a.md", ok, &defaults()).unwrap().passages, ["Text."]);
-    let cases = [
+    let cases: [(&str, &str); 5] = [
         ("no front matter", "Just text."),
         ("no url", "---\nid: a\ntitle: A\nversion: 1\n---\nText."),
         (
@@ -67,6 +67,10 @@ fn a_bad_article_stops_the_start_naming_its_file() {
             "---\nid: a\ntitle: A\nversion: 1\nurl: u\n---\nWithin {{RETURN_DAYS}} days.",
         ),
         ("no text", "---\nid: a\ntitle: A\nversion: 1\nurl: u\n---\n\n"),
+        (
+            "unclosed placeholder",
+            "---\nid: a\ntitle: A\nversion: 1\nurl: u\n---\nWithin {{REFUND_WINDOW_DAYS days.",
+        ),
     ];
     for (case, text) in cases {
         let error = parse("bad.md", text, &defaults()).expect_err(case);

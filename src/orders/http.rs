@@ -98,5 +98,5 @@ impl OrderSystem for HttpOrders {
 }
 
 #[cfg(test)]
-#[path = "tests.rs"]
+#[path = "http_tests.rs"]
 mod tests;

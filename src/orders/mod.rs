@@ -63,10 +63,12 @@ impl std::fmt::Debug for ShipTo {
 
 impl ShipTo {
     /// What the model may know of the address: "address ending in <the
-    /// postcode's last 3 characters>".
+    /// postcode's last 3 characters>", and never the whole postcode: of a
+    /// postcode of 3 characters or fewer, one less than all of them.
     pub fn reference(&self) -> String {
         let postcode: Vec<char> = self.postcode.trim().chars().collect();
-        let tail: String = postcode[postcode.len().saturating_sub(3)..].iter().collect();
+        let shown = postcode.len().saturating_sub(1).min(3);
+        let tail: String = postcode[postcode.len() - shown..].iter().collect();
         format!("address ending in {tail}")
     }
 }
@@ -155,6 +157,26 @@ pub enum OrdersError {
     Status(u16),
     #[error("the order system's answer is not an order")]
     NotAnOrder,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ShipTo;
+
+    #[test]
+    fn the_reference_never_shows_the_whole_postcode() {
+        let ship_to = |postcode: &str| ShipTo {
+            name: "n".into(),
+            line1: "l".into(),
+            city: "c".into(),
+            postcode: postcode.into(),
+            country: "FR".into(),
+        };
+        assert_eq!(ship_to("SW1A 1AA").reference(), "address ending in 1AA");
+        assert_eq!(ship_to("69002").reference(), "address ending in 002");
+        assert_eq!(ship_to("123").reference(), "address ending in 23");
+        assert_eq!(ship_to("7").reference(), "address ending in ");
+    }
 }
 
 /// What reading an order found.

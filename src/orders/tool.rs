@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use serde_json::{Value, json};
 
 use super::{Order, OrderLookup};
-use crate::refund::tool::ToolSchema;
+use crate::refund::tool::{SchemaFailure, ToolSchema};
 
 pub const TOOL_NAME: &str = "get_order";
 
@@ -43,38 +43,13 @@ pub fn warm_up() {
     LazyLock::force(&SCHEMA);
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum OrderArgumentError {
-    #[error("the arguments are not valid JSON")]
-    NotJson,
-    /// `problems` is for the model; `schema_paths` for logs.
-    #[error("the arguments do not match the get_order schema: {problems}")]
-    Schema { problems: String, schema_paths: String },
-}
-
-impl OrderArgumentError {
-    pub fn schema_paths(&self) -> &str {
-        match self {
-            OrderArgumentError::NotJson => "not_json",
-            OrderArgumentError::Schema { schema_paths, .. } => schema_paths,
-        }
-    }
-}
-
 /// The order id the model asked for, once it passed the schema.
-pub fn parse_arguments(raw: &str) -> Result<String, OrderArgumentError> {
-    let value: Value = serde_json::from_str(raw).map_err(|_| OrderArgumentError::NotJson)?;
-    if let Some((problems, schema_paths)) = SCHEMA.failures(&value) {
-        return Err(OrderArgumentError::Schema { problems, schema_paths });
-    }
-    // Read defensively: a schema change must never become a panic.
+pub fn parse_arguments(raw: &str) -> Result<String, SchemaFailure> {
+    let value = SCHEMA.parse(TOOL_NAME, raw)?;
     value["order_id"]
         .as_str()
         .map(str::to_owned)
-        .ok_or_else(|| OrderArgumentError::Schema {
-            problems: "order_id is not valid".into(),
-            schema_paths: "/properties/order_id".into(),
-        })
+        .ok_or_else(|| SchemaFailure::invalid_field(TOOL_NAME, "order_id"))
 }
 
 /// What the model reads for an order: exactly the contract's fields.

@@ -58,6 +58,20 @@ impl ToolSchema {
         &self.declared
     }
 
+    /// Reads a tool call's raw arguments of the tool `tool`: JSON that
+    /// passes the schema, or why not.
+    pub fn parse(&self, tool: &'static str, raw: &str) -> Result<Value, SchemaFailure> {
+        let value: Value = serde_json::from_str(raw).map_err(|_| SchemaFailure::NotJson)?;
+        match self.failures(&value) {
+            Some((problems, schema_paths)) => Err(SchemaFailure::Schema {
+                tool,
+                problems,
+                schema_paths,
+            }),
+            None => Ok(value),
+        }
+    }
+
     /// How `value` fails the schema, if it does: what the model is told
     /// (it quotes the values), and the schema's paths, for logs.
     pub fn failures(&self, value: &Value) -> Option<(String, String)> {
@@ -157,6 +171,42 @@ pub fn warm_up() {
 }
 
 /// Arguments that passed every check.
+/// Why a read-only tool's arguments were not run (`hand_off_to_person`,
+/// `get_order`): not JSON, or not the tool's schema.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SchemaFailure {
+    #[error("the arguments are not valid JSON")]
+    NotJson,
+    /// `problems` is for the model; `schema_paths` for logs.
+    #[error("the arguments do not match the {tool} schema: {problems}")]
+    Schema {
+        tool: &'static str,
+        problems: String,
+        schema_paths: String,
+    },
+}
+
+impl SchemaFailure {
+    /// What a log line may say of the failure: the schema's rules that
+    /// failed, never the values the model sent.
+    pub fn schema_paths(&self) -> &str {
+        match self {
+            SchemaFailure::NotJson => "not_json",
+            SchemaFailure::Schema { schema_paths, .. } => schema_paths,
+        }
+    }
+
+    /// A field the schema let through that code cannot read: a schema
+    /// change must never become a panic.
+    pub fn invalid_field(tool: &'static str, field: &str) -> SchemaFailure {
+        SchemaFailure::Schema {
+            tool,
+            problems: format!("{field} is not valid"),
+            schema_paths: format!("/properties/{field}"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefundArguments {
     pub order_id: String,

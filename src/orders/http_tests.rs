@@ -1,4 +1,4 @@
-//! The adapter against a mock order system: the request it makes, what each
+//! The HTTP adapter against a mock order system: the request it makes, what each
 //! answer means, which failures it tries once more.
 
 use std::time::Duration;
