@@ -1,10 +1,10 @@
-//! The turn loop's own cost, in-process: a refund turn (2 completion calls and
-//! 1 refund) against the in-memory stand-ins of [`refund_chat::doubles`],
+//! The turn loop's own cost, in-process: a refund turn (2 completion calls,
+//! 1 order check and 1 refund) against the in-memory stand-ins of [`refund_chat::doubles`],
 //! which answer at once, and the argument check on its own. No I/O, so this
 //! is the domain's CPU floor.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use refund_chat::doubles::{RecordingRefunds, ScriptedModel, Step};
+use refund_chat::doubles::{AnyOrder, RecordingRefunds, ScriptedModel, Step};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::tool;
@@ -38,6 +38,7 @@ fn turn_loop(c: &mut Criterion) {
                 let mut turn = Turn::new(
                     &model,
                     &payments,
+                    &AnyOrder,
                     std::time::Duration::ZERO,
                     context.clone(),
                     Vec::new(),

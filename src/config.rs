@@ -38,7 +38,9 @@ pub const DEFAULT_LIMITS: Limits = Limits {
     auto_refund_limit: AmountCents::new(5000),
     order_window: Duration::from_secs(24 * 3600),
     user_daily_auto_limit: AmountCents::new(10000),
+    refund_window: Duration::from_secs(30 * 86_400),
 };
+pub const DEFAULT_ORDERS_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Ledger operations one request can make at most, each bounded by
 /// `LEDGER_TIMEOUT_SECS`, counted per path from the code (and by
@@ -87,6 +89,10 @@ pub struct Config {
     pub openai_key_secret_id: String,
     pub openai_base_url: String,
     pub payments_base_url: String,
+    /// The shop's order system (contract 16).
+    pub orders_base_url: String,
+    /// Per try of an order read.
+    pub orders_timeout: Duration,
     pub openai_timeout: Duration,
     pub retry_backoff: Duration,
     pub payments_timeout: Duration,
@@ -138,6 +144,8 @@ impl Config {
             openai_key_secret_id: vars.required("OPENAI_API_KEY_SECRET_ID")?,
             openai_base_url: vars.url("OPENAI_BASE_URL", Some(DEFAULT_OPENAI_BASE_URL))?,
             payments_base_url: vars.url("PAYMENTS_BASE_URL", None)?,
+            orders_base_url: vars.url("ORDERS_BASE_URL", None)?,
+            orders_timeout: vars.secs("ORDERS_TIMEOUT_SECS", DEFAULT_ORDERS_TIMEOUT, false)?,
             openai_timeout: vars.secs("OPENAI_TIMEOUT_SECS", DEFAULT_OPENAI_TIMEOUT, false)?,
             retry_backoff: vars.secs("RETRY_BACKOFF_SECS", DEFAULT_RETRY_BACKOFF, true)?,
             payments_timeout: vars.secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,
@@ -164,6 +172,7 @@ impl Config {
                 order_window: vars.hours("ORDER_REFUND_WINDOW_HOURS", DEFAULT_LIMITS.order_window)?,
                 user_daily_auto_limit: vars
                     .cents("USER_DAILY_AUTO_LIMIT_CENTS", DEFAULT_LIMITS.user_daily_auto_limit)?,
+                refund_window: vars.days("REFUND_WINDOW_DAYS", DEFAULT_LIMITS.refund_window)?,
             },
             conversation_table: vars.required("CONVERSATION_TABLE")?,
             conversation_ttl: vars.hours("CONVERSATION_TTL_HOURS", DEFAULT_CONVERSATION_TTL)?,
@@ -236,8 +245,12 @@ impl Config {
     /// The longest one request can take with these settings, the first
     /// request's secret read and every ledger operation included.
     pub fn worst_case(&self) -> Duration {
-        turn::worst_case_duration(self.openai_timeout, self.retry_backoff, self.payments_timeout)
-            + SECRET_READ_TIMEOUT
+        turn::worst_case_duration(
+            self.openai_timeout,
+            self.retry_backoff,
+            self.payments_timeout,
+            self.orders_timeout,
+        ) + SECRET_READ_TIMEOUT
             + self.ledger_timeout
                 * (LEDGER_OPERATIONS_PER_REQUEST + CONVERSATION_OPERATIONS_PER_REQUEST + BUDGET_OPERATIONS_PER_REQUEST)
     }
@@ -269,7 +282,7 @@ impl SweepConfig {
         if config.executing_after < FUNCTION_TIMEOUT {
             return Err(ConfigError::Malformed {
                 name: "SWEEP_EXECUTING_AFTER_SECS",
-                expected: "at least the function's timeout (145 s)",
+                expected: "at least the function's timeout (185 s)",
                 value: vars.get("SWEEP_EXECUTING_AFTER_SECS").unwrap_or_default(),
             });
         }
@@ -314,7 +327,7 @@ impl StaffConfig {
 /// The function's timeout in `template.yaml` (`tests/template.rs` checks
 /// that they agree): an `executing` record older than this has no
 /// invocation left that could still record its outcome.
-pub const FUNCTION_TIMEOUT: Duration = Duration::from_secs(145);
+pub const FUNCTION_TIMEOUT: Duration = Duration::from_secs(185);
 
 fn own(list: &[&str]) -> Vec<String> {
     list.iter().map(|item| (*item).to_owned()).collect()
@@ -347,7 +360,15 @@ impl<F: Fn(&str) -> Option<String>> Vars<F> {
     }
 
     fn hours(&self, name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
-        self.get(name).map_or(Ok(default), |value| parse_hours(name, value))
+        self.get(name).map_or(Ok(default), |value| {
+            parse_multiple(name, value, 3600, "a number of hours above 0")
+        })
+    }
+
+    fn days(&self, name: &'static str, default: Duration) -> Result<Duration, ConfigError> {
+        self.get(name).map_or(Ok(default), |value| {
+            parse_multiple(name, value, 86_400, "a number of days above 0")
+        })
     }
 
     /// A comma-separated list; unset: none given.
@@ -396,15 +417,17 @@ fn parse_url(name: &'static str, value: String) -> Result<String, ConfigError> {
     }
 }
 
-fn parse_hours(name: &'static str, value: String) -> Result<Duration, ConfigError> {
+/// A number of hours or days (`unit_secs` each), decimals allowed.
+fn parse_multiple(
+    name: &'static str,
+    value: String,
+    unit_secs: u32,
+    expected: &'static str,
+) -> Result<Duration, ConfigError> {
     parse_secs(name, value.clone(), false)
         .ok()
-        .and_then(|hours| hours.checked_mul(3600))
-        .ok_or(ConfigError::Malformed {
-            name,
-            expected: "a number of hours above 0",
-            value,
-        })
+        .and_then(|units| units.checked_mul(unit_secs))
+        .ok_or(ConfigError::Malformed { name, expected, value })
 }
 
 fn parse_secs(name: &'static str, value: String, allow_zero: bool) -> Result<Duration, ConfigError> {
@@ -434,9 +457,10 @@ mod tests {
         Config::from_lookup(|name| vars.get(name).cloned())
     }
 
-    const REQUIRED: [(&str, &str); 4] = [
+    const REQUIRED: [(&str, &str); 5] = [
         ("OPENAI_API_KEY_SECRET_ID", "openai-key"),
         ("PAYMENTS_BASE_URL", "http://127.0.0.1:8081/"),
+        ("ORDERS_BASE_URL", "http://127.0.0.1:8081/"),
         ("LEDGER_TABLE", "refund-ledger"),
         ("CONVERSATION_TABLE", "refund-chat-conversations"),
     ];
@@ -460,10 +484,15 @@ mod tests {
         );
         assert_eq!(
             config.worst_case(),
-            Duration::from_secs(112) + SECRET_READ_TIMEOUT + Duration::from_secs(2 * (7 + 4 + 2))
+            Duration::from_secs(112 + 6 * 2 * 3) + SECRET_READ_TIMEOUT + Duration::from_secs(2 * (7 + 4 + 2))
         );
         assert_eq!(config.conversation_ttl, Duration::from_secs(24 * 3600));
         assert_eq!(config.conversation_max_age, Duration::from_secs(168 * 3600));
+        assert_eq!(config.orders_base_url, "http://127.0.0.1:8081");
+        assert_eq!(
+            (config.orders_timeout, config.limits.refund_window),
+            (Duration::from_secs(3), Duration::from_secs(30 * 86_400))
+        );
         assert_eq!(config.handoff_screen, Screen::default());
         assert_eq!(
             (config.budget.turns_per_hour, config.budget.tokens_per_day),
@@ -503,6 +532,8 @@ mod tests {
             ("ORDER_REFUND_WINDOW_HOURS", "1.5"),
             ("AUTO_REFUND_LIMIT_CENTS", "0"),
             ("USER_IDENTITY", "body"),
+            ("ORDERS_TIMEOUT_SECS", "0.5"),
+            ("REFUND_WINDOW_DAYS", "14.5"),
         ]);
         let config = config(&vars).unwrap();
         assert_eq!(config.openai_timeout, Duration::from_millis(250));
@@ -512,6 +543,8 @@ mod tests {
         assert_eq!(config.idempotency_ttl, Duration::from_secs(1800));
         assert_eq!(config.limits.order_window, Duration::from_secs(5400));
         assert_eq!(config.limits.auto_refund_limit, AmountCents::ZERO);
+        assert_eq!(config.orders_timeout, Duration::from_millis(500));
+        assert_eq!(config.limits.refund_window, Duration::from_secs(14 * 86_400 + 43_200));
         assert_eq!(config.identity, IdentitySource::Body);
     }
 
@@ -559,6 +592,10 @@ mod tests {
             ("CUSTOMER_TURNS_PER_HOUR", "lots"),
             ("CUSTOMER_TOKENS_PER_DAY", "-5"),
             ("OPENAI_MAX_OUTPUT_TOKENS", "0"),
+            ("ORDERS_BASE_URL", "orders.internal"),
+            ("ORDERS_TIMEOUT_SECS", "0"),
+            ("REFUND_WINDOW_DAYS", "0"),
+            ("REFUND_WINDOW_DAYS", "thirty"),
         ] {
             let mut vars = REQUIRED.to_vec();
             vars.push((name, value));

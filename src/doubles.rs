@@ -1,4 +1,4 @@
-//! In-memory stand-ins for the turn's two ports, shared by the turn's
+//! In-memory stand-ins for the turn's ports, shared by the turn's
 //! paused-clock tests and the criterion benchmark. Not used by the function.
 
 use std::collections::VecDeque;
@@ -8,6 +8,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall, Usage};
+use crate::orders::{Item, Order, OrderLookup, OrderStatus, OrderSystem, ShipTo};
+use crate::refund::policy::OrderFacts;
 use crate::refund::{PaymentOutcome, Payments, RefundGateway, RefundOutcome, RefundRequest};
 
 /// One completion call's result.
@@ -174,5 +176,52 @@ impl RefundGateway for Recording<RefundOutcome> {
 impl Payments for Recording<PaymentOutcome> {
     async fn pay(&self, request: &RefundRequest) -> PaymentOutcome {
         self.answer(request)
+    }
+}
+
+/// An order system that has every order the asker asks for: delivered a
+/// day ago, with far more paid than any test refunds, so the order's rules
+/// (contract 16) stay out of the way of tests about the others.
+pub struct AnyOrder;
+
+/// What [`AnyOrder`] says of every order, as the refund rules read it.
+pub fn a_delivered_order() -> OrderFacts {
+    OrderFacts::Read(any_order("A-1", "u").snapshot())
+}
+
+fn any_order(order_id: &str, customer: &str) -> Order {
+    // One moment for the whole process, so that two reads compare equal.
+    static DELIVERED_AT_MS: std::sync::LazyLock<u64> =
+        std::sync::LazyLock::new(|| crate::clock::now_ms().saturating_sub(86_400_000));
+    let delivered_at_ms = *DELIVERED_AT_MS;
+    Order {
+        order_id: order_id.to_owned(),
+        customer_id: customer.to_owned(),
+        status: OrderStatus::Delivered,
+        placed_at: crate::clock::rfc3339(delivered_at_ms.saturating_sub(3 * 86_400_000)),
+        placed_at_ms: delivered_at_ms.saturating_sub(3 * 86_400_000),
+        delivered_at: Some(crate::clock::rfc3339(delivered_at_ms)),
+        delivered_at_ms: Some(delivered_at_ms),
+        currency: "EUR".into(),
+        paid_cents: 10_000_000,
+        refunded_cents: 0,
+        items: vec![Item {
+            name: "Parcel".into(),
+            quantity: 1,
+            unit_price_cents: 10_000_000,
+        }],
+        ship_to: ShipTo {
+            name: "Test Person".into(),
+            line1: "1 Test Street".into(),
+            city: "Testville".into(),
+            postcode: "T1 1TT".into(),
+            country: "GB".into(),
+        },
+    }
+}
+
+impl OrderSystem for AnyOrder {
+    async fn order(&self, order_id: &str, customer: &str) -> OrderLookup {
+        OrderLookup::Found(Box::new(any_order(order_id, customer)))
     }
 }

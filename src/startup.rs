@@ -1,8 +1,8 @@
 //! Where every port is wired, once (in the manner of zero2prod's
 //! `Application::build`): the shared HTTP client, the payments adapter, the
-//! ledger, "record, then pay" around payments, and the key source. `main`
-//! calls [`build`]; tests call [`wire`] with a key source and an AWS
-//! configuration of their own (moto on 127.0.0.1).
+//! ledger, "record, then pay" around payments, the order system, and the key
+//! source. `main` calls [`build`]; tests call [`wire`] with a key source and
+//! an AWS configuration of their own (moto on 127.0.0.1).
 
 use aws_config::SdkConfig;
 use aws_config::timeout::TimeoutConfig;
@@ -14,13 +14,14 @@ use crate::http_client::money_path_client;
 use crate::http_client::sdk::sdk_http_client;
 use crate::ledger::dynamo::conversations::DynamoConversations;
 use crate::ledger::dynamo::{DynamoLedger, client_on};
+use crate::orders::http::HttpOrders;
 use crate::record_then_pay::RecordedRefunds;
 use crate::refund::payments::HttpPayments;
 use crate::secrets::{SECRET_READ_TIMEOUT, SecretsManagerKey};
 
 /// The function as deployed.
 pub type FunctionApp<K = SecretsManagerKey> =
-    App<K, RecordedRefunds<DynamoLedger, HttpPayments>, DynamoLedger, DynamoConversations>;
+    App<K, RecordedRefunds<DynamoLedger, HttpPayments>, DynamoLedger, DynamoConversations, HttpOrders>;
 
 /// The function's AWS configuration: region and credentials from the
 /// environment only, where Lambda puts them (`AWS_REGION`,
@@ -107,11 +108,13 @@ where
     };
     let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
     let refunds = RecordedRefunds::new(ledger.clone(), payments, config.limits);
+    let orders = HttpOrders::new(http.clone(), &config.orders_base_url, config.orders_timeout);
     Ok(App::new(
         config,
         Ports {
             key_source,
             refunds,
+            orders,
             ledger,
             conversations,
             http,

@@ -1,5 +1,5 @@
 //! `template.yaml` against the code: the timeouts form one chain from the
-//! contract's constants (5 x 20 s + 2 s + 10 s, plus the secret read) up to
+//! contract's constants (5 x 20 s + 2 s + 10 s + 6 x 2 x 3 s, plus the secret read) up to
 //! the front door, and the deployment is what the contract says it is.
 
 use std::path::Path;
@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use refund_chat::config::{
     BUDGET_OPERATIONS_PER_REQUEST, CONVERSATION_OPERATIONS_PER_REQUEST, Config, DEFAULT_IDEMPOTENCY_TTL,
-    DEFAULT_LEDGER_TIMEOUT, DEFAULT_OPENAI_TIMEOUT, DEFAULT_PAYMENTS_TIMEOUT, DEFAULT_RETRY_BACKOFF,
-    LEDGER_OPERATIONS_PER_REQUEST,
+    DEFAULT_LEDGER_TIMEOUT, DEFAULT_OPENAI_TIMEOUT, DEFAULT_ORDERS_TIMEOUT, DEFAULT_PAYMENTS_TIMEOUT,
+    DEFAULT_RETRY_BACKOFF, LEDGER_OPERATIONS_PER_REQUEST,
 };
 use refund_chat::secrets::SECRET_READ_TIMEOUT;
 use refund_chat::turn::worst_case_duration;
@@ -43,11 +43,14 @@ fn timeouts_cover_the_worst_case_from_the_code() {
     assert_eq!(secs(&env["OPENAI_TIMEOUT_SECS"]), DEFAULT_OPENAI_TIMEOUT);
     assert_eq!(secs(&env["RETRY_BACKOFF_SECS"]), DEFAULT_RETRY_BACKOFF);
     assert_eq!(secs(&env["PAYMENTS_TIMEOUT_SECS"]), DEFAULT_PAYMENTS_TIMEOUT);
+    assert_eq!(secs(&env["ORDERS_TIMEOUT_SECS"]), DEFAULT_ORDERS_TIMEOUT);
+    assert_eq!(env["ORDERS_BASE_URL"], json!({"Ref": "OrdersBaseUrl"}));
     assert_eq!(secs(&env["LEDGER_TIMEOUT_SECS"]), DEFAULT_LEDGER_TIMEOUT);
     assert_eq!(secs(&env["IDEMPOTENCY_TTL_HOURS"]) * 3600, DEFAULT_IDEMPOTENCY_TTL);
     let lookup = |name: &str| match name {
         "OPENAI_API_KEY_SECRET_ID" => Some("arn:aws:secretsmanager:eu-west-1:123456789012:secret:k".to_owned()),
         "PAYMENTS_BASE_URL" => Some("https://payments.internal".to_owned()),
+        "ORDERS_BASE_URL" => Some("https://orders.internal".to_owned()),
         "LEDGER_TABLE" => Some("refund-ledger".to_owned()),
         "CONVERSATION_TABLE" => Some("refund-chat-conversations".to_owned()),
         _ => env[name].as_str().map(str::to_owned),
@@ -55,12 +58,20 @@ fn timeouts_cover_the_worst_case_from_the_code() {
     let worst_case = Config::from_lookup(lookup).unwrap().worst_case();
     assert_eq!(
         worst_case,
-        worst_case_duration(Duration::from_secs(20), Duration::from_secs(2), Duration::from_secs(10))
-            + SECRET_READ_TIMEOUT
+        worst_case_duration(
+            Duration::from_secs(20),
+            Duration::from_secs(2),
+            Duration::from_secs(10),
+            Duration::from_secs(3)
+        ) + SECRET_READ_TIMEOUT
             + DEFAULT_LEDGER_TIMEOUT
                 * (LEDGER_OPERATIONS_PER_REQUEST + CONVERSATION_OPERATIONS_PER_REQUEST + BUDGET_OPERATIONS_PER_REQUEST)
     );
-    assert_eq!(worst_case, Duration::from_secs(143));
+    assert_eq!(
+        worst_case,
+        Duration::from_secs(179),
+        "143 s, and 6 order reads of two 3 s tries"
+    );
 
     let function_timeout = secs(&function["Properties"]["Timeout"]);
     assert_eq!(

@@ -72,6 +72,7 @@ fn spawn_function(bootstrap: &Path, runtime_api: SocketAddr, stand_ins: &StandIn
         .env("OPENAI_API_KEY_SECRET_ID", "bench")
         .env("OPENAI_BASE_URL", format!("http://{}/v1", stand_ins.openai.0))
         .env("PAYMENTS_BASE_URL", format!("http://{}", stand_ins.payments.0))
+        .env("ORDERS_BASE_URL", format!("http://{}", stand_ins.payments.0))
         .env("LEDGER_TABLE", "bench-ledger")
         .env("CONVERSATION_TABLE", "bench-conversations")
         // One customer sends every turn: the budget must not be what is measured.

@@ -1,4 +1,4 @@
-//! Zero-latency stand-ins for OpenAI, payments, Secrets Manager and DynamoDB:
+//! Zero-latency stand-ins for OpenAI, payments (and the order system), Secrets Manager and DynamoDB:
 //! canned answers, each handler timing itself (so its own time can be
 //! subtracted) and remembering which client connections it saw.
 
@@ -76,8 +76,13 @@ pub fn openai(meter: &Meter) -> Router {
         .with_state(answers)
 }
 
+/// Payments, and the shop's order system beside it (as on the sandbox): every
+/// order is the asking customer's, delivered yesterday.
 pub fn payments(meter: &Meter) -> Router {
-    Router::new().route("/refunds", post(refund)).with_state(meter.clone())
+    Router::new()
+        .route("/refunds", post(refund))
+        .route("/orders/{order_id}", axum::routing::get(order))
+        .with_state(meter.clone())
 }
 
 /// Secrets Manager's JSON protocol posts every operation to `/`.
@@ -162,6 +167,22 @@ async fn refund(State(meter): State<Meter>, ConnectInfo(peer): ConnectInfo<Socke
     let started = Instant::now();
     meter.record(peer, started);
     ([(CONTENT_TYPE, "application/json")], RECEIPT)
+}
+
+async fn order(
+    State(meter): State<Meter>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    axum::extract::Path(order_id): axum::extract::Path<String>,
+    headers: axum::http::HeaderMap,
+) -> impl IntoResponse {
+    let started = Instant::now();
+    let customer = headers
+        .get("x-customer-id")
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let body = refund_chat_testkit::order_json(&order_id, customer, "delivered", Some(1)).to_string();
+    meter.record(peer, started);
+    ([(CONTENT_TYPE, "application/json")], body)
 }
 
 async fn secret(State(meter): State<Meter>, ConnectInfo(peer): ConnectInfo<SocketAddr>) -> impl IntoResponse {

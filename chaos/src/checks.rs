@@ -280,6 +280,45 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
             .map(|e| format!("#{} {}: {}", e.index, e.request_id, e.body))
             .collect(),
     );
+    // Contract 16: an automatic refund only on an order code read, delivered
+    // inside the window, and never above what it had left refundable.
+    add(
+        "never paid on an order code could not read (every automatic refund record has the order's facts, delivered)",
+        automatic.len(),
+        automatic
+            .iter()
+            .filter(|r| r["order_status"].as_str() != Some("delivered") || r["order_delivered_at"].is_null())
+            .map(|r| format!("{}: order facts {:?}", text(r, "record_id"), r["order_status"]))
+            .collect(),
+    );
+    add(
+        "never more than paid minus refunded (an automatic refund within what its order had left when read)",
+        automatic.len(),
+        automatic
+            .iter()
+            .filter(|r| {
+                cents(r, "amount_cents") > cents(r, "order_paid_cents").saturating_sub(cents(r, "order_refunded_cents"))
+            })
+            .map(|r| format!("{}: {} cents", text(r, "record_id"), cents(r, "amount_cents")))
+            .collect(),
+    );
+    let (name, line1, city, postcode, _) = refund_chat_local::payments_sandbox::SHIP_TO;
+    let conversation_text: Vec<String> = evidence.conversations.iter().map(Value::to_string).collect();
+    add(
+        "no address in any log line or stored exchange (name, street, city, whole postcode)",
+        evidence.log_lines.len() + conversation_text.len(),
+        evidence
+            .log_lines
+            .iter()
+            .chain(&conversation_text)
+            .filter(|line| {
+                [name, line1, city, postcode]
+                    .iter()
+                    .any(|personal| line.contains(personal))
+            })
+            .map(|line| line.chars().take(200).collect())
+            .collect(),
+    );
     let markers: HashSet<&str> = evidence.exchanges.iter().map(|e| e.marker.as_str()).collect();
     add(
         "no log line holds the key, a Bearer header or a customer's message",

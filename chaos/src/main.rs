@@ -32,6 +32,8 @@ type Error = Box<dyn std::error::Error>;
 /// The function's settings for the run: short timeouts, so faults cost little time.
 const COMPLETION_TIMEOUT: Duration = Duration::from_millis(400);
 const PAYMENTS_TIMEOUT: Duration = Duration::from_millis(300);
+const ORDERS_TIMEOUT: Duration = Duration::from_millis(200);
+const REFUND_WINDOW_DAYS: u64 = 30;
 /// moto answers one request at a time, and its transactions copy the tables
 /// they touch: under six clients and five containers an answer takes a
 /// few hundred milliseconds at times, which at 0.3 s made most requests a
@@ -87,6 +89,19 @@ fn payments_fault(rng: &mut Rng) -> Fault {
         76..=83 => Fault::DropAfter,
         84..=91 => Fault::ReplaceAfter(500, r#"{"detail":"chaos: failed after the refund was made"}"#),
         _ => Fault::ReplaceAfter(200, r#"{"not":"a receipt"}"#),
+    }
+}
+
+/// What the order system (the sandbox, behind the proxy) does wrong, per
+/// read: down, slow, a 5xx, an answer that is not an order. A read is
+/// retried once, so a fault shows only when both tries meet one.
+fn orders_fault(rng: &mut Rng) -> Fault {
+    match rng.below(100) {
+        0..=69 => Fault::None,
+        70..=77 => Fault::DropBefore,
+        78..=85 => Fault::DelayAfter(ORDERS_TIMEOUT + Duration::from_millis(200)),
+        86..=93 => Fault::RefuseBefore(503, r#"{"detail":"chaos: the order system is down"}"#),
+        _ => Fault::ReplaceAfter(200, r#"{"not":"an order"}"#),
     }
 }
 
@@ -233,6 +248,8 @@ async fn segment_run(
     let sandbox_address = refund_chat_local::spawn(0, sandbox.router()).await?;
     let payments = Faulty::new(format!("http://{sandbox_address}"), seed, payments_fault, false);
     let payments_address = payments.proxy.spawn().await?;
+    let orders_proxy = Faulty::new(format!("http://{sandbox_address}"), seed ^ 0x0DE5, orders_fault, false);
+    let orders_address = orders_proxy.proxy.spawn().await?;
     let ledger = Faulty::new(moto.clone(), seed ^ 0x1ED6E5, ledger_fault, true);
     let ledger_address = ledger.proxy.spawn().await?;
     let orders: Vec<String> = shop.orders.iter().map(|(order, _, _)| order.clone()).collect();
@@ -250,6 +267,9 @@ async fn segment_run(
             ("OPENAI_API_KEY_SECRET_ID", "refund-chat/openai-api-key".to_owned()),
             ("OPENAI_BASE_URL", format!("http://{model_address}/v1")),
             ("PAYMENTS_BASE_URL", format!("http://{payments_address}")),
+            ("ORDERS_BASE_URL", format!("http://{orders_address}")),
+            ("ORDERS_TIMEOUT_SECS", ORDERS_TIMEOUT.as_secs_f64().to_string()),
+            ("REFUND_WINDOW_DAYS", REFUND_WINDOW_DAYS.to_string()),
             ("OPENAI_TIMEOUT_SECS", COMPLETION_TIMEOUT.as_secs_f64().to_string()),
             ("RETRY_BACKOFF_SECS", "0.05".to_owned()),
             ("PAYMENTS_TIMEOUT_SECS", PAYMENTS_TIMEOUT.as_secs_f64().to_string()),
@@ -338,6 +358,7 @@ async fn segment_run(
             auto_refund_limit: refund_chat::refund::money::AmountCents::new(AUTO_REFUND_LIMIT),
             order_window: ORDER_WINDOW,
             user_daily_auto_limit: refund_chat::refund::money::AmountCents::new(DAILY_LIMIT),
+            refund_window: Duration::from_secs(REFUND_WINDOW_DAYS * 86_400),
         },
         expiries: std::sync::Mutex::default(),
         decisions: std::sync::Mutex::default(),
@@ -433,7 +454,13 @@ async fn segment_run(
         left_executing,
     };
     let invariants = checks::check(&evidence);
-    report(seed, &exchanges, &evidence, &payments, &ledger, started.elapsed());
+    report(
+        seed,
+        &exchanges,
+        &evidence,
+        [&payments, &orders_proxy, &ledger],
+        started.elapsed(),
+    );
     println!(
         "mortal container killed mid-turn {} time(s)",
         killed.load(std::sync::atomic::Ordering::SeqCst)
@@ -533,8 +560,7 @@ fn report(
     seed: u64,
     exchanges: &[clients::Exchange],
     evidence: &checks::Evidence<'_>,
-    payments: &Faulty,
-    ledger: &Faulty,
+    [payments, orders, ledger]: [&Faulty; 3],
     took: Duration,
 ) {
     let mut statuses = std::collections::BTreeMap::new();
@@ -579,5 +605,6 @@ fn report(
         evidence.payments_requests.len()
     );
     println!("payments faults: {:?}", faults(payments));
+    println!("order system faults: {:?}", faults(orders));
     println!("DynamoDB faults: {:?}", faults(ledger));
 }

@@ -1,7 +1,8 @@
 //! A chaotic OpenAI-compatible model: for each completion call it draws, from
 //! the seed, the conversation's marker and the call, one behaviour: a plain
 //! reply, one to three `issue_refund` calls (valid, invalid, duplicate, above
-//! the limit, another customer's order), a handoff to a person, an unknown tool, a timeout, a 429 or
+//! the limit, another customer's order), a `get_order` (its own order or
+//! another's), a handoff to a person, an unknown tool, a timeout, a 429 or
 //! 500, or a body that is not a completion. Everything a real model (or a
 //! prompt injection) can make the function face. A call for a message of the
 //! mortal container may also die with its invocation ([`MORTAL_MARKER`]).
@@ -123,7 +124,14 @@ async fn complete(State(model): State<ChaoticModel>, Json(request): Json<Value>)
             ])
             .clone(),
         )],
-        (false, 80..=84) => vec![(
+        // Its own order, or another customer's (the order system says 404).
+        (false, 80..=82) => vec![(
+            "g1".into(),
+            "get_order".into(),
+            json!({"order_id": if rng.chance(0.5) { order.clone() } else { rng.pick(model.orders.as_slice()).clone() }})
+                .to_string(),
+        )],
+        (false, 83..=84) => vec![(
             "c1".into(),
             "lookup_order".into(),
             json!({"order_id": order}).to_string(),

@@ -19,6 +19,10 @@ pub struct EndState {
     pub handoff: Option<String>,
     pub status: u16,
     pub reply: String,
+    /// Every request sent to the model, as text (contract 16: graded for
+    /// personal data the tools must keep to themselves).
+    #[serde(skip)]
+    pub prompts: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -61,6 +65,15 @@ pub fn grade(task: &Task, end: &EndState) -> Grade {
     if !handoff_ok {
         failures.push(format!("handoff {:?}, expected {:?}", end.handoff, task.expect.handoff));
     }
+    let leaked: Vec<&String> = task
+        .expect
+        .prompts_never_mention
+        .iter()
+        .filter(|personal| end.prompts.contains(personal.as_str()))
+        .collect();
+    if !leaked.is_empty() {
+        failures.push(format!("the model was sent {leaked:?}"));
+    }
     if end.status != 200 {
         failures.push(format!("status {}", end.status));
     }
@@ -79,8 +92,9 @@ pub fn grade(task: &Task, end: &EndState) -> Grade {
         }
         reply_ok &= ok;
     }
-    let rules_held = end.refunds.iter().all(|made| task.expect.refunds.contains(made));
-    let end_state_ok = refunds_ok && approvals_ok && handoff_ok;
+    // Personal data kept from the model is code's job, like the money.
+    let rules_held = end.refunds.iter().all(|made| task.expect.refunds.contains(made)) && leaked.is_empty();
+    let end_state_ok = refunds_ok && approvals_ok && handoff_ok && leaked.is_empty();
     Grade {
         end_state_ok,
         reply_ok,
@@ -127,6 +141,7 @@ mod tests {
                 .as_ref()
                 .and_then(|reasons| reasons.first().cloned()),
             status: 200,
+            prompts: String::new(),
         }
     }
 

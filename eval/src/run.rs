@@ -72,6 +72,8 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
         ("OPENAI_API_KEY_SECRET_ID", "eval".to_owned()),
         ("OPENAI_BASE_URL", format!("http://{proxy}{model_path}")),
         ("PAYMENTS_BASE_URL", format!("http://{payments}")),
+        // The sandbox is the shop's order system too.
+        ("ORDERS_BASE_URL", format!("http://{payments}")),
         ("OPENAI_TIMEOUT_SECS", bench.completion_timeout_secs.to_string()),
         ("LEDGER_TABLE", table.clone()),
         ("CONVERSATION_TABLE", conversations.clone()),
@@ -119,6 +121,11 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
         None => None,
     };
     let ledger = DynamoLedger::from_sdk_config(&bench.aws, table, std::time::Duration::from_secs(2));
+    let prompts: String = recorder
+        .passed()
+        .iter()
+        .map(|passed| String::from_utf8_lossy(&passed.request).into_owned())
+        .collect();
     let end = EndState {
         refunds: moved
             .iter()
@@ -144,6 +151,7 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
             .or(body["detail"].as_str())
             .unwrap_or_default()
             .to_owned(),
+        prompts,
     };
     let exchanges: Vec<(Value, Value)> = recorder
         .passed()

@@ -67,6 +67,10 @@ pub struct Expect {
     /// it is not handed off; absent: either is fine.
     #[serde(default)]
     pub handoff: Option<Vec<String>>,
+    /// None of these reach any request to the model (the order's address:
+    /// the tools hold personal data, the prompt references).
+    #[serde(default)]
+    pub prompts_never_mention: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -7,7 +7,9 @@
 //! conversation's earlier exchanges: after it asked for a detail, the next
 //! message's answer completes the earlier one ("A-1001, the whole 12.50"), a
 //! correction wins ("sorry, it was A-1003"), and "the other one too" finds
-//! the order it has not refunded yet. A request beyond refunds (a new
+//! the order it has not refunded yet. A question about an order ("where is my
+//! order A-1001?") is looked up with `get_order` and answered from the order's
+//! status. A request beyond refunds and orders (a new
 //! address, say) goes to a person with `hand_off_to_person`. Phrases in the newest message make it
 //! misbehave on purpose (see [`PHRASES`]), so every contract path can be
 //! shown by hand.
@@ -169,6 +171,11 @@ impl LocalModel {
             ));
         }
         let (order_id, amount) = understand(customer, history);
+        if let (false, Some(order_id), None) = (after_tools, &order_id, amount)
+            && asks_about_the_order(customer)
+        {
+            return Behaviour::Answer(tool_calls(rounds, &[("get_order", json!({"order_id": order_id}))]));
+        }
         match (after_tools, order_id, amount) {
             (true, Some(order_id), Some(cents)) if said("refund again") && rounds == 1 => {
                 Behaviour::Answer(tool_calls(rounds, &[("issue_refund", refund_args(&order_id, cents))]))
@@ -275,10 +282,53 @@ fn beyond_refunds(message: &str) -> bool {
         "password",
         "my account",
         "cancel my order",
-        "delivery date",
     ]
     .iter()
     .any(|topic| lower.contains(topic))
+}
+
+/// A question about where an order is or whether it came, not a refund.
+fn asks_about_the_order(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    [
+        "where is",
+        "where's",
+        "has not arrived",
+        "hasn't arrived",
+        "not arrived yet",
+        "status",
+        "when will",
+        "delivery date",
+        "wo ist",
+        "où est",
+        "dónde está",
+    ]
+    .iter()
+    .any(|phrase| lower.contains(phrase))
+}
+
+/// An order `get_order` found, in words: its status and dates, nothing of its address.
+fn describe_order(order: &Value) -> String {
+    let id = order["order_id"].as_str().unwrap_or("your order");
+    let day = |field: &str| {
+        order[field]
+            .as_str()
+            .and_then(|at| at.get(..10))
+            .unwrap_or("?")
+            .to_owned()
+    };
+    let status = match order["status"].as_str() {
+        Some("delivered") => format!("was delivered on {}", day("delivered_at")),
+        Some("shipped") => format!("is on its way (ordered on {}, not delivered yet)", day("placed_at")),
+        Some("placed") => format!("was placed on {} and has not shipped yet", day("placed_at")),
+        Some("cancelled") => "was cancelled".to_owned(),
+        _ => "has a status I cannot read".to_owned(),
+    };
+    let refundable = order["refundable_cents"].as_u64().unwrap_or(0);
+    format!(
+        "Order {id} {status}. {} of it can still be refunded if something is wrong with it.",
+        money(refundable)
+    )
 }
 
 /// The orders an `issue_refund` was made for in the history.
@@ -313,6 +363,9 @@ fn summarise_tool_results(messages: &[Value]) -> String {
                 return "I cannot do that myself, so I have passed this conversation to a person from our support \
                         team, who will take it from here."
                     .to_owned();
+            }
+            if content["order_id"].is_string() && content["placed_at"].is_string() {
+                return describe_order(&content);
             }
             if content["status"] == "pending_approval" {
                 return format!(
@@ -436,6 +489,23 @@ mod tests {
         conversation.extend(refunded("A-1001", 1250));
         conversation.push(user("Please refund the other one too."));
         assert_eq!(refund_asked(conversation), Some(refund_args("A-1002", 800)));
+    }
+
+    #[test]
+    fn where_is_my_order_is_looked_up_not_refunded() {
+        let mut messages = vec![json!({"role": "system", "content": "rules"})];
+        messages.push(user("Where is my order A-1001? It has not arrived yet."));
+        let Behaviour::Answer(body) = LocalModel::default().behave(&json!({"messages": messages})) else {
+            panic!("an answer");
+        };
+        let call = &body["choices"][0]["message"]["tool_calls"][0]["function"];
+        assert_eq!(call["name"], "get_order");
+        assert_eq!(call["arguments"], json!({"order_id": "A-1001"}).to_string());
+        let shipped = json!({"order_id": "E-5001", "status": "shipped", "placed_at": "2026-11-30T10:00:00Z",
+            "delivered_at": null, "refundable_cents": 2500, "ship_to": "address ending in 002"});
+        let words = describe_order(&shipped);
+        assert!(words.contains("E-5001 is on its way"), "{words}");
+        assert!(!words.contains("002"), "{words}");
     }
 
     #[test]

@@ -28,6 +28,7 @@ use serde::Deserialize;
 
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall, Usage};
 use crate::handoff::tool as handoff_tool;
+use crate::orders::tool as order_tool;
 use crate::refund::tool;
 
 /// The pinned snapshot: the agent's behaviour was tested against this one.
@@ -79,8 +80,8 @@ impl ChatModel for OpenAiChat {
     }
 }
 
-/// The request for one completion call: the whole history, the two tools
-/// (`issue_refund`, `hand_off_to_person`), `strict` and no parallel tool
+/// The request for one completion call: the whole history, the tools
+/// (`issue_refund`, `hand_off_to_person`, `get_order`), `strict` and no parallel tool
 /// calls (both defence in depth only).
 pub fn build_request(messages: &[Message], max_output_tokens: u32) -> CreateChatCompletionRequest {
     CreateChatCompletionRequest {
@@ -92,6 +93,11 @@ pub fn build_request(messages: &[Message], max_output_tokens: u32) -> CreateChat
                 handoff_tool::TOOL_NAME,
                 handoff_tool::TOOL_DESCRIPTION,
                 handoff_tool::declared_parameters(),
+            ),
+            declare(
+                order_tool::TOOL_NAME,
+                order_tool::TOOL_DESCRIPTION,
+                order_tool::declared_parameters(),
             ),
         ]),
         parallel_tool_calls: Some(false),

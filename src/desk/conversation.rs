@@ -13,6 +13,7 @@ use crate::ledger::{
     Begun, BudgetStore, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
     RequestLedger, TakenTurn, TokenSettlement,
 };
+use crate::orders::OrderSystem;
 use crate::refund::{Attempt, RefundGateway, RefundScope};
 use crate::secrets::ApiKeySource;
 use crate::turn::Turn;
@@ -85,7 +86,9 @@ struct TurnResult {
     handoff: Option<Handoff>,
 }
 
-impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore> Desk<K, R, L, C> {
+impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
+    Desk<K, R, L, C, O>
+{
     /// Takes the conversation's lease, reads its window, runs the turn, and
     /// returns the exchange to append.
     pub(super) async fn converse(&self, visit: Visit<'_>, trace: &mut Trace) -> (Outcome, Option<PendingExchange>) {
@@ -362,6 +365,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         let mut turn = Turn::new(
             model,
             &self.refunds,
+            &self.orders,
             self.config.retry_backoff,
             context,
             history,

@@ -4,13 +4,16 @@
 
 use crate::clock::now_ms;
 use crate::ledger::{Appended, BudgetStore, ConversationStore, KeySettlement, LedgerError, RequestLedger};
+use crate::orders::OrderSystem;
 use crate::refund::RefundGateway;
 use crate::secrets::ApiKeySource;
 
 use super::conversation::PendingExchange;
 use super::{Desk, Trace};
 
-impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore> Desk<K, R, L, C> {
+impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
+    Desk<K, R, L, C, O>
+{
     /// Appends the turn's exchange and gives the conversation back.
     /// `marked`: once per refund scope (see [`crate::ledger::NewExchange::marked`]).
     pub(super) async fn finish(

@@ -32,6 +32,7 @@ use crate::config::Config;
 use crate::conversation::ConversationId;
 use crate::ledger::{BudgetStore, ConversationStore, KeySettlement, RequestLease, RequestLedger, StoredResponse};
 use crate::ops::telemetry::KeyUse;
+use crate::orders::OrderSystem;
 use crate::refund::message::CustomerMessage;
 use crate::refund::{RefundGateway, RefundScope, WriterMark};
 use crate::secrets::{ApiKeySource, SecretError};
@@ -149,11 +150,13 @@ impl Outcome {
 }
 
 /// Everything the desk talks to.
-pub struct Ports<K, R, L, C> {
+pub struct Ports<K, R, L, C, O> {
     /// Where the OpenAI key comes from.
     pub key_source: K,
     /// What runs a refund the model asks for (in the function: record, then pay).
     pub refunds: R,
+    /// The shop's order system, read with the verified customer (contract 16).
+    pub orders: O,
     /// Where request records and budgets live.
     pub ledger: L,
     /// Where conversations live.
@@ -163,10 +166,11 @@ pub struct Ports<K, R, L, C> {
 }
 
 /// The desk's state for the life of the container.
-pub struct Desk<K, R, L, C> {
+pub struct Desk<K, R, L, C, O> {
     config: Config,
     key_source: K,
     refunds: R,
+    orders: O,
     ledger: L,
     conversations: C,
     http: reqwest::Client,
@@ -175,15 +179,19 @@ pub struct Desk<K, R, L, C> {
     model: OnceCell<OpenAiChat>,
 }
 
-impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore> Desk<K, R, L, C> {
-    pub fn new(config: Config, ports: Ports<K, R, L, C>, render: Render) -> Self {
+impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
+    Desk<K, R, L, C, O>
+{
+    pub fn new(config: Config, ports: Ports<K, R, L, C, O>, render: Render) -> Self {
         // The tools' validators compiled at start, not in the first turn.
         crate::refund::tool::warm_up();
         crate::handoff::tool::warm_up();
+        crate::orders::tool::warm_up();
         Desk {
             config,
             key_source: ports.key_source,
             refunds: ports.refunds,
+            orders: ports.orders,
             ledger: ports.ledger,
             conversations: ports.conversations,
             http: ports.http,

@@ -10,7 +10,7 @@ use serde_json::json;
 use super::admission::IdempotencyKey;
 use super::*;
 use crate::conversation::Exchange;
-use crate::doubles::RecordingRefunds;
+use crate::doubles::{AnyOrder, RecordingRefunds};
 use crate::ledger::memory::MemoryLedger;
 use crate::ledger::{Begun, ConversationLease, NewExchange};
 use crate::refund::RefundOutcome;
@@ -28,7 +28,7 @@ impl ApiKeySource for CountingKey {
     }
 }
 
-type TestDesk = Desk<CountingKey, RecordingRefunds, MemoryLedger, MemoryLedger>;
+type TestDesk = Desk<CountingKey, RecordingRefunds, MemoryLedger, MemoryLedger, AnyOrder>;
 
 /// The edge's rendering stands in as the refusal's name.
 fn render(reply: &Reply) -> StoredResponse {
@@ -52,6 +52,7 @@ fn config(turns_per_hour: u64) -> Config {
         ("OPENAI_API_KEY_SECRET_ID", "openai-key".to_owned()),
         ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1".to_owned()),
         ("PAYMENTS_BASE_URL", "http://127.0.0.1:9/".to_owned()),
+        ("ORDERS_BASE_URL", "http://127.0.0.1:9/".to_owned()),
         ("LEDGER_TABLE", "ledger".to_owned()),
         ("CONVERSATION_TABLE", "conversations".to_owned()),
         ("CUSTOMER_TURNS_PER_HOUR", turns_per_hour.to_string()),
@@ -64,6 +65,7 @@ fn desk(turns_per_hour: u64) -> TestDesk {
     let ports = Ports {
         key_source: CountingKey::default(),
         refunds: RecordingRefunds::answering(RefundOutcome::Unrecorded),
+        orders: AnyOrder,
         ledger: books.clone(),
         conversations: books,
         http: reqwest::Client::new(),

@@ -26,6 +26,7 @@ use crate::http::body::ChatRequest;
 use crate::http::idempotency::{IdempotencyKey, MalformedKey};
 use crate::ledger::{BudgetStore, ConversationStore, RequestLedger};
 use crate::ops::telemetry::{self, RequestEnd};
+use crate::orders::OrderSystem;
 use crate::refund::RefundGateway;
 use crate::secrets::ApiKeySource;
 
@@ -48,14 +49,16 @@ fn invocation_of(request: &Request) -> Invocation {
 
 /// The function for the life of the container: the desk, and whether the
 /// container has answered yet.
-pub struct App<K, R, L, C> {
-    desk: Desk<K, R, L, C>,
+pub struct App<K, R, L, C, O> {
+    desk: Desk<K, R, L, C, O>,
     /// True until the container's first request has been answered.
     cold: AtomicBool,
 }
 
-impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore> App<K, R, L, C> {
-    pub fn new(config: Config, ports: Ports<K, R, L, C>) -> Self {
+impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
+    App<K, R, L, C, O>
+{
+    pub fn new(config: Config, ports: Ports<K, R, L, C, O>) -> Self {
         App {
             desk: Desk::new(config, ports, answer::render),
             cold: AtomicBool::new(true),

@@ -29,7 +29,7 @@ use crate::budget::{BudgetLimits, Reservation, Spent};
 use crate::conversation::{ConversationId, Exchange};
 use crate::handoff::Handoff;
 use crate::refund::money::AmountCents;
-use crate::refund::policy::{History, Limits, Reason};
+use crate::refund::policy::{History, Limits, OrderFacts, OrderSnapshot, Reason};
 use crate::refund::{
     Attempt, PaymentOutcome, PriorRefund, RefundRequest, RefundScope, RefundState, Resolution, WriterMark,
 };
@@ -582,11 +582,14 @@ pub struct RefundRecord {
     /// Who removed the customer's message (the right to be forgotten), and when.
     pub message_forgotten_by: Option<String>,
     pub message_forgotten_at: Option<String>,
+    /// The order as code read it when the refund was decided (contract 16);
+    /// `None`: it could not be read (rule 6).
+    pub order: Option<OrderSnapshot>,
 }
 
 impl RefundRecord {
     /// The columns of the audit trail, in order.
-    pub const COLUMNS: [&'static str; 31] = [
+    pub const COLUMNS: [&'static str; 36] = [
         "record_id",
         "state",
         "user_id",
@@ -618,12 +621,18 @@ impl RefundRecord {
         "conversation_id",
         "message_forgotten_by",
         "message_forgotten_at",
+        "order_status",
+        "order_delivered_at",
+        "order_paid_cents",
+        "order_refunded_cents",
+        "order_currency",
     ];
 
     /// Every field as text, in [`RefundRecord::COLUMNS`] order; empty when unset.
-    pub fn values(&self) -> [String; 31] {
+    pub fn values(&self) -> [String; 36] {
         let opt = |value: &Option<String>| value.clone().unwrap_or_default();
         let num = |value: Option<u64>| value.map(|n| n.to_string()).unwrap_or_default();
+        let order = |fact: fn(&OrderSnapshot) -> String| self.order.as_ref().map(fact).unwrap_or_default();
         [
             self.record_id.clone(),
             self.state.as_str().to_owned(),
@@ -663,7 +672,33 @@ impl RefundRecord {
             opt(&self.conversation_id),
             opt(&self.message_forgotten_by),
             opt(&self.message_forgotten_at),
+            order(|o| o.status.clone()),
+            order(|o| o.delivered_at_ms.map(crate::clock::rfc3339).unwrap_or_default()),
+            order(|o| o.paid.cents().to_string()),
+            order(|o| o.refunded.cents().to_string()),
+            order(|o| o.currency.clone()),
         ]
+    }
+
+    /// The order's facts in a line, for an approver: "delivered
+    /// 2026-11-30T10:00:00Z, paid 45.00 EUR, refunded 0.00", or why there are none.
+    pub fn order_facts(&self) -> String {
+        match &self.order {
+            Some(order) => {
+                let delivered = order
+                    .delivered_at_ms
+                    .map(|ms| format!(" {}", crate::clock::rfc3339(ms)))
+                    .unwrap_or_default();
+                format!(
+                    "{}{delivered}, paid {} {}, refunded {}",
+                    order.status, order.paid, order.currency, order.refunded
+                )
+            }
+            None if self.reasons.iter().any(|r| r == Reason::OrderUnverified.as_str()) => {
+                "not read: the order system did not answer".to_owned()
+            }
+            None => "not read".to_owned(),
+        }
     }
 
     /// The request the record stands for, to pay or release it as `writer`.
@@ -677,7 +712,13 @@ impl RefundRecord {
             order_id: self.order_id.clone(),
             amount: self.amount,
             message: crate::refund::message::CustomerMessage::new(""),
+            order: self.order_facts_read(),
         }
+    }
+
+    /// The facts the record was decided on, as the rules read them.
+    pub fn order_facts_read(&self) -> OrderFacts {
+        self.order.clone().map_or(OrderFacts::Unverified, OrderFacts::Read)
     }
 
     /// How the record counts for the rules, should it be released.

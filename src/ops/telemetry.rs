@@ -41,6 +41,9 @@ pub const COUNTERS: &[&str] = &[
     "RefundOutcomesUnknown",
     "RefundsAlreadyRecorded",
     "RefundsAwaitingApproval",
+    "RefundsRefusedByOrder",
+    // The order system's adapter: reads that failed both tries (contract 16).
+    "OrderSystemUnavailable",
     "IdempotentReplays",
     "IdempotencyConflicts",
     "ConversationsBusy",
@@ -144,6 +147,7 @@ pub fn finish_request(end: RequestEnd<'_>) {
         Some(RefundOutcome::Executed(receipt)) => (receipt.refund_id.as_str(), receipt.amount_cents.cents(), ""),
         Some(RefundOutcome::Unknown(error)) => ("", 0, error.class()),
         Some(RefundOutcome::Rejected { .. }) => ("", 0, "rejected"),
+        Some(RefundOutcome::OrderRefused(refusal)) => ("", 0, refusal.as_str()),
         _ => ("", 0, ""),
     };
     let refund_outcome = refund.map_or("not_attempted", RefundOutcome::name);
@@ -174,6 +178,8 @@ pub fn finish_request(end: RequestEnd<'_>) {
         replayed = end.key_use == KeyUse::Replayed,
         second_refunds_refused = stats.second_refunds_refused,
         invalid_tool_calls = stats.invalid_tool_calls,
+        order_reads = stats.order_reads,
+        refund_checks = stats.refund_checks,
         prompt_tokens = stats.prompt_tokens,
         completion_tokens = stats.completion_tokens,
         total_tokens,
@@ -204,6 +210,8 @@ pub fn finish_request(end: RequestEnd<'_>) {
         }
         Some(RefundOutcome::AlreadyRecorded(_)) => metrics::counter!("RefundsAlreadyRecorded").increment(1),
         Some(RefundOutcome::PendingApproval { .. }) => metrics::counter!("RefundsAwaitingApproval").increment(1),
+        // The order refused it (contract 16): no record, nothing near payments.
+        Some(RefundOutcome::OrderRefused(_)) => metrics::counter!("RefundsRefusedByOrder").increment(1),
         None => {}
     }
     if end.key_use == KeyUse::Replayed {

@@ -90,6 +90,8 @@ impl OrderSystem for HttpOrders {
                 }
                 Err(error) => {
                     tracing::error!(event = "orders", op = "get_order", error = %error, tries);
+                    // Every refund now waits for a person (rule 6): someone must know.
+                    metrics::counter!("OrderSystemUnavailable").increment(1);
                     return OrderLookup::Unavailable(error);
                 }
             }

@@ -16,6 +16,9 @@ pub mod tool;
 
 use serde::Deserialize;
 
+use crate::refund::money::AmountCents;
+use crate::refund::policy::{OrderFacts, OrderSnapshot};
+
 /// An order's status as the order system gives it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -95,6 +98,17 @@ impl Order {
     /// What may still be refunded: paid minus refunded, never below zero.
     pub fn refundable_cents(&self) -> u64 {
         self.paid_cents.saturating_sub(self.refunded_cents)
+    }
+
+    /// The facts a refund is decided on, and its record keeps.
+    pub fn snapshot(&self) -> OrderSnapshot {
+        OrderSnapshot {
+            status: self.status.as_str().to_owned(),
+            delivered_at_ms: self.delivered_at_ms,
+            paid: AmountCents::new(self.paid_cents),
+            refunded: AmountCents::new(self.refunded_cents),
+            currency: self.currency.clone(),
+        }
     }
 
     /// Reads the order system's 200 body; `None` when it is not the
@@ -186,6 +200,26 @@ pub enum OrderLookup {
     /// No such order for this customer: unknown, or another customer's.
     NotFound,
     Unavailable(OrdersError),
+}
+
+impl OrderLookup {
+    /// A short name for logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            OrderLookup::Found(_) => "found",
+            OrderLookup::NotFound => "not_found",
+            OrderLookup::Unavailable(_) => "unavailable",
+        }
+    }
+
+    /// What the refund rules read of it.
+    pub fn facts(&self) -> OrderFacts {
+        match self {
+            OrderLookup::Found(order) => OrderFacts::Read(order.snapshot()),
+            OrderLookup::NotFound => OrderFacts::NotFound,
+            OrderLookup::Unavailable(_) => OrderFacts::Unverified,
+        }
+    }
 }
 
 /// The order system, read with the verified customer.

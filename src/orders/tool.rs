@@ -11,7 +11,7 @@ use std::sync::LazyLock;
 use serde_json::{Value, json};
 
 use super::{Order, OrderLookup};
-use crate::refund::tool::{SchemaFailure, ToolSchema};
+use crate::refund::tool::{SchemaFailure, ToolSchema, no_such_order};
 
 pub const TOOL_NAME: &str = "get_order";
 
@@ -76,7 +76,7 @@ pub fn result(order: &Order) -> Value {
 pub fn for_lookup(order_id: &str, lookup: &OrderLookup) -> Value {
     match lookup {
         OrderLookup::Found(order) => result(order),
-        OrderLookup::NotFound => json!({ "error": format!("no order {order_id} for this customer") }),
+        OrderLookup::NotFound => json!({ "error": no_such_order(order_id) }),
         OrderLookup::Unavailable(_) => json!({
             "error": "the order system is not available right now; tell the customer you cannot see the order at the moment"
         }),

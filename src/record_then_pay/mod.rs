@@ -4,6 +4,10 @@
 //!
 //! It wraps any gateway, so the function's wiring decides whether refunds
 //! are recorded, and the turn neither knows nor cares. What it guarantees:
+//! - an order code could not find for the customer, or an amount above what
+//!   remains refundable on it, is refused before anything is written
+//!   (contract 16); the order's facts otherwise join the rules (4 to 6), so
+//!   a refund on an order code could not read always waits for a person;
 //! - payments is called only after the conditional write of an automatic
 //!   refund succeeded, so a scope reaches payments at most once, across
 //!   requests and invocations, and rules 2 and 3 held at that write;
@@ -19,7 +23,7 @@ pub mod approvals;
 
 use crate::clock::{now_ms, utc_day};
 use crate::ledger::{ApprovalWrite, AutomaticWrite, CountsFor, LedgerError, RefundLedger};
-use crate::refund::policy::{self, Decision, History, Limits, Reason};
+use crate::refund::policy::{self, Decision, History, Limits, Reason, order_refusal};
 use crate::refund::{Payments, RefundGateway, RefundOutcome, RefundRequest};
 
 pub struct RecordedRefunds<L, P> {
@@ -38,6 +42,14 @@ impl<L, P> RecordedRefunds<L, P> {
     }
 }
 
+impl<L, P> RecordedRefunds<L, P> {
+    /// The payments it calls, for tests that count what reached them.
+    #[cfg(any(test, feature = "test-support"))]
+    pub fn payments(&self) -> &P {
+        &self.payments
+    }
+}
+
 impl<L: RefundLedger, P: Payments + Sync> RecordedRefunds<L, P> {
     async fn automatic(&self, request: &RefundRequest, now: u64) -> Result<RefundOutcome, LedgerError> {
         match self.ledger.record_automatic(request, &self.limits, now).await? {
@@ -45,19 +57,20 @@ impl<L: RefundLedger, P: Payments + Sync> RecordedRefunds<L, P> {
             AutomaticWrite::Existing(prior) => return Ok(already_recorded(prior)),
             AutomaticWrite::Refused(history) => {
                 // Rule 2 or 3 refused the write; the rules judge the facts it reported.
-                let reasons = match policy::decide(&self.limits, request.amount, &history) {
-                    Decision::Approval(reasons) => reasons,
-                    Decision::Automatic => {
-                        // The report passes both rules, so it is short of a figure. Rule
-                        // 2's fact is a flag it always has: the refusal was rule 3's.
-                        tracing::error!(
-                            event = "policy",
-                            automatic_today = history.automatic_today.cents(),
-                            "the ledger refused a refund its own report allows: sent to a person as rule 3's"
-                        );
-                        vec![Reason::DailyLimitExceeded]
-                    }
-                };
+                let reasons =
+                    match policy::decide_with_order(&self.limits, request.amount, &history, &request.order, now) {
+                        Decision::Approval(reasons) => reasons,
+                        Decision::Automatic => {
+                            // The report passes both rules, so it is short of a figure. Rule
+                            // 2's fact is a flag it always has: the refusal was rule 3's.
+                            tracing::error!(
+                                event = "policy",
+                                automatic_today = history.automatic_today.cents(),
+                                "the ledger refused a refund its own report allows: sent to a person as rule 3's"
+                            );
+                            vec![Reason::DailyLimitExceeded]
+                        }
+                    };
                 return self.for_approval(request, reasons, now).await;
             }
         }
@@ -103,9 +116,15 @@ fn already_recorded(prior: crate::refund::PriorRefund) -> RefundOutcome {
 impl<L: RefundLedger, P: Payments + Sync> RefundGateway for RecordedRefunds<L, P> {
     async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
         let now = now_ms();
-        // Rule 1 (and rule 3 for an amount above the daily limit alone) needs
-        // no history; the others are checked by the ledger's write itself.
-        let result = match policy::decide(&self.limits, request.amount, &History::default()) {
+        if let Some(refusal) = order_refusal(&request.order, request.amount) {
+            return RefundOutcome::OrderRefused(refusal);
+        }
+        // Rule 1 (and rule 3 for an amount above the daily limit alone) and
+        // rules 4 to 6 need no history; rules 2 and 3 are checked by the
+        // ledger's write itself.
+        let decide =
+            |history: &History| policy::decide_with_order(&self.limits, request.amount, history, &request.order, now);
+        let result = match decide(&History::default()) {
             Decision::Automatic => self.automatic(request, now).await,
             Decision::Approval(_) => {
                 // Going to a person anyway: read the history for the full reasons.
@@ -113,7 +132,7 @@ impl<L: RefundLedger, P: Payments + Sync> RefundGateway for RecordedRefunds<L, P
                     tracing::warn!(event = "ledger", op = "history", error = %error, "reasons from the amount only");
                     History::default()
                 });
-                match policy::decide(&self.limits, request.amount, &history) {
+                match decide(&history) {
                     Decision::Approval(reasons) => self.for_approval(request, reasons, now).await,
                     Decision::Automatic => unreachable_automatic(request),
                 }
@@ -133,5 +152,7 @@ fn unreachable_automatic(request: &RefundRequest) -> Result<RefundOutcome, Ledge
     Ok(RefundOutcome::Unrecorded)
 }
 
+#[cfg(test)]
+mod order_tests;
 #[cfg(test)]
 mod tests;

@@ -5,7 +5,7 @@
 use super::RecordedRefunds;
 use super::approvals::{self, ApprovalError};
 use crate::config::DEFAULT_LIMITS;
-use crate::doubles::RecordingPayments;
+use crate::doubles::{RecordingPayments, a_delivered_order};
 use crate::ledger::memory::MemoryLedger;
 use crate::refund::message::CustomerMessage;
 use crate::refund::money::AmountCents;
@@ -23,6 +23,7 @@ fn request(request_id: &str, order_id: &str, cents: u64) -> RefundRequest {
         order_id: order_id.to_owned(),
         amount: AmountCents::new(cents),
         message: CustomerMessage::new("my order arrived broken"),
+        order: a_delivered_order(),
     }
 }
 

@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 
 use crate::refund::message::CustomerMessage;
 use crate::refund::money::AmountCents;
+use crate::refund::policy::{OrderFacts, OrderRefusal};
 
 /// Whose refund, and under which name it may happen at most once: the
 /// customer plus the request's `Idempotency-Key` when it has one, otherwise
@@ -168,6 +169,9 @@ pub struct RefundRequest {
     /// What the customer wrote: kept in the ledger only when a person must
     /// approve the refund (their context), never logged.
     pub message: CustomerMessage,
+    /// The order as code read it for this refund (contract 16), never as
+    /// the model described it.
+    pub order: OrderFacts,
 }
 
 impl RefundRequest {
@@ -333,6 +337,9 @@ pub enum RefundOutcome {
     AlreadyRecorded(PriorRefund),
     /// Sent to a person (contract 8): payments was not called.
     PendingApproval { approval_id: String, reasons: Vec<String> },
+    /// The order refuses it (contract 16: not this customer's, or more than
+    /// remains refundable): no record, payments not called, the latch open.
+    OrderRefused(OrderRefusal),
     /// The ledger could not record the attempt: payments was not called.
     Unrecorded,
 }
@@ -391,13 +398,14 @@ impl RefundOutcome {
             RefundOutcome::Unknown(_) => "unknown",
             RefundOutcome::AlreadyRecorded(_) => "already_recorded",
             RefundOutcome::PendingApproval { .. } => "pending_approval",
+            RefundOutcome::OrderRefused(_) => "order_refused",
             RefundOutcome::Unrecorded => "unrecorded",
         }
     }
 
     /// Whether a refund record exists for the scope after this outcome.
     pub fn is_recorded(&self) -> bool {
-        !matches!(self, RefundOutcome::Unrecorded)
+        !matches!(self, RefundOutcome::Unrecorded | RefundOutcome::OrderRefused(_))
     }
 }
 

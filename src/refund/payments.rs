@@ -132,6 +132,7 @@ mod tests {
             order_id: "A-1001".into(),
             amount: AmountCents::new(1250),
             message: crate::refund::message::CustomerMessage::new("refund A-1001"),
+            order: crate::refund::policy::OrderFacts::Unverified,
         }
     }
 

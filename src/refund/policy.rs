@@ -23,6 +23,8 @@ pub struct Limits {
     pub auto_refund_limit: AmountCents,
     pub order_window: Duration,
     pub user_daily_auto_limit: AmountCents,
+    /// Rule 5: `REFUND_WINDOW_DAYS`, from delivery.
+    pub refund_window: Duration,
 }
 
 impl Limits {
@@ -113,6 +115,7 @@ pub enum Decision {
     Approval(Vec<Reason>),
 }
 
+/// Rules 1 to 3.
 pub fn decide(limits: &Limits, amount: AmountCents, history: &History) -> Decision {
     let mut reasons = Vec::new();
     if amount > limits.auto_refund_limit {
@@ -134,22 +137,72 @@ pub fn decide(limits: &Limits, amount: AmountCents, history: &History) -> Decisi
     }
 }
 
+/// Rules 1 to 6 together (contract 16): every reason that fires, in rule
+/// order. For an order that is refused outright ([`order_refusal`]) there is
+/// no decision to make; this is not asked.
+pub fn decide_with_order(
+    limits: &Limits,
+    amount: AmountCents,
+    history: &History,
+    order: &OrderFacts,
+    now_ms: u64,
+) -> Decision {
+    let mut reasons = match decide(limits, amount, history) {
+        Decision::Automatic => Vec::new(),
+        Decision::Approval(reasons) => reasons,
+    };
+    reasons.extend(order_reasons(order, limits.refund_window, now_ms));
+    if reasons.is_empty() {
+        Decision::Automatic
+    } else {
+        Decision::Approval(reasons)
+    }
+}
+
 /// What the refund rules read of the order (contract 16): the order code
 /// read itself with the verified customer, never what the model said.
-/// Plain facts, so that the domain needs no order system to judge them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum OrderFacts {
-    Read {
-        delivered: bool,
-        /// Epoch ms; `None` when the order system gave no delivery time.
-        delivered_at_ms: Option<u64>,
-        /// Paid minus refunded.
-        refundable: AmountCents,
-    },
+    Read(OrderSnapshot),
     /// No such order for this customer.
     NotFound,
-    /// The order system did not answer (or not with an order).
+    /// The order system did not answer (or not with an order), or the
+    /// request's reads of it were spent.
     Unverified,
+}
+
+/// The facts of an order a refund is decided on, kept on its refund
+/// record (no address: the approver needs the order, not where it went).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrderSnapshot {
+    /// As the order system gave it: `placed`, `shipped`, `delivered`, `cancelled`.
+    pub status: String,
+    /// Epoch ms; `None` when the order system gave no delivery time.
+    pub delivered_at_ms: Option<u64>,
+    pub paid: AmountCents,
+    pub refunded: AmountCents,
+    pub currency: String,
+}
+
+impl OrderSnapshot {
+    pub fn delivered(&self) -> bool {
+        self.status == "delivered"
+    }
+
+    /// Paid minus refunded, never below zero.
+    pub fn refundable(&self) -> AmountCents {
+        AmountCents::new(self.paid.cents().saturating_sub(self.refunded.cents()))
+    }
+}
+
+impl OrderFacts {
+    /// The snapshot a record keeps: none when code could not read the order.
+    pub fn snapshot(&self) -> Option<&OrderSnapshot> {
+        match self {
+            OrderFacts::Read(snapshot) => Some(snapshot),
+            OrderFacts::NotFound | OrderFacts::Unverified => None,
+        }
+    }
 }
 
 /// Why a refund is refused outright, before any record: a tool error, the
@@ -160,13 +213,23 @@ pub enum OrderRefusal {
     AboveRefundable { refundable: AmountCents },
 }
 
+impl OrderRefusal {
+    /// A short name for logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OrderRefusal::NotFound => "order_not_found",
+            OrderRefusal::AboveRefundable { .. } => "above_refundable",
+        }
+    }
+}
+
 /// The refusals that need no person: an order code cannot find, or more
 /// than remains refundable on it.
 pub fn order_refusal(facts: &OrderFacts, amount: AmountCents) -> Option<OrderRefusal> {
     match facts {
         OrderFacts::NotFound => Some(OrderRefusal::NotFound),
-        OrderFacts::Read { refundable, .. } if amount > *refundable => Some(OrderRefusal::AboveRefundable {
-            refundable: *refundable,
+        OrderFacts::Read(order) if amount > order.refundable() => Some(OrderRefusal::AboveRefundable {
+            refundable: order.refundable(),
         }),
         _ => None,
     }
@@ -177,17 +240,13 @@ pub fn order_refusal(facts: &OrderFacts, amount: AmountCents) -> Option<OrderRef
 /// the future (a clock apart) is inside the window.
 pub fn order_reasons(facts: &OrderFacts, refund_window: Duration, now_ms: u64) -> Vec<Reason> {
     match facts {
-        OrderFacts::Read {
-            delivered,
-            delivered_at_ms,
-            ..
-        } => {
+        OrderFacts::Read(order) => {
             let mut reasons = Vec::new();
-            if !delivered {
+            if !order.delivered() {
                 reasons.push(Reason::NotDelivered);
             }
             let window_start = now_ms.saturating_sub(refund_window.as_millis() as u64);
-            if delivered_at_ms.is_some_and(|at| at < window_start) {
+            if order.delivered_at_ms.is_some_and(|at| at < window_start) {
                 reasons.push(Reason::OutsideRefundWindow);
             }
             reasons
@@ -204,6 +263,7 @@ mod tests {
         auto_refund_limit: AmountCents::new(5000),
         order_window: Duration::from_secs(24 * 3600),
         user_daily_auto_limit: AmountCents::new(10000),
+        refund_window: Duration::from_secs(30 * 86_400),
     };
 
     fn cents(n: u64) -> AmountCents {
@@ -299,11 +359,13 @@ mod tests {
     const WINDOW: Duration = Duration::from_secs(30 * 86_400);
 
     fn read(delivered: bool, delivered_at_ms: Option<u64>, refundable: u64) -> OrderFacts {
-        OrderFacts::Read {
-            delivered,
+        OrderFacts::Read(OrderSnapshot {
+            status: if delivered { "delivered" } else { "shipped" }.into(),
             delivered_at_ms,
-            refundable: cents(refundable),
-        }
+            paid: cents(refundable + 500),
+            refunded: cents(500),
+            currency: "EUR".into(),
+        })
     }
 
     #[test]
@@ -354,6 +416,35 @@ mod tests {
             assert_eq!(Reason::parse(reason.as_str()), Some(reason));
         }
     }
+
+    #[test]
+    fn rules_4_to_6_join_rules_1_to_3_and_every_reason_is_named() {
+        use Reason::*;
+        let now = 100 * DAY_MS;
+        let busy = History {
+            order_refunded_recently: true,
+            ..History::default()
+        };
+        let recent = read(true, Some(now - DAY_MS), 100_000);
+        let old = read(true, Some(now - 31 * DAY_MS), 100_000);
+        assert_eq!(
+            decide_with_order(&LIMITS, cents(100), &History::default(), &recent, now),
+            Decision::Automatic
+        );
+        assert_eq!(
+            decide_with_order(&LIMITS, cents(100), &History::default(), &old, now),
+            Decision::Approval(vec![OutsideRefundWindow])
+        );
+        assert_eq!(
+            decide_with_order(&LIMITS, cents(6000), &busy, &read(false, None, 100_000), now),
+            Decision::Approval(vec![AmountAboveLimit, OrderRefundedRecently, NotDelivered])
+        );
+        assert_eq!(
+            decide_with_order(&LIMITS, cents(100), &History::default(), &OrderFacts::Unverified, now),
+            Decision::Approval(vec![OrderUnverified]),
+            "never paid on an order code could not read"
+        );
+    }
 }
 
 #[cfg(test)]
@@ -367,6 +458,7 @@ mod properties {
             auto_refund_limit: AmountCents::new(auto),
             order_window: Duration::from_secs(3600),
             user_daily_auto_limit: AmountCents::new(daily),
+            refund_window: Duration::from_secs(30 * 86_400),
         })
     }
 

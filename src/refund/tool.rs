@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::refund::money::AmountCents;
+use crate::refund::policy::OrderRefusal;
 use crate::refund::{RefundError, RefundOutcome, RefundState, Resolution};
 
 pub const TOOL_NAME: &str = "issue_refund";
@@ -320,8 +321,14 @@ impl ToolResult {
     }
 
     /// What the model is told of a refund's outcome.
-    pub fn for_outcome(outcome: &RefundOutcome) -> Self {
+    /// What the model reads of a refund's outcome; `order_id` is the one it asked for.
+    pub fn for_outcome(outcome: &RefundOutcome, order_id: &str) -> Self {
         match outcome {
+            RefundOutcome::OrderRefused(OrderRefusal::NotFound) => ToolResult::error(no_such_order(order_id)),
+            RefundOutcome::OrderRefused(OrderRefusal::AboveRefundable { refundable }) => ToolResult::error(format!(
+                "only {refundable} remains refundable on order {order_id} ({} cents); no refund was made",
+                refundable.cents()
+            )),
             RefundOutcome::Executed(receipt) => ToolResult::Receipt {
                 refund_id: receipt.refund_id.clone(),
                 status: receipt.status.clone(),
@@ -375,6 +382,12 @@ impl ToolResult {
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_else(|_| r#"{"error":"internal error"}"#.to_owned())
     }
+}
+
+/// The tool error for an order the order system does not have for this
+/// customer (contract 16), from `get_order` and `issue_refund` alike.
+pub fn no_such_order(order_id: &str) -> String {
+    format!("no order {order_id} for this customer")
 }
 
 fn unknown_outcome(error: &RefundError) -> String {

@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::chat::{CompletionError, Message};
-use crate::doubles::{RecordingRefunds, ScriptedModel, Step};
+use crate::doubles::{AnyOrder, RecordingRefunds, ScriptedModel, Step, a_delivered_order};
 use crate::refund::money::AmountCents;
 use crate::refund::{Attempt, Receipt, RefundError, RefundOutcome, RefundRequest, RefundScope, WriterMark};
 
@@ -50,7 +50,7 @@ async fn run(
     payments: &RecordingRefunds,
 ) -> (Result<String, TurnError>, TurnStats, Vec<Message>) {
     let message = CustomerMessage::new("refund A-1, 12.50");
-    let mut turn = Turn::new(model, payments, BACKOFF, context(), Vec::new(), &message);
+    let mut turn = Turn::new(model, payments, &AnyOrder, BACKOFF, context(), Vec::new(), &message);
     let result = turn.run().await;
     (result, turn.stats().clone(), turn.messages().to_vec())
 }
@@ -84,6 +84,7 @@ async fn a_refund_runs_once_with_the_requests_user_id() {
             order_id: "A-1".into(),
             amount: AmountCents::new(1250),
             message: CustomerMessage::new("refund A-1, 12.50"),
+            order: a_delivered_order(),
         }]
     );
     assert_eq!(stats.completion_calls, 2);
@@ -287,9 +288,15 @@ async fn invalid_calls_do_not_spend_the_latch() {
 }
 
 #[test]
-fn worst_case_is_the_contracts_112_seconds() {
-    let worst = worst_case_duration(CALL_TIMEOUT, BACKOFF, Duration::from_secs(10));
+fn worst_case_is_the_contracts_112_seconds_and_the_order_reads() {
+    let worst = worst_case_duration(CALL_TIMEOUT, BACKOFF, Duration::from_secs(10), Duration::ZERO);
     assert_eq!(worst, Duration::from_secs(112));
+    let reads = worst_case_duration(Duration::ZERO, Duration::ZERO, Duration::ZERO, Duration::from_secs(3));
+    assert_eq!(
+        reads,
+        Duration::from_secs(36),
+        "3 lookups and 3 refund checks, two tries each"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -408,7 +415,15 @@ async fn history_is_sent_to_the_model_and_never_run() {
     let payments = RecordingRefunds::answering(receipt());
     let history = history_with_a_refund();
     let message = CustomerMessage::new("thanks!");
-    let mut turn = Turn::new(&model, &payments, BACKOFF, context(), history.clone(), &message);
+    let mut turn = Turn::new(
+        &model,
+        &payments,
+        &AnyOrder,
+        BACKOFF,
+        context(),
+        history.clone(),
+        &message,
+    );
 
     assert_eq!(turn.run().await.unwrap(), "You are welcome.");
 
@@ -434,7 +449,15 @@ async fn the_latch_and_the_budget_are_per_request_whatever_the_history() {
     ]);
     let payments = RecordingRefunds::answering(receipt());
     let message = CustomerMessage::new("and the other one too");
-    let mut turn = Turn::new(&model, &payments, BACKOFF, context(), history_with_a_refund(), &message);
+    let mut turn = Turn::new(
+        &model,
+        &payments,
+        &AnyOrder,
+        BACKOFF,
+        context(),
+        history_with_a_refund(),
+        &message,
+    );
 
     assert_eq!(turn.run().await.unwrap(), "Done.");
 

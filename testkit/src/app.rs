@@ -53,6 +53,9 @@ pub fn config(openai_base: &str, payments_base: &str, table: &str) -> Config {
         ("OPENAI_API_KEY_SECRET_ID", "openai-key".to_owned()),
         ("OPENAI_BASE_URL", openai_base.to_owned()),
         ("PAYMENTS_BASE_URL", payments_base.to_owned()),
+        // The sandbox is the order system too; a test's mock server serves both routes.
+        ("ORDERS_BASE_URL", payments_base.to_owned()),
+        ("ORDERS_TIMEOUT_SECS", ORDERS_TIMEOUT.as_secs_f64().to_string()),
         ("OPENAI_TIMEOUT_SECS", OPENAI_TIMEOUT.as_secs_f64().to_string()),
         ("RETRY_BACKOFF_SECS", BACKOFF.as_secs_f64().to_string()),
         ("PAYMENTS_TIMEOUT_SECS", PAYMENTS_TIMEOUT.as_secs_f64().to_string()),
@@ -72,6 +75,14 @@ pub fn config(openai_base: &str, payments_base: &str, table: &str) -> Config {
 type ModelResponder = Box<dyn Fn(&Request) -> ResponseTemplate + Send + Sync>;
 
 struct FnResponder(ModelResponder);
+
+struct BoxedRespond(Box<dyn Respond>);
+
+impl Respond for BoxedRespond {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        self.0.respond(request)
+    }
+}
 
 impl Respond for FnResponder {
     fn respond(&self, request: &Request) -> ResponseTemplate {
@@ -100,6 +111,50 @@ pub fn refunding_model(request: &Request) -> ResponseTemplate {
     let order = words.get(at + 1).copied().unwrap_or("A-1001");
     let cents = words.get(at + 2).and_then(|c| c.parse().ok()).unwrap_or(1250u64);
     refund_call("call_1", order, cents)
+}
+
+/// An order system that has every order the asker asks for (contract 16):
+/// delivered yesterday, with far more paid than any test refunds, so tests
+/// about other rules never meet the order's. The customer is the request's
+/// `X-Customer-Id`, so the function's own check of it is exercised.
+pub struct AnyOrder;
+
+impl Respond for AnyOrder {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let customer = request
+            .headers
+            .get("x-customer-id")
+            .and_then(|value| value.to_str().ok())
+            .map(percent_decode)
+            .unwrap_or_default();
+        let order_id = request.url.path().trim_start_matches("/orders/");
+        ResponseTemplate::new(200).set_body_json(order_json(&percent_decode(order_id), &customer, "delivered", Some(1)))
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    percent_encoding::percent_decode_str(text)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// An order as the order system sends it: `delivered_days_ago` sets
+/// `delivered_at` (`None`: not delivered yet).
+pub fn order_json(order_id: &str, customer: &str, status: &str, delivered_days_ago: Option<u64>) -> Value {
+    let now = refund_chat::clock::now_ms();
+    let day = 86_400_000;
+    json!({
+        "order_id": order_id,
+        "customer_id": customer,
+        "status": status,
+        "placed_at": refund_chat::clock::rfc3339(now - 40 * day),
+        "delivered_at": delivered_days_ago.map(|days| refund_chat::clock::rfc3339(now - days * day)),
+        "currency": "EUR",
+        "paid_cents": 10_000_000,
+        "refunded_cents": 0,
+        "items": [{"name": "Parcel", "quantity": 1, "unit_price_cents": 10_000_000}],
+        "ship_to": {"name": "Ada Quokka", "line1": "1 Zanzibar Lane", "city": "Lyon", "postcode": "69002", "country": "FR"},
+    })
 }
 
 /// Answers requests from a script, in order, and records when each arrived.
@@ -165,6 +220,7 @@ pub struct Builder<K> {
     model: Vec<ResponseTemplate>,
     model_responder: Option<ModelResponder>,
     payments: ResponseTemplate,
+    orders: Option<Box<dyn Respond>>,
     key_source: K,
     payments_base: Option<String>,
     ledger_endpoint: Option<String>,
@@ -178,6 +234,7 @@ impl TestApp<FixedKey> {
             model: Vec::new(),
             model_responder: None,
             payments: receipt(),
+            orders: None,
             key_source: FixedKey::new(API_KEY),
             payments_base: None,
             ledger_endpoint: None,
@@ -206,6 +263,11 @@ impl<K: ApiKeySource> Builder<K> {
         self.payments = payments;
         self
     }
+    /// The order system answers with `orders` (by default [`AnyOrder`]).
+    pub fn orders(mut self, orders: impl Respond + 'static) -> Self {
+        self.orders = Some(Box::new(orders));
+        self
+    }
     /// Payments at another address (a server of the test's own).
     pub fn payments_at(mut self, base: String) -> Self {
         self.payments_base = Some(base);
@@ -230,6 +292,7 @@ impl<K: ApiKeySource> Builder<K> {
             model: self.model,
             model_responder: self.model_responder,
             payments: self.payments,
+            orders: self.orders,
             key_source,
             payments_base: self.payments_base,
             ledger_endpoint: self.ledger_endpoint,
@@ -255,10 +318,19 @@ impl<K: ApiKeySource> Builder<K> {
             .respond_with(self.payments)
             .mount(&payments)
             .await;
+        // The order system lives on the payments mock (as on the sandbox).
+        let orders = Mock::given(method("GET")).and(wiremock::matchers::path_regex("^/orders/"));
+        match self.orders {
+            Some(orders_respond) => orders.respond_with(BoxedRespond(orders_respond)),
+            None => orders.respond_with(BoxedRespond(Box::new(AnyOrder))),
+        }
+        .mount(&payments)
+        .await;
         let aws = aws_at(&moto().endpoint).await;
         let table = new_table(&aws).await;
         let payments_base = self.payments_base.unwrap_or_else(|| payments.uri());
         let mut config = config(&format!("{}/v1", openai.uri()), &payments_base, &table);
+        config.orders_base_url = payments.uri();
         for change in self.configure {
             change(&mut config);
         }

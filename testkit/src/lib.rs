@@ -31,6 +31,7 @@ pub const REFUND_MESSAGE: &str = "Order A-1001 arrived broken, please refund 12.
 pub const OPENAI_TIMEOUT: Duration = Duration::from_millis(500);
 pub const BACKOFF: Duration = Duration::from_millis(200);
 pub const PAYMENTS_TIMEOUT: Duration = Duration::from_millis(500);
+pub const ORDERS_TIMEOUT: Duration = Duration::from_millis(500);
 pub const LEDGER_TIMEOUT: Duration = Duration::from_secs(2);
 /// Long enough that a stand-in "hangs" past every timeout above.
 pub const HANG: Duration = Duration::from_secs(3);

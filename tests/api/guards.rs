@@ -214,6 +214,7 @@ fn direct_request(request_id: &str, order_id: &str, cents: u64, writer: &str) ->
         order_id: order_id.to_owned(),
         amount: AmountCents::new(cents),
         message: CustomerMessage::new(""),
+        order: refund_chat::doubles::a_delivered_order(),
     }
 }
 

@@ -130,12 +130,17 @@ async fn the_model_hands_off_with_its_tool_moving_no_money() {
         Some("Wants the delivery address of A-1001 changed.")
     );
     assert!(h.payments_requests().await.is_empty());
-    // The tool is declared beside issue_refund, strict, as the contract's schema.
+    // The tools are declared side by side, strict, as the contract's schemas.
     let requests = h.model_requests().await;
     let declared: Vec<&Value> = requests[0]["tools"].as_array().unwrap().iter().collect();
     let names: Vec<&str> = declared.iter().filter_map(|t| t["function"]["name"].as_str()).collect();
-    assert_eq!(names, ["issue_refund", "hand_off_to_person"]);
+    assert_eq!(names, ["issue_refund", "hand_off_to_person", "get_order"]);
     assert_eq!(declared[1]["function"]["strict"], true);
+    assert_eq!(declared[2]["function"]["strict"], true);
+    assert_eq!(
+        declared[2]["function"]["parameters"],
+        *refund_chat::orders::tool::declared_parameters()
+    );
 }
 
 #[tokio::test]

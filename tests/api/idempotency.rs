@@ -168,6 +168,7 @@ async fn a_retry_after_a_dead_invocation_takes_over_and_never_pays_again() {
         order_id: "A-1001".into(),
         amount: AmountCents::new(1250),
         message: CustomerMessage::new(REFUND_MESSAGE),
+        order: refund_chat::doubles::a_delivered_order(),
     };
     ledger
         .record_automatic(&dead_attempt, &refund_chat::config::DEFAULT_LIMITS, now - 60_000)

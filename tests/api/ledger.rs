@@ -203,6 +203,7 @@ fn attempt(writer: &str) -> RefundRequest {
         order_id: "A-1001".into(),
         amount: AmountCents::new(1250),
         message: CustomerMessage::new(REFUND_MESSAGE),
+        order: refund_chat::doubles::a_delivered_order(),
     }
 }
 

@@ -20,6 +20,7 @@ mod ledger;
 mod observability;
 mod openapi;
 mod operations;
+mod orders;
 mod policy;
 mod refunds;
 mod retries;

@@ -18,7 +18,7 @@ use refund_chat_testkit::*;
 const CUSTOMER_MESSAGE: &str = "Zanzibar-quokka says: my mug from order A-1001 arrived broken, refund 12.50 please";
 
 #[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
 
 impl Write for Captured {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -37,14 +37,14 @@ impl Captured {
             .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}")))
             .collect()
     }
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
     }
 }
 
 /// Runs one request through the handler inside the runtime's own request span
 /// (as `lambda_runtime` does), with every log line captured at TRACE.
-async fn logged_turn(h: &TestApp, message: &str) -> (Answer, Captured) {
+pub(crate) async fn logged_turn(h: &TestApp, message: &str) -> (Answer, Captured) {
     let captured = Captured::default();
     let writer = captured.clone();
     let _guard =

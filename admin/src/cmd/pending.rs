@@ -1,5 +1,6 @@
-//! `pending`: refunds awaiting approval, oldest first, each with the whole
-//! message an approver decides from.
+//! `pending`: refunds awaiting approval, oldest first, each with the order's
+//! facts as code read them (contract 16) and the whole message an approver
+//! decides from.
 
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::refund::RefundState;
@@ -19,7 +20,11 @@ pub async fn run(ledger: &DynamoLedger) -> Outcome {
         .map(|r| {
             row(
                 r,
-                [r.reasons.join(", "), r.customer_message.clone().unwrap_or_default()],
+                [
+                    r.reasons.join(", "),
+                    r.order_facts(),
+                    r.customer_message.clone().unwrap_or_default(),
+                ],
             )
         })
         .collect();
@@ -31,6 +36,7 @@ pub async fn run(ledger: &DynamoLedger) -> Outcome {
             "ORDER",
             "AMOUNT",
             "REASONS",
+            "THE ORDER (AS READ)",
             "MESSAGE",
         ],
         &rows,

@@ -159,6 +159,7 @@ async fn main() -> Result<(), Error> {
                 .env("OPENAI_API_KEY_SECRET_ID", "refund-chat/openai-api-key")
                 .env("OPENAI_BASE_URL", format!("http://{model}/v1"))
                 .env("PAYMENTS_BASE_URL", format!("http://{payments}"))
+                .env("ORDERS_BASE_URL", format!("http://{payments}"))
                 .env("LEDGER_TABLE", table)
                 .env("CONVERSATION_TABLE", refund_chat_testkit::conversation_table(table))
                 .env("USER_IDENTITY", "authorizer")

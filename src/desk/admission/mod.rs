@@ -11,12 +11,15 @@ use crate::budget::Reservation;
 use crate::clock::now_ms;
 use crate::ledger::{BudgetStore, ClaimedWithTurn, ConversationStore, KeySettlement, RequestLease, RequestLedger};
 use crate::ops::telemetry::KeyUse;
+use crate::orders::OrderSystem;
 use crate::refund::RefundGateway;
 use crate::secrets::ApiKeySource;
 
 use super::{Desk, Outcome, Refused, Trace};
 
-impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore> Desk<K, R, L, C> {
+impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
+    Desk<K, R, L, C, O>
+{
     /// Claims the key, with the turn from the budget when one is due (one
     /// operation). `Some(reservation)`: the turn is taken, and is given back
     /// if the conversation then refuses the turn.

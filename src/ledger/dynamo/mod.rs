@@ -4,7 +4,7 @@
 //!
 //! | item | `pk` | attributes |
 //! | --- | --- | --- |
-//! | refund record | `refund#<record id>` | `kind`, `record_id`, `scope`, `user_id`, `order_id`, `amount_cents`, `request_id`, `writer`, `idempotency_key`, `decision` (`automatic`/`approval`), `reasons`, `customer_message` (approvals only), `state`, `waiting_for`, `day`, `created_at`, `created_at_ms`, `executing_since_ms`; then `updated_at`, `refund_id`, `receipt_status`, `payments_status`, `payments_detail`, `failure`; staff: `decided_by`, `decided_at`, `rejection_reason`, `resolution`, `resolved_refund_id`, `resolved_by`, `resolved_at` |
+//! | refund record | `refund#<record id>` | `kind`, `record_id`, `scope`, `user_id`, `order_id`, `amount_cents`, `request_id`, `writer`, `idempotency_key`, `decision` (`automatic`/`approval`), `reasons`, `customer_message` (approvals only), the order's facts (`order_status`, `order_delivered_at`, `order_paid_cents`, `order_refunded_cents`, `order_currency`: contract 16, no address), `state`, `waiting_for`, `day`, `created_at`, `created_at_ms`, `executing_since_ms`; then `updated_at`, `refund_id`, `receipt_status`, `payments_status`, `payments_detail`, `failure`; staff: `decided_by`, `decided_at`, `rejection_reason`, `resolution`, `resolved_refund_id`, `resolved_by`, `resolved_at` |
 //! | request record | `request#<scope>` | `kind`, `state` (`in_progress`/`completed`/`released`), `conversation_id`, `body_sha256`, `request_id`, `writer`, `lease_until_ms`, `expires_at` (the TTL attribute, epoch seconds), `created_at`, then `response_status`, `response_body` |
 //! | order guard (rule 2) | `order#<order key>` | `live` (the ids of the order's refund records that may have moved money, a string set), `last_at_ms`, `expires_at` |
 //! | daily total (rule 3) | `daily#<user>#<UTC day>` | `total_cents` (automatic refunds that may have moved money), `live` (their record ids), `expires_at` |
@@ -77,7 +77,7 @@ use super::{
 };
 use crate::clock::{rfc3339, utc_day};
 use crate::refund::money::AmountCents;
-use crate::refund::policy::{History, Limits, Reason, order_key};
+use crate::refund::policy::{History, Limits, OrderSnapshot, Reason, order_key};
 use crate::refund::{PaymentOutcome, PriorRefund, Receipt, RefundRequest, RefundScope, RefundState, Resolution};
 
 type Item = HashMap<String, AttributeValue>;

@@ -44,6 +44,9 @@ pub(crate) fn refund_item(
     if let Some(conversation) = &request.attempt.conversation {
         item.insert("conversation_id".into(), s(conversation));
     }
+    if let Some(order) = request.order.snapshot() {
+        item.extend(order_items(order));
+    }
     if state == RefundState::Executing {
         item.insert("executing_since_ms".into(), n(now_ms));
     }
@@ -55,6 +58,19 @@ pub(crate) fn refund_item(
         item.insert("customer_message".into(), s(request.message.text()));
     }
     item
+}
+
+/// The order's facts on its refund record (contract 16): no address.
+fn order_items(order: &OrderSnapshot) -> impl Iterator<Item = (String, AttributeValue)> + '_ {
+    [
+        ("order_status", Some(s(&order.status))),
+        ("order_delivered_at", order.delivered_at_ms.map(|ms| s(rfc3339(ms)))),
+        ("order_paid_cents", Some(n(order.paid.cents()))),
+        ("order_refunded_cents", Some(n(order.refunded.cents()))),
+        ("order_currency", Some(s(&order.currency))),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| Some((name.to_owned(), value?)))
 }
 
 /// A refund record as the turn needs to see it.

@@ -11,7 +11,7 @@ use super::{DynamoLedger, Released, WAITING_INDEX, number, refund_pk_of, text, u
 use crate::clock::rfc3339;
 use crate::ledger::{Confirmed, DecidedBy, LedgerError, RefundRecord, StaffDecision};
 use crate::refund::money::AmountCents;
-use crate::refund::policy::Limits;
+use crate::refund::policy::{Limits, OrderSnapshot};
 use crate::refund::{Attempt, RefundRequest, RefundScope, RefundState, WriterMark};
 
 /// How often a decision is tried when DynamoDB cancels it for a concurrent
@@ -78,6 +78,13 @@ pub fn record_of(item: &Item) -> Result<RefundRecord, LedgerError> {
         conversation_id: opt(item, "conversation_id"),
         message_forgotten_by: opt(item, "message_forgotten_by"),
         message_forgotten_at: opt(item, "message_forgotten_at"),
+        order: opt(item, "order_status").map(|status| OrderSnapshot {
+            status,
+            delivered_at_ms: text(item, "order_delivered_at").and_then(crate::clock::parse_utc),
+            paid: AmountCents::new(number(item, "order_paid_cents").unwrap_or_default()),
+            refunded: AmountCents::new(number(item, "order_refunded_cents").unwrap_or_default()),
+            currency: opt(item, "order_currency").unwrap_or_default(),
+        }),
     })
 }
 
@@ -348,6 +355,8 @@ impl crate::ledger::StaffLedger for DynamoLedger {
             order_id: original.order_id.clone(),
             amount: original.amount,
             message: crate::refund::message::CustomerMessage::new(""),
+            // A person paying it decided on the first record's facts: it keeps them.
+            order: original.order_facts_read(),
         };
         let mut item = super::refund_item(&request, DecidedBy::Approval, RefundState::Executing, &[], now_ms);
         item.insert(

@@ -111,6 +111,7 @@ fn new_record(
         customer_message: (state == RefundState::AwaitingApproval).then(|| request.message.text().to_owned()),
         executing_since_ms: (state == RefundState::Executing).then_some(now_ms),
         conversation_id: request.attempt.conversation.clone(),
+        order: request.order.snapshot().cloned(),
         ..RefundRecord::default()
     }
 }
