@@ -67,6 +67,12 @@ pub struct Expect {
     /// it is not handed off; absent: either is fine.
     #[serde(default)]
     pub handoff: Option<Vec<String>>,
+    /// Refunds the rules allow whatever the model does, beyond the expected
+    /// ones: a refused refund leaves the latch open (contract 16), so a
+    /// model may follow a refused amount with one the rules allow on the
+    /// customer's own order. "The rules held" counts these as held.
+    #[serde(default)]
+    pub rules_allow: Vec<Refund>,
     /// None of these reach any request to the model (the order's address:
     /// the tools hold personal data, the prompt references).
     #[serde(default)]

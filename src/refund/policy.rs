@@ -237,7 +237,8 @@ pub fn order_refusal(facts: &OrderFacts, amount: AmountCents) -> Option<OrderRef
 
 /// Rules 4 to 6: the reasons the order itself sends a refund to a person,
 /// in rule order. `refund_window`: `REFUND_WINDOW_DAYS`. A delivery time in
-/// the future (a clock apart) is inside the window.
+/// the future (a clock apart) is inside the window; a delivered order with
+/// no delivery time cannot be shown to be inside it, so rule 5 fires.
 pub fn order_reasons(facts: &OrderFacts, refund_window: Duration, now_ms: u64) -> Vec<Reason> {
     match facts {
         OrderFacts::Read(order) => {
@@ -246,7 +247,11 @@ pub fn order_reasons(facts: &OrderFacts, refund_window: Duration, now_ms: u64) -
                 reasons.push(Reason::NotDelivered);
             }
             let window_start = now_ms.saturating_sub(refund_window.as_millis() as u64);
-            if order.delivered_at_ms.is_some_and(|at| at < window_start) {
+            let outside = match order.delivered_at_ms {
+                Some(at) => at < window_start,
+                None => order.delivered(),
+            };
+            if outside {
                 reasons.push(Reason::OutsideRefundWindow);
             }
             reasons
@@ -389,7 +394,7 @@ mod tests {
         );
 
         use Reason::*;
-        let table: [(&str, OrderFacts, Vec<Reason>); 6] = [
+        let table: [(&str, OrderFacts, Vec<Reason>); 7] = [
             ("delivered yesterday", read(true, Some(now - DAY_MS), 1), vec![]),
             (
                 "delivered exactly 30 days ago",
@@ -403,6 +408,11 @@ mod tests {
             ),
             ("not delivered", read(false, None, 1), vec![NotDelivered]),
             ("delivered in the future", read(true, Some(now + DAY_MS), 1), vec![]),
+            (
+                "delivered, with no delivery time",
+                read(true, None, 1),
+                vec![OutsideRefundWindow],
+            ),
             (
                 "the order system did not answer",
                 OrderFacts::Unverified,
