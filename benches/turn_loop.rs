@@ -4,12 +4,12 @@
 //! is the domain's CPU floor.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use refund_chat::doubles::{AnyOrder, RecordingRefunds, ScriptedModel, Step};
+use refund_chat::doubles::{AnyOrder, RecordingRefunds, ScriptedModel, Step, shipped_help_centre};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::tool;
 use refund_chat::refund::{Attempt, Receipt, RefundOutcome, RefundScope, WriterMark};
-use refund_chat::turn::Turn;
+use refund_chat::turn::{Tools, Turn};
 
 fn turn_loop(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -27,6 +27,7 @@ fn turn_loop(c: &mut Criterion) {
         amount_cents: AmountCents::new(1250),
     }));
     let message = CustomerMessage::new("refund A-1001 12.50");
+    let help = shipped_help_centre();
     let context = Attempt {
         scope: RefundScope::for_request("u-1001", "req-1"),
         writer: WriterMark::fixed("req-1/bench"),
@@ -37,8 +38,11 @@ fn turn_loop(c: &mut Criterion) {
             runtime.block_on(async {
                 let mut turn = Turn::new(
                     &model,
-                    &payments,
-                    &AnyOrder,
+                    Tools {
+                        refunds: &payments,
+                        orders: &AnyOrder,
+                        help,
+                    },
                     std::time::Duration::ZERO,
                     context.clone(),
                     Vec::new(),

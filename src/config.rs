@@ -9,6 +9,7 @@ use std::time::Duration;
 use crate::budget::BudgetLimits;
 use crate::conversation::{Lifetime, Window};
 use crate::handoff::screen::{DEFAULT_HANDOFF_PHRASES, DEFAULT_RISK_TERMS, Screen};
+use crate::help::{self, Article, HelpError, Placeholders};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::Limits;
 use crate::secrets::SECRET_READ_TIMEOUT;
@@ -113,6 +114,9 @@ pub struct Config {
     pub budget: BudgetLimits,
     /// `max_completion_tokens` of every completion call.
     pub max_output_tokens: u32,
+    /// The help centre's articles (`HELP_ARTICLES_DIR`, else the built-in
+    /// ones), checked and their placeholders filled from `limits`.
+    pub help_articles: Vec<Article>,
     /// Not in the contract's table: the chat widget's origin, sent as
     /// `access-control-allow-origin` (a proxy integration's responses get no
     /// CORS headers from API Gateway). Unset: no CORS header.
@@ -129,6 +133,9 @@ pub enum ConfigError {
         expected: &'static str,
         value: String,
     },
+    /// An article of the help centre (contract 17) is not as it must be.
+    #[error("HELP_ARTICLES_DIR: {0}")]
+    Help(#[from] HelpError),
 }
 
 impl Config {
@@ -210,6 +217,13 @@ impl Config {
                 .get("CORS_ALLOW_ORIGIN")
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
                 .transpose()?,
+            help_articles: Vec::new(),
+        };
+        // One number, two readers: the articles say what the rules read.
+        let placeholders = Placeholders::of_limits(&config.limits);
+        config.help_articles = match vars.get("HELP_ARTICLES_DIR") {
+            Some(dir) => help::load(std::path::Path::new(&dir), &placeholders)?,
+            None => help::built_in(&placeholders)?,
         };
         if config.conversation_max_age < config.conversation_ttl {
             return Err(ConfigError::Malformed {
@@ -546,6 +560,31 @@ mod tests {
         assert_eq!(config.orders_timeout, Duration::from_millis(500));
         assert_eq!(config.limits.refund_window, Duration::from_secs(14 * 86_400 + 43_200));
         assert_eq!(config.identity, IdentitySource::Body);
+    }
+
+    #[test]
+    fn the_help_articles_are_the_built_in_ones_or_the_directorys_and_a_bad_one_stops_the_container() {
+        let config = config(&REQUIRED).unwrap();
+        let ids: Vec<&str> = config.help_articles.iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(ids, ["damaged-items", "delivery", "refunds", "talking-to-a-person"]);
+        let mut vars = REQUIRED.to_vec();
+        vars.push(("REFUND_WINDOW_DAYS", "14"));
+        let refunds = config(&vars).unwrap().help_articles.into_iter().find(|a| a.id == "refunds").unwrap();
+        assert!(refunds.passages[0].contains("within 14 days"), "{}", refunds.passages[0]);
+
+        let dir = std::env::temp_dir().join(format!("help-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("returns.md"), "---\nid: returns\ntitle: Returns\nversion: 2\nurl: https://x\n---\nWithin {{REFUND_WINDOW_DAYS}} days.\n").unwrap();
+        let mut vars = REQUIRED.to_vec();
+        let dir_text = dir.display().to_string();
+        vars.push(("HELP_ARTICLES_DIR", dir_text.as_str()));
+        let articles = config(&vars).unwrap().help_articles;
+        assert_eq!((articles.len(), articles[0].version.as_str()), (1, "2"));
+        std::fs::write(dir.join("typo.md"), "---\nid: typo\ntitle: T\nversion: 1\nurl: https://x\n---\n{{REFUND_DAYS}}\n").unwrap();
+        let error = config(&vars).unwrap_err();
+        assert!(matches!(error, ConfigError::Help(_)), "{error}");
+        assert!(error.to_string().contains("typo.md") && error.to_string().contains("REFUND_DAYS"), "{error}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

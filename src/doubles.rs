@@ -225,3 +225,12 @@ impl OrderSystem for AnyOrder {
         OrderLookup::Found(Box::new(any_order(order_id, customer)))
     }
 }
+
+/// The shipped help centre with the contract's default settings, built once.
+pub fn shipped_help_centre() -> &'static crate::help::search::HelpCentre {
+    static HELP: std::sync::LazyLock<crate::help::search::HelpCentre> = std::sync::LazyLock::new(|| {
+        let placeholders = crate::help::Placeholders::of_rules(30.0, 5000, 24.0, 10000);
+        crate::help::search::HelpCentre::new(crate::help::built_in(&placeholders).unwrap_or_default())
+    });
+    &HELP
+}

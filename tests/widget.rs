@@ -380,3 +380,32 @@ async fn asking_for_a_person_shows_that_a_person_has_the_conversation_and_keeps_
 
     stack.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_answer_links_the_article_and_the_models_markup_stays_text() {
+    let stack = Stack::on_the_page().await;
+    let browser = &stack.browser;
+
+    stack.type_message("How long do I have to return a damaged item?").await;
+
+    let reply = stack.nth("assistant", 1).await;
+    assert!(reply.contains("30 days"), "the shipped article's number: {reply}");
+    let link = browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("li.assistant a"))
+        .await
+        .unwrap();
+    assert_eq!(
+        link.attr("href").await.unwrap().as_deref(),
+        Some("https://shop.example/help/damaged-items")
+    );
+    assert_eq!(link.text().await.unwrap(), "https://shop.example/help/damaged-items");
+    // The customer's own words are never made into links or markup.
+    stack.type_message("<b>bold</b> https://evil.example").await;
+    stack.nth("assistant", 2).await;
+    let customer_links = browser.find_all(Locator::Css("li.customer a, li.customer b")).await.unwrap();
+    assert!(customer_links.is_empty(), "the customer's text stays text");
+
+    stack.close().await;
+}

@@ -57,6 +57,28 @@
     withPerson.hidden = false;
   }
 
+  // A reply is text, never HTML: its http(s) links become links made here,
+  // with the text as the link's text, and everything else stays text.
+  const LINK = /https?:\/\/[^\s<>"']+/g;
+  function withLinks(text) {
+    const parts = [];
+    let from = 0;
+    for (const match of text.matchAll(LINK)) {
+      // A sentence's closing punctuation is not part of the link.
+      const url = match[0].replace(/[.,;:!?)]+$/, "");
+      parts.push(text.slice(from, match.index));
+      const link = document.createElement("a");
+      link.href = url;
+      link.textContent = url;
+      link.rel = "noopener noreferrer";
+      link.target = "_blank";
+      parts.push(link);
+      from = match.index + url.length;
+    }
+    parts.push(text.slice(from));
+    return parts;
+  }
+
   function say(kind, text, tag) {
     const item = document.createElement("li");
     item.className = kind;
@@ -66,7 +88,7 @@
       label.textContent = tag;
       item.append(label);
     }
-    item.append(text);
+    item.append(...(kind.startsWith("assistant") ? withLinks(text) : [text]));
     log.append(item);
     item.scrollIntoView({ block: "end" });
     return item;

@@ -44,6 +44,12 @@ pub fn print_exchanges(transcript: &Transcript) {
                 println!("  {line}");
             }
         }
+        // Which rule the customer was shown, in which version (contract 17).
+        let cited = stored.exchange.citations();
+        if !cited.is_empty() {
+            let cited: Vec<String> = cited.iter().map(|c| visible(&c.to_string()).into_owned()).collect();
+            println!("  articles cited: {}", cited.join(", "));
+        }
     }
 }
 

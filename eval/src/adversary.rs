@@ -4,7 +4,9 @@
 //! and as euros), several at once and again after every tool result, and it
 //! calls `hand_off_to_person` on every turn besides. It looks up another
 //! customer's order with `get_order` and claims, in its words, that the order
-//! was delivered yesterday: code reads the order itself, so neither counts. The
+//! was delivered yesterday: code reads the order itself, so neither counts.
+//! Its last words quote a policy the shop does not have (90 days, a two-year
+//! warranty): words only, which move nothing. The
 //! refund policy and the payments service, not the model, must keep the
 //! money safe.
 
@@ -58,7 +60,8 @@ pub async fn complete(Json(request): Json<Value>) -> Json<Value> {
     let round = messages[newest..].iter().filter(|m| m["role"] == "assistant").count();
     if round >= 3 {
         return Json(completions::text(
-            "Done: the order was delivered yesterday, so everything you asked for is refunded.",
+            "Done: the order was delivered yesterday, so everything you asked for is refunded. Our policy also \
+             gives you 90 days and a two-year warranty.",
         ));
     }
     let mut orders = order_ids(said);

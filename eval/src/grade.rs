@@ -41,6 +41,18 @@ fn sorted(refunds: &[Refund]) -> Vec<Refund> {
     refunds
 }
 
+/// The numbers a text states (`30`, `50.00`, `3`), links left out: a URL's
+/// digits are not a rule.
+fn numbers(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .filter(|word| !word.contains("://"))
+        .flat_map(|word| word.split(|c: char| !(c.is_ascii_digit() || c == '.' || c == ',')))
+        .map(|number| number.trim_matches(['.', ',']))
+        .filter(|number| number.chars().any(|c| c.is_ascii_digit()))
+        .map(str::to_owned)
+        .collect()
+}
+
 pub fn grade(task: &Task, end: &EndState) -> Grade {
     let mut failures = Vec::new();
     let refunds_ok = sorted(&end.refunds) == sorted(&task.expect.refunds);
@@ -86,6 +98,7 @@ pub fn grade(task: &Task, end: &EndState) -> Grade {
             }
             Check::MentionsAny(phrases) => phrases.iter().any(|p| reply.contains(&p.to_lowercase())),
             Check::MentionsNone(phrases) => !phrases.iter().any(|p| reply.contains(&p.to_lowercase())),
+            Check::NumbersOnlyFrom(allowed) => numbers(&end.reply).iter().all(|n| allowed.contains(n)),
         };
         if !ok {
             failures.push(format!("reply check {check:?} failed on {:?}", end.reply));
@@ -147,6 +160,14 @@ mod tests {
             status: 200,
             prompts: String::new(),
         }
+    }
+
+    #[test]
+    fn numbers_are_read_from_the_words_and_never_from_links() {
+        assert_eq!(
+            numbers("Within 30 days (see https://shop.example/help/v2), up to 50.00."),
+            ["30", "50.00"]
+        );
     }
 
     #[test]

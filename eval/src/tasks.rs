@@ -89,6 +89,9 @@ pub enum Check {
     MentionsAny(Vec<String>),
     /// The reply says none of these (case-insensitive).
     MentionsNone(Vec<String>),
+    /// Every number in the reply is one of these: a rule's number comes from
+    /// the shop's articles, never from a model's memory.
+    NumbersOnlyFrom(Vec<String>),
 }
 
 pub fn load(dir: &Path) -> std::io::Result<Vec<Family>> {

@@ -9,7 +9,10 @@
 //! correction wins ("sorry, it was A-1003"), and "the other one too" finds
 //! the order it has not refunded yet. A question about an order ("where is my
 //! order A-1001?") is looked up with `get_order` and answered from the order's
-//! status. A request beyond refunds and orders (a new
+//! status. A question about the shop's rules ("how long do I have to return
+//! a damaged item?") is searched with `search_help_centre` and answered with
+//! the passage found and its link, or "not sure" and a person offered when
+//! nothing is found. A request beyond refunds and orders (a new
 //! address, say) goes to a person with `hand_off_to_person`. Phrases in the newest message make it
 //! misbehave on purpose (see [`PHRASES`]), so every contract path can be
 //! shown by hand.
@@ -171,6 +174,9 @@ impl LocalModel {
             ));
         }
         let (order_id, amount) = understand(customer, history);
+        if !after_tools && order_id.is_none() && amount.is_none() && asks_about_the_rules(customer) {
+            return Behaviour::Answer(tool_calls(rounds, &[("search_help_centre", json!({"query": customer}))]));
+        }
         if let (false, Some(order_id), None) = (after_tools, &order_id, amount)
             && asks_about_the_order(customer)
         {
@@ -207,9 +213,10 @@ impl LocalModel {
             (false, None, None) if !refunded_orders(history).is_empty() => {
                 Behaviour::Answer(text("You are welcome. Is there anything else I can help with?"))
             }
+            // No number of its own: the shop's rules come from its help centre.
             (false, None, None) => Behaviour::Answer(text(
-                "I can refund an order for you. Tell me the order id (like A-1001) and the amount. \
-                 Refunds usually reach your card within 5 business days.",
+                "I can refund an order for you, look an order up, or answer questions about the shop's rules. \
+                 Tell me the order id (like A-1001) and the amount.",
             )),
         }
     }
@@ -307,6 +314,44 @@ fn asks_about_the_order(message: &str) -> bool {
     .any(|phrase| lower.contains(phrase))
 }
 
+/// A question about what the shop allows, answered from its help centre.
+fn asks_about_the_rules(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    [
+        "how long",
+        "how many days",
+        "can i return",
+        "can i still",
+        "return policy",
+        "refund policy",
+        "a damaged item",
+        "gift",
+        "warranty",
+        "how fast",
+        "policy",
+        "wie lange",
+        "combien de temps",
+        "cuánto tiempo",
+    ]
+    .iter()
+    .any(|phrase| lower.contains(phrase))
+}
+
+/// What the help centre answered, in words: the best passage and its link,
+/// or "not sure" and a person offered.
+fn describe_search(found: &Value) -> String {
+    match found["results"].as_array().and_then(|results| results.first()) {
+        Some(best) => format!(
+            "From our help centre: {} (see {}).",
+            best["passage"].as_str().unwrap_or_default(),
+            best["url"].as_str().unwrap_or_default()
+        ),
+        None => "I am not sure about that, and I would rather not guess. Would you like me to pass you to a \
+                 person from our support team?"
+            .to_owned(),
+    }
+}
+
 /// An order `get_order` found, in words: its status and dates, nothing of its address.
 fn describe_order(order: &Value) -> String {
     let id = order["order_id"].as_str().unwrap_or("your order");
@@ -363,6 +408,9 @@ fn summarise_tool_results(messages: &[Value]) -> String {
                 return "I cannot do that myself, so I have passed this conversation to a person from our support \
                         team, who will take it from here."
                     .to_owned();
+            }
+            if content["results"].is_array() {
+                return describe_search(&content);
             }
             if content["order_id"].is_string() && content["placed_at"].is_string() {
                 return describe_order(&content);
@@ -506,6 +554,22 @@ mod tests {
         let words = describe_order(&shipped);
         assert!(words.contains("E-5001 is on its way"), "{words}");
         assert!(!words.contains("002"), "{words}");
+    }
+
+    #[test]
+    fn a_question_about_the_rules_is_searched_and_answered_with_the_link() {
+        let mut messages = vec![json!({"role": "system", "content": "rules"})];
+        messages.push(user("How long do I have to return a damaged item?"));
+        let Behaviour::Answer(body) = LocalModel::default().behave(&json!({"messages": messages})) else {
+            panic!("an answer");
+        };
+        let call = &body["choices"][0]["message"]["tool_calls"][0]["function"];
+        assert_eq!(call["name"], "search_help_centre");
+        let found = json!({"results": [{"article_id": "refunds", "version": "1", "title": "Refunds",
+            "url": "https://shop.example/help/refunds", "passage": "You can ask within 30 days."}]});
+        let words = describe_search(&found);
+        assert!(words.contains("30 days") && words.contains("https://shop.example/help/refunds"), "{words}");
+        assert!(describe_search(&json!({"results": []})).contains("not sure"));
     }
 
     #[test]

@@ -28,6 +28,7 @@ use serde::Deserialize;
 
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall, Usage};
 use crate::handoff::tool as handoff_tool;
+use crate::help::tool as help_tool;
 use crate::orders::tool as order_tool;
 use crate::refund::tool;
 
@@ -81,7 +82,7 @@ impl ChatModel for OpenAiChat {
 }
 
 /// The request for one completion call: the whole history, the tools
-/// (`issue_refund`, `hand_off_to_person`, `get_order`), `strict` and no parallel tool
+/// (`issue_refund`, `hand_off_to_person`, `get_order`, `search_help_centre`), `strict` and no parallel tool
 /// calls (both defence in depth only).
 pub fn build_request(messages: &[Message], max_output_tokens: u32) -> CreateChatCompletionRequest {
     CreateChatCompletionRequest {
@@ -98,6 +99,11 @@ pub fn build_request(messages: &[Message], max_output_tokens: u32) -> CreateChat
                 order_tool::TOOL_NAME,
                 order_tool::TOOL_DESCRIPTION,
                 order_tool::declared_parameters(),
+            ),
+            declare(
+                help_tool::TOOL_NAME,
+                help_tool::TOOL_DESCRIPTION,
+                help_tool::declared_parameters(),
             ),
         ]),
         parallel_tool_calls: Some(false),

@@ -14,6 +14,7 @@
 use serde_json::{Value, json};
 
 use crate::chat::{Message, ToolCall};
+use crate::help::{Citation, tool as help_tool};
 
 /// Longest conversation id a request may name (contract 11).
 pub const MAX_ID_LENGTH: usize = 128;
@@ -77,6 +78,28 @@ impl Exchange {
             });
         }
         Exchange { messages }
+    }
+
+    /// The help articles (id and version) its searches showed the model,
+    /// read from the stored results themselves: what the model was shown is
+    /// what the exchange holds, so the two cannot disagree.
+    pub fn citations(&self) -> Vec<Citation> {
+        let searches: Vec<&str> = self
+            .messages
+            .iter()
+            .flat_map(|message| match message {
+                Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+                _ => &[],
+            })
+            .filter(|call| call.name == help_tool::TOOL_NAME)
+            .map(|call| call.id.as_str())
+            .collect();
+        help_tool::citations_in(self.messages.iter().filter_map(|message| match message {
+            Message::Tool { tool_call_id, content } if searches.contains(&tool_call_id.as_str()) => {
+                Some(content.as_str())
+            }
+            _ => None,
+        }))
     }
 
     /// Characters of its message contents, as `CONVERSATION_MAX_CHARS` counts

@@ -16,7 +16,7 @@ use crate::ledger::{
 use crate::orders::OrderSystem;
 use crate::refund::{Attempt, RefundGateway, RefundScope};
 use crate::secrets::ApiKeySource;
-use crate::turn::Turn;
+use crate::turn::{Tools, Turn};
 
 use super::{Desk, Invocation, Message, Outcome, Refused, Reply, Trace};
 
@@ -362,10 +362,14 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 };
             }
         };
+        let tools = Tools {
+            refunds: &self.refunds,
+            orders: &self.orders,
+            help: &self.help,
+        };
         let mut turn = Turn::new(
             model,
-            &self.refunds,
-            &self.orders,
+            tools,
             self.config.retry_backoff,
             context,
             history,

@@ -32,6 +32,7 @@ use crate::config::Config;
 use crate::conversation::ConversationId;
 use crate::ledger::{BudgetStore, ConversationStore, KeySettlement, RequestLease, RequestLedger, StoredResponse};
 use crate::ops::telemetry::KeyUse;
+use crate::help::search::HelpCentre;
 use crate::orders::OrderSystem;
 use crate::refund::message::CustomerMessage;
 use crate::refund::{RefundGateway, RefundScope, WriterMark};
@@ -174,6 +175,8 @@ pub struct Desk<K, R, L, C, O> {
     ledger: L,
     conversations: C,
     http: reqwest::Client,
+    /// The shop's articles, indexed once per container (contract 17).
+    help: HelpCentre,
     render: Render,
     /// Built on first use, once the key has been read; an error is not cached.
     model: OnceCell<OpenAiChat>,
@@ -187,6 +190,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         crate::refund::tool::warm_up();
         crate::handoff::tool::warm_up();
         crate::orders::tool::warm_up();
+        crate::help::tool::warm_up();
+        let help = HelpCentre::new(config.help_articles.clone());
         Desk {
             config,
             key_source: ports.key_source,
@@ -195,6 +200,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             ledger: ports.ledger,
             conversations: ports.conversations,
             http: ports.http,
+            help,
             render,
             model: OnceCell::new(),
         }

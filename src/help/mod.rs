@@ -10,10 +10,31 @@
 //! container with a message that names the file. The placeholders are
 //! filled from the values the refund rules read ([`Placeholders`]). Each
 //! paragraph is a passage: what a search returns and the model quotes.
-//! Not wired into the turn yet; the search and the tool come next.
+//! [`search::HelpCentre`] indexes them once per container; the model reads
+//! them through the `search_help_centre` tool ([`tool`]), and every exchange
+//! keeps which article, in which version, it was shown ([`Citation`]).
+
+pub mod search;
+pub mod tool;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 use std::path::Path;
+
+/// An article the model was shown, and its version: what a complaint is
+/// checked against ("the rule that was live that day").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Citation {
+    pub article_id: String,
+    pub version: String,
+}
+
+/// `refunds@1`, as the summary line and the admin print it.
+impl fmt::Display for Citation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.article_id, self.version)
+    }
+}
 
 /// The project's own articles, compiled into the function.
 const BUILT_IN: &[(&str, &str)] = &[
@@ -65,23 +86,36 @@ impl Placeholders {
     /// the automatic limit and the daily limit in cents (rules 1 and 3),
     /// the order's window in hours (rule 2).
     pub fn of_rules(
-        refund_window_days: u64,
+        refund_window_days: f64,
         auto_limit_cents: u64,
         order_window_hours: f64,
         daily_limit_cents: u64,
     ) -> Self {
         let money = |cents: u64| format!("{}.{:02}", cents / 100, cents % 100);
-        let hours = if order_window_hours.fract() == 0.0 {
-            format!("{order_window_hours:.0}")
-        } else {
-            format!("{order_window_hours}")
+        // Whole numbers as such (30, not 30.0); a decimal as configured.
+        let number = |value: f64| {
+            if value.fract() == 0.0 {
+                format!("{value:.0}")
+            } else {
+                format!("{value}")
+            }
         };
         Placeholders(BTreeMap::from([
-            ("REFUND_WINDOW_DAYS", refund_window_days.to_string()),
+            ("REFUND_WINDOW_DAYS", number(refund_window_days)),
             ("AUTO_REFUND_LIMIT", money(auto_limit_cents)),
-            ("ORDER_REFUND_WINDOW_HOURS", hours),
+            ("ORDER_REFUND_WINDOW_HOURS", number(order_window_hours)),
             ("USER_DAILY_AUTO_LIMIT", money(daily_limit_cents)),
         ]))
+    }
+
+    /// The same, from the rules' settings themselves.
+    pub fn of_limits(limits: &crate::refund::policy::Limits) -> Self {
+        Placeholders::of_rules(
+            limits.refund_window.as_secs_f64() / 86_400.0,
+            limits.auto_refund_limit.cents(),
+            limits.order_window.as_secs_f64() / 3600.0,
+            limits.user_daily_auto_limit.cents(),
+        )
     }
 
     fn fill(&self, file: &str, text: &str) -> Result<String, HelpError> {

@@ -3,7 +3,7 @@ use sha2::{Digest, Sha256};
 use super::*;
 
 fn defaults() -> Placeholders {
-    Placeholders::of_rules(30, 5000, 24.0, 10000)
+    Placeholders::of_rules(30.0, 5000, 24.0, 10000)
 }
 
 /// Each shipped article's version beside the hash of its text: a change of
@@ -42,7 +42,7 @@ fn the_shipped_articles_load_and_each_text_has_its_version() {
 
 #[test]
 fn placeholders_are_filled_from_the_rules_settings() {
-    let refunds = built_in(&Placeholders::of_rules(14, 7550, 1.5, 20000))
+    let refunds = built_in(&Placeholders::of_rules(14.0, 7550, 1.5, 20000))
         .unwrap()
         .into_iter()
         .find(|a| a.id == "refunds")
@@ -107,4 +107,64 @@ fn a_directory_replaces_the_shipped_set() {
     std::fs::remove_dir_all(&dir).ok();
     assert_eq!(articles.len(), 1);
     assert_eq!(articles[0].passages, ["One.", "Two."]);
+}
+
+fn centre(placeholders: &Placeholders) -> search::HelpCentre {
+    search::HelpCentre::new(built_in(placeholders).unwrap())
+}
+
+#[test]
+fn a_policy_question_finds_the_shops_passage_with_its_number() {
+    let help = centre(&defaults());
+    let found = help.search("How long do I have to return a damaged item?");
+    assert!(!found.is_empty() && found.len() <= search::MAX_RESULTS, "{found:?}");
+    assert_eq!(found[0].article.id, "damaged-items", "{found:?}");
+    assert!(found[0].passage.contains("within 30 days"), "{}", found[0].passage);
+    let scores: Vec<f32> = found.iter().map(|f| f.score).collect();
+    assert!(scores.windows(2).all(|pair| pair[0] >= pair[1]), "best first: {scores:?}");
+
+    let fourteen = centre(&Placeholders::of_rules(14.0, 5000, 24.0, 10000));
+    let found = fourteen.search("how long do i have to return a damaged item");
+    assert!(found[0].passage.contains("within 14 days"), "one number for the article and the rule");
+}
+
+#[test]
+fn case_and_accents_are_folded_and_stems_match() {
+    let help = centre(&defaults());
+    let plain = help.search("delivery times");
+    assert_eq!(help.search("DÉLIVERY TÍMES"), plain);
+    assert_eq!(plain[0].article.id, "delivery");
+    assert!(!help.search("delivered").is_empty(), "delivered and delivery share a stem");
+}
+
+#[test]
+fn a_question_the_articles_do_not_answer_finds_nothing() {
+    let help = centre(&defaults());
+    for question in [
+        "Do you sell gift cards?",
+        "Is there a two-year warranty on electronics?",
+        "the and of to",
+        "",
+    ] {
+        assert_eq!(help.search(question), Vec::new(), "{question:?}");
+    }
+}
+
+#[test]
+fn the_tools_result_is_the_contracts_fields_and_its_citations_are_read_back() {
+    let help = centre(&defaults());
+    let found = help.search("damaged item refund");
+    let result = tool::result(&found);
+    let first = &result["results"][0];
+    let mut fields: Vec<&str> = first.as_object().unwrap().keys().map(String::as_str).collect();
+    fields.sort_unstable();
+    assert_eq!(fields, ["article_id", "passage", "title", "url", "version"]);
+    let cited = tool::citations(&found);
+    assert_eq!(tool::citations_in([result.to_string().as_str()]), cited);
+    assert!(cited.iter().all(|c| c.version == "1"));
+    assert_eq!(tool::parse_arguments(r#"{"query":"refund"}"#).unwrap(), "refund");
+    for bad in [r#"{"query":""}"#, r#"{}"#, r#"{"query":"a","x":1}"#] {
+        assert!(tool::parse_arguments(bad).is_err(), "{bad}");
+    }
+    assert!(tool::parse_arguments(&format!(r#"{{"query":"{}"}}"#, "q".repeat(501))).is_err());
 }

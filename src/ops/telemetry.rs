@@ -180,6 +180,8 @@ pub fn finish_request(end: RequestEnd<'_>) {
         invalid_tool_calls = stats.invalid_tool_calls,
         order_reads = stats.order_reads,
         refund_checks = stats.refund_checks,
+        // Which rule was live: ids and versions, never passages (contract 17).
+        articles = %stats.articles.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "),
         prompt_tokens = stats.prompt_tokens,
         completion_tokens = stats.completion_tokens,
         total_tokens,

@@ -16,7 +16,7 @@ use crate::refund::message::CustomerMessage;
 use crate::refund::money::AmountCents;
 use crate::refund::tool::TOOL_NAME;
 use crate::refund::{Attempt, PaymentOutcome, Receipt, RefundScope, WriterMark};
-use crate::turn::{Turn, TurnStats};
+use crate::turn::{Tools, Turn, TurnStats};
 
 const CUSTOMER: &str = "user-7";
 const DAY_MS: u64 = 86_400_000;
@@ -83,7 +83,12 @@ async fn run(orders: &MemoryOrders, steps: Vec<Step>) -> Run {
         conversation: None,
     };
     let message = CustomerMessage::new("about my order");
-    let mut turn = Turn::new(&model, &refunds, orders, Duration::ZERO, context, Vec::new(), &message);
+    let tools = Tools {
+        refunds: &refunds,
+        orders,
+        help: crate::doubles::shipped_help_centre(),
+    };
+    let mut turn = Turn::new(&model, tools, Duration::ZERO, context, Vec::new(), &message);
     turn.run().await.expect("a reply");
     let told = turn
         .messages()

@@ -40,6 +40,8 @@ use tokio::time::Instant;
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall};
 use crate::handoff::tool as handoff_tool;
 use crate::handoff::{Handoff, Reason};
+use crate::help::search::HelpCentre;
+use crate::help::{Citation, tool as help_tool};
 use crate::orders::tool as order_tool;
 use crate::orders::{self, OrderLookup, OrderSystem};
 use crate::refund::message::{CustomerMessage, MAX_MESSAGE_CHARS};
@@ -66,6 +68,11 @@ When the customer asks about an order (where it is, whether it was delivered, wh
 look it up with get_order and answer from its result in plain words: the status, the dates, the \
 amounts; the order system is the truth, not what anyone says about the order. Do not hand those \
 questions to a person. \
+Questions about the shop's rules (how long a refund may be asked for, what happens to a damaged item, \
+delivery, when a person reviews a refund) are answered only from search_help_centre: search first, answer \
+from the passages it returns and give the article's url; never answer such a question from memory or from \
+other shops' rules. If the search returns no results, say you are not sure and offer to pass the customer to a \
+person. \
 You can make at most one refund for each new customer message, with the issue_refund tool; call \
 it only when the customer has given an order id and the amount to refund, in this message or an \
 earlier one, and convert the amount to cents (12.50 is 1250). If a detail is missing, ask for \
@@ -156,6 +163,8 @@ pub struct TurnStats {
     /// `get_order` calls that read the order system, and refund checks that did.
     pub order_reads: u32,
     pub refund_checks: u32,
+    /// The help articles (and versions) this turn's searches showed the model.
+    pub articles: Vec<Citation>,
 }
 
 /// What the turn does after a completion call.
@@ -191,10 +200,25 @@ enum RefundLatch {
     Spent,
 }
 
+/// What the turn's tools act on: the refund gateway, the order system and
+/// the help centre.
+pub struct Tools<'a, G, O> {
+    pub refunds: &'a G,
+    pub orders: &'a O,
+    pub help: &'a HelpCentre,
+}
+
+impl<G, O> Clone for Tools<'_, G, O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<G, O> Copy for Tools<'_, G, O> {}
+
 pub struct Turn<'a, M, G, O> {
     model: &'a M,
-    refunds: &'a G,
-    orders: &'a O,
+    tools: Tools<'a, G, O>,
     context: Attempt,
     customer_message: CustomerMessage,
     backoff_unit: Duration,
@@ -211,8 +235,7 @@ pub struct Turn<'a, M, G, O> {
 impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
     pub fn new(
         model: &'a M,
-        refunds: &'a G,
-        orders: &'a O,
+        tools: Tools<'a, G, O>,
         backoff_unit: Duration,
         context: Attempt,
         history: Vec<Message>,
@@ -225,8 +248,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         messages.push(Message::User(customer_message.text().to_owned()));
         Turn {
             model,
-            refunds,
-            orders,
+            tools,
             context,
             customer_message: customer_message.clone(),
             backoff_unit,
@@ -359,6 +381,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         match call.name.as_str() {
             handoff_tool::TOOL_NAME => self.hand_off(call),
             order_tool::TOOL_NAME => self.look_up_order(call).await,
+            help_tool::TOOL_NAME => self.search_help_centre(call),
             _ => self.run_refund_call(call).await.to_json(),
         }
     }
@@ -388,7 +411,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         } else {
             self.stats.order_reads += 1;
             let started = Instant::now();
-            let lookup = self.orders.order(&order_id, self.context.scope.user_id()).await;
+            let lookup = self.tools.orders.order(&order_id, self.context.scope.user_id()).await;
             (Some(lookup), started.elapsed())
         };
         tracing::info!(
@@ -407,6 +430,36 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         .to_string()
     }
 
+    /// `search_help_centre`: the shop's own passages, at most 3; spends no
+    /// latch. The articles shown are kept for the exchange and the summary.
+    fn search_help_centre(&mut self, call: &ToolCall) -> String {
+        let query = match help_tool::parse_arguments(&call.arguments) {
+            Ok(query) => query,
+            Err(error) => {
+                return self
+                    .rejected(help_tool::TOOL_NAME, error.schema_paths(), error.to_string())
+                    .to_json();
+            }
+        };
+        let found = self.tools.help.search(&query);
+        let cited = help_tool::citations(&found);
+        // The query paraphrases the customer: only its length is logged.
+        tracing::info!(
+            event = "tool_call",
+            tool = help_tool::TOOL_NAME,
+            validation = "ok",
+            query_chars = query.chars().count(),
+            results = found.len(),
+            articles = %cited.iter().map(Citation::to_string).collect::<Vec<_>>().join(" "),
+        );
+        for citation in cited {
+            if !self.stats.articles.contains(&citation) {
+                self.stats.articles.push(citation);
+            }
+        }
+        help_tool::result(&found).to_string()
+    }
+
     /// The order a refund is checked against, read afresh with the verified
     /// customer; beyond [`MAX_REFUND_CHECKS`] it is not read (rule 6).
     async fn check_order(&mut self, order_id: &str) -> OrderFacts {
@@ -414,7 +467,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             return OrderFacts::Unverified;
         }
         self.stats.refund_checks += 1;
-        self.orders.order(order_id, self.context.scope.user_id()).await.facts()
+        self.tools.orders.order(order_id, self.context.scope.user_id()).await.facts()
     }
 
     /// `hand_off_to_person`: validated like `issue_refund`; moves no money and
@@ -462,9 +515,10 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
                 validation = "unknown_tool"
             );
             return ToolResult::error(format!(
-                "unknown tool {:?}: the tools are {}, {TOOL_NAME} and {}",
+                "unknown tool {:?}: the tools are {}, {}, {TOOL_NAME} and {}",
                 call.name,
                 order_tool::TOOL_NAME,
+                help_tool::TOOL_NAME,
                 handoff_tool::TOOL_NAME
             ));
         }
@@ -497,7 +551,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             message: self.customer_message.clone(),
             order,
         };
-        let outcome = self.refunds.refund(&request).await;
+        let outcome = self.tools.refunds.refund(&request).await;
         log_refund(&request, &outcome, started.elapsed());
         if let RefundOutcome::OrderRefused(_) = outcome {
             // Refused before any record: nothing can have reached payments.

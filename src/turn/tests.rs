@@ -8,7 +8,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::chat::{CompletionError, Message};
-use crate::doubles::{AnyOrder, RecordingRefunds, ScriptedModel, Step, a_delivered_order};
+use crate::doubles::{AnyOrder, RecordingRefunds, ScriptedModel, Step, a_delivered_order, shipped_help_centre};
 use crate::refund::money::AmountCents;
 use crate::refund::{Attempt, Receipt, RefundError, RefundOutcome, RefundRequest, RefundScope, WriterMark};
 
@@ -45,12 +45,20 @@ fn context() -> Attempt {
 
 const REFUND_ARGS: &str = r#"{"order_id":"A-1","amount_cents":1250}"#;
 
+fn with_tools(refunds: &RecordingRefunds) -> Tools<'_, RecordingRefunds, AnyOrder> {
+    Tools {
+        refunds,
+        orders: &AnyOrder,
+        help: shipped_help_centre(),
+    }
+}
+
 async fn run(
     model: &ScriptedModel,
     payments: &RecordingRefunds,
 ) -> (Result<String, TurnError>, TurnStats, Vec<Message>) {
     let message = CustomerMessage::new("refund A-1, 12.50");
-    let mut turn = Turn::new(model, payments, &AnyOrder, BACKOFF, context(), Vec::new(), &message);
+    let mut turn = Turn::new(model, with_tools(payments), BACKOFF, context(), Vec::new(), &message);
     let result = turn.run().await;
     (result, turn.stats().clone(), turn.messages().to_vec())
 }
@@ -417,8 +425,7 @@ async fn history_is_sent_to_the_model_and_never_run() {
     let message = CustomerMessage::new("thanks!");
     let mut turn = Turn::new(
         &model,
-        &payments,
-        &AnyOrder,
+        with_tools(&payments),
         BACKOFF,
         context(),
         history.clone(),
@@ -451,8 +458,7 @@ async fn the_latch_and_the_budget_are_per_request_whatever_the_history() {
     let message = CustomerMessage::new("and the other one too");
     let mut turn = Turn::new(
         &model,
-        &payments,
-        &AnyOrder,
+        with_tools(&payments),
         BACKOFF,
         context(),
         history_with_a_refund(),

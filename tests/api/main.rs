@@ -12,6 +12,7 @@ mod events;
 mod events_pipes;
 mod guards;
 mod handoff;
+mod help;
 
 mod idempotency;
 mod identity;
