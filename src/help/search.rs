@@ -83,7 +83,8 @@ impl HelpCentre {
                 passages.push((a, p));
             }
         }
-        let engine = SearchEngineBuilder::<usize, u32, Words>::with_tokenizer_and_documents(tokenizer, documents).build();
+        let engine =
+            SearchEngineBuilder::<usize, u32, Words>::with_tokenizer_and_documents(tokenizer, documents).build();
         HelpCentre {
             articles,
             passages,

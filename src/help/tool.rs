@@ -62,7 +62,11 @@ pub fn result(found: &[Found<'_>]) -> Value {
 
 /// The articles a result showed the model, as the exchange keeps them.
 pub fn citations(found: &[Found<'_>]) -> Vec<Citation> {
-    distinct(found.iter().map(|found| (found.article.id.as_str(), found.article.version.as_str())))
+    distinct(
+        found
+            .iter()
+            .map(|found| (found.article.id.as_str(), found.article.version.as_str())),
+    )
 }
 
 /// The citations in stored results of this tool (what [`result`] wrote).
@@ -83,7 +87,10 @@ pub fn citations_in<'a>(contents: impl IntoIterator<Item = &'a str>) -> Vec<Cita
 fn distinct<'a>(cited: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<Citation> {
     let mut distinct: Vec<Citation> = Vec::new();
     for (article_id, version) in cited {
-        if !distinct.iter().any(|c| c.article_id == article_id && c.version == version) {
+        if !distinct
+            .iter()
+            .any(|c| c.article_id == article_id && c.version == version)
+        {
             distinct.push(Citation {
                 article_id: article_id.to_owned(),
                 version: version.to_owned(),

@@ -134,9 +134,17 @@ async fn the_model_hands_off_with_its_tool_moving_no_money() {
     let requests = h.model_requests().await;
     let declared: Vec<&Value> = requests[0]["tools"].as_array().unwrap().iter().collect();
     let names: Vec<&str> = declared.iter().filter_map(|t| t["function"]["name"].as_str()).collect();
-    assert_eq!(names, ["issue_refund", "hand_off_to_person", "get_order"]);
+    assert_eq!(
+        names,
+        ["issue_refund", "hand_off_to_person", "get_order", "search_help_centre"]
+    );
     assert_eq!(declared[1]["function"]["strict"], true);
     assert_eq!(declared[2]["function"]["strict"], true);
+    assert_eq!(declared[3]["function"]["strict"], true);
+    assert_eq!(
+        declared[3]["function"]["parameters"],
+        *refund_chat::help::tool::declared_parameters()
+    );
     assert_eq!(
         declared[2]["function"]["parameters"],
         *refund_chat::orders::tool::declared_parameters()
