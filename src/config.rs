@@ -601,7 +601,7 @@ mod tests {
         let error = config(&vars).unwrap_err();
         assert!(matches!(error, ConfigError::Help(_)), "{error}");
         assert!(
-            error.to_string().contains("typo.md") && error.to_string().contains("REFUND_DAYS"),
+            error.to_string().contains("typo.md") && error.to_string().contains("{{REFUND_DAYS}}"),
             "{error}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
