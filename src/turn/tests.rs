@@ -480,3 +480,13 @@ fn the_prompt_says_what_is_true_of_conversations() {
     assert!(SYSTEM_PROMPT.contains("at most one refund for each new customer message"));
     assert!(SYSTEM_PROMPT.contains("earlier ones of this conversation"));
 }
+
+#[test]
+fn the_token_reservation_covers_every_declared_tool_and_the_prompt() {
+    let request = crate::chat::openai::build_request(&[], 1);
+    let declared = serde_json::to_string(&request.tools).unwrap().chars().count() as u64;
+    assert!(
+        declared < TOOLS_DECLARED_CHARS,
+        "the tools' declarations are {declared} characters: raise TOOLS_DECLARED_CHARS"
+    );
+}
