@@ -10,6 +10,7 @@
 //! question the articles do not answer gets nothing, never a near miss.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use bm25::{Document, SearchEngine, SearchEngineBuilder, Tokenizer};
 use rust_stemmers::{Algorithm, Stemmer};
@@ -22,7 +23,8 @@ pub const MAX_RESULTS: usize = 3;
 /// Words as the index sees them: folded, without stop words, stemmed.
 struct Words {
     stemmer: Stemmer,
-    stop_words: HashSet<String>,
+    /// Shared by the engine's tokenizer and the query's: read once.
+    stop_words: Arc<HashSet<String>>,
 }
 
 impl Words {
@@ -31,6 +33,10 @@ impl Words {
             .iter()
             .map(|word| crate::handoff::screen::normalise(word).trim().to_owned())
             .collect();
+        Words::with_stop_words(Arc::new(stop_words))
+    }
+
+    fn with_stop_words(stop_words: Arc<HashSet<String>>) -> Self {
         Words {
             stemmer: Stemmer::create(Algorithm::English),
             stop_words,
@@ -72,25 +78,43 @@ impl HelpCentre {
     /// Indexes every passage of `articles`, with its article's title.
     pub fn new(articles: Vec<Article>) -> Self {
         let tokenizer = Words::new();
+        let reader = Words::with_stop_words(Arc::clone(&tokenizer.stop_words));
         let mut passages = Vec::new();
         let mut words = Vec::new();
         let mut documents = Vec::new();
+        let mut tokens = 0;
         for (a, article) in articles.iter().enumerate() {
             for (p, passage) in article.passages.iter().enumerate() {
                 let contents = format!("{}\n{passage}", article.title);
-                words.push(tokenizer.tokenize(&contents).into_iter().collect());
+                let tokenized = tokenizer.tokenize(&contents);
+                tokens += tokenized.len();
+                words.push(tokenized.into_iter().collect());
                 documents.push(Document::new(passages.len(), contents));
                 passages.push((a, p));
             }
         }
-        let engine =
-            SearchEngineBuilder::<usize, u32, Words>::with_tokenizer_and_documents(tokenizer, documents).build();
+        // The average length from the tokens above: the builder's own fit
+        // would tokenize (and stem) every passage once more.
+        let avgdl = if documents.is_empty() {
+            1.0
+        } else {
+            (tokens as f64 / documents.len() as f64) as f32
+        };
+        let mut engine = SearchEngineBuilder::<usize, u32, Words>::with_tokenizer_and_documents(
+            tokenizer,
+            Vec::<Document<usize>>::new(),
+        )
+        .avgdl(avgdl)
+        .build();
+        for document in documents {
+            engine.upsert(document);
+        }
         HelpCentre {
             articles,
             passages,
             words,
             engine,
-            reader: Words::new(),
+            reader,
         }
     }
 
@@ -123,5 +147,49 @@ impl HelpCentre {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The index fits its average length itself; it must rank exactly as
+    /// the crate's own fit would.
+    #[test]
+    fn the_index_scores_as_the_crates_own_fit_does() {
+        let placeholders = crate::help::Placeholders::of_rules(30.0, 5000, 24.0, 10000);
+        let articles = crate::help::built_in(&placeholders).expect("the shipped set loads");
+        let centre = HelpCentre::new(articles.clone());
+        let documents: Vec<Document<usize>> = centre
+            .passages
+            .iter()
+            .enumerate()
+            .map(|(id, &(a, p))| Document::new(id, format!("{}\n{}", articles[a].title, articles[a].passages[p])))
+            .collect();
+        let fitted =
+            SearchEngineBuilder::<usize, u32, Words>::with_tokenizer_and_documents(Words::new(), documents).build();
+        for query in [
+            "return a damaged item",
+            "how long is the refund window",
+            "talk to a person",
+            "parcel",
+        ] {
+            let mut ours: Vec<(usize, f32)> = centre
+                .engine
+                .search(query, None)
+                .iter()
+                .map(|r| (r.document.id, r.score))
+                .collect();
+            let mut theirs: Vec<(usize, f32)> = fitted
+                .search(query, None)
+                .iter()
+                .map(|r| (r.document.id, r.score))
+                .collect();
+            ours.sort_by_key(|(id, _)| *id);
+            theirs.sort_by_key(|(id, _)| *id);
+            assert!(!ours.is_empty(), "{query}");
+            assert_eq!(ours, theirs, "{query}");
+        }
     }
 }
