@@ -783,3 +783,106 @@ async fn a_message_re_sent_after_a_released_failure_appears_once_to_the_model() 
     let other = h.say_with(None, "something else", &key).await;
     assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", other.raw);
 }
+
+/// What a person's note does to a conversation (contract 18): the header's
+/// count moves on and an exchange item takes its place, while no turn holds
+/// the lease it does not need.
+async fn note_lands<K: refund_chat::secrets::ApiKeySource>(h: &TestApp<K>, id: &str, seq: u64) {
+    let table = conversation_table(&h.table);
+    let client = aws_sdk_dynamodb::Client::new(&h.aws);
+    let key = |sk: String| {
+        [
+            ("pk".to_owned(), AttributeValue::S(id.to_owned())),
+            ("sk".to_owned(), AttributeValue::S(sk)),
+        ]
+        .into_iter()
+        .collect::<std::collections::HashMap<_, _>>()
+    };
+    client
+        .update_item()
+        .table_name(&table)
+        .set_key(Some(key(HEAD.to_owned())))
+        .update_expression("SET exchanges = :next")
+        .condition_expression("exchanges = :seq")
+        .expression_attribute_values(":seq", AttributeValue::N(seq.to_string()))
+        .expression_attribute_values(":next", AttributeValue::N((seq + 1).to_string()))
+        .send()
+        .await
+        .expect("the note's header update");
+    let note = refund_chat::conversation::Exchange {
+        messages: vec![refund_chat::chat::Message::Assistant {
+            content: Some("A person approved your refund.".into()),
+            tool_calls: Vec::new(),
+        }],
+    };
+    let mut item = key(format!("x#{seq:06}"));
+    for (name, value) in [
+        ("seq", AttributeValue::N(seq.to_string())),
+        ("customer", AttributeValue::S(USER.to_owned())),
+        ("refund_record", AttributeValue::S(String::new())),
+        ("messages", AttributeValue::S(note.to_json())),
+    ] {
+        item.insert(name.to_owned(), value);
+    }
+    client
+        .put_item()
+        .table_name(&table)
+        .set_item(Some(item))
+        .send()
+        .await
+        .expect("the note's exchange");
+}
+
+#[tokio::test]
+async fn an_exchange_appended_while_a_turn_runs_moves_the_turns_own_after_it() {
+    let h = TestApp::new(vec![text("Hello."), text("You're welcome.")], receipt()).await;
+    let first = h.say(None, "hello").await;
+    assert_eq!(first.status, StatusCode::OK);
+    let id = first.conversation_id().to_owned();
+    let lease = ConversationLease {
+        id: ConversationId::parse(&id).unwrap(),
+        customer: USER.to_owned(),
+        writer: WriterMark::fixed("req-2/w"),
+        lease_until_ms: refund_chat::clock::now_ms() + 60_000,
+    };
+    let conversations = h.conversations();
+    let Ok(Begun::Held(held)) = conversations.begin(&lease, false, refund_chat::clock::now_ms()).await else {
+        panic!("the lease");
+    };
+    assert_eq!(held.exchanges, 1);
+    // A person's note lands while the turn runs.
+    note_lands(&h, &id, 1).await;
+    let new = refund_chat::ledger::NewExchange {
+        exchange: refund_chat::conversation::Exchange::of_turn(
+            &[refund_chat::chat::Message::User("and now?".into())],
+            Some("Still here."),
+        ),
+        status: 200,
+        scope: refund_chat::refund::RefundScope::for_request(USER, "req-2"),
+        marked: true,
+        refund_recorded: false,
+        handoff: None,
+        tokens: None,
+        key: None,
+    };
+    let appended = conversations
+        .append(&lease, &held, &new, refund_chat::clock::now_ms())
+        .await;
+    assert_eq!(appended.ok(), Some(refund_chat::ledger::Appended::Appended));
+    let exchanges = h.exchanges(&id).await;
+    let seqs: Vec<u64> = exchanges.iter().map(|e| e.seq).collect();
+    assert_eq!(
+        seqs,
+        vec![0, 1, 2],
+        "the note keeps its place, the turn's exchange follows it"
+    );
+    assert_eq!(exchanges[2].exchange.reply(), Some("Still here."));
+    // Given back: the next message is not refused as busy.
+    let next = h.say(Some(&id), "thanks").await;
+    assert_eq!(next.status, StatusCode::OK);
+    // Sent once more, the same scope appends nothing.
+    let again = conversations
+        .append(&lease, &held, &new, refund_chat::clock::now_ms())
+        .await;
+    assert_eq!(again.ok(), Some(refund_chat::ledger::Appended::AlreadyThere));
+}

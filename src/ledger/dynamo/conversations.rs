@@ -30,7 +30,10 @@
 //!   A failed turn whose key is given back appends unmarked, so its retry
 //!   (the same scope, run afresh) appends its own exchange after it. The
 //!   turn's tokens and its key's settlement (items of the ledger's table)
-//!   ride in the same transaction.
+//!   ride in the same transaction. An exchange that takes no lease (a
+//!   person's note or reply, contract 18) may take the sequence number a
+//!   running turn was to use: that turn's append, still the lease's
+//!   holder, finds the count moved and appends after it.
 //! - **Expiry.** A conversation ends `CONVERSATION_TTL_HOURS` after its
 //!   last exchange, and at the latest at `ends_by`, `CONVERSATION_MAX_AGE_HOURS`
 //!   after its first. So every item but the header is written to expire at
@@ -68,6 +71,15 @@ const EXCHANGE_PREFIX: &str = "x#";
 const SCOPE_PREFIX: &str = "scope#";
 /// DynamoDB's batch write limit.
 const BATCH: usize = 25;
+/// How often an append follows a sequence number that moved under it (a
+/// person's note or reply) before it gives up as contended.
+const SEQUENCE_MOVES: usize = 4;
+
+/// One try of an append: done, or the header's count had moved to this.
+enum AppendTry {
+    Done(Appended),
+    Moved(u64),
+}
 
 fn exchange_sk(seq: u64) -> String {
     format!("{EXCHANGE_PREFIX}{seq:06}")
@@ -212,12 +224,19 @@ impl DynamoConversations {
         held: &HeldConversation,
         found: &[Option<Item>],
         mark_at: Option<usize>,
-    ) -> Result<Appended, LedgerError> {
+    ) -> Result<AppendTry, LedgerError> {
         if mark_at.is_some_and(|at| found.get(at).is_some_and(Option::is_some)) {
             if held.stored {
                 self.release(lease).await?;
             }
-            return Ok(Appended::AlreadyThere);
+            return Ok(AppendTry::Done(Appended::AlreadyThere));
+        }
+        if held.stored
+            && let Some(Some(head)) = found.first()
+            && text(head, "lease_writer") == Some(lease.writer.as_str())
+            && let Some(exchanges) = number(head, "exchanges").filter(|&n| n != held.exchanges)
+        {
+            return Ok(AppendTry::Moved(exchanges));
         }
         Err(LedgerError::Conflict("the conversation's lease was lost".into()))
     }
@@ -509,6 +528,41 @@ impl ConversationStore for DynamoConversations {
         new: &NewExchange,
         now_ms: u64,
     ) -> Result<Appended, LedgerError> {
+        let mut held = *held;
+        // A person's note or reply (contract 18) takes the next sequence
+        // number without the lease: the turn's exchange follows it.
+        for _ in 0..SEQUENCE_MOVES {
+            match self.append_at(lease, &held, new, now_ms).await? {
+                AppendTry::Done(appended) => return Ok(appended),
+                AppendTry::Moved(exchanges) => held.exchanges = exchanges,
+            }
+        }
+        Err(LedgerError::Contended)
+    }
+
+    async fn release(&self, lease: &ConversationLease) -> Result<(), LedgerError> {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(self.key(lease.id.as_str(), HEAD).into_iter().collect()))
+            .update_expression("REMOVE lease_writer, lease_until_ms")
+            .condition_expression("lease_writer = :writer")
+            .expression_attribute_values(":writer", s(lease.writer.as_str()))
+            .build()
+            .map_err(malformed)?;
+        // A condition that fails: not ours (any more), nothing to give back.
+        update_alone(&self.client, update).await.map(|_| ())
+    }
+}
+
+impl DynamoConversations {
+    /// One try of [`ConversationStore::append`] at `held.exchanges`.
+    async fn append_at(
+        &self,
+        lease: &ConversationLease,
+        held: &HeldConversation,
+        new: &NewExchange,
+        now_ms: u64,
+    ) -> Result<AppendTry, LedgerError> {
         let id = lease.id.as_str();
         let seq = held.exchanges;
         // Every item expires when the conversation ends at the latest, so
@@ -574,6 +628,8 @@ impl ConversationStore for DynamoConversations {
         let header = header
             .update_expression(expression)
             .condition_expression(condition)
+            // What moved it, if it did: a person's note took the sequence number.
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .build()
             .map_err(malformed)?;
         let put = |sk: String, attributes: Vec<(&str, AttributeValue)>| {
@@ -631,12 +687,12 @@ impl ConversationStore for DynamoConversations {
                     .build(),
             );
             match transact(&self.client, items.iter().cloned()).await? {
-                None => return Ok(outcome),
+                None => return Ok(AppendTry::Done(outcome)),
                 // The key's record failed its condition alone: our own retried
                 // write had landed, or the key is another request's now.
                 Some(found) if found.iter().filter(|f| f.is_some()).count() == 1 => match found.last() {
                     Some(Some(item)) if DynamoLedger::settled_already(settlement, item) => {
-                        return Ok(outcome);
+                        return Ok(AppendTry::Done(outcome));
                     }
                     Some(Some(_)) => {
                         items.pop();
@@ -648,21 +704,8 @@ impl ConversationStore for DynamoConversations {
             }
         }
         match transact(&self.client, items).await? {
-            None => Ok(outcome),
+            None => Ok(AppendTry::Done(outcome)),
             Some(found) => self.not_appended(lease, held, &found, mark_at).await,
         }
-    }
-
-    async fn release(&self, lease: &ConversationLease) -> Result<(), LedgerError> {
-        let update = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(self.key(lease.id.as_str(), HEAD).into_iter().collect()))
-            .update_expression("REMOVE lease_writer, lease_until_ms")
-            .condition_expression("lease_writer = :writer")
-            .expression_attribute_values(":writer", s(lease.writer.as_str()))
-            .build()
-            .map_err(malformed)?;
-        // A condition that fails: not ours (any more), nothing to give back.
-        update_alone(&self.client, update).await.map(|_| ())
     }
 }
