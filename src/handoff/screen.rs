@@ -192,8 +192,9 @@ fn normalised<T: AsRef<str>>(list: &[T]) -> Vec<String> {
 ///
 /// ASCII text takes a shorter road to the same result: NFKC, NFD and full
 /// case folding leave ASCII as ASCII lowercased, it has no format
-/// characters, combining marks or look-alikes. Every message and every
-/// help passage is screened, and most are ASCII (`docs/benchmarks.md`).
+/// characters, combining marks or look-alikes. Every message is screened
+/// and every help passage indexed through here, and most are ASCII
+/// (`docs/benchmarks.md`).
 pub fn normalise(text: &str) -> String {
     if text.is_ascii() {
         return normalise_ascii(text);
