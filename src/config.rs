@@ -311,6 +311,8 @@ impl SweepConfig {
 pub struct StaffConfig {
     pub ledger_table: String,
     pub conversation_table: String,
+    /// How long a person's note or reply keeps the conversation alive.
+    pub conversation_ttl: Duration,
     pub ledger_timeout: Duration,
     pub payments_base_url: String,
     pub payments_timeout: Duration,
@@ -327,6 +329,7 @@ impl StaffConfig {
         Ok(StaffConfig {
             ledger_table: vars.required("LEDGER_TABLE")?,
             conversation_table: vars.required("CONVERSATION_TABLE")?,
+            conversation_ttl: vars.hours("CONVERSATION_TTL_HOURS", DEFAULT_CONVERSATION_TTL)?,
             ledger_timeout: vars.secs("LEDGER_TIMEOUT_SECS", DEFAULT_LEDGER_TIMEOUT, false)?,
             payments_base_url: vars.url("PAYMENTS_BASE_URL", None)?,
             payments_timeout: vars.secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,

@@ -117,6 +117,20 @@ fn the_deployment_is_the_contracts() {
     );
     assert_eq!(event["Properties"]["Path"], refund_chat::http::ROUTE);
     assert_eq!(event["Properties"]["Method"], "POST");
+    let read = &function["Properties"]["Events"]["ReadConversation"];
+    assert_eq!(read["Type"], "Api");
+    assert_eq!(
+        read["Properties"]["RestApiId"],
+        json!({"Ref": "RefundChatApi"}),
+        "the same API, its throttling and authorizer"
+    );
+    assert_eq!(
+        read["Properties"]["Path"]
+            .as_str()
+            .map(|path| path.trim_end_matches("{id}")),
+        Some(refund_chat::http::read::PREFIX)
+    );
+    assert_eq!(read["Properties"]["Method"], "GET");
     let api = &template["Resources"]["RefundChatApi"]["Properties"];
     assert_eq!(
         api["EndpointConfiguration"]["Type"], "REGIONAL",
@@ -315,6 +329,10 @@ fn a_browser_widget_may_send_the_key_and_the_token() {
     let allowed = cors["AllowHeaders"].as_str().unwrap().to_lowercase();
     for header in ["content-type", "idempotency-key", "authorization"] {
         assert!(allowed.contains(header), "{header} is not allowed by the preflight");
+    }
+    let methods = cors["AllowMethods"].as_str().unwrap();
+    for method in ["GET", "POST"] {
+        assert!(methods.contains(method), "{method} is not allowed by the preflight");
     }
 }
 

@@ -33,30 +33,56 @@ const WAIT: Duration = Duration::from_secs(20);
 /// each request becomes an API Gateway event for the real handler.
 async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
     static INVOCATIONS: AtomicUsize = AtomicUsize::new(0);
-    let handler = move |request: axum::extract::Request| {
+    let handler = {
         let app = Arc::clone(&app);
-        async move {
-            let (parts, body) = request.into_parts();
-            let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-            let headers: Vec<(String, String)> = parts
-                .headers
-                .iter()
-                .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
-                .collect();
-            let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-            let event = post_event(&String::from_utf8_lossy(&body), &headers);
-            let request_id = format!("req-widget-{}", INVOCATIONS.fetch_add(1, Ordering::SeqCst));
-            let answer = send_as(&app, event, &request_id, 0).await;
-            let mut response = axum::response::Response::builder().status(answer.status);
-            for (name, value) in &answer.headers {
-                response = response.header(name, value);
+        move |request: axum::extract::Request| {
+            let app = Arc::clone(&app);
+            async move {
+                let (parts, body) = request.into_parts();
+                let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+                let headers: Vec<(String, String)> = parts
+                    .headers
+                    .iter()
+                    .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+                    .collect();
+                let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+                let event = post_event(&String::from_utf8_lossy(&body), &headers);
+                let request_id = format!("req-widget-{}", INVOCATIONS.fetch_add(1, Ordering::SeqCst));
+                let answer = send_as(&app, event, &request_id, 0).await;
+                let mut response = axum::response::Response::builder().status(answer.status);
+                for (name, value) in &answer.headers {
+                    response = response.header(name, value);
+                }
+                response.body(axum::body::Body::from(answer.raw)).unwrap_or_default()
             }
-            response.body(axum::body::Body::from(answer.raw)).unwrap_or_default()
+        }
+    };
+    // The page's reads of its conversation (contract 18), as API Gateway
+    // passes them on: the path and the query string, no body.
+    let reads = {
+        let app = Arc::clone(&app);
+        move |axum::extract::Path(id): axum::extract::Path<String>, uri: axum::http::Uri| {
+            let app = Arc::clone(&app);
+            async move {
+                let event = read_event(&id, uri.query().unwrap_or_default(), None);
+                let request_id = format!("req-widget-{}", INVOCATIONS.fetch_add(1, Ordering::SeqCst));
+                let answer = send_as(&app, event, &request_id, 0).await;
+                axum::response::Response::builder()
+                    .status(answer.status)
+                    .header("content-type", "application/json")
+                    .body(axum::body::Body::from(answer.raw))
+                    .unwrap_or_default()
+            }
         }
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let router = axum::Router::new().route(refund_chat::http::ROUTE, axum::routing::post(handler));
+    let router = axum::Router::new()
+        .route(refund_chat::http::ROUTE, axum::routing::post(handler))
+        .route(
+            &format!("{}{{id}}", refund_chat::http::read::PREFIX),
+            axum::routing::get(reads),
+        );
     tokio::spawn(async move { axum::serve(listener, router).await });
     address
 }
@@ -65,6 +91,8 @@ struct Stack {
     page: String,
     widget: Arc<Widget>,
     sandbox: Sandbox,
+    /// What `refund-chat-admin` needs to act on this stack's ledger.
+    admin_env: Vec<(&'static str, String)>,
     _chromedriver: tokio::process::Child,
     browser: Client,
     profile: PathBuf,
@@ -89,16 +117,27 @@ impl Stack {
             mut config,
         } = local_stack().await;
         config.identity = IdentitySource::Body; // as under make run: the page picks the customer
+        let admin_env = vec![
+            ("LEDGER_TABLE", config.ledger_table.clone()),
+            ("CONVERSATION_TABLE", config.conversation_table.clone()),
+            ("PAYMENTS_BASE_URL", config.payments_base_url.clone()),
+            ("AWS_ENDPOINT_URL", moto().endpoint.clone()),
+            ("AWS_REGION", "eu-west-1".to_owned()),
+            ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
+        ];
         let app = Arc::new(refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap());
         let function = serve_function(app).await;
         let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
-        let widget = Widget::new(web, format!("http://{function}{}", refund_chat::http::ROUTE));
+        // The page asks for a person's words every 0.2 s here, not every 10 s.
+        let widget = Widget::polling_every(web, format!("http://{function}{}", refund_chat::http::ROUTE), 0.2);
         let page = refund_chat_local::widget::spawn(0, Arc::clone(&widget)).await.unwrap();
         let (chromedriver, browser, profile) = browser().await;
         Stack {
             page: format!("http://{page}/"),
             widget,
             sandbox,
+            admin_env,
             _chromedriver: chromedriver,
             browser,
             profile,
@@ -157,6 +196,34 @@ impl Stack {
 
     async fn refunds(&self) -> usize {
         self.sandbox.refunds_made().len()
+    }
+
+    /// Runs `refund-chat-admin` on this stack, as a person of the support team would.
+    async fn admin(&self, args: &[&str]) -> String {
+        let output = tokio::process::Command::new(admin_binary())
+            .args(args)
+            .env_clear()
+            .envs(self.admin_env.iter().map(|(name, value)| (*name, value.as_str())))
+            .output()
+            .await
+            .expect("run refund-chat-admin");
+        let (out, err) = (
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        );
+        assert!(output.status.success(), "refund-chat-admin {args:?}: {out}{err}");
+        out
+    }
+
+    /// The conversation the page keeps for this tab.
+    async fn conversation(&self) -> String {
+        let kept = self
+            .browser
+            .execute("return sessionStorage.getItem('refund-chat-conversation');", vec![])
+            .await
+            .unwrap();
+        let kept: Value = serde_json::from_str(kept.as_str().unwrap()).unwrap();
+        kept["id"].as_str().unwrap().to_owned()
     }
 }
 
@@ -414,6 +481,89 @@ async fn a_policy_answer_links_the_article_and_the_models_markup_stays_text() {
         .await
         .unwrap();
     assert!(customer_links.is_empty(), "the customer's text stays text");
+
+    stack.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_customer_reads_in_the_page_what_a_person_decided_and_wrote() {
+    let stack = Stack::on_the_page().await;
+    let browser = &stack.browser;
+
+    // Above the automatic limit: it waits, and the page waits with it.
+    stack
+        .type_message("The sofa from order D-4001 arrived torn. Please refund 120.00.")
+        .await;
+    stack.nth("pending-approval", 1).await;
+    let waiting = browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#waiting:not([hidden])"))
+        .await
+        .unwrap();
+    assert!(waiting.text().await.unwrap().contains("Waiting for our team"));
+    let pending = stack.admin(&["pending"]).await;
+    let approval = pending
+        .lines()
+        .find(|line| line.contains("D-4001"))
+        .and_then(|line| line.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no pending refund in {pending}"))
+        .to_owned();
+    stack.admin(&["approve", &approval, "--by", "sam"]).await;
+
+    let note = stack.nth("person", 1).await;
+    assert!(note.contains("From our support team"), "{note}");
+    assert!(
+        note.contains("A person approved your refund of 120.00 for order D-4001."),
+        "{note}"
+    );
+    assert!(!note.contains("sam"), "no staff names: {note}");
+    assert_eq!(stack.refunds().await, 1, "the approval paid once");
+    let live = browser
+        .find(Locator::XPath(
+            "//li[contains(concat(' ', @class, ' '), ' person ')]/ancestor::*[@aria-live='polite']",
+        ))
+        .await;
+    assert!(live.is_ok(), "a person's message is announced to screen readers");
+    browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#waiting[hidden]"))
+        .await
+        .unwrap();
+
+    // A person has the conversation: their reply reaches the same chat.
+    browser
+        .find(Locator::Id("new-conversation"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    stack.type_message("I want to talk to a person").await;
+    stack.nth("assistant", 1).await;
+    let conversation = stack.conversation().await;
+    stack
+        .admin(&[
+            "reply",
+            &conversation,
+            "--by",
+            "sam",
+            "--text",
+            "Hello, I am Sam. A new sofa ships Monday.",
+        ])
+        .await;
+    let reply = stack.nth("person", 1).await;
+    assert!(reply.contains("A new sofa ships Monday."), "{reply}");
+    let png = browser.screenshot().await.unwrap();
+    std::fs::write(artifact("widget-a-person-writes.png"), &png).unwrap();
+    // Shown once, however often the page asks again.
+    stack
+        .admin(&["reply", &conversation, "--by", "sam", "--text", "Anything else?"])
+        .await;
+    stack.nth("person", 2).await;
+    let people = browser.find_all(Locator::Css("li.person")).await.unwrap();
+    assert_eq!(people.len(), 2);
 
     stack.close().await;
 }

@@ -15,6 +15,14 @@
 // with `handed_off` means a person has the conversation: the page says so,
 // keeps the input open (later messages reach the person) and offers a new
 // conversation.
+//
+// While a refund waits for a person, or a person has the conversation, the
+// page asks the function what is new (GET .../conversations/{id}?after=N):
+// at most every `refund-chat-poll-seconds` (10 s as shipped), doubling the
+// wait while nothing comes (up to 8 times as long), and not at all while
+// the tab is hidden. What a person wrote is shown as a person's message, in
+// the log that screen readers announce. Customer and agent messages the
+// page shows from its own requests; it takes only a person's from a read.
 (() => {
   "use strict";
   const endpoint = document.querySelector('meta[name="refund-chat-endpoint"]').content;
@@ -24,8 +32,16 @@
   const fresh = $("new-conversation"), withPerson = $("with-a-person");
   const CONVERSATION = "refund-chat-conversation";
   const AUTOMATIC_RESENDS = 3; // for 409 and 503, each after its Retry-After
+  const waiting = $("waiting");
+  const readBase = endpoint.replace(/\/+$/, "") + "/conversations/";
+  const POLL_SECONDS =
+    Number(document.querySelector('meta[name="refund-chat-poll-seconds"]')?.content) || 10;
+  const POLL_BACKOFF_CAP = 8; // the longest wait, in intervals
 
   let current = null; // the message being answered: { key, text, body }
+  // What the page polls for, and what it has read: the last seq, and the
+  // person's messages it has shown (by seq), so none is shown twice.
+  const poll = { timer: null, delay: POLL_SECONDS, after: null, approval: false, person: false, shown: new Set() };
 
   // The conversation of this tab, for its customer only.
   function conversationId() {
@@ -45,6 +61,7 @@
 
   function startNewConversation() {
     sessionStorage.removeItem(CONVERSATION);
+    stopPolling();
     current = null;
     log.replaceChildren();
     problem.hidden = true;
@@ -93,6 +110,83 @@
     item.scrollIntoView({ block: "end" });
     return item;
   }
+
+  function stopPolling() {
+    clearTimeout(poll.timer);
+    Object.assign(poll, { timer: null, delay: POLL_SECONDS, after: null, approval: false, person: false });
+    poll.shown.clear();
+    waiting.hidden = true;
+  }
+
+  // Something a person will answer: poll from the shortest interval.
+  function pollFor(what) {
+    poll[what] = true;
+    poll.delay = POLL_SECONDS;
+    // A refund that waits says so; a person's conversation has its banner.
+    waiting.hidden = !poll.approval;
+    schedulePoll();
+  }
+
+  function schedulePoll() {
+    clearTimeout(poll.timer);
+    poll.timer = null;
+    if ((poll.approval || poll.person) && !document.hidden) {
+      poll.timer = setTimeout(readNew, poll.delay * 1000);
+    }
+  }
+
+  function backOff() {
+    poll.delay = Math.min(poll.delay * 2, POLL_SECONDS * POLL_BACKOFF_CAP);
+    schedulePoll();
+  }
+
+  async function readNew() {
+    const id = conversationId();
+    if (!id) return stopPolling();
+    const query = new URLSearchParams({ user_id: customer.value });
+    if (poll.after !== null) query.set("after", String(poll.after));
+    let response, answer;
+    try {
+      response = await fetch(readBase + encodeURIComponent(id) + "?" + query, { headers: { accept: "application/json" } });
+      answer = await response.json();
+    } catch (_) {
+      return backOff(); // the network, or a proxy's page: ask again later
+    }
+    if (id !== conversationId()) return; // a new conversation began meanwhile
+    if (response.status !== 200) {
+      // Ended, or not this customer's: the next message says so. Else later.
+      return [401, 403, 404].includes(response.status) ? stopPolling() : backOff();
+    }
+    let heard = false;
+    for (const message of answer.messages || []) {
+      poll.after = poll.after === null ? message.seq : Math.max(poll.after, message.seq);
+      if (message.from === "person" && !poll.shown.has(message.seq)) {
+        poll.shown.add(message.seq);
+        say("person", message.text, "From our support team");
+        heard = true;
+      }
+    }
+    if (answer.handed_off === true) {
+      poll.person = true;
+      showWithAPerson();
+    }
+    if (!heard) return backOff();
+    // A person answered: what waited for approval is decided.
+    poll.approval = false;
+    poll.delay = POLL_SECONDS;
+    waiting.hidden = true;
+    schedulePoll();
+  }
+
+  // A hidden tab asks nothing; shown again, it asks at once.
+  document.addEventListener("visibilitychange", () => {
+    clearTimeout(poll.timer);
+    poll.timer = null;
+    if (!document.hidden && (poll.approval || poll.person)) {
+      poll.delay = POLL_SECONDS;
+      readNew();
+    }
+  });
 
   function setBusy(busy) {
     send.disabled = busy;
@@ -144,7 +238,10 @@
     }
     const wait = Math.max(1, Number(response.headers.get("retry-after")) || 1);
     keepConversation(answer.conversation_id);
-    if (answer.handed_off === true) showWithAPerson();
+    if (answer.handed_off === true) {
+      showWithAPerson();
+      if (response.status === 200) pollFor("person");
+    }
     switch (response.status) {
       case 404:
         setBusy(false);
@@ -160,11 +257,12 @@
         if (response.headers.get("idempotent-replayed") === "true") {
           say("status", "Recovered the answer to your message; nothing was done twice.");
         }
-        say(
-          /review/i.test(answer.reply || "") ? "assistant pending-approval" : "assistant",
-          answer.reply || "(no text)",
-          /review/i.test(answer.reply || "") ? "Waiting for our team" : null,
-        );
+        {
+          const pending = /review/i.test(answer.reply || "");
+          say(pending ? "assistant pending-approval" : "assistant", answer.reply || "(no text)",
+            pending ? "Waiting for our team" : null);
+          if (pending) pollFor("approval");
+        }
         input.focus();
         return;
       case 409:

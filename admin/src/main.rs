@@ -26,13 +26,15 @@ use refund_chat::config::StaffConfig;
 use refund_chat::ledger::LedgerError;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::dynamo::conversations::DynamoConversations;
+use refund_chat::ledger::dynamo::notes::PersonNotes;
 
 use crate::cmd::approve::Payment;
 
 /// Approve, reject and resolve refunds, and export the audit trail.
 ///
 /// Configured like the function: LEDGER_TABLE, CONVERSATION_TABLE,
-/// PAYMENTS_BASE_URL, PAYMENTS_TIMEOUT_SECS, LEDGER_TIMEOUT_SECS and the AWS chain.
+/// CONVERSATION_TTL_HOURS, PAYMENTS_BASE_URL, PAYMENTS_TIMEOUT_SECS,
+/// LEDGER_TIMEOUT_SECS and the AWS chain.
 #[derive(Parser)]
 #[command(name = "refund-chat-admin", version)]
 struct Cli {
@@ -76,12 +78,19 @@ enum Command {
     Conversation { id: String },
     /// Open handoffs, oldest first, each with its summary and transcript.
     Handoffs,
-    /// Close a handoff (the conversation stays with the people).
+    /// Close a handoff (the conversation stays with the people), with a
+    /// last word to the customer if --text is given.
     CloseHandoff {
         id: String,
         #[arg(long, value_name = "NAME")]
         by: String,
+        /// A reply to the customer, sent once the handoff is closed.
+        #[arg(long, value_name = "TEXT")]
+        text: Option<String>,
     },
+    /// Write to the customer in their chat: a person's message in the
+    /// conversation (ID: the conversation's, or its handoff's).
+    Reply(Reply),
     /// The right to be forgotten: delete the customer's conversations and
     /// request records, and remove their messages from their refund records
     /// (which stay: they are the shop's financial record). Recorded.
@@ -115,10 +124,33 @@ pub struct Resolve {
     pub by: String,
 }
 
+#[derive(Args)]
+#[command(group(ArgGroup::new("words").required(true).args(["text", "text_file"])))]
+pub struct Reply {
+    pub id: String,
+    #[arg(long, value_name = "NAME")]
+    pub by: String,
+    /// The message: one line of plain text, at most 4000 characters.
+    #[arg(long, value_name = "TEXT")]
+    pub text: Option<String>,
+    /// The message, read from a file (its trailing line break is trimmed).
+    #[arg(long, value_name = "FILE")]
+    pub text_file: Option<std::path::PathBuf>,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Format {
     Json,
     Csv,
+}
+
+/// The reply's words, from `--text` or the file `--text-file` names.
+fn reply_text(reply: &Reply) -> Result<String, String> {
+    match (&reply.text, &reply.text_file) {
+        (Some(text), _) => Ok(text.clone()),
+        (None, Some(path)) => std::fs::read_to_string(path).map_err(|error| format!("{}: {error}", path.display())),
+        (None, None) => Err("--text or --text-file is required".into()),
+    }
 }
 
 fn parse_since(text: &str) -> Result<u64, String> {
@@ -160,22 +192,31 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
     // The standard chain (profiles, SSO): a person's machine. Loading it
     // makes no network call; the ledger sets its own timeouts.
     let aws = aws_config::from_env().load().await;
-    let ledger = DynamoLedger::from_sdk_config(&aws, &config.ledger_table, config.ledger_timeout);
-    // The lifetime only matters to the function's writes; the admin reads and deletes.
+    // A person's note or reply keeps the conversation alive as an exchange
+    // does (the TTL); the maximum age is the header's own `ends_by`.
     let conversations = DynamoConversations::from_sdk_config(
         &aws,
         &config.conversation_table,
         &config.ledger_table,
         refund_chat::conversation::Lifetime {
-            ttl: Duration::ZERO,
+            ttl: config.conversation_ttl,
             max_age: Duration::ZERO,
         },
         config.ledger_timeout,
     );
+    // Decisions leave their notes in the record's conversation (contract 18).
+    let ledger = DynamoLedger::from_sdk_config(&aws, &config.ledger_table, config.ledger_timeout)
+        .with_notes(PersonNotes::of(&conversations));
     let result = match command {
         Command::Conversation { id } => cmd::conversation::run(&ledger, &conversations, &id).await,
         Command::Handoffs => cmd::handoffs::run(&conversations).await,
-        Command::CloseHandoff { id, by } => cmd::close_handoff::run(&conversations, &id, &by).await,
+        Command::CloseHandoff { id, by, text } => {
+            cmd::close_handoff::run(&conversations, &id, &by, text.as_deref()).await
+        }
+        Command::Reply(reply) => match reply_text(&reply) {
+            Ok(text) => cmd::reply::run(&PersonNotes::of(&conversations), &reply.id, &reply.by, &text).await,
+            Err(why) => Ok(Ending::Failed(why)),
+        },
         Command::Forget { customer, by } => cmd::forget::run(&ledger, &conversations, &customer, &by).await,
         Command::Pending => cmd::pending::run(&ledger).await,
         Command::Show { id } => cmd::show::run(&ledger, &id).await,

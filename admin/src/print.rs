@@ -32,6 +32,22 @@ pub fn print_handoff(handoff: &StoredHandoff) {
 pub fn print_exchanges(transcript: &Transcript) {
     for stored in &transcript.exchanges {
         println!();
+        // A person's words (contract 18): who wrote them, and for which record.
+        if let Some(text) = stored.exchange.person_text() {
+            let by = stored.by.as_deref().unwrap_or_default();
+            match &stored.note_for {
+                Some(record) => println!(
+                    "#{}  {}  note by {} on {}",
+                    stored.seq,
+                    stored.created_at,
+                    visible(by),
+                    visible(record)
+                ),
+                None => println!("#{}  {}  reply by {}", stored.seq, stored.created_at, visible(by)),
+            }
+            println!("  person: {}", visible(text));
+            continue;
+        }
         println!(
             "#{}  {}  request {}  status {}",
             stored.seq,

@@ -6,11 +6,13 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::clients::Exchange;
+use crate::clients::{Exchange, Read};
 
 /// Everything a run left behind.
 pub struct Evidence<'a> {
     pub exchanges: &'a [Exchange],
+    /// The chat's reads of conversations (contract 18).
+    pub reads: &'a [Read],
     /// Refunds the sandbox made: (user, order, cents).
     pub money_moved: Vec<(String, String, u64)>,
     /// Bodies of the payments requests that reached the sandbox.
@@ -350,6 +352,9 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
     for (name, checked, violations) in conversation_invariants(evidence, &summaries) {
         add(name, checked, violations);
     }
+    for (name, checked, violations) in hearing_back_invariants(evidence, &refunds) {
+        add(name, checked, violations);
+    }
     let (checked, violations) = busy_after_the_turn_ended(evidence, &lines);
     add("a conversation is never busy after its turn ended", checked, violations);
     let days: Vec<&Value> = evidence
@@ -440,6 +445,94 @@ struct Stored {
     customer_message: String,
 }
 
+/// How long after its stamp an exchange has surely landed (the append's
+/// transaction, bounded by the ledger's timeout, tried a few times).
+const LANDED_WITHIN_MS: u64 = 5_000;
+
+/// The two invariants of a person's words (contract 18): a decision of a
+/// refund whose conversation was there appended exactly one note (never
+/// two), and no read showed a customer another's conversation.
+fn hearing_back_invariants(evidence: &Evidence<'_>, refunds: &[&Value]) -> Vec<(&'static str, usize, Vec<String>)> {
+    let mut notes: HashMap<String, usize> = HashMap::new();
+    for item in evidence.conversations.iter().filter(|i| i["from"] == "person") {
+        if let Some(record) = item["note_for"].as_str() {
+            *notes.entry(record.to_owned()).or_insert(0) += 1;
+        }
+    }
+    // When the turn that recorded each refund first stamped its exchange: a
+    // decision before the exchange landed found no conversation to tell.
+    // The stamp precedes the landing by at most the append's own bounded
+    // tries, so only a decision well after it must have found one.
+    let mut exchange_at: HashMap<&str, u64> = HashMap::new();
+    for item in evidence
+        .conversations
+        .iter()
+        .filter(|i| i["from"] != "person" && i["sk"].as_str().is_some_and(|sk| sk.starts_with("x#")))
+    {
+        if let (Some(record), Some(at)) = (
+            item["refund_record"].as_str(),
+            item["created_at"].as_str().and_then(refund_chat::clock::parse_utc),
+        ) {
+            let first = exchange_at.entry(record).or_insert(at);
+            *first = (*first).min(at);
+        }
+    }
+    let decided: Vec<&&Value> = refunds
+        .iter()
+        .filter(|r| r["conversation_id"].is_string() && r["decided_by"].is_string() && !r["reissue_of"].is_string())
+        .collect();
+    let mut wrong_notes: Vec<String> = decided
+        .iter()
+        .filter_map(|record| {
+            let id = text(record, "record_id");
+            let found = notes.get(&id).copied().unwrap_or(0);
+            let decided_at = refund_chat::clock::parse_utc(&text(record, "decided_at")).unwrap_or(0);
+            let told_after_its_exchange = exchange_at
+                .get(id.as_str())
+                .is_some_and(|at| at + LANDED_WITHIN_MS < decided_at);
+            let fine = found == 1 || (found == 0 && !told_after_its_exchange);
+            (!fine).then(|| format!("{id} (decided at {}) has {found} notes", text(record, "decided_at")))
+        })
+        .collect();
+    let decided_ids: HashSet<String> = decided.iter().map(|r| text(r, "record_id")).collect();
+    wrong_notes.extend(
+        notes
+            .keys()
+            .filter(|id| !decided_ids.contains(*id))
+            .map(|id| format!("a note for {id}, which no person decided")),
+    );
+    let owners: HashMap<String, String> = evidence
+        .conversations
+        .iter()
+        .filter(|i| i["sk"] == "head")
+        .map(|i| (text(i, "pk"), text(i, "customer")))
+        .collect();
+    let read_by_another: Vec<String> = evidence
+        .reads
+        .iter()
+        .filter(|read| {
+            let foreign = owners
+                .get(&read.conversation)
+                .is_some_and(|owner| *owner != read.signed_in);
+            let shown = read.status == Some(200) || read.body.contains("\"messages\"");
+            (foreign && shown) || (read.status == Some(200) && !owners.contains_key(&read.conversation))
+        })
+        .map(|read| format!("{} read {}: {:?}", read.signed_in, read.conversation, read.status))
+        .collect();
+    vec![
+        (
+            "every decision of a refund with a conversation appended exactly one note",
+            decided.len(),
+            wrong_notes,
+        ),
+        (
+            "no customer reads another's conversation through the GET",
+            evidence.reads.len(),
+            read_by_another,
+        ),
+    ]
+}
+
 /// The three invariants of conversations (contract 11).
 fn conversation_invariants(evidence: &Evidence<'_>, summaries: &[&Value]) -> Vec<(&'static str, usize, Vec<String>)> {
     let owners: HashMap<String, String> = evidence
@@ -452,6 +545,8 @@ fn conversation_invariants(evidence: &Evidence<'_>, summaries: &[&Value]) -> Vec
         .conversations
         .iter()
         .filter(|i| i["sk"].as_str().is_some_and(|sk| sk.starts_with("x#")))
+        // A person's words are no customer's message (contract 18): checked apart.
+        .filter(|i| i["from"] != "person")
         .map(|i| {
             let messages: Value = serde_json::from_str(i["messages"].as_str().unwrap_or("[]")).unwrap_or(Value::Null);
             let customer_message = messages

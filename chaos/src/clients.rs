@@ -17,6 +17,16 @@ use serde_json::{Value, json};
 use crate::rng::Rng;
 
 const EVENT: &str = include_str!("../../events/refund.json");
+const READ_EVENT: &str = include_str!("../../events/read-after-malformed.json");
+
+/// A read of a conversation (contract 18) and its answer.
+#[derive(Debug, Clone)]
+pub struct Read {
+    pub signed_in: String,
+    pub conversation: String,
+    pub status: Option<u16>,
+    pub body: String,
+}
 
 /// The run's customers and their orders.
 pub struct Shop {
@@ -120,9 +130,38 @@ pub struct Clients {
     pub next: AtomicUsize,
     pub sent: AtomicUsize,
     pub exchanges: Mutex<Vec<Exchange>>,
+    /// The chat's reads of conversations; they count as no request sent.
+    pub reads: Mutex<Vec<Read>>,
 }
 
 impl Clients {
+    /// The chat reads `conversation` back, signed in as `signed_in`.
+    async fn read(&self, signed_in: &str, conversation: &str, after: Option<u64>) {
+        let mut event: Value = serde_json::from_str(READ_EVENT).unwrap_or(Value::Null);
+        let path = format!("/support/refund-chat/conversations/{conversation}");
+        event["path"] = json!(path);
+        event["requestContext"]["path"] = json!(format!("/Prod{path}"));
+        event["pathParameters"] = json!({"id": conversation});
+        event["requestContext"]["authorizer"] = json!({"claims": {"sub": signed_in}});
+        let query = after.map(|after| after.to_string());
+        event["queryStringParameters"] = query.as_ref().map_or(Value::Null, |after| json!({"after": after}));
+        event["multiValueQueryStringParameters"] =
+            query.as_ref().map_or(Value::Null, |after| json!({"after": [after]}));
+        let (_, answer, _) = self.api.invoke_with_id(Bytes::from(event.to_string())).await;
+        let answer: Value = answer
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or(Value::Null);
+        if let Ok(mut reads) = self.reads.lock() {
+            reads.push(Read {
+                signed_in: signed_in.to_owned(),
+                conversation: conversation.to_owned(),
+                status: answer["statusCode"].as_u64().map(|s| s as u16),
+                body: answer["body"].as_str().unwrap_or_default().to_owned(),
+            });
+        }
+    }
+
     /// Sends one request and keeps the exchange.
     async fn send(&self, index: usize, signed_in: &str, message: &Message) -> Exchange {
         self.sent.fetch_add(1, Ordering::SeqCst);
@@ -241,6 +280,19 @@ impl Clients {
             let foreign = (!others.is_empty()).then(|| rng.pick(&others).clone());
             (conversations.get(&customer).cloned(), foreign)
         };
+        if rng.chance(0.15) {
+            // The chat polls: the customer's own conversation, or now and
+            // then another's id (a 404, and nothing of it seen).
+            let target = if rng.chance(0.3) {
+                foreign.clone()
+            } else {
+                latest.clone()
+            };
+            if let Some(target) = target {
+                let after = rng.chance(0.5).then(|| rng.below(6));
+                self.read(&customer, &target, after).await;
+            }
+        }
         let conversation = match rng.below(100) {
             // Another customer's conversation: a 404, and nothing of it seen.
             0..=3 => foreign,

@@ -339,14 +339,27 @@ async fn segment_run(
         next: AtomicUsize::new(0),
         sent: AtomicUsize::new(0),
         exchanges: std::sync::Mutex::default(),
+        reads: std::sync::Mutex::default(),
     });
+    // The support team's ledger leaves its decisions' notes in the
+    // conversations (contract 18), through the same faulty DynamoDB.
+    let staff_ledger = refund_chat::ledger::dynamo::DynamoLedger::from_sdk_config(
+        &refund_chat_testkit::aws_at(&format!("http://{ledger_address}")).await,
+        &table,
+        LEDGER_TIMEOUT,
+    );
+    let notes = refund_chat::ledger::dynamo::notes::PersonNotes::new(
+        staff_ledger.client().clone(),
+        refund_chat_testkit::conversation_table(&table),
+        refund_chat::conversation::Lifetime {
+            ttl: Duration::from_secs(3600),
+            max_age: Duration::ZERO,
+        },
+    );
     let staff = Arc::new(staff::Staff {
         seed,
-        ledger: refund_chat::ledger::dynamo::DynamoLedger::from_sdk_config(
-            &refund_chat_testkit::aws_at(&format!("http://{ledger_address}")).await,
-            &table,
-            LEDGER_TIMEOUT,
-        ),
+        ledger: staff_ledger.with_notes(notes.clone()),
+        notes,
         ttl: aws_sdk_dynamodb::Client::new(&refund_chat_testkit::aws_at(&moto).await),
         table: table.clone(),
         payments: refund_chat::refund::payments::HttpPayments::new(
@@ -426,8 +439,10 @@ async fn segment_run(
     )
     .await
     .map_err(|e| e.to_string())?;
+    let reads = clients.reads.lock().map(|r| r.clone()).unwrap_or_default();
     let evidence = checks::Evidence {
         exchanges: &exchanges,
+        reads: &reads,
         money_moved: sandbox
             .refunds_made()
             .into_iter()

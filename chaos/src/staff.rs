@@ -4,7 +4,9 @@
 //! payments requests stay the function's). Half of the decisions come "days
 //! later": the order's guard is first deleted, as DynamoDB's TTL would once
 //! it expired. Each such expiry is noted with its time, which tells the
-//! checks where rule 2's window ended for that order.
+//! checks where rule 2's window ended for that order. Every decision leaves
+//! its note in the record's conversation (contract 18), and now and then a
+//! person replies there too, racing the customer's turns for the sequence.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use refund_chat::clock::now_ms;
+use refund_chat::conversation::person::PersonNote;
 use refund_chat::ledger::dynamo::DynamoLedger;
+use refund_chat::ledger::dynamo::notes::{PersonNotes, Replied};
 use refund_chat::record_then_pay::approvals::{self, ApprovalError};
 use refund_chat::refund::RefundState;
 use refund_chat::refund::payments::HttpPayments;
@@ -24,6 +28,8 @@ pub struct Staff {
     pub seed: u64,
     /// Through the faulty DynamoDB.
     pub ledger: DynamoLedger,
+    /// The conversation table, through the same faulty DynamoDB.
+    pub notes: PersonNotes,
     /// Straight to moto: TTL is DynamoDB's own, not subject to faults.
     pub ttl: aws_sdk_dynamodb::Client,
     pub table: String,
@@ -79,6 +85,15 @@ impl Staff {
                 }
             };
             self.count(&ending);
+            if let Some(conversation) = record.conversation_id.as_deref().filter(|_| rng.chance(0.3)) {
+                let reply = PersonNote::reply(&by, "A person from the support team looked at this.");
+                let ending = match self.notes.reply(conversation, &reply, now_ms()).await {
+                    Ok(Replied::Appended { .. }) => "reply: appended",
+                    Ok(Replied::NotFound) => "reply: no conversation",
+                    Err(_) => "reply: ledger error",
+                };
+                self.count(ending);
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 //! The chat page for `make run` and the browser tests: serves `web/` and
-//! passes `POST /support/refund-chat` on to the function, so the page and
+//! passes `POST /support/refund-chat` and the conversation reads
+//! (`GET /support/refund-chat/conversations/{id}`) on to the function, so the page and
 //! the endpoint share one origin (no CORS locally; in production API Gateway
 //! answers the preflight).
 //!
@@ -24,9 +25,15 @@ use crate::proxy::{Action, Dropped, Hook, Proxy};
 
 pub const CHAT_PATH: &str = "/support/refund-chat";
 pub const DROP_NEXT_ANSWER_PATH: &str = "/__faults/drop-next-answer";
+/// Where the page reads a conversation back (contract 18): this, then its id.
+pub const READ_PREFIX: &str = "/support/refund-chat/conversations/";
+/// The page's polling interval as shipped (`web/index.html`'s meta).
+const SHIPPED_POLL: &str = r#"<meta name="refund-chat-poll-seconds" content="10">"#;
 
 pub struct Widget {
     web_dir: PathBuf,
+    /// A polling interval other than the page's own, for the browser tests.
+    poll_seconds: Option<f64>,
     /// To the function; drops the answer when the fault is armed.
     function: Arc<Proxy>,
     faults: Arc<Faults>,
@@ -42,11 +49,21 @@ impl Widget {
     /// `function_url` is the function's endpoint (`http://127.0.0.1:9000/support/refund-chat`,
     /// or under `cargo lambda watch` `.../lambda-url/refund-chat/support/refund-chat`).
     pub fn new(web_dir: PathBuf, function_url: impl Into<String>) -> Arc<Widget> {
-        let function_url = function_url.into();
+        Widget::build(web_dir, function_url.into(), None)
+    }
+
+    /// The same, serving the page with another polling interval (the
+    /// browser tests: a person's note shows within a second, not ten).
+    pub fn polling_every(web_dir: PathBuf, function_url: impl Into<String>, seconds: f64) -> Arc<Widget> {
+        Widget::build(web_dir, function_url.into(), Some(seconds))
+    }
+
+    fn build(web_dir: PathBuf, function_url: String, poll_seconds: Option<f64>) -> Arc<Widget> {
         let faults: Arc<Faults> = Arc::default();
         let armed = Arc::clone(&faults);
-        let hook: Hook = Arc::new(move |_| {
-            let action = if armed.drop_next_answer.swap(false, Ordering::SeqCst) {
+        let hook: Hook = Arc::new(move |seen| {
+            // Only a message's answer is dropped: a poll is not a message.
+            let action = if seen.method == Method::POST && armed.drop_next_answer.swap(false, Ordering::SeqCst) {
                 armed.answers_dropped.fetch_add(1, Ordering::SeqCst);
                 Action::DropAfter
             } else {
@@ -58,6 +75,7 @@ impl Widget {
         let target = function_url.strip_suffix(CHAT_PATH).unwrap_or(&function_url);
         Arc::new(Widget {
             web_dir,
+            poll_seconds,
             function: Proxy::new(target, false, hook),
             faults,
         })
@@ -77,14 +95,37 @@ impl Widget {
         let (method, path) = (request.method().clone(), request.uri().path().to_owned());
         match (method, path.as_str()) {
             (Method::POST, CHAT_PATH) => self.function.handle(request).await,
+            (Method::GET, read) if read.starts_with(READ_PREFIX) => self.function.handle(request).await,
             (Method::POST, DROP_NEXT_ANSWER_PATH) => {
                 self.drop_next_answer();
                 Ok(plain(StatusCode::NO_CONTENT, "", "text/plain"))
             }
-            (Method::GET, "/" | "/index.html") => Ok(self.file("index.html", "text/html; charset=utf-8").await),
+            (Method::GET, "/" | "/index.html") => Ok(self.page().await),
             (Method::GET, "/chat.js") => Ok(self.file("chat.js", "text/javascript; charset=utf-8").await),
             (Method::GET, "/chat.css") => Ok(self.file("chat.css", "text/css; charset=utf-8").await),
             _ => Ok(plain(StatusCode::NOT_FOUND, "not found", "text/plain")),
+        }
+    }
+
+    /// `index.html`, with the polling interval replaced if one was given.
+    async fn page(&self) -> Response<Full<Bytes>> {
+        let Some(seconds) = self.poll_seconds else {
+            return self.file("index.html", "text/html; charset=utf-8").await;
+        };
+        match tokio::fs::read_to_string(self.web_dir.join("index.html")).await {
+            Ok(html) if html.contains(SHIPPED_POLL) => {
+                let polled = format!(r#"<meta name="refund-chat-poll-seconds" content="{seconds}">"#);
+                plain(
+                    StatusCode::OK,
+                    html.replace(SHIPPED_POLL, &polled),
+                    "text/html; charset=utf-8",
+                )
+            }
+            _ => plain(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "index.html has no polling interval",
+                "text/plain",
+            ),
         }
     }
 

@@ -11,6 +11,9 @@
 //! are sent as they were, with their results, and nothing reads them to act.
 //! The one-refund latch and the 5-call budget stay per request.
 
+pub mod person;
+pub mod shown;
+
 use serde_json::{Value, json};
 
 use crate::chat::{Message, ToolCall};

@@ -19,6 +19,7 @@
 pub mod admission;
 mod conversation;
 mod finish;
+mod read;
 mod refused;
 #[cfg(test)]
 mod tests;

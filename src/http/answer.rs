@@ -27,8 +27,9 @@ pub enum ApiError {
     Input(#[from] InputError),
     #[error("no such route")]
     NotFound,
+    /// `allow`: the one method the route takes.
     #[error("method not allowed")]
-    MethodNotAllowed,
+    MethodNotAllowed { allow: &'static str },
     #[error(transparent)]
     Identity(#[from] IdentityError),
     #[error(transparent)]
@@ -43,7 +44,7 @@ impl ApiError {
             ApiError::Input(InputError::Malformed(_)) | ApiError::MalformedKey(_) => StatusCode::BAD_REQUEST,
             ApiError::Input(InputError::InvalidField(_)) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Identity(IdentityError::Unauthenticated) => StatusCode::UNAUTHORIZED,
             ApiError::Identity(IdentityError::Mismatch) => StatusCode::FORBIDDEN,
             ApiError::Desk(refused) => refused_status(refused),
@@ -53,12 +54,23 @@ impl ApiError {
     pub fn detail(&self) -> String {
         match self {
             ApiError::Input(error) => error.to_string(),
-            ApiError::NotFound => format!("no route here: the endpoint is POST {ROUTE}"),
-            ApiError::MethodNotAllowed => format!("{ROUTE} accepts POST only"),
+            ApiError::NotFound => format!(
+                "no route here: the endpoint is POST {ROUTE}, and GET {ROUTE}/conversations/{{id}} reads a conversation"
+            ),
+            ApiError::MethodNotAllowed { allow: "POST" } => format!("{ROUTE} accepts POST only"),
+            ApiError::MethodNotAllowed { allow } => format!("a conversation is read with {allow} only"),
             ApiError::Identity(IdentityError::Unauthenticated) => "sign in to use the refund assistant".into(),
             ApiError::Identity(IdentityError::Mismatch) => "user_id must be the signed-in customer's own id".into(),
             ApiError::MalformedKey(error) => error.to_string(),
             ApiError::Desk(refused) => refused_detail(refused),
+        }
+    }
+
+    /// The one method a 405's route takes.
+    pub fn allow(&self) -> Option<&'static str> {
+        match self {
+            ApiError::MethodNotAllowed { allow } => Some(allow),
+            _ => None,
         }
     }
 

@@ -5,6 +5,9 @@
 //! the desk ([`crate::desk`]), and writes the desk's outcome as a status and
 //! a JSON body ([`answer`], the one error-to-status map).
 //!
+//! The widget's read of a conversation (contract 18) is a route of its
+//! own ([`read`]): no desk turn, one read.
+//!
 //! Every answer is `Ok(Response)` with a JSON body and an `x-request-id`: an
 //! `Err` from a Lambda handler becomes an opaque runtime error, not an answer.
 
@@ -12,6 +15,7 @@ pub mod answer;
 pub mod body;
 pub mod idempotency;
 pub mod identity;
+pub mod read;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -70,6 +74,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     }
 
     pub async fn handle(&self, request: Request) -> Response<Body> {
+        if let Some(id) = read::route_id(request.raw_http_path()).map(str::to_owned) {
+            return self.handle_read(&request, &id).await;
+        }
         let started = Instant::now();
         let invocation = invocation_of(&request);
         let mut trace = Trace::default();
@@ -104,6 +111,45 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         self.response(status, outcome.body, error.as_ref(), outcome.replayed, &invocation)
     }
 
+    /// A read of a conversation (contract 18): its own summary line.
+    async fn handle_read(&self, request: &Request, raw_id: &str) -> Response<Body> {
+        let started = Instant::now();
+        let invocation = invocation_of(request);
+        let checked = read::check(request, raw_id, &self.config().identity);
+        let customer = checked.as_ref().ok().map(|read| read.customer.clone());
+        let (status, body, error, messages) = match checked {
+            Err(error) => (error.status(), answer::render_error(&error).body, Some(error), 0),
+            Ok(read::ReadRequest { id: None, .. }) => {
+                let error = ApiError::Desk(crate::desk::Refused::ConversationNotFound);
+                (error.status(), answer::render_error(&error).body, Some(error), 0)
+            }
+            Ok(read::ReadRequest {
+                id: Some(id),
+                customer,
+                after,
+            }) => match self.desk.read(&id, &customer, after, crate::clock::now_ms()).await {
+                Ok(shown) => (StatusCode::OK, read::render(&id, &shown), None, shown.messages.len()),
+                Err(refused) => {
+                    let error = ApiError::Desk(refused);
+                    (error.status(), answer::render_error(&error).body, Some(error), 0)
+                }
+            },
+        };
+        telemetry::finish_read(telemetry::ReadEnd {
+            status,
+            error: error.as_ref().map(|e| e as &dyn std::fmt::Display),
+            user_id: customer.as_deref(),
+            // Only an id that passes its check: the path is the caller's text.
+            conversation_id: crate::conversation::ConversationId::parse(raw_id)
+                .as_ref()
+                .map_or("", crate::conversation::ConversationId::as_str),
+            messages,
+            cold_start: self.cold.swap(false, Ordering::Relaxed),
+            duration: started.elapsed(),
+        });
+        self.response(status, body, error.as_ref(), false, &invocation)
+    }
+
     fn response(
         &self,
         status: StatusCode,
@@ -129,8 +175,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 .header(header::ACCESS_CONTROL_EXPOSE_HEADERS, EXPOSED_HEADERS)
                 .header(header::VARY, "origin");
         }
-        if status == StatusCode::METHOD_NOT_ALLOWED {
-            response = response.header(header::ALLOW, "POST");
+        if let Some(allow) = error.and_then(ApiError::allow) {
+            response = response.header(header::ALLOW, allow);
         }
         if let Some(seconds) = error.and_then(ApiError::retry_after_secs) {
             response = response.header(header::RETRY_AFTER, seconds);
@@ -151,7 +197,7 @@ fn check(request: &Request, identity: &crate::config::IdentitySource) -> Result<
         return Err(ApiError::NotFound);
     }
     if request.method() != Method::POST {
-        return Err(ApiError::MethodNotAllowed);
+        return Err(ApiError::MethodNotAllowed { allow: "POST" });
     }
     let authenticated = identity.authenticated(request)?;
     let body = request.body().as_ref();

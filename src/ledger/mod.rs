@@ -26,6 +26,7 @@ pub mod memory;
 use std::future::Future;
 
 use crate::budget::{BudgetLimits, Reservation, Spent};
+use crate::conversation::shown::Shown;
 use crate::conversation::{ConversationId, Exchange};
 use crate::handoff::Handoff;
 use crate::refund::money::AmountCents;
@@ -337,6 +338,19 @@ pub trait ConversationStore: Send + Sync {
 
     /// Gives the lease back without an exchange (no turn ran).
     fn release(&self, lease: &ConversationLease) -> impl Future<Output = Result<(), LedgerError>> + Send;
+
+    /// What `customer` reads of the conversation (contract 18): the
+    /// messages after `after`, oldest first, at most
+    /// [`crate::conversation::shown::MAX_SHOWN`]. `None` when it is
+    /// unknown, expired or another customer's: one answer for all three.
+    /// One read, which takes no lease and writes nothing.
+    fn shown(
+        &self,
+        id: &ConversationId,
+        customer: &str,
+        after: Option<u64>,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Option<Shown>, LedgerError>> + Send;
 }
 
 /// What taking a turn from a customer's budget found.

@@ -54,6 +54,8 @@ pub const COUNTERS: &[&str] = &[
     "LedgerFailures",
     "LedgerContended",
     "ColdStarts",
+    // The widget's reads of a conversation (contract 18), by status class.
+    "ConversationReads",
     // The sweep's (`refund-chat-sweep`): refunds an invocation left executing.
     "RefundsLeftExecuting",
 ];
@@ -139,6 +141,49 @@ pub struct RequestEnd<'a> {
     pub duration: Duration,
 }
 
+/// What a read of a conversation (contract 18) did, for its summary line.
+pub struct ReadEnd<'a> {
+    pub status: StatusCode,
+    pub error: Option<&'a dyn std::fmt::Display>,
+    pub user_id: Option<&'a str>,
+    pub conversation_id: &'a str,
+    /// Messages returned.
+    pub messages: usize,
+    pub cold_start: bool,
+    pub duration: Duration,
+}
+
+/// Logs a read's summary line and records its metrics. Its own event: a
+/// poll every few seconds from each waiting chat must not blur the turns'
+/// figures (`TurnDuration`, tokens), but its errors count in `Responses`,
+/// which the alarms watch.
+pub fn finish_read(end: ReadEnd<'_>) {
+    tracing::info!(
+        event = "read_summary",
+        status = end.status.as_u16(),
+        user_id = end.user_id.unwrap_or_default(),
+        conversation_id = end.conversation_id,
+        messages = end.messages,
+        duration_ms = end.duration.as_secs_f64() * 1000.0,
+        cold_start = end.cold_start,
+        error = %end.error.map(|e| e.to_string()).unwrap_or_default(),
+    );
+    let status_class = status_class(end.status);
+    metrics::counter!("Responses", "StatusClass" => status_class).increment(1);
+    metrics::counter!("ConversationReads", "StatusClass" => status_class).increment(1);
+    if end.cold_start {
+        metrics::counter!("ColdStarts").increment(1);
+    }
+}
+
+fn status_class(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        200..=299 => "2xx",
+        400..=499 => "4xx",
+        _ => "5xx",
+    }
+}
+
 /// Logs the summary line and records the request's metrics.
 pub fn finish_request(end: RequestEnd<'_>) {
     let stats = end.stats.cloned().unwrap_or_default();
@@ -191,12 +236,7 @@ pub fn finish_request(end: RequestEnd<'_>) {
         error = %end.error.map(|e| e.to_string()).unwrap_or_default(),
     );
 
-    let status_class = match end.status.as_u16() {
-        200..=299 => "2xx",
-        400..=499 => "4xx",
-        _ => "5xx",
-    };
-    metrics::counter!("Responses", "StatusClass" => status_class).increment(1);
+    metrics::counter!("Responses", "StatusClass" => status_class(end.status)).increment(1);
     metrics::counter!("CompletionCalls").increment(u64::from(stats.completion_calls));
     metrics::counter!("CompletionTimeouts").increment(u64::from(stats.timeouts));
     metrics::counter!("SecondRefundsRefused").increment(u64::from(stats.second_refunds_refused));

@@ -127,3 +127,79 @@ async fn two_approvers_make_one_payment() {
     assert!(matches!(lost, ApprovalError::AlreadyDecided { .. }), "{lost}");
     assert_eq!(refunds.ledger.records()[0].state, crate::refund::RefundState::Executed);
 }
+
+#[tokio::test]
+async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb() {
+    use crate::chat::Message;
+    use crate::conversation::shown::From;
+    use crate::conversation::{ConversationId, Exchange};
+    use crate::ledger::{ConversationLease, ConversationStore, HeldConversation, NewExchange};
+
+    let refunds = RecordedRefunds::new(
+        MemoryLedger::new(),
+        RecordingPayments::answering(paid()),
+        DEFAULT_LIMITS,
+    );
+    let conversation = ConversationId::parse("c_1").unwrap();
+    let mut asked = request("r-1", "D-4", 12000);
+    asked.attempt.conversation = Some(conversation.as_str().to_owned());
+    let RefundOutcome::PendingApproval { approval_id, .. } = refunds.refund(&asked).await else {
+        panic!("above the limit: sent to a person");
+    };
+    let lease = ConversationLease {
+        id: conversation.clone(),
+        customer: "u-1".into(),
+        writer: asked.attempt.writer.clone(),
+        lease_until_ms: u64::MAX,
+    };
+    let turn = NewExchange {
+        exchange: Exchange::of_turn(&[Message::User("refund D-4".into())], Some("A person will review it.")),
+        status: 200,
+        scope: asked.attempt.scope.clone(),
+        marked: true,
+        refund_recorded: true,
+        handoff: None,
+        tokens: None,
+        key: None,
+    };
+    refunds
+        .ledger
+        .append(&lease, &HeldConversation::created_here(), &turn, 0)
+        .await
+        .unwrap();
+    let payments = RecordingPayments::answering(paid());
+    for by in ["alice", "bob"] {
+        let mark = WriterMark::new(&format!("staff:{by}"));
+        let _ = approvals::approve(&refunds.ledger, &payments, &approval_id, by, &mark, &DEFAULT_LIMITS).await;
+    }
+
+    let shown = refunds
+        .ledger
+        .shown(&conversation, "u-1", Some(1), 0)
+        .await
+        .unwrap()
+        .unwrap();
+    let words: Vec<(u64, From, &str)> = shown
+        .messages
+        .iter()
+        .map(|m| (m.seq, m.from, m.text.as_str()))
+        .collect();
+    assert_eq!(
+        words,
+        [(
+            2,
+            From::Person,
+            "A person approved your refund of 120.00 for order D-4."
+        )]
+    );
+    assert_eq!(payments.requests().len(), 1);
+    assert!(
+        refunds
+            .ledger
+            .shown(&conversation, "u-2", None, 0)
+            .await
+            .unwrap()
+            .is_none(),
+        "another customer's: absent"
+    );
+}

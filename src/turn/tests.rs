@@ -490,3 +490,9 @@ fn the_token_reservation_covers_every_declared_tool_and_the_prompt() {
         "the tools' declarations are {declared} characters: raise TOOLS_DECLARED_CHARS"
     );
 }
+
+#[test]
+fn the_prompt_tells_the_model_what_a_persons_mark_means() {
+    let mark = crate::conversation::person::PERSON_MARK.trim_end();
+    assert!(SYSTEM_PROMPT.contains(mark), "the prompt names {mark}");
+}

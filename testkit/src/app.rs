@@ -386,6 +386,11 @@ impl<K: ApiKeySource> TestApp<K> {
         send_as(&self.app, event, REQUEST_ID, 0).await
     }
 
+    /// Reads conversation `id` as [`USER`] (contract 18), `after` as the query says.
+    pub async fn read(&self, id: &str, query: &str) -> Answer {
+        send_as(&self.app, read_event(id, query, Some(USER)), &fresh_request_id(), 0).await
+    }
+
     /// The JSON bodies the model received, in order.
     pub async fn model_requests(&self) -> Vec<Value> {
         bodies(&self.openai).await
@@ -486,6 +491,33 @@ pub fn post_event_as(user: &str, body: &str, headers: &[(&str, &str)]) -> Value 
     event
 }
 
+/// An HTTP API v2 event reading conversation `id` (contract 18), signed in
+/// as `user` (none: no authorizer), with `query` as its query string.
+pub fn read_event(id: &str, query: &str, user: Option<&str>) -> Value {
+    let mut event = load_event("http-api-v2-read.json");
+    let path = format!("/support/refund-chat/conversations/{id}");
+    event["rawPath"] = Value::String(path.clone());
+    event["requestContext"]["http"]["path"] = Value::String(path);
+    event["rawQueryString"] = Value::String(query.to_owned());
+    event["queryStringParameters"] = Value::Object(
+        // The tests' queries need no decoding.
+        query
+            .split('&')
+            .filter_map(|pair| pair.split_once('='))
+            .map(|(name, value)| (name.to_owned(), Value::String(value.to_owned())))
+            .collect(),
+    );
+    match user {
+        Some(user) => event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = Value::String(user.to_owned()),
+        None => {
+            if let Some(context) = event["requestContext"].as_object_mut() {
+                context.remove("authorizer");
+            }
+        }
+    }
+    event
+}
+
 /// The customer's `message`, as the Lambda request `request_id` (a scope of its own).
 pub async fn chat_as<K: ApiKeySource>(h: &TestApp<K>, request_id: &str, message: &str) -> Answer {
     send_as(&h.app, post_event(&chat_body(message), &[]), request_id, 0).await
@@ -499,6 +531,11 @@ pub async fn send_as<K: ApiKeySource>(
     request_id: &str,
     deadline_ms: u64,
 ) -> Answer {
+    let path = event["rawPath"]
+        .as_str()
+        .or_else(|| event["path"].as_str())
+        .unwrap_or_default()
+        .to_owned();
     let mut context = Context::default();
     context.request_id = request_id.to_owned();
     context.deadline = deadline_ms;
@@ -514,7 +551,7 @@ pub async fn send_as<K: ApiKeySource>(
     };
     let body = serde_json::from_str(&raw).unwrap_or(Value::Null);
     // Every answer of the suite is checked against the published API description.
-    if let Err(problem) = openapi_check(status.as_u16(), &headers, &body) {
+    if let Err(problem) = openapi_check(operation_of(&path), status.as_u16(), &headers, &body) {
         panic!("the answer does not match docs/openapi.yaml: {problem}\n{status} {raw}");
     }
     Answer {

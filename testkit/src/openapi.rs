@@ -15,9 +15,36 @@ pub fn openapi() -> &'static Value {
     })
 }
 
-/// The documented response for a status of `POST /support/refund-chat`.
-pub fn documented_response(status: u16) -> Option<&'static Value> {
-    openapi()["paths"]["/support/refund-chat"]["post"]["responses"]
+/// An operation of the document: its path (as the document writes it) and method.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Operation {
+    pub path: &'static str,
+    pub method: &'static str,
+}
+
+/// `POST /support/refund-chat`: one message, one turn.
+pub const CHAT: Operation = Operation {
+    path: "/support/refund-chat",
+    method: "post",
+};
+/// `GET /support/refund-chat/conversations/{id}` (contract 18).
+pub const READ: Operation = Operation {
+    path: "/support/refund-chat/conversations/{id}",
+    method: "get",
+};
+
+/// The operation a request's path belongs to; any other path answers as the chat's route does (404).
+pub fn operation_of(path: &str) -> Operation {
+    if path.starts_with("/support/refund-chat/conversations/") && path.matches('/').count() == 4 {
+        READ
+    } else {
+        CHAT
+    }
+}
+
+/// The documented response of `operation` for `status`.
+pub fn documented_response(operation: Operation, status: u16) -> Option<&'static Value> {
+    openapi()["paths"][operation.path][operation.method]["responses"]
         .get(status.to_string())
         .filter(|response| response.is_object())
 }
@@ -37,9 +64,14 @@ pub fn openapi_validate(schema: &Value, instance: &Value) -> Result<(), String> 
     }
 }
 
-/// A response's status, headers and body against the document.
-pub fn openapi_check(status: u16, headers: &HeaderMap, body: &Value) -> Result<(), String> {
-    let response = documented_response(status).ok_or_else(|| format!("status {status} is not documented"))?;
+/// A response of `operation`: its status, headers and body against the document.
+pub fn openapi_check(operation: Operation, status: u16, headers: &HeaderMap, body: &Value) -> Result<(), String> {
+    let response = documented_response(operation, status).ok_or_else(|| {
+        format!(
+            "status {status} of {} {} is not documented",
+            operation.method, operation.path
+        )
+    })?;
     for (name, header) in response["headers"].as_object().into_iter().flatten() {
         let header = match header["$ref"].as_str() {
             Some(reference) => &openapi()["components"]["headers"][reference.rsplit('/').next().unwrap_or_default()],

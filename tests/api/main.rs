@@ -12,6 +12,7 @@ mod events;
 mod events_pipes;
 mod guards;
 mod handoff;
+mod hearing_back;
 mod help;
 
 mod idempotency;

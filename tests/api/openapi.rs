@@ -7,24 +7,35 @@ use serde_json::{Value, json};
 
 use refund_chat_testkit::*;
 
-#[test]
-fn every_status_of_the_contract_is_documented_and_no_other() {
-    let documented: Vec<u16> = openapi()["paths"]["/support/refund-chat"]["post"]["responses"]
+const CHAT_STATUSES: [u16; 13] = [200, 400, 401, 403, 404, 405, 409, 422, 429, 500, 502, 503, 504];
+/// The read's (contract 18): no budget, no model, no key, so no 409, 422, 429, 5xx of a turn.
+const READ_STATUSES: [u16; 7] = [200, 400, 401, 403, 404, 405, 503];
+
+fn documented(operation: Operation) -> Vec<u16> {
+    openapi()["paths"][operation.path][operation.method]["responses"]
         .as_object()
         .unwrap()
         .keys()
         .map(|status| status.parse().unwrap())
-        .collect();
-    assert_eq!(
-        documented,
-        vec![200, 400, 401, 403, 404, 405, 409, 422, 429, 500, 502, 503, 504]
-    );
+        .collect()
+}
+
+#[test]
+fn every_status_of_the_contract_is_documented_and_no_other() {
+    assert_eq!(documented(CHAT), CHAT_STATUSES);
+    assert_eq!(documented(READ), READ_STATUSES);
+    let paths: Vec<&String> = openapi()["paths"].as_object().unwrap().keys().collect();
+    assert_eq!(paths, [CHAT.path, READ.path], "no other path");
 }
 
 #[test]
 fn every_example_is_valid() {
-    for status in [200, 400, 401, 403, 404, 405, 409, 422, 429, 500, 502, 503, 504] {
-        let content = &documented_response(status).unwrap()["content"]["application/json"];
+    let statuses = CHAT_STATUSES
+        .iter()
+        .map(|&status| (CHAT, status))
+        .chain(READ_STATUSES.iter().map(|&status| (READ, status)));
+    for (operation, status) in statuses {
+        let content = &documented_response(operation, status).unwrap()["content"]["application/json"];
         let examples: Vec<Value> = match content.get("examples") {
             Some(named) => named
                 .as_object()
@@ -36,7 +47,8 @@ fn every_example_is_valid() {
         };
         assert!(!examples.is_empty(), "{status} has an example");
         for example in examples {
-            openapi_validate(&content["schema"], &example).unwrap_or_else(|e| panic!("{status}: {e}"));
+            openapi_validate(&content["schema"], &example)
+                .unwrap_or_else(|e| panic!("{} {status}: {e}", operation.path));
         }
     }
     let request = &openapi()["paths"]["/support/refund-chat"]["post"]["requestBody"]["content"]["application/json"];
@@ -54,32 +66,42 @@ fn the_documented_limits_are_the_codes() {
     assert_eq!(key["name"], "Idempotency-Key");
     let pattern = key["schema"]["pattern"].as_str().unwrap();
     assert!(pattern.contains(&format!("{{1,{}}}", refund_chat::http::idempotency::MAX_KEY_LENGTH)));
+    assert_eq!(
+        schemas["ConversationRead"]["properties"]["messages"]["maxItems"],
+        refund_chat::conversation::shown::MAX_SHOWN
+    );
+    assert_eq!(
+        READ.path.trim_end_matches("{id}"),
+        refund_chat::http::read::PREFIX,
+        "the documented path is the code's"
+    );
 }
 
 #[test]
 fn the_check_catches_an_answer_that_drifted() {
     let mut headers = HeaderMap::new();
     headers.insert("x-request-id", "req-1".parse().unwrap());
-    assert!(openapi_check(200, &headers, &json!({"reply": "hi", "conversation_id": "c_1"})).is_ok());
+    assert!(openapi_check(CHAT, 200, &headers, &json!({"reply": "hi", "conversation_id": "c_1"})).is_ok());
     assert!(
-        openapi_check(200, &headers, &json!({"reply": "hi"})).is_err(),
+        openapi_check(CHAT, 200, &headers, &json!({"reply": "hi"})).is_err(),
         "an answer of a turn names its conversation"
     );
     assert!(
         openapi_check(
+            CHAT,
             200,
             &headers,
             &json!({"reply": "hi", "conversation_id": "c_1", "refund_id": "rf_1"})
         )
         .is_err()
     );
-    assert!(openapi_check(418, &headers, &json!({"detail": "teapot"})).is_err());
+    assert!(openapi_check(CHAT, 418, &headers, &json!({"detail": "teapot"})).is_err());
     assert!(
-        openapi_check(409, &headers, &json!({"detail": "busy"})).is_err(),
+        openapi_check(CHAT, 409, &headers, &json!({"detail": "busy"})).is_err(),
         "Retry-After is required"
     );
     assert!(
-        openapi_check(400, &HeaderMap::new(), &json!({"detail": "x"})).is_err(),
+        openapi_check(CHAT, 400, &HeaderMap::new(), &json!({"detail": "x"})).is_err(),
         "x-request-id is required"
     );
 }

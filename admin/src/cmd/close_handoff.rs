@@ -1,13 +1,19 @@
-//! `close-handoff ID --by NAME`: the handoff closed; the conversation stays
-//! with the people.
+//! `close-handoff ID --by NAME [--text TEXT]`: the handoff closed; the
+//! conversation stays with the people. With `--text`, a person's reply
+//! follows the closing (contract 18), checked before anything is written.
 
 use refund_chat::clock::now_ms;
 use refund_chat::ledger::dynamo::conversations::{Closed, DynamoConversations};
+use refund_chat::ledger::dynamo::notes::PersonNotes;
 use refund_chat::untrusted::visible;
 
+use crate::cmd::reply;
 use crate::{Ending, Outcome};
 
-pub async fn run(conversations: &DynamoConversations, id: &str, by: &str) -> Outcome {
+pub async fn run(conversations: &DynamoConversations, id: &str, by: &str, text: Option<&str>) -> Outcome {
+    if let Some(Err(why)) = text.map(reply::checked_text) {
+        return Ok(Ending::Refused(why));
+    }
     let ending = match conversations.close_handoff(id, by, now_ms()).await? {
         Closed::Closed(handoff) => {
             tracing::info!(event = "staff_decision", action = "close_handoff", handoff_id = %visible(id), by);
@@ -16,6 +22,9 @@ pub async fn run(conversations: &DynamoConversations, id: &str, by: &str) -> Out
                 visible(&handoff.id),
                 visible(&handoff.conversation_id)
             );
+            if let Some(text) = text {
+                return reply::run(&PersonNotes::of(conversations), &handoff.conversation_id, by, text).await;
+            }
             Ending::Done
         }
         Closed::AlreadyClosed(handoff) => {

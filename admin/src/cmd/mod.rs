@@ -10,6 +10,7 @@ pub mod handoffs;
 pub mod pending;
 pub mod reissue;
 pub mod reject;
+pub mod reply;
 pub mod resolve;
 pub mod show;
 pub mod unknown;

@@ -53,6 +53,7 @@ use super::{
     DynamoClient, DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable, update_alone, update_item,
 };
 use crate::clock::rfc3339;
+use crate::conversation::shown::{self, Shown};
 use crate::conversation::{ConversationId, Exchange, Lifetime};
 use crate::ledger::{
     Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
@@ -66,8 +67,8 @@ pub const SORT_KEY: &str = super::schema::CONVERSATION_SORT_KEY;
 /// transaction is authorised as its `UpdateItem` and `PutItem`s. Deletes and
 /// the `by_customer` index are the support team's alone.
 pub const ACTIONS_USED: &[&str] = &["dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"];
-pub const HEAD: &str = "head";
-const EXCHANGE_PREFIX: &str = "x#";
+pub const HEAD: &str = super::schema::CONVERSATION_HEAD;
+use super::schema::{EXCHANGE_PREFIX, exchange_sk};
 const SCOPE_PREFIX: &str = "scope#";
 /// DynamoDB's batch write limit.
 const BATCH: usize = 25;
@@ -79,10 +80,6 @@ const SEQUENCE_MOVES: usize = 4;
 enum AppendTry {
     Done(Appended),
     Moved(u64),
-}
-
-fn exchange_sk(seq: u64) -> String {
-    format!("{EXCHANGE_PREFIX}{seq:06}")
 }
 
 #[derive(Clone)]
@@ -104,6 +101,10 @@ pub struct StoredExchange {
     pub refund_record: String,
     pub status: u16,
     pub exchange: Exchange,
+    /// A person's words (contract 18): who wrote them, and the refund
+    /// record a decision's note is for.
+    pub by: Option<String>,
+    pub note_for: Option<String>,
 }
 
 /// A whole conversation, for the support team.
@@ -189,6 +190,16 @@ impl DynamoConversations {
 
     pub fn table(&self) -> &str {
         &self.table
+    }
+
+    /// Its client, for the other writers of this table (a person's notes).
+    pub fn client(&self) -> &DynamoClient {
+        &self.client
+    }
+
+    /// How long an exchange keeps a conversation alive.
+    pub fn life(&self) -> Lifetime {
+        self.life
     }
 
     fn key(&self, id: &str, sk: impl Into<String>) -> [(String, AttributeValue); 2] {
@@ -403,8 +414,6 @@ impl DynamoConversations {
 }
 
 fn stored_exchange(item: &Item) -> Result<StoredExchange, LedgerError> {
-    let messages =
-        text(item, "messages").ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
     Ok(StoredExchange {
         seq: number(item, "seq").unwrap_or_default(),
         created_at: text(item, "created_at").unwrap_or_default().to_owned(),
@@ -413,7 +422,9 @@ fn stored_exchange(item: &Item) -> Result<StoredExchange, LedgerError> {
         status: number(item, "status")
             .and_then(|s| u16::try_from(s).ok())
             .unwrap_or_default(),
-        exchange: Exchange::from_json(messages).map_err(LedgerError::Malformed)?,
+        exchange: item_exchange(item)?,
+        by: text(item, "by").map(str::to_owned),
+        note_for: text(item, "note_for").map(str::to_owned),
     })
 }
 
@@ -510,9 +521,7 @@ impl ConversationStore for DynamoConversations {
                     continue;
                 }
                 scopes.push(scope.to_owned());
-                let messages = text(item, "messages")
-                    .ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
-                exchanges.push(Exchange::from_json(messages).map_err(LedgerError::Malformed)?);
+                exchanges.push(item_exchange(item)?);
             }
             start = page.last_evaluated_key().cloned();
             if start.is_none() || exchanges.len() >= count {
@@ -552,6 +561,79 @@ impl ConversationStore for DynamoConversations {
         // A condition that fails: not ours (any more), nothing to give back.
         update_alone(&self.client, update).await.map(|_| ())
     }
+
+    /// One query from the header on: it sorts before every exchange (and
+    /// the scope marks between, which the filter drops), so the first page
+    /// says whether the conversation is there, live and the customer's.
+    async fn shown(
+        &self,
+        id: &ConversationId,
+        customer: &str,
+        after: Option<u64>,
+        now_ms: u64,
+    ) -> Result<Option<Shown>, LedgerError> {
+        let mut head: Option<Item> = None;
+        let mut messages = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let page = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :id AND #sk >= :head")
+                .filter_expression("#sk = :head OR (begins_with(#sk, :exchange) AND #seq >= :from)")
+                .projection_expression("#sk, #seq, customer, expires_at, handoff_id, created_at, messages")
+                .expression_attribute_names("#sk", SORT_KEY)
+                .expression_attribute_names("#seq", "seq")
+                .expression_attribute_values(":id", s(id.as_str()))
+                .expression_attribute_values(":head", s(HEAD))
+                .expression_attribute_values(":exchange", s(EXCHANGE_PREFIX))
+                .expression_attribute_values(":from", n(shown::first_exchange_after(after)))
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(unavailable)?;
+            for item in page.items() {
+                if text(item, SORT_KEY) == Some(HEAD) {
+                    let live = text(item, "customer") == Some(customer)
+                        && number(item, "expires_at").is_some_and(|at| at > now_ms / 1000);
+                    if !live {
+                        return Ok(None);
+                    }
+                    head = Some(item.clone());
+                    continue;
+                }
+                let stored = item_exchange(item)?;
+                let seq = number(item, "seq").unwrap_or_default();
+                let at = text(item, "created_at").unwrap_or_default();
+                messages.extend(
+                    shown::messages_of(seq, at, &stored)
+                        .into_iter()
+                        .filter(|m| after.is_none_or(|after| m.seq > after)),
+                );
+            }
+            start = page.last_evaluated_key().cloned();
+            if head.is_none() {
+                return Ok(None);
+            }
+            if start.is_none() || messages.len() >= shown::MAX_SHOWN {
+                break;
+            }
+        }
+        messages.truncate(shown::MAX_SHOWN);
+        Ok(head.map(|head| Shown {
+            handed_off: head.contains_key("handoff_id"),
+            messages,
+        }))
+    }
+}
+
+/// The exchange an item stores.
+fn item_exchange(item: &Item) -> Result<Exchange, LedgerError> {
+    let messages =
+        text(item, "messages").ok_or_else(|| LedgerError::Malformed("an exchange without messages".into()))?;
+    Exchange::from_json(messages).map_err(LedgerError::Malformed)
 }
 
 impl DynamoConversations {

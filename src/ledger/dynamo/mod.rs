@@ -51,6 +51,7 @@
 mod budgets;
 pub mod conversations;
 pub mod forget;
+pub mod notes;
 mod refunds;
 mod requests;
 pub mod schema;
@@ -105,6 +106,9 @@ impl std::ops::Deref for DynamoClient {
 pub struct DynamoLedger {
     client: DynamoClient,
     table: String,
+    /// Where the support team's decisions leave their notes (contract 18):
+    /// the admin's ledger has it, the function's does not (it decides nothing).
+    notes: Option<notes::PersonNotes>,
 }
 
 impl DynamoLedger {
@@ -112,6 +116,15 @@ impl DynamoLedger {
         DynamoLedger {
             client,
             table: table.into(),
+            notes: None,
+        }
+    }
+
+    /// The same ledger, whose decisions append their notes through `notes`.
+    pub fn with_notes(self, notes: notes::PersonNotes) -> Self {
+        DynamoLedger {
+            notes: Some(notes),
+            ..self
         }
     }
 

@@ -26,6 +26,15 @@ pub const TTL_ATTRIBUTE: &str = "expires_at";
 
 /// The conversation table's keys: partition key `pk` (the id), sort key `sk`.
 pub const CONVERSATION_SORT_KEY: &str = "sk";
+/// A conversation's header item's sort key.
+pub const CONVERSATION_HEAD: &str = "head";
+/// An exchange's sort key: this, then its sequence number in 6 digits.
+pub const EXCHANGE_PREFIX: &str = "x#";
+
+/// The sort key of a conversation's exchange `seq`.
+pub fn exchange_sk(seq: u64) -> String {
+    format!("{EXCHANGE_PREFIX}{seq:06}")
+}
 
 /// A customer's conversation items by customer (keys only): what "forget"
 /// reads. Every item of a conversation carries `customer`, so an exchange

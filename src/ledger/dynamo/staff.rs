@@ -9,6 +9,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 
 use super::{DynamoLedger, Released, WAITING_INDEX, number, refund_pk_of, text, unavailable};
 use crate::clock::rfc3339;
+use crate::conversation::person::{Decision, PersonNote};
 use crate::ledger::{Confirmed, DecidedBy, LedgerError, RefundRecord, StaffDecision};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::{Limits, OrderSnapshot};
@@ -18,6 +19,17 @@ use crate::refund::{Attempt, RefundRequest, RefundScope, RefundState, WriterMark
 /// transaction on one of its items that did not decide the record itself
 /// (say, an automatic refund of the same order updating its guard).
 const CONTENDED_ATTEMPTS: usize = 3;
+/// How often a decision's note follows its conversation's sequence number
+/// when it moved under it (a turn appending, a person's reply).
+const NOTE_MOVES: usize = 8;
+
+/// The note a decision leaves in its record's conversation (contract 18).
+#[derive(Clone, Copy)]
+struct NoteOf<'a> {
+    decision: Decision,
+    by: &'a str,
+    now_ms: u64,
+}
 
 type Item = std::collections::HashMap<String, AttributeValue>;
 
@@ -165,7 +177,13 @@ impl DynamoLedger {
             .expression_attribute_values(":rejected", s(RefundState::RejectedByStaff.as_str()))
             .expression_attribute_values(":reason", s(reason));
         let releases = self.releases(&released(&before), &before.counts_for())?;
-        self.apply(record_id, before, update, Vec::new(), releases, None).await
+        let note = NoteOf {
+            decision: Decision::Rejected,
+            by,
+            now_ms,
+        };
+        self.apply(record_id, before, update, Vec::new(), releases, None, Some(note))
+            .await
     }
 
     /// Records what payments confirmed for an `unknown` record, or an
@@ -214,7 +232,13 @@ impl DynamoLedger {
                     .expression_attribute_values(":not_executed", s("not_executed"))
             }
         };
-        self.apply(record_id, before, update, Vec::new(), releases, None).await
+        let decision = match confirmed {
+            Confirmed::Executed { .. } => Decision::ConfirmedMade,
+            Confirmed::NotExecuted => Decision::ConfirmedNotMade,
+        };
+        let note = NoteOf { decision, by, now_ms };
+        self.apply(record_id, before, update, Vec::new(), releases, None, Some(note))
+            .await
     }
 
     /// An update of a record in `from`, by `by` at `now_ms`.
@@ -237,10 +261,12 @@ impl DynamoLedger {
     }
 
     /// Applies a decision on `record_id`, found as `before`, with the other
-    /// writes it goes with and the releases it makes, in one transaction.
-    /// Of two people deciding at once, the one DynamoDB refuses is told what
-    /// the record now says, whether it refused with a failed condition or by
-    /// cancelling the transaction for a concurrent one (contract 9).
+    /// writes it goes with, the releases it makes and its note, in one
+    /// transaction. Of two people deciding at once, the one DynamoDB refuses
+    /// is told what the record now says, whether it refused with a failed
+    /// condition or by cancelling the transaction for a concurrent one
+    /// (contract 9); the refused one wrote no note.
+    #[allow(clippy::too_many_arguments)]
     async fn apply(
         &self,
         record_id: &str,
@@ -249,6 +275,7 @@ impl DynamoLedger {
         extra: Vec<TransactWriteItem>,
         releases: Vec<TransactWriteItem>,
         writer: Option<&WriterMark>,
+        note: Option<NoteOf<'_>>,
     ) -> Result<StaffDecision, LedgerError> {
         let update = update
             .build()
@@ -256,32 +283,73 @@ impl DynamoLedger {
         let main: Vec<TransactWriteItem> = std::iter::once(TransactWriteItem::builder().update(update).build())
             .chain(extra)
             .collect();
-        for _ in 0..CONTENDED_ATTEMPTS {
-            match self.transact_releasing(main.clone(), releases.clone()).await {
-                Ok(None) => return Ok(StaffDecision::Done(before)),
-                Ok(Some(failed)) => {
-                    return Ok(match &failed[0] {
-                        // Our own write had landed: an attempt whose answer
-                        // was lost, sent again by the SDK, finds it.
-                        Some(found) if writer.is_some_and(|w| text(found, "writer") == Some(w.as_str())) => {
-                            StaffDecision::Done(before)
-                        }
-                        Some(found) if !found.is_empty() => StaffDecision::Refused(record_of(found)?),
-                        Some(_) => StaffDecision::NotFound,
-                        // Another of its writes failed: the record is as it was.
-                        None => StaffDecision::Refused(before),
-                    });
+        let (mut contended, mut moved) = (0, 0);
+        while contended < CONTENDED_ATTEMPTS && moved <= NOTE_MOVES {
+            let mut items = main.clone();
+            items.extend(self.note_items(&before, note).await?);
+            let Some(failed) = (match self.transact_releasing(items, releases.clone()).await {
+                Ok(failed) => failed,
+                Err(LedgerError::Contended) => {
+                    contended += 1;
+                    match self.record(record_id).await? {
+                        None => return Ok(StaffDecision::NotFound),
+                        Some(now) if now != before => return Ok(StaffDecision::Refused(now)),
+                        // The concurrent write was to another item (a guard,
+                        // the conversation): try again.
+                        Some(_) => continue,
+                    }
                 }
-                Err(LedgerError::Contended) => match self.record(record_id).await? {
-                    None => return Ok(StaffDecision::NotFound),
-                    Some(now) if now != before => return Ok(StaffDecision::Refused(now)),
-                    // The concurrent write was to another item (a guard): try again.
-                    Some(_) => {}
-                },
                 Err(error) => return Err(error),
-            }
+            }) else {
+                return Ok(StaffDecision::Done(before));
+            };
+            return Ok(match &failed[0] {
+                // Our own write had landed: an attempt whose answer
+                // was lost, sent again by the SDK, finds it.
+                Some(found) if writer.is_some_and(|w| text(found, "writer") == Some(w.as_str())) => {
+                    StaffDecision::Done(before)
+                }
+                Some(found) if !found.is_empty() => StaffDecision::Refused(record_of(found)?),
+                Some(_) => StaffDecision::NotFound,
+                // The note's condition: its conversation moved on, or
+                // ended, since it was read. Read it again.
+                None if failed[main.len()..].iter().any(Option::is_some) => {
+                    moved += 1;
+                    continue;
+                }
+                // Another of its writes failed: the record is as it was.
+                None => StaffDecision::Refused(before),
+            });
         }
         Err(LedgerError::Contended)
+    }
+
+    /// The writes that append `note` to `record`'s conversation while it
+    /// lives and is the record's customer's; none otherwise (the decision
+    /// stands without it).
+    async fn note_items(
+        &self,
+        record: &RefundRecord,
+        note: Option<NoteOf<'_>>,
+    ) -> Result<Vec<TransactWriteItem>, LedgerError> {
+        let (Some(notes), Some(note), Some(conversation)) = (&self.notes, note, record.conversation_id.as_deref())
+        else {
+            return Ok(Vec::new());
+        };
+        let Some(head) = notes.live_head(conversation, note.now_ms).await? else {
+            return Ok(Vec::new());
+        };
+        if text(&head, "customer") != Some(record.user_id.as_str()) {
+            return Ok(Vec::new());
+        }
+        let words = PersonNote::of_decision(
+            note.decision,
+            note.by,
+            &record.record_id,
+            record.amount,
+            &record.order_id,
+        );
+        notes.items(&head, &record.user_id, &words, note.now_ms)
     }
 }
 
@@ -323,8 +391,21 @@ impl crate::ledger::StaffLedger for DynamoLedger {
             .build()
             .map_err(|error| LedgerError::Malformed(error.to_string()))?;
         let guard = TransactWriteItem::builder().update(guard).build();
-        self.apply(record_id, before, update, vec![guard], Vec::new(), Some(writer))
-            .await
+        let note = NoteOf {
+            decision: Decision::Approved,
+            by,
+            now_ms,
+        };
+        self.apply(
+            record_id,
+            before,
+            update,
+            vec![guard],
+            Vec::new(),
+            Some(writer),
+            Some(note),
+        )
+        .await
     }
 
     /// Pays, under a new record, an approved refund that a person resolved
@@ -389,7 +470,11 @@ impl crate::ledger::StaffLedger for DynamoLedger {
             TransactWriteItem::builder().update(guard).build(),
         ];
         Ok(
-            match self.apply(record_id, original, link, extra, Vec::new(), None).await? {
+            // A reissue pays what a person approved already: the customer was told then.
+            match self
+                .apply(record_id, original, link, extra, Vec::new(), None, None)
+                .await?
+            {
                 StaffDecision::Done(_) => StaffDecision::Done(new_record),
                 other => other,
             },

@@ -7,6 +7,9 @@ use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
 use super::MemoryLedger;
+use crate::clock::rfc3339;
+use crate::conversation::person::PersonNote;
+use crate::conversation::shown::{self, Shown};
 use crate::conversation::{ConversationId, Exchange};
 use crate::ledger::{
     Appended, Begun, ConversationLease, ConversationStore, HeldConversation, KeySettlement, LedgerError, NewExchange,
@@ -15,15 +18,22 @@ use crate::refund::RefundScope;
 
 #[derive(Default)]
 pub(super) struct StoredConversation {
-    customer: String,
-    /// Oldest first: the exchange and its refund scope's id.
-    exchanges: Vec<(String, Exchange)>,
+    pub(super) customer: String,
+    /// Oldest first: the exchange, its refund scope's id (empty for a
+    /// person's) and when it was stored.
+    exchanges: Vec<StoredExchange>,
     /// The refund scopes whose exchange is here.
     marked: BTreeSet<String>,
     /// The writer holding the lease, and until when.
     lease: Option<(String, u64)>,
     handed_off: bool,
     last_failed: bool,
+}
+
+pub(super) struct StoredExchange {
+    scope: String,
+    exchange: Exchange,
+    at: String,
 }
 
 impl StoredConversation {
@@ -47,7 +57,7 @@ impl MemoryLedger {
                 books
                     .conversations
                     .get(id.as_str())
-                    .map(|c| c.exchanges.iter().map(|(_, e)| e.clone()).collect())
+                    .map(|c| c.exchanges.iter().map(|stored| stored.exchange.clone()).collect())
                     .unwrap_or_default()
             },
         )
@@ -101,9 +111,10 @@ impl ConversationStore for MemoryLedger {
             .exchanges
             .iter()
             .rev()
-            .filter(|(scope, _)| seen.insert(scope.clone()))
+            // A person's words belong to no scope: every one is kept.
+            .filter(|stored| stored.scope.is_empty() || seen.insert(stored.scope.clone()))
             .take(count)
-            .map(|(_, exchange)| exchange.clone())
+            .map(|stored| stored.exchange.clone())
             .collect())
     }
 
@@ -112,7 +123,7 @@ impl ConversationStore for MemoryLedger {
         lease: &ConversationLease,
         held: &HeldConversation,
         new: &NewExchange,
-        _now_ms: u64,
+        now_ms: u64,
     ) -> Result<Appended, LedgerError> {
         if self.failing_appends.load(Ordering::SeqCst) {
             return Err(LedgerError::Unavailable("the append timed out".into()));
@@ -148,7 +159,11 @@ impl ConversationStore for MemoryLedger {
         if new.marked {
             conversation.marked.insert(scope.clone());
         }
-        conversation.exchanges.push((scope, new.exchange.clone()));
+        conversation.exchanges.push(StoredExchange {
+            scope,
+            exchange: new.exchange.clone(),
+            at: rfc3339(now_ms),
+        });
         conversation.last_failed = matches!(new.status, 502 | 504);
         conversation.handed_off |= new.handoff.is_some();
         conversation.lease = None;
@@ -190,5 +205,51 @@ impl ConversationStore for MemoryLedger {
             conversation.lease = None;
         }
         Ok(())
+    }
+
+    async fn shown(
+        &self,
+        id: &ConversationId,
+        customer: &str,
+        after: Option<u64>,
+        _now_ms: u64,
+    ) -> Result<Option<Shown>, LedgerError> {
+        let books = self.books()?;
+        let Some(conversation) = books.conversations.get(id.as_str()).filter(|c| c.customer == customer) else {
+            return Ok(None);
+        };
+        let exchanges = conversation
+            .exchanges
+            .iter()
+            .enumerate()
+            .map(|(seq, stored)| (seq as u64, stored.at.as_str(), &stored.exchange));
+        Ok(Some(Shown {
+            handed_off: conversation.handed_off,
+            messages: shown::after(exchanges, after),
+        }))
+    }
+}
+
+impl StoredConversation {
+    /// A person's note or reply (contract 18), taking no lease: a running
+    /// turn appends after it.
+    pub(super) fn add_person(&mut self, note: &PersonNote, now_ms: u64) {
+        self.exchanges.push(StoredExchange {
+            scope: String::new(),
+            exchange: note.exchange(),
+            at: rfc3339(now_ms),
+        });
+    }
+}
+
+impl MemoryLedger {
+    /// A person's reply in a conversation (contract 18); false when there is none.
+    pub fn reply(&self, id: &ConversationId, note: &PersonNote, now_ms: u64) -> Result<bool, LedgerError> {
+        let mut books = self.books()?;
+        Ok(books
+            .conversations
+            .get_mut(id.as_str())
+            .map(|conversation| conversation.add_person(note, now_ms))
+            .is_some())
     }
 }

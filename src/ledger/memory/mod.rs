@@ -23,6 +23,7 @@ use super::{
     RequestLease, RequestLedger, StaffDecision, StaffLedger, StoredRequest, StoredResponse, TakeOver,
 };
 use crate::clock::{rfc3339, utc_day};
+use crate::conversation::person::{Decision, PersonNote};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::{History, Limits, Reason, order_key};
 use crate::refund::{
@@ -408,6 +409,16 @@ impl StaffLedger for MemoryLedger {
         record.executing_since_ms = Some(now_ms);
         *held_by = writer.as_str().to_owned();
         books.guard_order(&before.order_id, record_id, now_ms);
+        // The approval's note, in the same step as the decision (contract 18).
+        if let Some(conversation) = before
+            .conversation_id
+            .as_deref()
+            .and_then(|id| books.conversations.get_mut(id))
+            .filter(|conversation| conversation.customer == before.user_id)
+        {
+            let note = PersonNote::of_decision(Decision::Approved, by, record_id, before.amount, &before.order_id);
+            conversation.add_person(&note, now_ms);
+        }
         Ok(StaffDecision::Done(before))
     }
 

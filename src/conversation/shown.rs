@@ -1,0 +1,158 @@
+//! What the widget reads of a conversation (contract 18): the customer's
+//! messages, the agent's replies and a person's words, numbered so that a
+//! poll asks only for what is new. Tool calls, tool results, handoff
+//! summaries and staff names are never shown.
+//!
+//! A message's `seq` comes from its exchange's: `2 × seq` for the
+//! customer's message (or a person's words, an exchange of its own), and
+//! `2 × seq + 1` for the agent's reply. Increasing, not consecutive, and
+//! derived from what is stored, so no counter has to be kept beside it.
+
+use serde::Serialize;
+
+use crate::conversation::Exchange;
+
+/// The most messages one read returns (contract 18).
+pub const MAX_SHOWN: usize = 100;
+
+/// Who wrote a shown message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum From {
+    Customer,
+    Agent,
+    Person,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShownMessage {
+    pub seq: u64,
+    pub from: From,
+    pub text: String,
+    /// RFC 3339: when its exchange was stored.
+    pub at: String,
+}
+
+/// A conversation as its customer reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shown {
+    pub handed_off: bool,
+    pub messages: Vec<ShownMessage>,
+}
+
+/// The first exchange that can hold a message after `after`: exchange `n`
+/// holds messages `2n` and `2n + 1`.
+pub fn first_exchange_after(after: Option<u64>) -> u64 {
+    after.map_or(0, |after| after.div_ceil(2))
+}
+
+/// The shown messages of one stored exchange, numbered from its `seq`.
+pub fn messages_of(seq: u64, at: &str, exchange: &Exchange) -> Vec<ShownMessage> {
+    let message = |seq, from, text: &str| ShownMessage {
+        seq,
+        from,
+        text: text.to_owned(),
+        at: at.to_owned(),
+    };
+    if let Some(text) = exchange.person_text() {
+        return vec![message(2 * seq, From::Person, text)];
+    }
+    let mut shown = Vec::with_capacity(2);
+    if let Some(text) = exchange.customer_message() {
+        shown.push(message(2 * seq, From::Customer, text));
+    }
+    if let Some(text) = exchange.reply() {
+        shown.push(message(2 * seq + 1, From::Agent, text));
+    }
+    shown
+}
+
+/// The messages after `after` (all without it) of exchanges given oldest
+/// first as `(seq, at, exchange)`, at most [`MAX_SHOWN`].
+pub fn after<'a>(
+    exchanges: impl IntoIterator<Item = (u64, &'a str, &'a Exchange)>,
+    after: Option<u64>,
+) -> Vec<ShownMessage> {
+    exchanges
+        .into_iter()
+        .flat_map(|(seq, at, exchange)| messages_of(seq, at, exchange))
+        .filter(|message| after.is_none_or(|after| message.seq > after))
+        .take(MAX_SHOWN)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::{Message, ToolCall};
+    use crate::conversation::person::PersonNote;
+
+    fn refund_turn() -> Exchange {
+        Exchange::of_turn(
+            &[
+                Message::User("refund D-4001 120.00".into()),
+                Message::Assistant {
+                    content: None,
+                    tool_calls: vec![ToolCall {
+                        id: "call_1".into(),
+                        name: "issue_refund".into(),
+                        arguments: r#"{"order_id":"D-4001","amount_cents":12000}"#.into(),
+                    }],
+                },
+                Message::Tool {
+                    tool_call_id: "call_1".into(),
+                    content: r#"{"status":"pending_approval"}"#.into(),
+                },
+            ],
+            Some("A person will review it."),
+        )
+    }
+
+    #[test]
+    fn tool_calls_and_results_are_never_shown_and_a_persons_words_are_a_persons() {
+        let turn = refund_turn();
+        let note = PersonNote::reply("sam", "Approved.").exchange();
+        let failed = Exchange::of_turn(&[Message::User("still there?".into())], None);
+        let stored = [(0, "t0", &turn), (1, "t1", &note), (2, "t2", &failed)];
+        let shown = after(stored, None);
+        let view: Vec<(u64, From, &str)> = shown.iter().map(|m| (m.seq, m.from, m.text.as_str())).collect();
+        assert_eq!(
+            view,
+            [
+                (0, From::Customer, "refund D-4001 120.00"),
+                (1, From::Agent, "A person will review it."),
+                (2, From::Person, "Approved."),
+                (4, From::Customer, "still there?"),
+            ]
+        );
+        assert_eq!(shown[2].at, "t1");
+        assert!(!serde_json::to_string(&shown).unwrap().contains("issue_refund"));
+    }
+
+    #[test]
+    fn after_n_gives_only_later_messages_and_starts_at_the_exchange_that_can_hold_them() {
+        let turn = refund_turn();
+        let stored: Vec<(u64, &str, &Exchange)> = (0..4).map(|seq| (seq, "t", &turn)).collect();
+        for n in 0..8 {
+            let shown = after(stored.iter().copied(), Some(n));
+            assert!(shown.iter().all(|m| m.seq > n), "after {n}");
+            assert_eq!(shown.len() as u64, 7 - n, "after {n}");
+            let first = first_exchange_after(Some(n));
+            let from_first = after(stored.iter().copied().filter(|(seq, ..)| *seq >= first), Some(n));
+            assert_eq!(
+                from_first, shown,
+                "reading from exchange {first} loses nothing after {n}"
+            );
+        }
+        assert_eq!(first_exchange_after(None), 0);
+    }
+
+    #[test]
+    fn at_most_a_hundred_oldest_first() {
+        let turn = refund_turn();
+        let stored: Vec<(u64, &str, &Exchange)> = (0..80).map(|seq| (seq, "t", &turn)).collect();
+        let shown = after(stored.iter().copied(), None);
+        assert_eq!(shown.len(), MAX_SHOWN);
+        assert_eq!((shown[0].seq, shown[99].seq), (0, 99));
+    }
+}

@@ -1,0 +1,34 @@
+//! The widget's read of a conversation (contract 18): no budget, no model,
+//! no lease, one read of the store. What it may show is the conversation's
+//! own rule ([`crate::conversation::shown`]).
+
+use crate::conversation::ConversationId;
+use crate::conversation::shown::Shown;
+use crate::ledger::{BudgetStore, ConversationStore, RequestLedger};
+use crate::orders::OrderSystem;
+use crate::refund::RefundGateway;
+use crate::secrets::ApiKeySource;
+
+use super::{Desk, Refused};
+
+impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
+    Desk<K, R, L, C, O>
+{
+    /// What `customer` reads of conversation `id` after message `after`.
+    pub async fn read(
+        &self,
+        id: &ConversationId,
+        customer: &str,
+        after: Option<u64>,
+        now_ms: u64,
+    ) -> Result<Shown, Refused> {
+        match self.conversations.shown(id, customer, after, now_ms).await {
+            Ok(Some(shown)) => Ok(shown),
+            Ok(None) => Err(Refused::ConversationNotFound),
+            Err(error) => {
+                tracing::warn!(event = "conversation_read_failed", error = %error);
+                Err(Refused::ConversationUnavailable(error))
+            }
+        }
+    }
+}
