@@ -177,6 +177,16 @@ impl Stack {
             .unwrap()
     }
 
+    /// The first element matching `css`, once there is one.
+    async fn element(&self, css: &str) -> fantoccini::elements::Element {
+        self.browser
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css}: {e}"))
+    }
+
     /// The problem the page shows, once it shows one.
     async fn problem(&self) -> String {
         self.browser
@@ -423,12 +433,7 @@ async fn asking_for_a_person_shows_that_a_person_has_the_conversation_and_keeps_
 
     let reply = stack.nth("assistant", 1).await;
     assert!(reply.contains("person from our support team"), "{reply}");
-    let banner = browser
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("#with-a-person:not([hidden])"))
-        .await
-        .unwrap();
+    let banner = stack.element("#with-a-person:not([hidden])").await;
     assert!(banner.text().await.unwrap().contains("Keep writing here"));
     // Later messages still go out, to the person.
     stack.type_message("My order is A-1001").await;
@@ -495,12 +500,7 @@ async fn the_customer_reads_in_the_page_what_a_person_decided_and_wrote() {
         .type_message("The sofa from order D-4001 arrived torn. Please refund 120.00.")
         .await;
     stack.nth("pending-approval", 1).await;
-    let waiting = browser
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("#waiting:not([hidden])"))
-        .await
-        .unwrap();
+    let waiting = stack.element("#waiting:not([hidden])").await;
     assert!(waiting.text().await.unwrap().contains("Waiting for our team"));
     let pending = stack.admin(&["pending"]).await;
     let approval = pending
@@ -525,12 +525,7 @@ async fn the_customer_reads_in_the_page_what_a_person_decided_and_wrote() {
         ))
         .await;
     assert!(live.is_ok(), "a person's message is announced to screen readers");
-    browser
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css("#waiting[hidden]"))
-        .await
-        .unwrap();
+    stack.element("#waiting[hidden]").await;
 
     // A person has the conversation: their reply reaches the same chat.
     browser

@@ -27,6 +27,7 @@ use report::{Row, Target, Unit, percentile};
 
 const EVENT: &str = include_str!("../../events/refund.json");
 const KEYED_EVENT: &str = include_str!("../../events/keyed-refund.json");
+const READ_EVENT: &str = include_str!("../../events/read-after-malformed.json");
 const MIB: f64 = 1024.0 * 1024.0;
 
 pub type Error = Box<dyn std::error::Error>;
@@ -59,9 +60,18 @@ async fn main() -> Result<(), Error> {
     let event = Bytes::from_static(EVENT.as_bytes());
     let floor = percentile(&measure::floor(&event, warm_turns).await?, 0.5);
     let cold = measure::cold_starts(&bootstrap, &stand_ins, &event, cold_runs).await?;
-    let unkeyed = measure::warm(&bootstrap, &stand_ins, vec![event; warm_turns + 1]).await?;
+    let unkeyed = measure::warm(&bootstrap, &stand_ins, vec![event.clone(); warm_turns + 1]).await?;
     let keyed = measure::warm(&bootstrap, &stand_ins, keyed_events(warm_turns + 1, None)?).await?;
     let in_conversation = measure::warm(&bootstrap, &stand_ins, keyed_events(warm_turns + 1, Some(20))?).await?;
+    // The chat's poll (contract 18), after one turn: no budget, no model, one Query.
+    let reads = measure::warm(
+        &bootstrap,
+        &stand_ins,
+        std::iter::once(event.clone())
+            .chain(std::iter::repeat_n(read_event()?, warm_turns))
+            .collect(),
+    )
+    .await?;
     let mut prompts = Vec::new();
     for earlier in PROMPT_SIZES_AT {
         measure::warm(&bootstrap, &stand_ins, keyed_events(2, Some(earlier))?).await?;
@@ -86,6 +96,13 @@ async fn main() -> Result<(), Error> {
         None,
         Some(1.0),
     ));
+    rows.extend(warm_rows(
+        "conversation read (an unknown id: the one Query, a 404)",
+        &reads,
+        floor,
+        None,
+        None,
+    ));
     // Budgets have no off switch (contract 13): every turn above takes one.
     rows.push(Row::new(
         "keyed refund turn with budgets",
@@ -96,6 +113,7 @@ async fn main() -> Result<(), Error> {
         ("refund turn", &unkeyed),
         ("keyed refund turn", &keyed),
         ("keyed refund turn, 20 earlier exchanges", &in_conversation),
+        ("conversation read", &reads),
     ] {
         rows.push(Row::new(
             format!("{name}: DynamoDB operations per turn"),
@@ -132,6 +150,14 @@ async fn main() -> Result<(), Error> {
 /// Earlier exchanges at which the prompt's size is reported: one, a full
 /// window (`CONVERSATION_MAX_EXCHANGES`, 10), and far beyond it.
 const PROMPT_SIZES_AT: [u64; 3] = [1, 10, 50];
+
+/// The chat's read of a conversation, `after=0`: valid, of an id no turn issued.
+fn read_event() -> Result<Bytes, Error> {
+    let mut event: serde_json::Value = serde_json::from_str(READ_EVENT)?;
+    event["queryStringParameters"] = serde_json::json!({"after": "0"});
+    event["multiValueQueryStringParameters"] = serde_json::json!({"after": ["0"]});
+    Ok(Bytes::from(serde_json::to_vec(&event)?))
+}
 
 /// The keyed event with a fresh `Idempotency-Key` each, as a widget sends
 /// them; in a conversation of `earlier` exchanges when given.

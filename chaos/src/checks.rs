@@ -445,6 +445,16 @@ struct Stored {
     customer_message: String,
 }
 
+/// Each conversation's customer, from its header.
+fn owners(evidence: &Evidence<'_>) -> HashMap<String, String> {
+    evidence
+        .conversations
+        .iter()
+        .filter(|i| i["sk"] == "head")
+        .map(|i| (text(i, "pk"), text(i, "customer")))
+        .collect()
+}
+
 /// How long after its stamp an exchange has surely landed (the append's
 /// transaction, bounded by the ledger's timeout, tried a few times).
 const LANDED_WITHIN_MS: u64 = 5_000;
@@ -501,12 +511,7 @@ fn hearing_back_invariants(evidence: &Evidence<'_>, refunds: &[&Value]) -> Vec<(
             .filter(|id| !decided_ids.contains(*id))
             .map(|id| format!("a note for {id}, which no person decided")),
     );
-    let owners: HashMap<String, String> = evidence
-        .conversations
-        .iter()
-        .filter(|i| i["sk"] == "head")
-        .map(|i| (text(i, "pk"), text(i, "customer")))
-        .collect();
+    let owners = owners(evidence);
     let read_by_another: Vec<String> = evidence
         .reads
         .iter()
@@ -535,12 +540,7 @@ fn hearing_back_invariants(evidence: &Evidence<'_>, refunds: &[&Value]) -> Vec<(
 
 /// The three invariants of conversations (contract 11).
 fn conversation_invariants(evidence: &Evidence<'_>, summaries: &[&Value]) -> Vec<(&'static str, usize, Vec<String>)> {
-    let owners: HashMap<String, String> = evidence
-        .conversations
-        .iter()
-        .filter(|i| i["sk"] == "head")
-        .map(|i| (text(i, "pk"), text(i, "customer")))
-        .collect();
+    let owners = owners(evidence);
     let stored: Vec<Stored> = evidence
         .conversations
         .iter()

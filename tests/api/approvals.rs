@@ -46,14 +46,15 @@ pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-struct Desk {
-    h: TestApp,
-    payments: MockServer,
+/// The function, and the approver's payments service of its own.
+pub(crate) struct Desk {
+    pub(crate) h: TestApp,
+    pub(crate) payments: MockServer,
 }
 
 impl Desk {
     /// The function, with the approver's payments service of its own.
-    async fn new(payments_answer: ResponseTemplate) -> Desk {
+    pub(crate) async fn new(payments_answer: ResponseTemplate) -> Desk {
         let h = TestApp::builder().model_responder(refunding_model).build().await;
         let payments = MockServer::start().await;
         Mock::given(wiremock::matchers::path("/refunds"))
@@ -63,7 +64,7 @@ impl Desk {
         Desk { h, payments }
     }
 
-    async fn run(&self, args: &[&str]) -> Output {
+    pub(crate) async fn run(&self, args: &[&str]) -> Output {
         admin(&self.h.table, &moto().endpoint, &self.payments.uri(), args).await
     }
 

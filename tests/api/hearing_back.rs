@@ -11,35 +11,15 @@ use lambda_http::http::StatusCode;
 use refund_chat::conversation::person::PERSON_MARK;
 use refund_chat::handoff::{self, Reason};
 use serde_json::{Value, json};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::MockServer;
 
-use crate::approvals::{admin, stderr, stdout};
+use crate::approvals::{Desk, admin, stderr, stdout};
 use refund_chat_testkit::*;
 
 const BIG_REFUND: &str = "The sofa from order D-4001 arrived torn: refund D-4001 12000";
 const APPROVED: &str = "A person approved your refund of 120.00 for order D-4001.";
 
-/// The function with the refunding model, and the approver's payments service.
-struct Desk {
-    h: TestApp,
-    payments: MockServer,
-}
-
 impl Desk {
-    async fn new(payments_answer: ResponseTemplate) -> Desk {
-        let h = TestApp::builder().model_responder(refunding_model).build().await;
-        let payments = MockServer::start().await;
-        Mock::given(wiremock::matchers::path("/refunds"))
-            .respond_with(payments_answer)
-            .mount(&payments)
-            .await;
-        Desk { h, payments }
-    }
-
-    async fn run(&self, args: &[&str]) -> Output {
-        admin(&self.h.table, &moto().endpoint, &self.payments.uri(), args).await
-    }
-
     /// A refund above the limit, in a new conversation: (conversation, approval id).
     async fn waiting_refund(&self) -> (String, String) {
         let answer = self.h.say(None, BIG_REFUND).await;
@@ -90,16 +70,32 @@ fn messages(read: &Value) -> Vec<(u64, String, String)> {
 /// Moves the conversation's end into the past, as if its TTL had run out
 /// (DynamoDB deletes lazily: every read and condition checks `expires_at`).
 async fn expire(h: &TestApp, conversation: &str) {
+    set_expiry(h, conversation, 1).await;
+}
+
+async fn set_expiry(h: &TestApp, conversation: &str, at_s: u64) {
     aws_sdk_dynamodb::Client::new(&h.aws)
         .update_item()
         .table_name(conversation_table(&h.table))
         .key("pk", AttributeValue::S(conversation.into()))
         .key("sk", AttributeValue::S("head".into()))
-        .update_expression("SET expires_at = :past")
-        .expression_attribute_values(":past", AttributeValue::N("1".into()))
+        .update_expression("SET expires_at = :at")
+        .expression_attribute_values(":at", AttributeValue::N(at_s.to_string()))
         .send()
         .await
         .unwrap();
+}
+
+async fn header_number(h: &TestApp, conversation: &str, name: &str) -> u64 {
+    let head = items(&h.aws, &conversation_table(&h.table))
+        .await
+        .into_iter()
+        .find(|item| attr(item, "pk") == Some(conversation) && attr(item, "sk") == Some("head"))
+        .expect("the header");
+    head.get(name)
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok())
+        .expect("a number")
 }
 
 #[tokio::test]
@@ -306,6 +302,9 @@ async fn a_reply_reaches_a_handed_off_conversation_which_still_gets_no_model_cal
     let asked = desk.h.say(None, "I want to talk to a person").await;
     let conversation = asked.conversation_id().to_owned();
     let handoff_id = handoff::handoff_id(&conversation);
+    // About to expire: a person's reply counts as an exchange for its expiry.
+    let now_s = refund_chat::clock::now_ms() / 1000;
+    set_expiry(&desk.h, &conversation, now_s + 60).await;
 
     ok(&desk
         .run(&[
@@ -317,6 +316,11 @@ async fn a_reply_reaches_a_handed_off_conversation_which_still_gets_no_model_cal
             "Hello, I am Sam. What happened?",
         ])
         .await);
+    let expires = header_number(&desk.h, &conversation, "expires_at").await;
+    assert!(
+        expires > now_s + 23 * 3600,
+        "a day after the reply, not a minute: {expires}"
+    );
     let later = desk.h.say(Some(&conversation), "my sofa arrived torn").await;
 
     assert_eq!(later.reply(), handoff::WITH_A_PERSON);
