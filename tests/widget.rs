@@ -177,6 +177,11 @@ impl Stack {
             .unwrap()
     }
 
+    async fn click(&self, id: &str) {
+        let button = self.browser.find(Locator::Id(id)).await.unwrap();
+        button.click().await.unwrap();
+    }
+
     /// The first element matching `css`, once there is one.
     async fn element(&self, css: &str) -> fantoccini::elements::Element {
         self.browser
@@ -408,13 +413,7 @@ async fn a_refund_takes_two_messages_and_an_ended_conversation_keeps_the_message
         .as_str()
         .map(str::to_owned);
     assert!(before.is_some());
-    browser
-        .find(Locator::Id("new-conversation"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    stack.click("new-conversation").await;
     let after = browser
         .execute("return sessionStorage.getItem('refund-chat-conversation');", vec![])
         .await
@@ -427,7 +426,6 @@ async fn a_refund_takes_two_messages_and_an_ended_conversation_keeps_the_message
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn asking_for_a_person_shows_that_a_person_has_the_conversation_and_keeps_the_input_open() {
     let stack = Stack::on_the_page().await;
-    let browser = &stack.browser;
 
     stack.type_message("I want to talk to a person").await;
 
@@ -441,13 +439,7 @@ async fn asking_for_a_person_shows_that_a_person_has_the_conversation_and_keeps_
     assert!(later.contains("will read your message"), "{later}");
     assert_eq!(stack.refunds().await, 0);
     // A new conversation is the agent's again.
-    browser
-        .find(Locator::Id("new-conversation"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    stack.click("new-conversation").await;
     assert!(!banner.is_displayed().await.unwrap());
 
     stack.close().await;
@@ -528,13 +520,7 @@ async fn the_customer_reads_in_the_page_what_a_person_decided_and_wrote() {
     stack.element("#waiting[hidden]").await;
 
     // A person has the conversation: their reply reaches the same chat.
-    browser
-        .find(Locator::Id("new-conversation"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    stack.click("new-conversation").await;
     stack.type_message("I want to talk to a person").await;
     stack.nth("assistant", 1).await;
     let conversation = stack.conversation().await;
