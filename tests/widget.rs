@@ -177,6 +177,22 @@ impl Stack {
             .unwrap()
     }
 
+    /// Waits until the page's polling shows `state` (`data-polling`: the
+    /// next wait in seconds, or `off`).
+    async fn polling_is(&self, state: &str) {
+        let css = format!("body[data-polling='{state}']");
+        self.element(&css).await;
+    }
+
+    /// The tab hidden or shown, as the browser tells the page.
+    async fn set_hidden(&self, hidden: bool) {
+        let script = format!(
+            "Object.defineProperty(document, 'hidden', {{value: {hidden}, configurable: true}}); \
+             document.dispatchEvent(new Event('visibilitychange'));"
+        );
+        self.browser.execute(&script, vec![]).await.unwrap();
+    }
+
     async fn click(&self, id: &str) {
         let button = self.browser.find(Locator::Id(id)).await.unwrap();
         button.click().await.unwrap();
@@ -536,6 +552,13 @@ async fn the_customer_reads_in_the_page_what_a_person_decided_and_wrote() {
         .await;
     let reply = stack.nth("person", 1).await;
     assert!(reply.contains("A new sofa ships Monday."), "{reply}");
+    // Nothing new: the wait doubles up to 8 intervals (0.2 s here, 10 s as shipped).
+    stack.polling_is("1.6").await;
+    // A hidden tab asks nothing; shown again, it polls again (at once, then backing off).
+    stack.set_hidden(true).await;
+    stack.polling_is("off").await;
+    stack.set_hidden(false).await;
+    stack.polling_is("1.6").await;
     let png = browser.screenshot().await.unwrap();
     std::fs::write(artifact("widget-a-person-writes.png"), &png).unwrap();
     // Shown once, however often the page asks again.

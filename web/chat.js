@@ -116,6 +116,7 @@
     Object.assign(poll, { timer: null, delay: POLL_SECONDS, after: null, approval: false, person: false });
     poll.shown.clear();
     waiting.hidden = true;
+    showPolling();
   }
 
   // Something a person will answer: poll from the shortest interval.
@@ -127,12 +128,19 @@
     schedulePoll();
   }
 
+  // The page's polling, for people and tests to see: the next wait in
+  // seconds, or "off" (nothing to wait for, or a hidden tab).
+  function showPolling() {
+    document.body.dataset.polling = poll.timer ? String(poll.delay) : "off";
+  }
+
   function schedulePoll() {
     clearTimeout(poll.timer);
     poll.timer = null;
     if ((poll.approval || poll.person) && !document.hidden) {
       poll.timer = setTimeout(readNew, poll.delay * 1000);
     }
+    showPolling();
   }
 
   function backOff() {
@@ -182,6 +190,7 @@
   document.addEventListener("visibilitychange", () => {
     clearTimeout(poll.timer);
     poll.timer = null;
+    showPolling();
     if (!document.hidden && (poll.approval || poll.person)) {
       poll.delay = POLL_SECONDS;
       readNew();
