@@ -15,10 +15,10 @@ use crate::conversation::Exchange;
 /// The most messages one read returns (contract 18).
 pub const MAX_SHOWN: usize = 100;
 
-/// Who wrote a shown message.
+/// Who wrote a shown message (its `from`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum From {
+pub enum Author {
     Customer,
     Agent,
     Person,
@@ -27,7 +27,7 @@ pub enum From {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ShownMessage {
     pub seq: u64,
-    pub from: From,
+    pub from: Author,
     pub text: String,
     /// RFC 3339: when its exchange was stored.
     pub at: String,
@@ -48,21 +48,21 @@ pub fn first_exchange_after(after: Option<u64>) -> u64 {
 
 /// The shown messages of one stored exchange, numbered from its `seq`.
 pub fn messages_of(seq: u64, at: &str, exchange: &Exchange) -> Vec<ShownMessage> {
-    let message = |seq, from, text: &str| ShownMessage {
+    let message = |seq, from: Author, text: &str| ShownMessage {
         seq,
         from,
         text: text.to_owned(),
         at: at.to_owned(),
     };
     if let Some(text) = exchange.person_text() {
-        return vec![message(2 * seq, From::Person, text)];
+        return vec![message(2 * seq, Author::Person, text)];
     }
     let mut shown = Vec::with_capacity(2);
     if let Some(text) = exchange.customer_message() {
-        shown.push(message(2 * seq, From::Customer, text));
+        shown.push(message(2 * seq, Author::Customer, text));
     }
     if let Some(text) = exchange.reply() {
-        shown.push(message(2 * seq + 1, From::Agent, text));
+        shown.push(message(2 * seq + 1, Author::Agent, text));
     }
     shown
 }
@@ -115,14 +115,14 @@ mod tests {
         let failed = Exchange::of_turn(&[Message::User("still there?".into())], None);
         let stored = [(0, "t0", &turn), (1, "t1", &note), (2, "t2", &failed)];
         let shown = after(stored, None);
-        let view: Vec<(u64, From, &str)> = shown.iter().map(|m| (m.seq, m.from, m.text.as_str())).collect();
+        let view: Vec<(u64, Author, &str)> = shown.iter().map(|m| (m.seq, m.from, m.text.as_str())).collect();
         assert_eq!(
             view,
             [
-                (0, From::Customer, "refund D-4001 120.00"),
-                (1, From::Agent, "A person will review it."),
-                (2, From::Person, "Approved."),
-                (4, From::Customer, "still there?"),
+                (0, Author::Customer, "refund D-4001 120.00"),
+                (1, Author::Agent, "A person will review it."),
+                (2, Author::Person, "Approved."),
+                (4, Author::Customer, "still there?"),
             ]
         );
         assert_eq!(shown[2].at, "t1");

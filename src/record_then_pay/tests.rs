@@ -131,7 +131,7 @@ async fn two_approvers_make_one_payment() {
 #[tokio::test]
 async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb() {
     use crate::chat::Message;
-    use crate::conversation::shown::From;
+    use crate::conversation::shown::Author;
     use crate::conversation::{ConversationId, Exchange};
     use crate::ledger::{ConversationLease, ConversationStore, HeldConversation, NewExchange};
 
@@ -179,7 +179,7 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
         .await
         .unwrap()
         .unwrap();
-    let words: Vec<(u64, From, &str)> = shown
+    let words: Vec<(u64, Author, &str)> = shown
         .messages
         .iter()
         .map(|m| (m.seq, m.from, m.text.as_str()))
@@ -188,7 +188,7 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
         words,
         [(
             2,
-            From::Person,
+            Author::Person,
             "A person approved your refund of 120.00 for order D-4."
         )]
     );

@@ -241,15 +241,3 @@ impl StoredConversation {
         });
     }
 }
-
-impl MemoryLedger {
-    /// A person's reply in a conversation (contract 18); false when there is none.
-    pub fn reply(&self, id: &ConversationId, note: &PersonNote, now_ms: u64) -> Result<bool, LedgerError> {
-        let mut books = self.books()?;
-        Ok(books
-            .conversations
-            .get_mut(id.as_str())
-            .map(|conversation| conversation.add_person(note, now_ms))
-            .is_some())
-    }
-}
