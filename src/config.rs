@@ -316,6 +316,9 @@ pub struct StaffConfig {
     pub ledger_timeout: Duration,
     pub payments_base_url: String,
     pub payments_timeout: Duration,
+    /// An approval reads the order afresh before it pays (contract 16).
+    pub orders_base_url: String,
+    pub orders_timeout: Duration,
     pub limits: Limits,
 }
 
@@ -333,6 +336,8 @@ impl StaffConfig {
             ledger_timeout: vars.secs("LEDGER_TIMEOUT_SECS", DEFAULT_LEDGER_TIMEOUT, false)?,
             payments_base_url: vars.url("PAYMENTS_BASE_URL", None)?,
             payments_timeout: vars.secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,
+            orders_base_url: vars.url("ORDERS_BASE_URL", None)?,
+            orders_timeout: vars.secs("ORDERS_TIMEOUT_SECS", DEFAULT_ORDERS_TIMEOUT, false)?,
             limits: Limits {
                 order_window: vars.hours("ORDER_REFUND_WINDOW_HOURS", DEFAULT_LIMITS.order_window)?,
                 ..DEFAULT_LIMITS

@@ -6,8 +6,11 @@
 //! printing they share in [`print`].
 //!
 //! Exit status: 0 when done; 1 when refused (unknown id, already decided,
-//! payments rejected, or an outcome payments left unknown); 2 for bad usage,
-//! configuration, or a ledger that cannot be reached. Decisions are logged
+//! more than the order has left, payments rejected, or an outcome payments
+//! left unknown); 2 for bad usage, configuration, or a ledger that cannot be
+//! reached; 3 when payments answered an approval or a reissue and the
+//! ledger could not record what it answered (money may have moved: the
+//! audit trail needs a person). Decisions are logged
 //! (JSON, on stderr) with the approver's name, never the customer's message.
 //!
 //! Everything printed for a person passes through
@@ -162,6 +165,8 @@ pub enum Ending {
     Done,
     Refused(String),
     Failed(String),
+    /// Payments answered; the ledger does not know what it said.
+    Unrecorded(String),
 }
 
 /// A command's ending, or the ledger's error (exit status 2).
@@ -184,6 +189,10 @@ async fn main() -> ExitCode {
         Ending::Failed(why) => {
             eprintln!("error: {why}");
             ExitCode::from(2)
+        }
+        Ending::Unrecorded(why) => {
+            eprintln!("not recorded: {why}");
+            ExitCode::from(3)
         }
     }
 }

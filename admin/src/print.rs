@@ -94,6 +94,7 @@ pub fn claim_name(claim: &StaffDecision) -> &'static str {
         StaffDecision::Done(_) => "done",
         StaffDecision::Refused(_) => "refused",
         StaffDecision::NotFound => "not_found",
+        StaffDecision::OrderMoved => "order_moved",
     }
 }
 
@@ -110,6 +111,8 @@ pub fn refused(id: &str, claim: StaffDecision, expected: &str) -> Ending {
                 .unwrap_or_default()
         )),
         StaffDecision::NotFound => Ending::Refused(format!("no refund record {}", visible(id))),
+        // Only a claim that pays is conditioned on the order's guard.
+        StaffDecision::OrderMoved => Ending::Refused(format!("refund {}: its order moved; try again", visible(id))),
         StaffDecision::Done(_) => Ending::Done,
     }
 }

@@ -17,6 +17,7 @@ use refund_chat::clock::now_ms;
 use refund_chat::conversation::person::PersonNote;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::dynamo::notes::{PersonNotes, Replied};
+use refund_chat::orders::http::HttpOrders;
 use refund_chat::record_then_pay::approvals::{self, ApprovalError};
 use refund_chat::refund::RefundState;
 use refund_chat::refund::payments::HttpPayments;
@@ -34,6 +35,8 @@ pub struct Staff {
     pub ttl: aws_sdk_dynamodb::Client,
     pub table: String,
     pub payments: HttpPayments,
+    /// The order system an approval reads afresh, through its faulty proxy.
+    pub orders: HttpOrders,
     pub limits: Limits,
     /// (order key, epoch ms once its guard was gone)
     pub expiries: Mutex<Vec<(String, u64)>>,
@@ -65,6 +68,7 @@ impl Staff {
                 match approvals::approve(
                     &self.ledger,
                     &self.payments,
+                    &self.orders,
                     &record.record_id,
                     &by,
                     &writer,
@@ -75,6 +79,11 @@ impl Staff {
                     Ok(approved) => format!("approve: {}", approved.outcome.name()),
                     Err(ApprovalError::AlreadyDecided { .. }) => "approve: already decided".into(),
                     Err(ApprovalError::ClaimUncertain { .. }) => "approve: claim uncertain".into(),
+                    Err(ApprovalError::MoreThanRemains { .. }) => "approve: more than remains".into(),
+                    Err(ApprovalError::OrderUnreadable { .. } | ApprovalError::OrderGone { .. }) => {
+                        "approve: order unreadable".into()
+                    }
+                    Err(ApprovalError::NotPaid { .. }) => "approve: not paid".into(),
                     Err(_) => "approve: ledger error".into(),
                 }
             } else {

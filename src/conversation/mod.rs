@@ -259,10 +259,7 @@ impl Window {
 /// The window as the model's messages, between the system prompt and the
 /// new message.
 pub fn history(window: &[Exchange]) -> Vec<Message> {
-    window
-        .iter()
-        .flat_map(|exchange| exchange.messages.iter().cloned())
-        .collect()
+    window.iter().flat_map(Exchange::for_the_model).collect()
 }
 
 #[cfg(test)]

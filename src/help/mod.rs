@@ -72,6 +72,10 @@ pub enum HelpError {
     DuplicateId { file: String, id: String, other: String },
     #[error("{file}: the article has no text")]
     Empty { file: String },
+    #[error("{file}: the url {url:?} is not an https URL")]
+    NotHttps { file: String, url: String },
+    #[error("{file}: a link to outside the articles' folder")]
+    OutsideTheFolder { file: String },
     #[error("{dir}: {error}")]
     Unreadable { dir: String, error: String },
 }
@@ -161,7 +165,16 @@ pub fn parse(file: &str, text: &str, placeholders: &Placeholders) -> Result<Arti
                 field: name,
             })
     };
-    let (id, title, version, url) = (field("id")?, field("title")?, field("version")?, field("url")?);
+    // The front matter is text a shop wrote, as the body is: filled, and a
+    // placeholder that names no setting is refused there too.
+    let filled = |name| field(name).and_then(|value| placeholders.fill(file, &value));
+    let (id, title, version, url) = (filled("id")?, filled("title")?, filled("version")?, filled("url")?);
+    if !is_https(&url) {
+        return Err(HelpError::NotHttps {
+            file: file.to_owned(),
+            url,
+        });
+    }
     let body = placeholders.fill(file, body.trim_start_matches('-'))?;
     let passages: Vec<String> = body
         .split("\n\n")
@@ -173,12 +186,35 @@ pub fn parse(file: &str, text: &str, placeholders: &Placeholders) -> Result<Arti
     }
     Ok(Article {
         id,
-        title: placeholders.fill(file, &title)?,
+        title,
         version,
         url,
         file: file.to_owned(),
         passages,
     })
+}
+
+/// An article's link is what the page makes clickable: https, with a host.
+fn is_https(url: &str) -> bool {
+    reqwest::Url::parse(url)
+        .is_ok_and(|parsed| parsed.scheme() == "https" && parsed.host_str().is_some_and(|h| !h.is_empty()))
+}
+
+impl Article {
+    /// `https://help.shop.example`: where the page may link (contract 18).
+    pub fn origin(&self) -> String {
+        reqwest::Url::parse(&self.url)
+            .map(|url| url.origin().ascii_serialization())
+            .unwrap_or_default()
+    }
+}
+
+/// The origins of a set of articles, each once, in order.
+pub fn origins(articles: &[Article]) -> Vec<String> {
+    let mut origins: Vec<String> = articles.iter().map(Article::origin).collect();
+    origins.sort();
+    origins.dedup();
+    origins
 }
 
 /// Reads a set of articles: each checked, no two with one id.
@@ -218,6 +254,7 @@ pub fn load(dir: &Path, placeholders: &Placeholders) -> Result<Vec<Article>, Hel
         dir: dir.display().to_string(),
         error: error.to_string(),
     };
+    let folder = dir.canonicalize().map_err(unreadable)?;
     let mut paths: BTreeSet<std::path::PathBuf> = BTreeSet::new();
     for entry in std::fs::read_dir(dir).map_err(unreadable)? {
         let path = entry.map_err(unreadable)?.path();
@@ -227,6 +264,12 @@ pub fn load(dir: &Path, placeholders: &Placeholders) -> Result<Vec<Article>, Hel
     }
     let mut files = Vec::new();
     for path in paths {
+        // A link is followed only to a file of the folder itself.
+        if !path.canonicalize().map_err(unreadable)?.starts_with(&folder) {
+            return Err(HelpError::OutsideTheFolder {
+                file: path.display().to_string(),
+            });
+        }
         let text = std::fs::read_to_string(&path).map_err(unreadable)?;
         files.push((path.display().to_string(), std::borrow::Cow::Owned(text)));
     }

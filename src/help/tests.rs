@@ -64,12 +64,15 @@ fn a_bad_article_stops_the_start_naming_its_file() {
         ("no url", "---\nid: a\ntitle: A\nversion: 1\n---\nText."),
         (
             "unknown placeholder",
-            "---\nid: a\ntitle: A\nversion: 1\nurl: u\n---\nWithin {{RETURN_DAYS}} days.",
+            "---\nid: a\ntitle: A\nversion: 1\nurl: https://shop.example/u\n---\nWithin {{RETURN_DAYS}} days.",
         ),
-        ("no text", "---\nid: a\ntitle: A\nversion: 1\nurl: u\n---\n\n"),
+        (
+            "no text",
+            "---\nid: a\ntitle: A\nversion: 1\nurl: https://shop.example/u\n---\n\n",
+        ),
         (
             "unclosed placeholder",
-            "---\nid: a\ntitle: A\nversion: 1\nurl: u\n---\nWithin {{REFUND_WINDOW_DAYS days.",
+            "---\nid: a\ntitle: A\nversion: 1\nurl: https://shop.example/u\n---\nWithin {{REFUND_WINDOW_DAYS days.",
         ),
     ];
     for (case, text) in cases {
@@ -94,12 +97,68 @@ fn a_bad_article_stops_the_start_naming_its_file() {
 }
 
 #[test]
+fn the_front_matter_is_checked_as_the_text_is() {
+    let article = |front: &str| format!("---\n{front}\n---\nText.\n");
+    let ok = "id: a\ntitle: A\nversion: 1\nurl: https://help.shop.example/a";
+    assert_eq!(
+        parse("a.md", &article(ok), &defaults()).unwrap().origin(),
+        "https://help.shop.example"
+    );
+    for (case, front) in [
+        (
+            "a placeholder in the id",
+            "id: {{NOPE}}\ntitle: A\nversion: 1\nurl: https://x.example/a",
+        ),
+        (
+            "a placeholder in the url",
+            "id: a\ntitle: A\nversion: 1\nurl: https://x.example/{{NOPE}}",
+        ),
+        (
+            "a placeholder in the version",
+            "id: a\ntitle: A\nversion: {{V}}\nurl: https://x.example/a",
+        ),
+        ("a script url", "id: a\ntitle: A\nversion: 1\nurl: javascript:alert(1)"),
+        ("plain http", "id: a\ntitle: A\nversion: 1\nurl: http://x.example/a"),
+        ("no host", "id: a\ntitle: A\nversion: 1\nurl: https://"),
+        ("not a url", "id: a\ntitle: A\nversion: 1\nurl: refunds"),
+    ] {
+        let error = parse("bad.md", &article(front), &defaults())
+            .expect_err(case)
+            .to_string();
+        assert!(error.starts_with("bad.md: "), "{case}: {error}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn a_link_to_outside_the_folder_is_refused_with_its_name() {
+    let root = std::env::temp_dir().join(format!("help-links-{}", std::process::id()));
+    let (dir, outside) = (root.join("articles"), root.join("secret.md"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = "---\nid: x\ntitle: X\nversion: 1\nurl: https://shop.example/x\n---\nOne.\n";
+    std::fs::write(&outside, text.replace("id: x", "id: s")).unwrap();
+    std::fs::write(dir.join("x.md"), text).unwrap();
+    // A link inside the folder to an article of it is that article.
+    std::os::unix::fs::symlink(dir.join("x.md"), dir.join("y.md")).unwrap();
+    let inside = load(&dir, &defaults());
+    std::os::unix::fs::symlink(&outside, dir.join("z.md")).unwrap();
+    let refused = load(&dir, &defaults());
+    std::fs::remove_dir_all(&root).ok();
+    assert!(
+        matches!(inside, Err(HelpError::DuplicateId { .. })),
+        "read as the article it points at: {inside:?}"
+    );
+    let error = refused.expect_err("a link to outside is refused").to_string();
+    assert!(error.contains("z.md") && error.contains("outside"), "{error}");
+}
+
+#[test]
 fn a_directory_replaces_the_shipped_set() {
     let dir = std::env::temp_dir().join(format!("help-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("x.md"),
-        "---\nid: x\ntitle: X\nversion: 2\nurl: u\n---\nOne.\n\nTwo.\n",
+        "---\nid: x\ntitle: X\nversion: 2\nurl: https://shop.example/u\n---\nOne.\n\nTwo.\n",
     )
     .unwrap();
     std::fs::write(dir.join("notes.txt"), "not an article").unwrap();

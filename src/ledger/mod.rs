@@ -487,7 +487,26 @@ pub enum StaffDecision {
     /// Refused: the record is not in a state this decision applies to.
     Refused(RefundRecord),
     NotFound,
+    /// The order's guard moved since [`OrderInFlight::version`] was read (a
+    /// refund of the same order was recorded or claimed): nothing was
+    /// written; check the order again.
+    OrderMoved,
 }
+
+/// What the ledger holds in flight against one order besides the record
+/// being decided (contract 16): refunds `executing` or `unknown`, which the
+/// order system cannot show yet, and the version of the order's guard when
+/// they were read, which a claim is conditioned on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OrderInFlight {
+    pub amount: AmountCents,
+    pub version: u64,
+}
+
+/// Where an approval is between its claim and payments (contract 9): the
+/// sweep watches a step on its own clock, never the approver's.
+pub const APPROVAL_CLAIMED: &str = "claimed";
+pub const APPROVAL_PAYING: &str = "paying";
 
 /// What payments confirmed for a refund whose outcome was unknown.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -500,33 +519,58 @@ pub enum Confirmed {
 /// [`crate::record_then_pay::approvals`] uses them (contract 9). Each is one
 /// conditional write, so of two people deciding at once exactly one wins.
 pub trait StaffLedger: RefundLedger {
-    /// Moves `awaiting_approval` to `executing`, `writer` taking the record
-    /// to pay it; the order's guard counts it again from `now_ms`.
+    /// Moves `awaiting_approval` to `executing` (step [`APPROVAL_CLAIMED`]),
+    /// `writer` taking the record to pay it; the order's guard counts it
+    /// again from `now_ms`, on the condition that the guard is still at
+    /// `seen.version` ([`StaffDecision::OrderMoved`] otherwise).
     fn claim_approval(
         &self,
-        record_id: &str,
-        by: &str,
-        writer: &WriterMark,
-        now_ms: u64,
-        limits: &Limits,
+        claim: &Claim<'_>,
+        seen: OrderInFlight,
     ) -> impl Future<Output = Result<StaffDecision, LedgerError>> + Send;
 
     /// Writes the reissue of an approved record resolved as not executed,
-    /// `executing` and held by `writer`, linked both ways (at most once).
+    /// `executing` and held by `writer`, linked both ways (at most once);
+    /// conditioned on the order's guard as [`StaffLedger::claim_approval`].
     fn claim_reissue(
         &self,
-        record_id: &str,
-        by: &str,
-        writer: &WriterMark,
-        now_ms: u64,
-        limits: &Limits,
+        claim: &Claim<'_>,
+        seen: OrderInFlight,
     ) -> impl Future<Output = Result<StaffDecision, LedgerError>> + Send;
+
+    /// The refunds in flight on `order_id` other than `except`, and the
+    /// version of its guard, read first.
+    fn in_flight(
+        &self,
+        order_id: &str,
+        except: &str,
+    ) -> impl Future<Output = Result<OrderInFlight, LedgerError>> + Send;
+
+    /// The last step before payments: [`APPROVAL_CLAIMED`] to
+    /// [`APPROVAL_PAYING`] while the record is still `executing` and
+    /// `writer`'s. `false` when it is not (the sweep called it unknown):
+    /// then payments must not be called.
+    fn start_paying(
+        &self,
+        record_id: &str,
+        writer: &WriterMark,
+    ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
 
     /// The record and the mark of whoever last took it to pay.
     fn record_and_writer(
         &self,
         record_id: &str,
     ) -> impl Future<Output = Result<Option<(RefundRecord, String)>, LedgerError>> + Send;
+}
+
+/// Who decides a record and when: an approval or a reissue's claim.
+#[derive(Debug, Clone, Copy)]
+pub struct Claim<'a> {
+    pub record_id: &'a str,
+    pub by: &'a str,
+    pub writer: &'a WriterMark,
+    pub now_ms: u64,
+    pub limits: &'a Limits,
 }
 
 /// How the policy decided a refund record (contract 8).

@@ -4,6 +4,13 @@
 //! read is safe to repeat, so a timeout, a broken connection or a 5xx is
 //! tried once more; each try has its own timeout. A 200 of another customer
 //! is a 404: the port never hands out another customer's order.
+//!
+//! What the adapter does not believe (contract 16): an id of `.` or `..` is
+//! never sent (percent-encoding keeps dots, so it would be a dot segment and
+//! read `/orders/` or `/`: a 404 without asking), a 200 for another order id,
+//! a body over [`MAX_BODY_BYTES`] (read in chunks and cut off, so a huge
+//! answer never fills a 128 MB function) and a delivery more than a day
+//! ahead of this clock are unavailable, never an order.
 
 use std::time::Duration;
 
@@ -17,6 +24,10 @@ const NOT_UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').re
 pub const CUSTOMER_HEADER: &str = "x-customer-id";
 /// Tries per read: the first and one more.
 pub const TRIES: u32 = 2;
+/// An order's JSON is a few hundred bytes; past this it is not one.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// A delivery time further ahead than this is not a clock apart: it is wrong.
+const DELIVERY_AHEAD_MS: u64 = 24 * 3_600_000;
 
 pub struct HttpOrders {
     http: reqwest::Client,
@@ -48,7 +59,7 @@ impl HttpOrders {
                 .await
                 .map_err(|_| OrdersError::Unreachable)?;
             let status = response.status();
-            let body = response.bytes().await.map_err(|_| OrdersError::Unreachable)?;
+            let body = capped_body(response).await?;
             Ok::<_, OrdersError>((status, body))
         };
         let (status, body) = tokio::time::timeout(self.timeout, exchange)
@@ -57,6 +68,15 @@ impl HttpOrders {
         match status.as_u16() {
             200 => {
                 let order = Order::from_json(&body).ok_or(OrdersError::NotAnOrder)?;
+                if order.order_id != order_id {
+                    return Err(OrdersError::OtherOrder);
+                }
+                if order
+                    .delivered_at_ms
+                    .is_some_and(|at| at > crate::clock::now_ms().saturating_add(DELIVERY_AHEAD_MS))
+                {
+                    return Err(OrdersError::DeliveredInTheFuture);
+                }
                 Ok(if order.customer_id == customer {
                     OrderLookup::Found(Box::new(order))
                 } else {
@@ -69,17 +89,46 @@ impl HttpOrders {
     }
 }
 
+/// The body, read chunk by chunk up to [`MAX_BODY_BYTES`].
+async fn capped_body(mut response: reqwest::Response) -> Result<Vec<u8>, OrdersError> {
+    if response
+        .content_length()
+        .is_some_and(|length| length > MAX_BODY_BYTES as u64)
+    {
+        return Err(OrdersError::TooLarge);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|_| OrdersError::Unreachable)? {
+        if body.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(OrdersError::TooLarge);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// An id that would not stay one path segment once encoded.
+fn is_dot_segment(order_id: &str) -> bool {
+    matches!(order_id, "." | "..")
+}
+
 /// Worth a second try: the read may not have been answered at all.
 fn retried(error: OrdersError) -> bool {
     match error {
         OrdersError::Timeout | OrdersError::Unreachable => true,
         OrdersError::Status(status) => status >= 500,
-        OrdersError::NotAnOrder => false,
+        OrdersError::NotAnOrder
+        | OrdersError::OtherOrder
+        | OrdersError::TooLarge
+        | OrdersError::DeliveredInTheFuture => false,
     }
 }
 
 impl OrderSystem for HttpOrders {
     async fn order(&self, order_id: &str, customer: &str) -> OrderLookup {
+        if is_dot_segment(order_id) {
+            return OrderLookup::NotFound;
+        }
         let mut tries = 0;
         loop {
             tries += 1;

@@ -155,3 +155,106 @@ async fn an_answer_that_is_not_an_order_is_unavailable_and_not_tried_again() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_dot_segment_order_id_is_never_sent() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(order_json("A-1", "u-1")))
+        .mount(&server)
+        .await;
+
+    for dots in [".", ".."] {
+        assert_eq!(
+            orders(&server, 1000).order(dots, "u-1").await,
+            OrderLookup::NotFound,
+            "{dots:?} would be a dot segment: {{base}}/orders/ or {{base}}/"
+        );
+    }
+    assert_eq!(server.received_requests().await.map(|r| r.len()), Some(0));
+    // Dots inside an id are one segment, and are sent.
+    let dotted = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/orders/A.1"))
+        .respond_with(ResponseTemplate::new(404))
+        .expect(1)
+        .mount(&dotted)
+        .await;
+    assert_eq!(orders(&dotted, 1000).order("A.1", "u-1").await, OrderLookup::NotFound);
+}
+
+#[tokio::test]
+async fn a_200_for_another_order_is_unavailable() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(order_json("A-2", "u-1")))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    assert_eq!(
+        orders(&server, 1000).order("A-1", "u-1").await,
+        OrderLookup::Unavailable(OrdersError::OtherOrder)
+    );
+}
+
+#[tokio::test]
+async fn a_body_over_64_kib_is_unavailable() {
+    let mut huge = order_json("A-1", "u-1");
+    huge["notes"] = json!("x".repeat(MAX_BODY_BYTES));
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(huge))
+        .expect(1)
+        .mount(&server)
+        .await;
+    assert_eq!(
+        orders(&server, 1000).order("A-1", "u-1").await,
+        OrderLookup::Unavailable(OrdersError::TooLarge)
+    );
+
+    // The cap is on what is read, not on what the server says it sends.
+    let mut just_under = order_json("A-1", "u-1");
+    let room = MAX_BODY_BYTES - just_under.to_string().len() - r#","notes":"""#.len();
+    just_under["notes"] = json!("x".repeat(room));
+    assert_eq!(just_under.to_string().len(), MAX_BODY_BYTES);
+    let fits = MockServer::start().await;
+    Mock::given(method("GET"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(just_under))
+        .mount(&fits)
+        .await;
+    assert!(matches!(
+        orders(&fits, 1000).order("A-1", "u-1").await,
+        OrderLookup::Found(_)
+    ));
+}
+
+#[tokio::test]
+async fn a_delivery_more_than_a_day_ahead_is_unavailable() {
+    let ahead = |hours: u64| crate::clock::rfc3339(crate::clock::now_ms() + hours * 3_600_000);
+    for (delivered_at, readable) in [
+        ("9999-12-31T00:00:00Z".to_owned(), false),
+        (ahead(25), false),
+        // A clock a few hours apart is not a lie.
+        (ahead(6), true),
+    ] {
+        let mut order = order_json("A-1", "u-1");
+        order["delivered_at"] = json!(delivered_at);
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(order))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let found = orders(&server, 1000).order("A-1", "u-1").await;
+        if readable {
+            assert!(matches!(found, OrderLookup::Found(_)), "{delivered_at}: {found:?}");
+        } else {
+            assert_eq!(
+                found,
+                OrderLookup::Unavailable(OrdersError::DeliveredInTheFuture),
+                "{delivered_at}"
+            );
+        }
+    }
+}

@@ -171,6 +171,12 @@ pub enum OrdersError {
     Status(u16),
     #[error("the order system's answer is not an order")]
     NotAnOrder,
+    #[error("the order system answered for another order")]
+    OtherOrder,
+    #[error("the order system's answer is larger than an order")]
+    TooLarge,
+    #[error("the order system's delivery time is more than a day ahead")]
+    DeliveredInTheFuture,
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use super::RecordedRefunds;
 use super::approvals::{self, ApprovalError};
 use crate::config::DEFAULT_LIMITS;
-use crate::doubles::{RecordingPayments, a_delivered_order};
+use crate::doubles::{AnyOrder, RecordingPayments, a_delivered_order};
 use crate::ledger::memory::MemoryLedger;
 use crate::refund::message::CustomerMessage;
 use crate::refund::money::AmountCents;
@@ -103,6 +103,7 @@ async fn two_approvers_make_one_payment() {
         approvals::approve(
             &refunds.ledger,
             &payments,
+            &AnyOrder,
             &approval_id,
             "alice",
             &alice_mark,
@@ -111,6 +112,7 @@ async fn two_approvers_make_one_payment() {
         approvals::approve(
             &refunds.ledger,
             &payments,
+            &AnyOrder,
             &approval_id,
             "bob",
             &bob_mark,
@@ -170,7 +172,16 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
     let payments = RecordingPayments::answering(paid());
     for by in ["alice", "bob"] {
         let mark = WriterMark::new(&format!("staff:{by}"));
-        let _ = approvals::approve(&refunds.ledger, &payments, &approval_id, by, &mark, &DEFAULT_LIMITS).await;
+        let _ = approvals::approve(
+            &refunds.ledger,
+            &payments,
+            &AnyOrder,
+            &approval_id,
+            by,
+            &mark,
+            &DEFAULT_LIMITS,
+        )
+        .await;
     }
 
     let shown = refunds

@@ -248,7 +248,10 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         messages.push(Message::System(SYSTEM_PROMPT.to_owned()));
         messages.extend(history);
         let own_from = messages.len();
-        messages.push(Message::User(customer_message.text().to_owned()));
+        // The new message imitates a person's mark no more than history may.
+        messages.push(Message::User(
+            crate::conversation::person::unmarked(customer_message.text()).into_owned(),
+        ));
         Turn {
             model,
             tools,

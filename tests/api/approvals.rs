@@ -14,6 +14,26 @@ use refund_chat_testkit::*;
 
 const BIG_REFUND: &str = "The sofa from order D-4001 arrived torn: refund D-4001 12000";
 
+/// A claim as `approve` makes it, with the order's guard as read now.
+pub(crate) async fn claim(
+    ledger: &refund_chat::ledger::dynamo::DynamoLedger,
+    id: &str,
+    by: &str,
+    writer: &str,
+) -> Result<refund_chat::ledger::StaffDecision, refund_chat::ledger::LedgerError> {
+    let record = ledger.record(id).await?.expect("the record");
+    let seen = ledger.in_flight(&record.order_id, id).await?;
+    let writer = refund_chat::refund::WriterMark::fixed(writer);
+    let claim = refund_chat::ledger::Claim {
+        record_id: id,
+        by,
+        writer: &writer,
+        now_ms: refund_chat::clock::now_ms(),
+        limits: &refund_chat::config::DEFAULT_LIMITS,
+    };
+    ledger.claim_approval(&claim, seen).await
+}
+
 /// Runs the admin binary against `ledger` (an AWS endpoint) and `payments`.
 pub(crate) async fn admin(table: &str, ledger: &str, payments: &str, args: &[&str]) -> Output {
     admin_with(table, ledger, payments, &[], args).await
@@ -29,6 +49,9 @@ async fn admin_with(table: &str, ledger: &str, payments: &str, env: &[(&str, &st
         .env("CONVERSATION_TABLE", conversation_table(table))
         .env("PAYMENTS_BASE_URL", payments)
         .env("PAYMENTS_TIMEOUT_SECS", "0.5")
+        // The approver's payments mock is the order system too, as the sandbox is.
+        .env("ORDERS_BASE_URL", payments)
+        .env("ORDERS_TIMEOUT_SECS", "0.5")
         .env("AWS_ENDPOINT_URL", ledger)
         .env("AWS_REGION", "eu-west-1")
         .env("AWS_ACCESS_KEY_ID", "testing")
@@ -59,6 +82,11 @@ impl Desk {
         let payments = MockServer::start().await;
         Mock::given(wiremock::matchers::path("/refunds"))
             .respond_with(payments_answer)
+            .mount(&payments)
+            .await;
+        Mock::given(wiremock::matchers::method("GET"))
+            .and(wiremock::matchers::path_regex("^/orders/"))
+            .respond_with(AnyOrder)
             .mount(&payments)
             .await;
         Desk { h, payments }
@@ -400,15 +428,7 @@ async fn the_loser_of_a_cancelled_transaction_is_told_who_decided() {
                 return Action::Forward;
             }
             let ledger = refund_chat::ledger::dynamo::DynamoLedger::from_sdk_config(&aws, &table, LEDGER_TIMEOUT);
-            let bob = ledger
-                .claim_approval(
-                    &id,
-                    "bob",
-                    &refund_chat::refund::WriterMark::fixed("staff:bob/1"),
-                    refund_chat::clock::now_ms(),
-                    &refund_chat::config::DEFAULT_LIMITS,
-                )
-                .await;
+            let bob = claim(&ledger, &id, "bob", "staff:bob/1").await;
             assert!(
                 matches!(bob, Ok(refund_chat::ledger::StaffDecision::Done(_))),
                 "{bob:?}"
@@ -554,15 +574,7 @@ async fn a_stuck_approval_is_paid_only_after_a_person_resolved_it_and_only_once(
     let ledger = refund_chat::ledger::dynamo::DynamoLedger::from_sdk_config(&desk.h.aws, &desk.h.table, LEDGER_TIMEOUT);
     let now = refund_chat::clock::now_ms();
     // Alice's claim landed and her process died before it called payments.
-    let claimed = ledger
-        .claim_approval(
-            &id,
-            "alice",
-            &refund_chat::refund::WriterMark::fixed("staff:alice/lost"),
-            now,
-            &refund_chat::config::DEFAULT_LIMITS,
-        )
-        .await;
+    let claimed = claim(&ledger, &id, "alice", "staff:alice/lost").await;
     assert!(matches!(claimed, Ok(refund_chat::ledger::StaffDecision::Done(_))));
 
     // Before a person has checked with payments, nothing pays it.
@@ -570,8 +582,14 @@ async fn a_stuck_approval_is_paid_only_after_a_person_resolved_it_and_only_once(
     assert_eq!(early.status.code(), Some(1), "{}", stderr(&early));
     let again = desk.run(&["approve", &id, "--by", "bob"]).await;
     assert!(stderr(&again).contains("decided by alice"), "{}", stderr(&again));
-    // Dan checked with payments: no refund was made. (Playing `unknown`'s
-    // staleness with a cut-off in the future.)
+    // The sweep watched it on its own clock (a cut-off in the future plays
+    // the function's timeout passing) and called it unknown; then Dan
+    // checked with payments: no refund was made.
+    for _ in 0..2 {
+        let later = refund_chat::clock::now_ms() + 1;
+        ledger.sweep_executing(later, later).await.unwrap();
+    }
+    assert_eq!(attr(&desk.record(&id).await, "state"), Some("unknown"));
     let resolved = ledger
         .resolve(&id, &refund_chat::ledger::Confirmed::NotExecuted, "dan", now + 1, now)
         .await;

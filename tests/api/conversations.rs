@@ -886,3 +886,67 @@ async fn an_exchange_appended_while_a_turn_runs_moves_the_turns_own_after_it() {
         .await;
     assert_eq!(again.ok(), Some(refund_chat::ledger::Appended::AlreadyThere));
 }
+
+#[tokio::test]
+async fn a_lease_that_lands_after_its_turn_ended_never_holds_the_conversation() {
+    // An attempt of `begin` the SDK gave up on (it timed out, and its retry
+    // took the lease) is still on its way, and lands after the turn has
+    // ended and given the lease back: played here by sending the second
+    // message's `begin` once more, as it was, after its turn. The chaos run
+    // saw this as 409s after a 200.
+    let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let captured: std::sync::Arc<std::sync::Mutex<Option<(reqwest::header::HeaderMap, Vec<u8>)>>> =
+        std::sync::Arc::default();
+    let hook: Hook = {
+        let (armed, captured) = (armed.clone(), captured.clone());
+        std::sync::Arc::new(move |seen: &Seen| {
+            let begin = seen.dynamodb_operation() == "UpdateItem"
+                && String::from_utf8_lossy(&seen.body).contains("lease_until_ms = :until");
+            if begin && armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+                let mut headers = reqwest::header::HeaderMap::new();
+                for (name, value) in &seen.headers {
+                    if let (Ok(name), Ok(value)) = (
+                        reqwest::header::HeaderName::from_bytes(name.as_str().as_bytes()),
+                        reqwest::header::HeaderValue::from_bytes(value.as_bytes()),
+                    ) {
+                        headers.insert(name, value);
+                    }
+                }
+                *captured.lock().unwrap() = Some((headers, seen.body.to_vec()));
+            }
+            Box::pin(async { Action::Forward })
+        })
+    };
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .conversations_at(proxy(&moto().endpoint, false, hook).await)
+        .build()
+        .await;
+    let id = h.say(None, "first").await.conversation_id().to_owned();
+    armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let second = h.say(Some(&id), "second").await;
+    assert_eq!(second.status, StatusCode::OK, "{}", second.raw);
+
+    let (headers, body) = captured.lock().unwrap().take().expect("the second turn's begin");
+    let landed = reqwest::Client::new()
+        .post(&moto().endpoint)
+        .headers(headers)
+        .body(body)
+        .send()
+        .await
+        .expect("moto answers");
+    assert!(
+        landed.status().is_success() || landed.status() == 400,
+        "a write or a failed condition: {}",
+        landed.status()
+    );
+    let third = h.say(Some(&id), "third").await;
+
+    assert_eq!(
+        third.status,
+        StatusCode::OK,
+        "a late attempt of an ended turn's lease holds the conversation: {}",
+        third.raw
+    );
+    assert_eq!(h.exchanges(&id).await.len(), 3);
+}

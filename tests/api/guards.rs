@@ -188,9 +188,15 @@ async fn an_approval_days_later_counts_for_the_order_from_its_payment() {
     let http = refund_chat::http_client::money_path_client().unwrap();
     let payments = refund_chat::refund::payments::HttpPayments::new(http, &h.payments.uri(), PAYMENTS_TIMEOUT);
 
+    let orders = refund_chat::orders::http::HttpOrders::new(
+        refund_chat::http_client::money_path_client().unwrap(),
+        &h.payments.uri(),
+        PAYMENTS_TIMEOUT,
+    );
     let approved = refund_chat::record_then_pay::approvals::approve(
         &staff_ledger(&h),
         &payments,
+        &orders,
         &friday,
         "alice",
         &WriterMark::fixed("staff:alice/1"),

@@ -134,7 +134,7 @@ async fn an_approval_tells_the_customer_once_and_the_chat_reads_it_as_a_persons(
     // The support team sees who wrote it, and for which record.
     let transcript = stdout(&desk.run(&["conversation", &conversation]).await);
     assert!(transcript.contains(&format!("note by sam on {id}")), "{transcript}");
-    assert_eq!(desk.payments.received_requests().await.unwrap().len(), 1);
+    assert_eq!(bodies(&desk.payments).await.len(), 1);
 }
 
 #[tokio::test]
@@ -159,7 +159,7 @@ async fn the_model_sees_a_persons_note_as_what_happened_and_pays_nothing_again_f
     assert_eq!(marked[0]["role"], "assistant");
     // Its own refund only: the approval in history is never run.
     assert_eq!(desk.h.payments_requests().await.len(), 1);
-    assert_eq!(desk.payments.received_requests().await.unwrap().len(), 1);
+    assert_eq!(bodies(&desk.payments).await.len(), 1);
     // The turn's exchange follows the note.
     let shown = messages(&desk.read(&conversation, "after=2").await);
     assert_eq!(shown.iter().map(|m| m.0).collect::<Vec<_>>(), [4, 5]);
@@ -181,7 +181,7 @@ async fn a_rejection_and_a_resolution_are_told_in_fixed_words_without_the_reason
         ["A person reviewed your refund of 120.00 for order D-4001 and did not approve it. No money was moved."]
     );
     assert!(!desk.read(&conversation, "").await.to_string().contains("flagged"));
-    assert!(desk.payments.received_requests().await.unwrap().is_empty());
+    assert!(bodies(&desk.payments).await.is_empty());
 }
 
 #[tokio::test]
@@ -224,7 +224,7 @@ async fn an_expired_conversation_gets_no_note_and_the_approval_still_pays() {
     let approved = desk.run(&["approve", &id, "--by", "sam"]).await;
 
     ok(&approved);
-    assert_eq!(desk.payments.received_requests().await.unwrap().len(), 1);
+    assert_eq!(bodies(&desk.payments).await.len(), 1);
     let items = items(&desk.h.aws, &conversation_table(&desk.h.table)).await;
     assert!(
         !items.iter().any(|item| attr(item, "from") == Some("person")),
@@ -293,7 +293,7 @@ async fn racing_approvers_and_replies_append_one_note_and_every_reply() {
     assert_eq!(words, [APPROVED, "Looking at it now.", "We are on it."]);
     let seqs: Vec<u64> = desk.h.exchanges(&conversation).await.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, [0, 1, 2, 3], "one sequence, no gaps, none overwritten");
-    assert_eq!(desk.payments.received_requests().await.unwrap().len(), 1);
+    assert_eq!(bodies(&desk.payments).await.len(), 1);
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 use refund_chat::config::StaffConfig;
 use refund_chat::ledger::dynamo::DynamoLedger;
+use refund_chat::orders::http::HttpOrders;
 use refund_chat::record_then_pay::approvals::{self, ApprovalError};
 use refund_chat::refund::PaymentOutcome;
 use refund_chat::refund::payments::HttpPayments;
@@ -23,22 +24,23 @@ pub async fn pay(ledger: &DynamoLedger, config: &StaffConfig, id: &str, by: &str
         Ok(http) => http,
         Err(error) => return Ok(Ending::Failed(format!("HTTP client: {error}"))),
     };
-    let payments = HttpPayments::new(http, &config.payments_base_url, config.payments_timeout);
+    let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
+    let orders = HttpOrders::new(http, &config.orders_base_url, config.orders_timeout);
     let writer = refund_chat::refund::WriterMark::new(&format!("staff:{by}"));
     let (action, result) = match payment {
         Payment::Approval => (
             "approve",
-            approvals::approve(ledger, &payments, id, by, &writer, &config.limits).await,
+            approvals::approve(ledger, &payments, &orders, id, by, &writer, &config.limits).await,
         ),
         Payment::Reissue => (
             "reissue",
-            approvals::reissue(ledger, &payments, id, by, &writer, &config.limits).await,
+            approvals::reissue(ledger, &payments, &orders, id, by, &writer, &config.limits).await,
         ),
     };
     let approved = match result {
         Ok(approved) => approved,
         Err(ApprovalError::Ledger(error)) => return Err(error),
-        Err(uncertain @ ApprovalError::ClaimUncertain { .. }) => {
+        Err(uncertain @ (ApprovalError::ClaimUncertain { .. } | ApprovalError::NotPaid { .. })) => {
             tracing::warn!(
                 event = "staff_decision",
                 action,
@@ -69,6 +71,18 @@ pub async fn pay(ledger: &DynamoLedger, config: &StaffConfig, id: &str, by: &str
         Payment::Reissue => format!("reissued {id} as {}", record.record_id),
     };
     Ok(match &approved.outcome {
+        // Paid, and the ledger does not say so: the audit trail is wrong
+        // until a person records it (its own exit status).
+        PaymentOutcome::Executed(receipt) if !approved.outcome_recorded => Ending::Unrecorded(format!(
+            "{done}: payments refunded {amount} on order {} to {} (refund {}), but the ledger could not record \
+             it: the record stays executing. Once `refund-chat-admin unknown` lists it, `resolve {} --executed {} \
+             --by NAME`",
+            visible(&record.order_id),
+            visible(&record.user_id),
+            visible(&receipt.refund_id),
+            visible(&record.record_id),
+            visible(&receipt.refund_id)
+        )),
         PaymentOutcome::Executed(receipt) => {
             println!(
                 "{done}: refunded {amount} on order {} to {} (refund {})",
@@ -78,6 +92,11 @@ pub async fn pay(ledger: &DynamoLedger, config: &StaffConfig, id: &str, by: &str
             );
             Ending::Done
         }
+        _ if !approved.outcome_recorded => Ending::Unrecorded(format!(
+            "{done}: payments answered ({}), but the ledger could not record it: the record stays executing. \
+             Once `refund-chat-admin unknown` lists it, check it with payments and resolve it",
+            approved.outcome.name()
+        )),
         PaymentOutcome::Rejected { status, detail } => Ending::Refused(format!(
             "payments rejected the refund with HTTP {status} ({}); recorded as rejected, no money moved",
             visible(detail)

@@ -4,7 +4,7 @@
 //!
 //! | item | `sk` | attributes |
 //! | --- | --- | --- |
-//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `last_status`, `refund_records` (the record ids its turns wrote, a string set), `lease_writer`, `lease_until_ms` (while a turn runs), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange, never after `ends_by`), `ends_by` (`CONVERSATION_MAX_AGE_HOURS` after the first exchange); once handed off: `handoff_id`, `handoff_reason`, `handoff_summary` (the model's), `handoff_at`, `handoff_request_id`, `handoff_open` (`open` until closed: the `open_handoffs` index), `handoff_closed_by`, `handoff_closed_at` |
+//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `last_status`, `refund_records` (the record ids its turns wrote, a string set), `lease_writer`, `lease_until_ms` (while a turn runs), `lease_ended_by` (the writer of the last lease given back: it never takes the lease again), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange, never after `ends_by`), `ends_by` (`CONVERSATION_MAX_AGE_HOURS` after the first exchange); once handed off: `handoff_id`, `handoff_reason`, `handoff_summary` (the model's), `handoff_at`, `handoff_request_id`, `handoff_open` (`open` until closed: the `open_handoffs` index), `handoff_closed_by`, `handoff_closed_at` |
 //! | exchange | `x#<seq, 6 digits>` | `seq`, `request_id`, `refund_record` (the scope's record id), `status`, `created_at`, `chars`, `messages` (JSON), `handoff_reason` (the exchange that handed off), `customer`, `expires_at` (`ends_by`) |
 //! | scope mark | `scope#<record id>` | `seq`, `customer`, `created_at`, `expires_at` (`ends_by`) |
 //!
@@ -430,8 +430,11 @@ fn stored_exchange(item: &Item) -> Result<StoredExchange, LedgerError> {
 
 impl ConversationStore for DynamoConversations {
     async fn begin(&self, lease: &ConversationLease, may_create: bool, now_ms: u64) -> Result<Begun, LedgerError> {
+        // A writer whose lease ended never takes it again: an attempt of its
+        // own `begin` that the SDK gave up on may land after its turn ended.
         let live = "customer = :customer AND expires_at > :now_s \
-                    AND (attribute_not_exists(lease_until_ms) OR lease_until_ms < :now_ms OR lease_writer = :writer)";
+                    AND (attribute_not_exists(lease_until_ms) OR lease_until_ms < :now_ms OR lease_writer = :writer) \
+                    AND (attribute_not_exists(lease_ended_by) OR lease_ended_by <> :writer)";
         let condition = if may_create {
             format!("attribute_not_exists(pk) OR ({live})")
         } else {
@@ -553,7 +556,7 @@ impl ConversationStore for DynamoConversations {
         let update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(self.key(lease.id.as_str(), HEAD).into_iter().collect()))
-            .update_expression("REMOVE lease_writer, lease_until_ms")
+            .update_expression("SET lease_ended_by = :writer REMOVE lease_writer, lease_until_ms")
             .condition_expression("lease_writer = :writer")
             .expression_attribute_values(":writer", s(lease.writer.as_str()))
             .build()
@@ -698,6 +701,9 @@ impl DynamoConversations {
                 set.push("handoff_summary = :summary");
                 header = header.expression_attribute_values(":summary", s(summary));
             }
+        }
+        if held.stored {
+            set.push("lease_ended_by = :writer");
         }
         let mut expression = format!("SET {}", set.join(", "));
         if held.stored {

@@ -150,7 +150,9 @@ impl DynamoLedger {
     }
 
     /// Adds `record_id` to the order's guard: rule 2 counts it from `now_ms`
-    /// for the window. Unconditional: a caller adds its own condition.
+    /// for the window, and its version (`moves`) goes up by one, so an
+    /// approval that read the order before it knows to read again.
+    /// Unconditional: a caller adds its own condition.
     pub(crate) fn guard_order(
         &self,
         order_id: &str,
@@ -161,8 +163,11 @@ impl DynamoLedger {
         Update::builder()
             .table_name(&self.table)
             .key("pk", s(order_pk(order_id)))
-            .update_expression("ADD live :record SET last_at_ms = :now, expires_at = :expires, #kind = :kind")
+            .update_expression(
+                "ADD live :record, moves :one SET last_at_ms = :now, expires_at = :expires, #kind = :kind",
+            )
             .expression_attribute_values(":record", AttributeValue::Ss(vec![record_id.to_owned()]))
+            .expression_attribute_values(":one", n(1))
             .expression_attribute_values(":now", n(now_ms))
             .expression_attribute_values(":expires", n(guard_expiry_s(now_ms, limits.order_window)))
             .expression_attribute_names("#kind", "kind")

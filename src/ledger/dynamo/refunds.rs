@@ -309,6 +309,10 @@ impl crate::ledger::RefundLedger for DynamoLedger {
     }
 }
 
+/// What an approval moved to `unknown` by [`DynamoLedger::sweep_executing`] says.
+pub const APPROVAL_NOT_FINISHED: &str =
+    "the approval did not reach payments, or did not record what payments answered, while the sweep watched it";
+
 /// What a record moved to `unknown` by [`DynamoLedger::sweep_executing`] says.
 pub const DIED_WHILE_EXECUTING: &str =
     "the invocation ended between the refund record and its outcome: payments may have been called";
@@ -348,6 +352,17 @@ impl DynamoLedger {
             ) else {
                 continue;
             };
+            if let Some(step) = text(item, "approval_step") {
+                // An approver's clock stamped `since`: watched on ours instead.
+                let watch = Watch {
+                    window_ms: now_ms.saturating_sub(cutoff_ms),
+                    now_ms,
+                };
+                if self.watch_approval(item, pk, step, watch).await? {
+                    moved.push(record_id.to_owned());
+                }
+                continue;
+            }
             if since >= cutoff_ms {
                 continue;
             }
@@ -359,7 +374,8 @@ impl DynamoLedger {
                     "SET #state = :unknown, waiting_for = :unknown, failure = :failure, updated_at = :now",
                 )
                 .condition_expression(
-                    "#state = :executing AND executing_since_ms = :since AND attribute_not_exists(resolution)",
+                    "#state = :executing AND executing_since_ms = :since AND attribute_not_exists(resolution) \
+                     AND attribute_not_exists(approval_step)",
                 )
                 .expression_attribute_names("#state", "state")
                 .expression_attribute_values(":unknown", s(unknown))
@@ -376,4 +392,53 @@ impl DynamoLedger {
         }
         Ok(moved)
     }
+
+    /// One look at an approval left `executing`: the first look at a step
+    /// stamps it with this clock; a later one that finds the same step,
+    /// stamped at least `window_ms` ago, moves it to `unknown`. Both are
+    /// conditional on the step, so an approver's next step (or its outcome,
+    /// or a person) wins, and the watch starts again.
+    async fn watch_approval(&self, item: &Item, pk: &str, step: &str, watch: Watch) -> Result<bool, LedgerError> {
+        let stamped = number(item, "sweep_seen_ms").filter(|_| text(item, "sweep_seen_step") == Some(step));
+        let update = Update::builder()
+            .table_name(&self.table)
+            .key("pk", s(pk))
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
+            .expression_attribute_values(":step", s(step));
+        let update = match stamped {
+            Some(seen) if watch.now_ms.saturating_sub(seen) >= watch.window_ms => update
+                .update_expression(
+                    "SET #state = :unknown, waiting_for = :unknown, failure = :failure, updated_at = :at",
+                )
+                .condition_expression(
+                    "#state = :executing AND approval_step = :step AND sweep_seen_ms = :seen \
+                     AND attribute_not_exists(resolution)",
+                )
+                .expression_attribute_values(":unknown", s(RefundState::Unknown.as_str()))
+                .expression_attribute_values(":failure", s(APPROVAL_NOT_FINISHED))
+                .expression_attribute_values(":at", s(rfc3339(watch.now_ms)))
+                .expression_attribute_values(":seen", n(seen)),
+            // Still watching.
+            Some(_) => return Ok(false),
+            None => update
+                .update_expression("SET sweep_seen_ms = :now, sweep_seen_step = :step")
+                .expression_attribute_values(":now", n(watch.now_ms))
+                .condition_expression(
+                    "#state = :executing AND approval_step = :step AND attribute_not_exists(resolution)",
+                ),
+        };
+        let moving = stamped.is_some();
+        let landed = update_alone(&self.client, update.build().map_err(malformed)?)
+            .await?
+            .is_none();
+        Ok(moving && landed)
+    }
+}
+
+/// The sweep's own clock, and how long it watches an approval's step.
+#[derive(Clone, Copy)]
+struct Watch {
+    window_ms: u64,
+    now_ms: u64,
 }

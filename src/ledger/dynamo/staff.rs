@@ -10,7 +10,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 use super::{DynamoLedger, Released, WAITING_INDEX, number, refund_pk_of, text, unavailable};
 use crate::clock::rfc3339;
 use crate::conversation::person::{Decision, PersonNote};
-use crate::ledger::{Confirmed, DecidedBy, LedgerError, RefundRecord, StaffDecision};
+use crate::ledger::{
+    APPROVAL_CLAIMED, APPROVAL_PAYING, Claim, Confirmed, DecidedBy, LedgerError, OrderInFlight, RefundRecord,
+    StaffDecision,
+};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::{Limits, OrderSnapshot};
 use crate::refund::{Attempt, RefundRequest, RefundScope, RefundState, WriterMark};
@@ -22,6 +25,37 @@ const CONTENDED_ATTEMPTS: usize = 3;
 /// How often a decision's note follows its conversation's sequence number
 /// when it moved under it (a turn appending, a person's reply).
 const NOTE_MOVES: usize = 8;
+
+/// One decision for [`DynamoLedger::apply`]: the update of `record_id`,
+/// found as `before`, the other writes it goes with (`guard_at`: the index,
+/// in the transaction, of the order guard conditioned on its version), the
+/// releases it makes, the writer that takes it to pay, and its note.
+struct Decide<'a> {
+    record_id: &'a str,
+    before: RefundRecord,
+    update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
+    extra: Vec<TransactWriteItem>,
+    releases: Vec<TransactWriteItem>,
+    writer: Option<&'a WriterMark>,
+    note: Option<NoteOf<'a>>,
+    guard_at: Option<usize>,
+}
+
+impl<'a> Decide<'a> {
+    /// A decision with no other write, writer or guard.
+    fn of(record_id: &'a str, before: RefundRecord, update: aws_sdk_dynamodb::types::builders::UpdateBuilder) -> Self {
+        Decide {
+            record_id,
+            before,
+            update,
+            extra: Vec::new(),
+            releases: Vec::new(),
+            writer: None,
+            note: None,
+            guard_at: None,
+        }
+    }
+}
 
 /// The note a decision leaves in its record's conversation (contract 18).
 #[derive(Clone, Copy)]
@@ -182,8 +216,12 @@ impl DynamoLedger {
             by,
             now_ms,
         };
-        self.apply(record_id, before, update, Vec::new(), releases, None, Some(note))
-            .await
+        self.apply(Decide {
+            releases,
+            note: Some(note),
+            ..Decide::of(record_id, before, update)
+        })
+        .await
     }
 
     /// Records what payments confirmed for an `unknown` record, or an
@@ -204,8 +242,10 @@ impl DynamoLedger {
             .table_name(self.table())
             .key("pk", s(refund_pk_of(record_id)))
             .condition_expression(
+                // An approval's `executing_since_ms` is its approver's clock:
+                // it is resolved once the sweep, on its own clock, made it unknown.
                 "attribute_not_exists(resolution) AND (#state = :unknown OR \
-                 (#state = :executing AND executing_since_ms < :stale_before))",
+                 (#state = :executing AND executing_since_ms < :stale_before AND attribute_not_exists(approval_step)))",
             )
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":unknown", s(RefundState::Unknown.as_str()))
@@ -237,8 +277,12 @@ impl DynamoLedger {
             Confirmed::NotExecuted => Decision::ConfirmedNotMade,
         };
         let note = NoteOf { decision, by, now_ms };
-        self.apply(record_id, before, update, Vec::new(), releases, None, Some(note))
-            .await
+        self.apply(Decide {
+            releases,
+            note: Some(note),
+            ..Decide::of(record_id, before, update)
+        })
+        .await
     }
 
     /// An update of a record in `from`, by `by` at `now_ms`.
@@ -260,23 +304,22 @@ impl DynamoLedger {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
     }
 
-    /// Applies a decision on `record_id`, found as `before`, with the other
-    /// writes it goes with, the releases it makes and its note, in one
-    /// transaction. Of two people deciding at once, the one DynamoDB refuses
-    /// is told what the record now says, whether it refused with a failed
-    /// condition or by cancelling the transaction for a concurrent one
-    /// (contract 9); the refused one wrote no note.
-    #[allow(clippy::too_many_arguments)]
-    async fn apply(
-        &self,
-        record_id: &str,
-        before: RefundRecord,
-        update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
-        extra: Vec<TransactWriteItem>,
-        releases: Vec<TransactWriteItem>,
-        writer: Option<&WriterMark>,
-        note: Option<NoteOf<'_>>,
-    ) -> Result<StaffDecision, LedgerError> {
+    /// Applies a decision in one transaction. Of two people deciding at
+    /// once, the one DynamoDB refuses is told what the record now says,
+    /// whether it refused with a failed condition or by cancelling the
+    /// transaction for a concurrent one (contract 9); the refused one wrote
+    /// no note. A guard whose version moved is [`StaffDecision::OrderMoved`].
+    async fn apply(&self, decision: Decide<'_>) -> Result<StaffDecision, LedgerError> {
+        let Decide {
+            record_id,
+            before,
+            update,
+            extra,
+            releases,
+            writer,
+            note,
+            guard_at,
+        } = decision;
         let update = update
             .build()
             .map_err(|error| LedgerError::Malformed(error.to_string()))?;
@@ -311,6 +354,11 @@ impl DynamoLedger {
                 }
                 Some(found) if !found.is_empty() => StaffDecision::Refused(record_of(found)?),
                 Some(_) => StaffDecision::NotFound,
+                // A refund of the order was recorded or claimed since the
+                // approver read what it had left.
+                None if guard_at.is_some_and(|at| failed.get(at).is_some_and(Option::is_some)) => {
+                    StaffDecision::OrderMoved
+                }
                 // The note's condition: its conversation moved on, or
                 // ended, since it was read. Read it again.
                 None if failed[main.len()..].iter().any(Option::is_some) => {
@@ -353,7 +401,80 @@ impl DynamoLedger {
     }
 }
 
+impl DynamoLedger {
+    /// Adds `record_id` to the order's guard on the condition that its
+    /// version is still `seen`'s (an absent guard is version 0).
+    fn guard_at_version(
+        &self,
+        order_id: &str,
+        record_id: &str,
+        limits: &Limits,
+        now_ms: u64,
+        seen: OrderInFlight,
+    ) -> Result<TransactWriteItem, LedgerError> {
+        let guard = self.guard_order(order_id, record_id, limits, now_ms);
+        let guard = if seen.version == 0 {
+            guard.condition_expression("attribute_not_exists(moves)")
+        } else {
+            guard
+                .condition_expression("moves = :seen")
+                .expression_attribute_values(":seen", n(seen.version))
+        }
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+        .build()
+        .map_err(|error| LedgerError::Malformed(error.to_string()))?;
+        Ok(TransactWriteItem::builder().update(guard).build())
+    }
+}
+
 impl crate::ledger::StaffLedger for DynamoLedger {
+    /// The guard's version first (a refund recorded after it moves it, and
+    /// the claim fails), then every `executing` and `unknown` record of the
+    /// same order (rule 2's order key), through the `waiting` index.
+    async fn in_flight(&self, order_id: &str, except: &str) -> Result<OrderInFlight, LedgerError> {
+        let version = self
+            .get(&super::order_pk(order_id))
+            .await?
+            .and_then(|guard| number(&guard, "moves"))
+            .unwrap_or_default();
+        let key = crate::refund::policy::order_key(order_id);
+        let mut cents = 0u64;
+        for state in [RefundState::Executing, RefundState::Unknown] {
+            for record in self.waiting(state).await? {
+                if record.record_id != except && crate::refund::policy::order_key(&record.order_id) == key {
+                    cents = cents.saturating_add(record.amount.cents());
+                }
+            }
+        }
+        Ok(OrderInFlight {
+            amount: AmountCents::new(cents),
+            version,
+        })
+    }
+
+    async fn start_paying(&self, record_id: &str, writer: &WriterMark) -> Result<bool, LedgerError> {
+        let update = Update::builder()
+            .table_name(self.table())
+            .key("pk", s(refund_pk_of(record_id)))
+            .update_expression("SET approval_step = :paying REMOVE sweep_seen_ms, sweep_seen_step")
+            .condition_expression("#state = :executing AND writer = :writer AND approval_step = :claimed")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
+            .expression_attribute_values(":writer", s(writer.as_str()))
+            .expression_attribute_values(":claimed", s(APPROVAL_CLAIMED))
+            .expression_attribute_values(":paying", s(APPROVAL_PAYING))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(|error| LedgerError::Malformed(error.to_string()))?;
+        match super::update_alone(&self.client, update).await? {
+            None => Ok(true),
+            // Its own write, landed on an attempt whose answer was lost.
+            Some(found) => Ok(text(&found, "approval_step") == Some(APPROVAL_PAYING)
+                && text(&found, "writer") == Some(writer.as_str())
+                && text(&found, "state") == Some(RefundState::Executing.as_str())),
+        }
+    }
+
     /// The record and the mark of whoever last took it to pay (`writer`).
     async fn record_and_writer(&self, record_id: &str) -> Result<Option<(RefundRecord, String)>, LedgerError> {
         self.get(&refund_pk_of(record_id))
@@ -365,15 +486,16 @@ impl crate::ledger::StaffLedger for DynamoLedger {
 
     /// Moves `awaiting_approval` to `executing`, approver and time recorded,
     /// `writer` taking the record for the payments call. The order's guard
-    /// counts it again from now: the money moves now, however long it waited.
-    async fn claim_approval(
-        &self,
-        record_id: &str,
-        by: &str,
-        writer: &WriterMark,
-        now_ms: u64,
-        limits: &Limits,
-    ) -> Result<StaffDecision, LedgerError> {
+    /// counts it again from now (the money moves now, however long it
+    /// waited), on the condition that it has not moved since `seen`.
+    async fn claim_approval(&self, claim: &Claim<'_>, seen: OrderInFlight) -> Result<StaffDecision, LedgerError> {
+        let Claim {
+            record_id,
+            by,
+            writer,
+            now_ms,
+            limits,
+        } = *claim;
         let Some(before) = self.record(record_id).await? else {
             return Ok(StaffDecision::NotFound);
         };
@@ -381,30 +503,25 @@ impl crate::ledger::StaffLedger for DynamoLedger {
             .decision(record_id, RefundState::AwaitingApproval, by, now_ms)
             .update_expression(
                 "SET #state = :executing, waiting_for = :executing, decided_by = :by, decided_at = :at, \
-                 writer = :writer, executing_since_ms = :now_ms",
+                 writer = :writer, executing_since_ms = :now_ms, approval_step = :claimed",
             )
             .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
             .expression_attribute_values(":writer", s(writer.as_str()))
-            .expression_attribute_values(":now_ms", n(now_ms));
-        let guard = self
-            .guard_order(&before.order_id, record_id, limits, now_ms)
-            .build()
-            .map_err(|error| LedgerError::Malformed(error.to_string()))?;
-        let guard = TransactWriteItem::builder().update(guard).build();
+            .expression_attribute_values(":now_ms", n(now_ms))
+            .expression_attribute_values(":claimed", s(APPROVAL_CLAIMED));
+        let guard = self.guard_at_version(&before.order_id, record_id, limits, now_ms, seen)?;
         let note = NoteOf {
             decision: Decision::Approved,
             by,
             now_ms,
         };
-        self.apply(
-            record_id,
-            before,
-            update,
-            vec![guard],
-            Vec::new(),
-            Some(writer),
-            Some(note),
-        )
+        self.apply(Decide {
+            extra: vec![guard],
+            writer: Some(writer),
+            note: Some(note),
+            guard_at: Some(1),
+            ..Decide::of(record_id, before, update)
+        })
         .await
     }
 
@@ -414,14 +531,14 @@ impl crate::ledger::StaffLedger for DynamoLedger {
     /// gets `reissued_as`, the new record `reissue_of`, in one transaction,
     /// so an original is reissued at most once. `Done` holds the new record,
     /// `executing` and held by `writer`.
-    async fn claim_reissue(
-        &self,
-        record_id: &str,
-        by: &str,
-        writer: &WriterMark,
-        now_ms: u64,
-        limits: &Limits,
-    ) -> Result<StaffDecision, LedgerError> {
+    async fn claim_reissue(&self, claim: &Claim<'_>, seen: OrderInFlight) -> Result<StaffDecision, LedgerError> {
+        let Claim {
+            record_id,
+            by,
+            writer,
+            now_ms,
+            limits,
+        } = *claim;
         let Some(original) = self.record(record_id).await? else {
             return Ok(StaffDecision::NotFound);
         };
@@ -447,6 +564,8 @@ impl crate::ledger::StaffLedger for DynamoLedger {
         item.insert("decided_by".into(), s(by));
         item.insert("decided_at".into(), s(rfc3339(now_ms)));
         item.insert("reissue_of".into(), s(&original.record_id));
+        item.insert("writer".into(), s(writer.as_str()));
+        item.insert("approval_step".into(), s(APPROVAL_CLAIMED));
         let new_record = record_of(&item)?;
         let link = Update::builder()
             .table_name(self.table())
@@ -461,18 +580,16 @@ impl crate::ledger::StaffLedger for DynamoLedger {
             .expression_attribute_values(":approval", s("approval"))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
         let put = self.put_refund(item)?;
-        let guard = self
-            .guard_order(&original.order_id, &reissue_id, limits, now_ms)
-            .build()
-            .map_err(|error| LedgerError::Malformed(error.to_string()))?;
-        let extra = vec![
-            TransactWriteItem::builder().put(put).build(),
-            TransactWriteItem::builder().update(guard).build(),
-        ];
+        let guard = self.guard_at_version(&original.order_id, &reissue_id, limits, now_ms, seen)?;
+        let extra = vec![TransactWriteItem::builder().put(put).build(), guard];
         Ok(
             // A reissue pays what a person approved already: the customer was told then.
             match self
-                .apply(record_id, original, link, extra, Vec::new(), None, None)
+                .apply(Decide {
+                    extra,
+                    guard_at: Some(2),
+                    ..Decide::of(record_id, original, link)
+                })
                 .await?
             {
                 StaffDecision::Done(_) => StaffDecision::Done(new_record),

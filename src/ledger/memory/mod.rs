@@ -19,8 +19,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::{
-    ApprovalWrite, AutomaticWrite, CountsFor, DecidedBy, KeyClaim, LedgerError, RefundLedger, RefundRecord,
-    RequestLease, RequestLedger, StaffDecision, StaffLedger, StoredRequest, StoredResponse, TakeOver,
+    APPROVAL_CLAIMED, APPROVAL_PAYING, ApprovalWrite, AutomaticWrite, Claim, CountsFor, DecidedBy, KeyClaim,
+    LedgerError, OrderInFlight, RefundLedger, RefundRecord, RequestLease, RequestLedger, StaffDecision, StaffLedger,
+    StoredRequest, StoredResponse, TakeOver,
 };
 use crate::clock::{rfc3339, utc_day};
 use crate::conversation::person::{Decision, PersonNote};
@@ -47,6 +48,10 @@ struct Books {
     requests: HashMap<String, StoredRequest>,
     /// Order key -> the records counted, and the latest time one was added.
     orders: HashMap<String, (BTreeSet<String>, u64)>,
+    /// Record id -> where an approval is between its claim and payments.
+    approval_steps: HashMap<String, &'static str>,
+    /// Order key -> how often a record was added to its guard (its version).
+    order_versions: HashMap<String, u64>,
     /// (user, day) -> the records counted, by amount.
     days: HashMap<(String, String), BTreeMap<String, u64>>,
     /// The customers' budgets.
@@ -198,6 +203,14 @@ impl Books {
         let (live, at) = self.orders.entry(order_key(order_id)).or_default();
         live.insert(record_id.to_owned());
         *at = now_ms;
+        *self.order_versions.entry(order_key(order_id)).or_default() += 1;
+    }
+
+    fn order_version(&self, order_id: &str) -> u64 {
+        self.order_versions
+            .get(&order_key(order_id))
+            .copied()
+            .unwrap_or_default()
     }
 
     /// Takes a refund that moved no money out of the guards that still count it.
@@ -387,27 +400,34 @@ impl RequestLedger for MemoryLedger {
 }
 
 impl StaffLedger for MemoryLedger {
-    async fn claim_approval(
-        &self,
-        record_id: &str,
-        by: &str,
-        writer: &WriterMark,
-        now_ms: u64,
-        _limits: &Limits,
-    ) -> Result<StaffDecision, LedgerError> {
+    async fn claim_approval(&self, claim: &Claim<'_>, seen: OrderInFlight) -> Result<StaffDecision, LedgerError> {
+        let Claim {
+            record_id,
+            by,
+            writer,
+            now_ms,
+            ..
+        } = *claim;
         let mut books = self.books()?;
-        let Some((record, held_by)) = books.refunds.get_mut(record_id) else {
+        let Some((record, _)) = books.refunds.get(record_id) else {
             return Ok(StaffDecision::NotFound);
         };
         if record.state != RefundState::AwaitingApproval {
             return Ok(StaffDecision::Refused(record.clone()));
         }
+        if books.order_version(&record.order_id) != seen.version {
+            return Ok(StaffDecision::OrderMoved);
+        }
+        let Some((record, held_by)) = books.refunds.get_mut(record_id) else {
+            return Ok(StaffDecision::NotFound);
+        };
         let before = record.clone();
         record.state = RefundState::Executing;
         record.decided_by = Some(by.to_owned());
         record.decided_at = Some(rfc3339(now_ms));
         record.executing_since_ms = Some(now_ms);
         *held_by = writer.as_str().to_owned();
+        books.approval_steps.insert(record_id.to_owned(), APPROVAL_CLAIMED);
         books.guard_order(&before.order_id, record_id, now_ms);
         // The approval's note, in the same step as the decision (contract 18).
         if let Some(conversation) = before
@@ -422,15 +442,19 @@ impl StaffLedger for MemoryLedger {
         Ok(StaffDecision::Done(before))
     }
 
-    async fn claim_reissue(
-        &self,
-        record_id: &str,
-        by: &str,
-        writer: &WriterMark,
-        now_ms: u64,
-        _limits: &Limits,
-    ) -> Result<StaffDecision, LedgerError> {
+    async fn claim_reissue(&self, claim: &Claim<'_>, seen: OrderInFlight) -> Result<StaffDecision, LedgerError> {
+        let Claim {
+            record_id,
+            by,
+            writer,
+            now_ms,
+            ..
+        } = *claim;
         let mut books = self.books()?;
+        let version = match books.refunds.get(record_id) {
+            Some((original, _)) => books.order_version(&original.order_id),
+            None => return Ok(StaffDecision::NotFound),
+        };
         let Some((original, _)) = books.refunds.get_mut(record_id) else {
             return Ok(StaffDecision::NotFound);
         };
@@ -440,6 +464,9 @@ impl StaffLedger for MemoryLedger {
             && original.reissued_as.is_none();
         if !reissuable {
             return Ok(StaffDecision::Refused(original.clone()));
+        }
+        if version != seen.version {
+            return Ok(StaffDecision::OrderMoved);
         }
         let scope = RefundScope::for_reissue(&original.user_id, &original.record_id);
         let mut reissue = original.request(writer);
@@ -452,6 +479,7 @@ impl StaffLedger for MemoryLedger {
         original.reissued_as = Some(record.record_id.clone());
         let order_id = record.order_id.clone();
         books.guard_order(&order_id, &record.record_id, now_ms);
+        books.approval_steps.insert(record.record_id.clone(), APPROVAL_CLAIMED);
         books
             .refunds
             .insert(record.record_id.clone(), (record.clone(), writer.as_str().to_owned()));
@@ -460,5 +488,37 @@ impl StaffLedger for MemoryLedger {
 
     async fn record_and_writer(&self, record_id: &str) -> Result<Option<(RefundRecord, String)>, LedgerError> {
         Ok(self.books()?.refunds.get(record_id).cloned())
+    }
+
+    async fn in_flight(&self, order_id: &str, except: &str) -> Result<OrderInFlight, LedgerError> {
+        let books = self.books()?;
+        let key = order_key(order_id);
+        let cents = books
+            .refunds
+            .values()
+            .filter(|(record, _)| record.record_id != except && order_key(&record.order_id) == key)
+            // A person's resolution says what payments did: no longer in flight.
+            .filter(|(record, _)| {
+                matches!(record.state, RefundState::Executing | RefundState::Unknown) && record.resolution.is_none()
+            })
+            .map(|(record, _)| record.amount.cents())
+            .sum();
+        Ok(OrderInFlight {
+            amount: AmountCents::new(cents),
+            version: books.order_version(order_id),
+        })
+    }
+
+    async fn start_paying(&self, record_id: &str, writer: &WriterMark) -> Result<bool, LedgerError> {
+        let mut books = self.books()?;
+        let held = books
+            .refunds
+            .get(record_id)
+            .is_some_and(|(record, held_by)| record.state == RefundState::Executing && held_by == writer.as_str());
+        if !held || books.approval_steps.get(record_id) != Some(&APPROVAL_CLAIMED) {
+            return Ok(false);
+        }
+        books.approval_steps.insert(record_id.to_owned(), APPROVAL_PAYING);
+        Ok(true)
     }
 }
