@@ -40,11 +40,16 @@ pub(crate) async fn admin(table: &str, ledger: &str, payments: &str, args: &[&st
 }
 
 /// The same, with more environment variables.
-async fn admin_with(table: &str, ledger: &str, payments: &str, env: &[(&str, &str)], args: &[&str]) -> Output {
+pub(crate) async fn admin_with(
+    table: &str,
+    ledger: &str,
+    payments: &str,
+    env: &[(&str, &str)],
+    args: &[&str],
+) -> Output {
     tokio::process::Command::new(admin_binary())
         .args(args)
         .env_clear()
-        .envs(env.iter().copied())
         .env("LEDGER_TABLE", table)
         .env("CONVERSATION_TABLE", conversation_table(table))
         .env("PAYMENTS_BASE_URL", payments)
@@ -56,6 +61,8 @@ async fn admin_with(table: &str, ledger: &str, payments: &str, env: &[(&str, &st
         .env("AWS_REGION", "eu-west-1")
         .env("AWS_ACCESS_KEY_ID", "testing")
         .env("AWS_SECRET_ACCESS_KEY", "testing")
+        // The test's own, last: they win.
+        .envs(env.iter().copied())
         .output()
         .await
         .expect("run refund-chat-admin")
@@ -102,7 +109,7 @@ impl Desk {
     }
 
     /// The same, for a customer's message of the test's own.
-    async fn pending_refund_saying(&self, request_id: &str, message: &str) -> String {
+    pub(crate) async fn pending_refund_saying(&self, request_id: &str, message: &str) -> String {
         let answer = send_as(&self.h.app, post_event(&chat_body(message), &[]), request_id, 0).await;
         assert_eq!(answer.status, lambda_http::http::StatusCode::OK);
         let told = tool_content(&tool_messages(self.h.model_requests().await.last().unwrap())[0]);
@@ -110,11 +117,14 @@ impl Desk {
         told["approval_id"].as_str().unwrap().to_owned()
     }
 
-    async fn paid(&self) -> Vec<Value> {
+    pub(crate) async fn paid(&self) -> Vec<Value> {
         bodies(&self.payments).await
     }
 
-    async fn record(&self, id: &str) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
+    pub(crate) async fn record(
+        &self,
+        id: &str,
+    ) -> std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue> {
         self.h
             .refund_records()
             .await
