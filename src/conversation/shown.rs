@@ -37,6 +37,8 @@ pub struct ShownMessage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shown {
     pub handed_off: bool,
+    /// A refund of the conversation waits for a person's decision.
+    pub awaiting_approval: bool,
     pub messages: Vec<ShownMessage>,
 }
 

@@ -203,6 +203,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 result: turn.reply,
                 conversation: None,
                 handed_off: false,
+                awaiting_approval: false,
             };
             return (self.written(reply), None);
         };
@@ -217,10 +218,12 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         });
         trace.handoff = handoff.as_ref().map(|h| h.reason);
         let reply = turn.reply.as_ref().ok().cloned();
+        let awaiting_approval = trace.refund_awaits_approval();
         let outcome = self.written(Reply {
             result: turn.reply,
             conversation: Some(lease.id.clone()),
             handed_off: handoff.is_some(),
+            awaiting_approval,
         });
         let refund_recorded = trace.refund_recorded();
         let exchange = PendingExchange {
@@ -230,6 +233,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 scope: context.scope,
                 marked: true,
                 refund_recorded,
+                awaiting_approval,
                 handoff,
                 tokens,
                 key: None,
@@ -298,6 +302,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             result: Ok(reply.to_owned()),
             conversation: Some(lease.id.clone()),
             handed_off: true,
+            awaiting_approval: false,
         });
         let exchange = PendingExchange {
             new: NewExchange {
@@ -306,6 +311,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 scope,
                 marked: true,
                 refund_recorded: false,
+                awaiting_approval: false,
                 handoff,
                 tokens: None,
                 key: None,

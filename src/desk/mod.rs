@@ -97,6 +97,8 @@ pub struct Reply {
     pub conversation: Option<ConversationId>,
     /// A person has the conversation (contract 12).
     pub handed_off: bool,
+    /// The turn sent a refund to a person (contract 18).
+    pub awaiting_approval: bool,
 }
 
 impl Reply {
@@ -105,6 +107,7 @@ impl Reply {
             result: Err(refused),
             conversation: None,
             handed_off: false,
+            awaiting_approval: false,
         }
     }
 }

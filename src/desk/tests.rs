@@ -103,6 +103,7 @@ async fn stored_conversation(store: &MemoryLedger, customer: &str) -> Conversati
         scope: RefundScope::for_request(customer, "setup"),
         marked: true,
         refund_recorded: false,
+        awaiting_approval: false,
         handoff: None,
         tokens: None,
         key: None,

@@ -28,4 +28,12 @@ impl Trace {
             .and_then(|stats| stats.refund.as_ref())
             .is_some_and(|outcome| outcome.is_recorded())
     }
+
+    /// The turn's refund waits for a person (contract 18: the answer and
+    /// the conversation say so, and the page polls for the decision).
+    pub fn refund_awaits_approval(&self) -> bool {
+        self.stats
+            .as_ref()
+            .is_some_and(|stats| matches!(stats.refund, Some(crate::refund::RefundOutcome::PendingApproval { .. })))
+    }
 }

@@ -167,6 +167,10 @@ pub fn render(reply: &Reply) -> StoredResponse {
     if reply.handed_off {
         body["handed_off"] = json!(true);
     }
+    // Only a 200 says so: a failed turn's refund is told by its detail.
+    if reply.awaiting_approval && reply.result.is_ok() {
+        body["awaiting_approval"] = json!(true);
+    }
     StoredResponse {
         status: status.as_u16(),
         body: body.to_string(),

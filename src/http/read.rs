@@ -77,6 +77,7 @@ pub fn render(id: &ConversationId, shown: &Shown) -> String {
     json!({
         "conversation_id": id.as_str(),
         "handed_off": shown.handed_off,
+        "awaiting_approval": shown.awaiting_approval,
         "messages": shown.messages,
     })
     .to_string()

@@ -268,6 +268,9 @@ pub struct NewExchange {
     pub marked: bool,
     /// The turn recorded a refund for its scope: the conversation lists it.
     pub refund_recorded: bool,
+    /// That refund waits for a person: the conversation says so until a
+    /// decision's note (contract 18).
+    pub awaiting_approval: bool,
     /// The conversation goes to a person with this exchange (at most once).
     pub handoff: Option<Handoff>,
     /// The turn's reservation settled to its tokens, in the same step

@@ -160,6 +160,7 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
         scope: asked.attempt.scope.clone(),
         marked: true,
         refund_recorded: true,
+        awaiting_approval: true,
         handoff: None,
         tokens: None,
         key: None,

@@ -861,6 +861,7 @@ async fn an_exchange_appended_while_a_turn_runs_moves_the_turns_own_after_it() {
         scope: refund_chat::refund::RefundScope::for_request(USER, "req-2"),
         marked: true,
         refund_recorded: false,
+        awaiting_approval: false,
         handoff: None,
         tokens: None,
         key: None,

@@ -5,6 +5,7 @@
 //! rules and one 404.
 
 use std::process::Output;
+use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use lambda_http::http::StatusCode;
@@ -505,4 +506,100 @@ async fn under_body_identity_the_query_names_the_customer() {
     assert_eq!(messages(&mine.body).len(), 2);
     assert_eq!(theirs.status, StatusCode::NOT_FOUND);
     assert_eq!(nobody.status, StatusCode::UNAUTHORIZED);
+}
+
+#[tokio::test]
+async fn a_read_costs_what_it_returns_plus_the_header_however_long_the_conversation() {
+    // What moto answered each read with: the items it read for it.
+    let read_items: Arc<std::sync::Mutex<Vec<(String, u64)>>> = Arc::default();
+    let store = refund_chat_local::proxy::Proxy::new(moto().endpoint.as_str(), false, forward_all());
+    let address = store.spawn().await.unwrap();
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .conversations_at(format!("http://{address}"))
+        .build()
+        .await;
+    let id = h.say(None, "first").await.conversation_id().to_owned();
+    for n in 1..30 {
+        assert_eq!(h.say(Some(&id), &format!("message {n}")).await.status, StatusCode::OK);
+    }
+    let before = store.passed().len();
+
+    let near_the_end = h.read(&id, "after=57").await;
+    let past_the_end = h.read(&id, "after=18446744073709551615").await;
+
+    assert_eq!(near_the_end.status, StatusCode::OK, "{}", near_the_end.raw);
+    let shown: Vec<u64> = near_the_end.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(shown, [58, 59], "exchange 29's two messages");
+    assert_eq!(past_the_end.status, StatusCode::OK, "{}", past_the_end.raw);
+    assert_eq!(past_the_end.body["messages"], json!([]));
+    for passed in &store.passed()[before..] {
+        let answer: Value = passed
+            .answer
+            .as_ref()
+            .and_then(|a| serde_json::from_slice(a).ok())
+            .unwrap_or(Value::Null);
+        let request: Value = serde_json::from_slice(&passed.request).unwrap_or(Value::Null);
+        let items = answer["ScannedCount"]
+            .as_u64()
+            .unwrap_or(u64::from(answer.get("Item").is_some()));
+        let what = if request.get("KeyConditionExpression").is_some() {
+            "query"
+        } else {
+            "header"
+        };
+        read_items.lock().unwrap().push((what.to_owned(), items));
+    }
+    let mut reads = read_items.lock().unwrap().clone();
+    reads.sort();
+    assert_eq!(
+        reads,
+        [
+            ("header".to_owned(), 1),
+            ("header".to_owned(), 1),
+            ("query".to_owned(), 1)
+        ],
+        "the header, then only exchange 29 (no query past the last exchange there can be): {reads:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_refund_that_waits_for_a_person_says_so_until_it_is_decided() {
+    let desk = Desk::new(receipt()).await;
+    let answer = desk.h.say(None, BIG_REFUND).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+    assert_eq!(answer.body["awaiting_approval"], true, "{}", answer.raw);
+    let conversation = answer.conversation_id().to_owned();
+    assert_eq!(desk.read(&conversation, "").await["awaiting_approval"], true);
+    let plain = desk.h.say(Some(&conversation), "thank you").await;
+    assert_eq!(
+        plain.body.get("awaiting_approval"),
+        None,
+        "only the turn that sent it: {}",
+        plain.raw
+    );
+    assert_eq!(
+        desk.read(&conversation, "").await["awaiting_approval"],
+        true,
+        "still waiting: the page picks polling up after a reload"
+    );
+    let id = desk
+        .h
+        .refund_records()
+        .await
+        .iter()
+        .find(|r| attr(r, "state") == Some("awaiting_approval"))
+        .and_then(|r| attr(r, "record_id").map(str::to_owned))
+        .expect("the refund that waits");
+
+    ok(&desk
+        .run(&["reject", &id, "--by", "sam", "--reason", "photo needed"])
+        .await);
+
+    assert_eq!(desk.read(&conversation, "").await["awaiting_approval"], false);
 }

@@ -565,9 +565,11 @@ impl ConversationStore for DynamoConversations {
         update_alone(&self.client, update).await.map(|_| ())
     }
 
-    /// One query from the header on: it sorts before every exchange (and
-    /// the scope marks between, which the filter drops), so the first page
-    /// says whether the conversation is there, live and the customer's.
+    /// The header and the exchanges from the first that can hold a message
+    /// after `after` (contract 18), asked at once: the query's range starts
+    /// there and each page asks for no more exchanges than messages are
+    /// still to be shown, so a read costs what it returns plus the header,
+    /// however long the conversation.
     async fn shown(
         &self,
         id: &ConversationId,
@@ -575,38 +577,74 @@ impl ConversationStore for DynamoConversations {
         after: Option<u64>,
         now_ms: u64,
     ) -> Result<Option<Shown>, LedgerError> {
-        let mut head: Option<Item> = None;
+        let from = shown::first_exchange_after(after);
+        let header = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(self.key(id.as_str(), HEAD).into_iter().collect()))
+            .projection_expression("customer, expires_at, handoff_id, awaiting")
+            .consistent_read(true)
+            .send();
+        let exchanges = self.exchanges_from(id, from, after);
+        let (header, exchanges) = tokio::join!(header, exchanges);
+        let header = header.map_err(unavailable)?;
+        let Some(head) = header.item() else {
+            return Ok(None);
+        };
+        let live =
+            text(head, "customer") == Some(customer) && number(head, "expires_at").is_some_and(|at| at > now_ms / 1000);
+        if !live {
+            return Ok(None);
+        }
+        let awaiting = head
+            .get("awaiting")
+            .and_then(|set| set.as_ss().ok())
+            .is_some_and(|set| !set.is_empty());
+        Ok(Some(Shown {
+            handed_off: head.contains_key("handoff_id"),
+            awaiting_approval: awaiting,
+            messages: exchanges?,
+        }))
+    }
+}
+
+impl DynamoConversations {
+    /// The shown messages after `after`, from exchange `from` on, at most
+    /// [`shown::MAX_SHOWN`].
+    async fn exchanges_from(
+        &self,
+        id: &ConversationId,
+        from: u64,
+        after: Option<u64>,
+    ) -> Result<Vec<shown::ShownMessage>, LedgerError> {
         let mut messages = Vec::new();
+        // Past the sort key's six digits no exchange is stored.
+        if from > LAST_EXCHANGE {
+            return Ok(messages);
+        }
         let mut start: Option<Item> = None;
         loop {
+            // Every exchange shows at least one message.
+            let wanted = shown::MAX_SHOWN.saturating_sub(messages.len());
             let page = self
                 .client
                 .query()
                 .table_name(&self.table)
-                .key_condition_expression("pk = :id AND #sk >= :head")
-                .filter_expression("#sk = :head OR (begins_with(#sk, :exchange) AND #seq >= :from)")
-                .projection_expression("#sk, #seq, customer, expires_at, handoff_id, created_at, messages")
+                .key_condition_expression("pk = :id AND #sk BETWEEN :from AND :last")
+                .projection_expression("#seq, created_at, messages")
                 .expression_attribute_names("#sk", SORT_KEY)
                 .expression_attribute_names("#seq", "seq")
                 .expression_attribute_values(":id", s(id.as_str()))
-                .expression_attribute_values(":head", s(HEAD))
-                .expression_attribute_values(":exchange", s(EXCHANGE_PREFIX))
-                .expression_attribute_values(":from", n(shown::first_exchange_after(after)))
+                .expression_attribute_values(":from", s(exchange_sk(from)))
+                .expression_attribute_values(":last", s(exchange_sk(LAST_EXCHANGE)))
+                .limit(i32::try_from(wanted).unwrap_or(i32::MAX).max(1))
                 .consistent_read(true)
                 .set_exclusive_start_key(start.take())
                 .send()
                 .await
                 .map_err(unavailable)?;
             for item in page.items() {
-                if text(item, SORT_KEY) == Some(HEAD) {
-                    let live = text(item, "customer") == Some(customer)
-                        && number(item, "expires_at").is_some_and(|at| at > now_ms / 1000);
-                    if !live {
-                        return Ok(None);
-                    }
-                    head = Some(item.clone());
-                    continue;
-                }
                 let stored = item_exchange(item)?;
                 let seq = number(item, "seq").unwrap_or_default();
                 let at = text(item, "created_at").unwrap_or_default();
@@ -617,20 +655,17 @@ impl ConversationStore for DynamoConversations {
                 );
             }
             start = page.last_evaluated_key().cloned();
-            if head.is_none() {
-                return Ok(None);
-            }
             if start.is_none() || messages.len() >= shown::MAX_SHOWN {
                 break;
             }
         }
         messages.truncate(shown::MAX_SHOWN);
-        Ok(head.map(|head| Shown {
-            handed_off: head.contains_key("handoff_id"),
-            messages,
-        }))
+        Ok(messages)
     }
 }
+
+/// The highest exchange number a sort key holds (six digits).
+const LAST_EXCHANGE: u64 = 999_999;
 
 /// The exchange an item stores.
 fn item_exchange(item: &Item) -> Result<Exchange, LedgerError> {
@@ -711,6 +746,10 @@ impl DynamoConversations {
         }
         if new.refund_recorded {
             expression.push_str(" ADD refund_records :record");
+            if new.awaiting_approval {
+                // Until a decision's note takes it out (`notes`).
+                expression.push_str(", awaiting :record");
+            }
             header = header.expression_attribute_values(":record", AttributeValue::Ss(vec![new.scope.record_id()]));
         }
         let header = header

@@ -14,7 +14,7 @@
 //! record's condition, and a command that dies after deciding has written
 //! its note too.
 
-use aws_sdk_dynamodb::types::{Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
 use super::conversations::DynamoConversations;
 use super::schema::{CONVERSATION_HEAD as HEAD, CONVERSATION_SORT_KEY as SORT_KEY, exchange_sk};
@@ -97,21 +97,34 @@ impl PersonNotes {
         let ends_by = number(head, "ends_by")
             .or_else(|| number(head, "expires_at"))
             .unwrap_or_default();
+        // A decision's note ends the wait of its record (contract 18).
+        let decided = note
+            .note_for
+            .as_ref()
+            .map(|record_id| AttributeValue::Ss(vec![record_id.clone()]));
+        let expression = match decided {
+            Some(_) => "SET exchanges = :next, updated_at = :now, expires_at = :expires DELETE awaiting :decided",
+            None => "SET exchanges = :next, updated_at = :now, expires_at = :expires",
+        };
         let header = Update::builder()
             .table_name(&self.table)
             .key("pk", s(id))
             .key(SORT_KEY, s(HEAD))
-            .update_expression("SET exchanges = :next, updated_at = :now, expires_at = :expires")
+            .update_expression(expression)
             .condition_expression("exchanges = :seq AND expires_at > :now_s AND customer = :customer")
             .expression_attribute_values(":next", n(seq + 1))
             .expression_attribute_values(":seq", n(seq))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
             .expression_attribute_values(":expires", n(self.life.expires_s(now_ms, ends_by)))
             .expression_attribute_values(":now_s", n(now_ms / 1000))
-            .expression_attribute_values(":customer", s(customer))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .build()
-            .map_err(malformed)?;
+            .expression_attribute_values(":customer", s(customer));
+        let header = match decided {
+            Some(decided) => header.expression_attribute_values(":decided", decided),
+            None => header,
+        }
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+        .build()
+        .map_err(malformed)?;
         let exchange = note.exchange();
         let mut put = Put::builder()
             .table_name(&self.table)

@@ -28,6 +28,8 @@ pub(super) struct StoredConversation {
     lease: Option<(String, u64)>,
     handed_off: bool,
     last_failed: bool,
+    /// The refund records of its turns that wait for a person.
+    awaiting: BTreeSet<String>,
 }
 
 pub(super) struct StoredExchange {
@@ -165,6 +167,9 @@ impl ConversationStore for MemoryLedger {
             at: rfc3339(now_ms),
         });
         conversation.last_failed = matches!(new.status, 502 | 504);
+        if new.refund_recorded && new.awaiting_approval {
+            conversation.awaiting.insert(new.scope.record_id());
+        }
         conversation.handed_off |= new.handoff.is_some();
         conversation.lease = None;
         if let Some(tokens) = &new.tokens {
@@ -225,6 +230,7 @@ impl ConversationStore for MemoryLedger {
             .map(|(seq, stored)| (seq as u64, stored.at.as_str(), &stored.exchange));
         Ok(Some(Shown {
             handed_off: conversation.handed_off,
+            awaiting_approval: !conversation.awaiting.is_empty(),
             messages: shown::after(exchanges, after),
         }))
     }
@@ -234,6 +240,9 @@ impl StoredConversation {
     /// A person's note or reply (contract 18), taking no lease: a running
     /// turn appends after it.
     pub(super) fn add_person(&mut self, note: &PersonNote, now_ms: u64) {
+        if let Some(record_id) = &note.note_for {
+            self.awaiting.remove(record_id);
+        }
         self.exchanges.push(StoredExchange {
             scope: String::new(),
             exchange: note.exchange(),
