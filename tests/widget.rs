@@ -93,6 +93,8 @@ struct Stack {
     sandbox: Sandbox,
     /// What `refund-chat-admin` needs to act on this stack's ledger.
     admin_env: Vec<(&'static str, String)>,
+    /// The function's conversations, for a test that writes one directly.
+    conversations: refund_chat::ledger::dynamo::conversations::DynamoConversations,
     _chromedriver: tokio::process::Child,
     browser: Client,
     profile: PathBuf,
@@ -121,11 +123,22 @@ impl Stack {
             ("LEDGER_TABLE", config.ledger_table.clone()),
             ("CONVERSATION_TABLE", config.conversation_table.clone()),
             ("PAYMENTS_BASE_URL", config.payments_base_url.clone()),
+            ("ORDERS_BASE_URL", config.orders_base_url.clone()),
             ("AWS_ENDPOINT_URL", moto().endpoint.clone()),
             ("AWS_REGION", "eu-west-1".to_owned()),
             ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
             ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
         ];
+        let conversations = refund_chat::ledger::dynamo::conversations::DynamoConversations::from_sdk_config(
+            &aws,
+            config.conversation_table.clone(),
+            config.ledger_table.clone(),
+            refund_chat::conversation::Lifetime {
+                ttl: Duration::from_secs(3600),
+                max_age: Duration::from_secs(7200),
+            },
+            LEDGER_TIMEOUT,
+        );
         let app = Arc::new(refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap());
         let function = serve_function(app).await;
         let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
@@ -138,6 +151,7 @@ impl Stack {
             widget,
             sandbox,
             admin_env,
+            conversations,
             _chromedriver: chromedriver,
             browser,
             profile,
@@ -244,6 +258,37 @@ impl Stack {
         );
         assert!(output.status.success(), "refund-chat-admin {args:?}: {out}{err}");
         out
+    }
+
+    /// An agent's reply in `conversation`, as a turn would have left it
+    /// (what a model wrote: it may carry any URL).
+    async fn agent_says(&self, conversation: &str, said: &str, reply: &str) {
+        use refund_chat::ledger::{Begun, ConversationLease, ConversationStore, NewExchange};
+        let lease = ConversationLease {
+            id: refund_chat::conversation::ConversationId::parse(conversation).unwrap(),
+            customer: "u-1001".to_owned(),
+            writer: refund_chat::refund::WriterMark::fixed("req-injected/w"),
+            lease_until_ms: refund_chat::clock::now_ms() + 60_000,
+        };
+        let now = refund_chat::clock::now_ms();
+        let Ok(Begun::Held(held)) = self.conversations.begin(&lease, false, now).await else {
+            panic!("the conversation is there");
+        };
+        let new = NewExchange {
+            exchange: refund_chat::conversation::Exchange::of_turn(
+                &[refund_chat::chat::Message::User(said.to_owned())],
+                Some(reply),
+            ),
+            status: 200,
+            scope: refund_chat::refund::RefundScope::for_request("u-1001", "req-injected"),
+            marked: true,
+            refund_recorded: false,
+            awaiting_approval: false,
+            handoff: None,
+            tokens: None,
+            key: None,
+        };
+        self.conversations.append(&lease, &held, &new, now).await.unwrap();
     }
 
     /// The conversation the page keeps for this tab.
@@ -486,9 +531,43 @@ async fn a_policy_answer_links_the_article_and_the_models_markup_stays_text() {
         "{href}"
     );
     assert_eq!(link.text().await.unwrap(), href);
+    // A reply that carries a URL of another origin (an injection the model
+    // repeated): only the help centre's becomes a link, after a reload too.
+    let conversation = stack.conversation().await;
+    stack
+        .agent_says(
+            &conversation,
+            "where do I log in?",
+            "See https://shop.example/help/delivery or log in at https://evil.example/login now.",
+        )
+        .await;
+    browser.refresh().await.unwrap();
+    stack.nth("assistant", 2).await;
+    let hrefs = async {
+        let mut hrefs = Vec::new();
+        for link in browser.find_all(Locator::Css("li.assistant a")).await.unwrap() {
+            hrefs.push(link.attr("href").await.unwrap().unwrap_or_default());
+        }
+        hrefs
+    };
+    let hrefs = hrefs.await;
+    assert_eq!(
+        hrefs.len(),
+        2,
+        "the article's link, read back, and the delivery one: {hrefs:?}"
+    );
+    assert!(
+        hrefs.iter().all(|h| h.starts_with("https://shop.example/")),
+        "{hrefs:?}"
+    );
+    let injected = stack.nth("assistant", 2).await;
+    assert!(
+        injected.contains("https://evil.example/login"),
+        "kept as text: {injected}"
+    );
     // The customer's own words are never made into links or markup.
     stack.type_message("<b>bold</b> https://evil.example").await;
-    stack.nth("assistant", 2).await;
+    stack.nth("assistant", 3).await;
     let customer_links = browser
         .find_all(Locator::Css("li.customer a, li.customer b"))
         .await
@@ -510,6 +589,13 @@ async fn the_customer_reads_in_the_page_what_a_person_decided_and_wrote() {
     stack.nth("pending-approval", 1).await;
     let waiting = stack.element("#waiting:not([hidden])").await;
     assert!(waiting.text().await.unwrap().contains("Waiting for our team"));
+    // A reload reads the conversation back and waits on, from the flag the
+    // function keeps (never from the reply's words).
+    browser.refresh().await.unwrap();
+    let restored = stack.nth("customer", 1).await;
+    assert!(restored.contains("sofa from order D-4001"), "{restored}");
+    stack.nth("assistant", 1).await;
+    stack.element("#waiting:not([hidden])").await;
     let pending = stack.admin(&["pending"]).await;
     let approval = pending
         .lines()

@@ -16,13 +16,22 @@
 // keeps the input open (later messages reach the person) and offers a new
 // conversation.
 //
-// While a refund waits for a person, or a person has the conversation, the
-// page asks the function what is new (GET .../conversations/{id}?after=N):
+// While a refund waits for a person (the answer's `awaiting_approval`), or a
+// person has the conversation (`handed_off`), the page asks the function
+// what is new (GET .../conversations/{id}?after=N): it goes by these flags,
+// never by the reply's words, and a reloaded page reads the conversation
+// back and picks its polling up from the same flags. Polling:
 // at most every `refund-chat-poll-seconds` (10 s as shipped), doubling the
 // wait while nothing comes (up to 8 times as long), and not at all while
 // the tab is hidden. What a person wrote is shown as a person's message, in
 // the log that screen readers announce. Customer and agent messages the
-// page shows from its own requests; it takes only a person's from a read.
+// page shows from its own requests; it takes only a person's from a read
+// (a reloaded page shows the whole conversation from one read).
+//
+// A reply's URL becomes a link only on an origin of the shop's help-centre
+// articles (`refund-chat-link-origins`, filled from the articles the
+// function loads): any other URL, which a customer or an injected reply
+// could have put there, stays text.
 (() => {
   "use strict";
   const endpoint = document.querySelector('meta[name="refund-chat-endpoint"]').content;
@@ -37,6 +46,9 @@
   const POLL_SECONDS =
     Number(document.querySelector('meta[name="refund-chat-poll-seconds"]')?.content) || 10;
   const POLL_BACKOFF_CAP = 8; // the longest wait, in intervals
+  const LINK_ORIGINS = new Set(
+    (document.querySelector('meta[name="refund-chat-link-origins"]')?.content || "").split(/\s+/).filter(Boolean),
+  );
 
   let current = null; // the message being answered: { key, text, body }
   // What the page polls for, and what it has read: the last seq, and the
@@ -74,15 +86,23 @@
     withPerson.hidden = false;
   }
 
-  // A reply is text, never HTML: its http(s) links become links made here,
-  // with the text as the link's text, and everything else stays text.
+  // A reply is text, never HTML: a URL on a help-centre origin becomes a
+  // link made here, with the text as the link's text; everything else stays text.
   const LINK = /https?:\/\/[^\s<>"']+/g;
+  function linkable(url) {
+    try {
+      return LINK_ORIGINS.has(new URL(url).origin);
+    } catch (_) {
+      return false;
+    }
+  }
   function withLinks(text) {
     const parts = [];
     let from = 0;
     for (const match of text.matchAll(LINK)) {
       // A sentence's closing punctuation is not part of the link.
       const url = match[0].replace(/[.,;:!?)]+$/, "");
+      if (!linkable(url)) continue;
       parts.push(text.slice(from, match.index));
       const link = document.createElement("a");
       link.href = url;
@@ -178,6 +198,11 @@
       poll.person = true;
       showWithAPerson();
     }
+    // The conversation says when nothing waits any more (a decision came).
+    if (answer.awaiting_approval === false && poll.approval) {
+      poll.approval = false;
+      waiting.hidden = true;
+    }
     if (!heard) return backOff();
     // A person answered: what waited for approval is decided.
     poll.approval = false;
@@ -267,7 +292,7 @@
           say("status", "Recovered the answer to your message; nothing was done twice.");
         }
         {
-          const pending = /review/i.test(answer.reply || "");
+          const pending = answer.awaiting_approval === true;
           say(pending ? "assistant pending-approval" : "assistant", answer.reply || "(no text)",
             pending ? "Waiting for our team" : null);
           if (pending) pollFor("approval");
@@ -346,4 +371,33 @@
 
   // A conversation is one customer's: another customer starts a new one.
   customer.addEventListener("change", startNewConversation);
+
+  // A reloaded page: the conversation of this tab read back in one read,
+  // its polling picked up from the flags the function keeps.
+  async function restore() {
+    const id = conversationId();
+    if (!id) return;
+    let response, answer;
+    try {
+      const query = new URLSearchParams({ user_id: customer.value });
+      response = await fetch(readBase + encodeURIComponent(id) + "?" + query, { headers: { accept: "application/json" } });
+      answer = await response.json();
+    } catch (_) {
+      return;
+    }
+    if (id !== conversationId() || response.status !== 200 || log.children.length > 0) return;
+    const KINDS = { customer: ["customer", null], agent: ["assistant", null], person: ["person", "From our support team"] };
+    for (const message of answer.messages || []) {
+      const [kind, tag] = KINDS[message.from] || ["status", null];
+      say(kind, message.text, tag);
+      if (message.from === "person") poll.shown.add(message.seq);
+      poll.after = poll.after === null ? message.seq : Math.max(poll.after, message.seq);
+    }
+    if (answer.handed_off === true) {
+      showWithAPerson();
+      pollFor("person");
+    }
+    if (answer.awaiting_approval === true) pollFor("approval");
+  }
+  restore();
 })();

@@ -29,9 +29,15 @@ pub const DROP_NEXT_ANSWER_PATH: &str = "/__faults/drop-next-answer";
 pub const READ_PREFIX: &str = "/support/refund-chat/conversations/";
 /// The page's polling interval as shipped (`web/index.html`'s meta).
 const SHIPPED_POLL: &str = r#"<meta name="refund-chat-poll-seconds" content="10">"#;
+/// The origins the shipped page links to: the shipped articles' (a test
+/// keeps them equal); replaced by those of the articles the function loads.
+pub const SHIPPED_LINK_ORIGINS: &str = r#"<meta name="refund-chat-link-origins" content="https://shop.example">"#;
 
 pub struct Widget {
     web_dir: PathBuf,
+    /// Where the page may link: the origins of the help centre's articles
+    /// (`HELP_ARTICLES_DIR`, as the function reads it, or the built-in set).
+    link_origins: String,
     /// A polling interval other than the page's own, for the browser tests.
     poll_seconds: Option<f64>,
     /// To the function; drops the answer when the fault is armed.
@@ -75,6 +81,7 @@ impl Widget {
         let target = function_url.strip_suffix(CHAT_PATH).unwrap_or(&function_url);
         Arc::new(Widget {
             web_dir,
+            link_origins: link_origins(),
             poll_seconds,
             function: Proxy::new(target, false, hook),
             faults,
@@ -107,23 +114,25 @@ impl Widget {
         }
     }
 
-    /// `index.html`, with the polling interval replaced if one was given.
+    /// `index.html`, with the articles' origins and, if one was given, the
+    /// polling interval.
     async fn page(&self) -> Response<Full<Bytes>> {
-        let Some(seconds) = self.poll_seconds else {
-            return self.file("index.html", "text/html; charset=utf-8").await;
-        };
         match tokio::fs::read_to_string(self.web_dir.join("index.html")).await {
-            Ok(html) if html.contains(SHIPPED_POLL) => {
-                let polled = format!(r#"<meta name="refund-chat-poll-seconds" content="{seconds}">"#);
-                plain(
-                    StatusCode::OK,
-                    html.replace(SHIPPED_POLL, &polled),
-                    "text/html; charset=utf-8",
-                )
+            Ok(html) if html.contains(SHIPPED_POLL) && html.contains(SHIPPED_LINK_ORIGINS) => {
+                let origins = format!(
+                    r#"<meta name="refund-chat-link-origins" content="{}">"#,
+                    self.link_origins
+                );
+                let mut html = html.replace(SHIPPED_LINK_ORIGINS, &origins);
+                if let Some(seconds) = self.poll_seconds {
+                    let polled = format!(r#"<meta name="refund-chat-poll-seconds" content="{seconds}">"#);
+                    html = html.replace(SHIPPED_POLL, &polled);
+                }
+                plain(StatusCode::OK, html, "text/html; charset=utf-8")
             }
             _ => plain(
                 StatusCode::INTERNAL_SERVER_ERROR,
-                "index.html has no polling interval",
+                "index.html has no polling interval or link origins",
                 "text/plain",
             ),
         }
@@ -133,6 +142,20 @@ impl Widget {
         match tokio::fs::read(self.web_dir.join(name)).await {
             Ok(bytes) => plain(StatusCode::OK, bytes, content_type),
             Err(_) => plain(StatusCode::NOT_FOUND, "not found", "text/plain"),
+        }
+    }
+}
+
+/// The origins of the articles the function loads, as it would load them;
+/// none (no links) if they do not load, which the function would refuse too.
+fn link_origins() -> String {
+    let dir = std::env::var_os("HELP_ARTICLES_DIR").map(PathBuf::from);
+    let placeholders = refund_chat::help::Placeholders::of_limits(&refund_chat::config::DEFAULT_LIMITS);
+    match refund_chat::help::link_origins(dir.as_deref(), &placeholders) {
+        Ok(origins) => origins.join(" "),
+        Err(error) => {
+            eprintln!("the help centre's articles do not load, so the page links nothing: {error}");
+            String::new()
         }
     }
 }

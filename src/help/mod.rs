@@ -209,6 +209,16 @@ impl Article {
     }
 }
 
+/// The origins a page may link to (contract 18): those of the articles the
+/// function loads, from `dir` (`HELP_ARTICLES_DIR`) or the built-in set.
+pub fn link_origins(dir: Option<&Path>, placeholders: &Placeholders) -> Result<Vec<String>, HelpError> {
+    let articles = match dir {
+        Some(dir) => load(dir, placeholders)?,
+        None => built_in(placeholders)?,
+    };
+    Ok(origins(&articles))
+}
+
 /// The origins of a set of articles, each once, in order.
 pub fn origins(articles: &[Article]) -> Vec<String> {
     let mut origins: Vec<String> = articles.iter().map(Article::origin).collect();
