@@ -15,6 +15,8 @@ pub struct Evidence<'a> {
     pub reads: &'a [Read],
     /// Refunds the sandbox made: (user, order, cents).
     pub money_moved: Vec<(String, String, u64)>,
+    /// Refunds the sandbox refused as more than their order had left: (user, order, cents).
+    pub overdrawn: Vec<(String, String, u64)>,
     /// Bodies of the payments requests that reached the sandbox.
     pub payments_requests: Vec<Value>,
     /// Every ledger item (plain JSON: numbers as text).
@@ -304,7 +306,6 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
             .map(|r| format!("{}: {} cents", text(r, "record_id"), cents(r, "amount_cents")))
             .collect(),
     );
-    let (name, line1, city, postcode, _) = refund_chat_local::payments_sandbox::SHIP_TO;
     let conversation_text: Vec<String> = evidence.conversations.iter().map(Value::to_string).collect();
     add(
         "no address in any log line or stored exchange (name, street, city, whole postcode)",
@@ -313,12 +314,26 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
             .log_lines
             .iter()
             .chain(&conversation_text)
-            .filter(|line| {
-                [name, line1, city, postcode]
-                    .iter()
-                    .any(|personal| line.contains(personal))
-            })
+            .filter(|line| holds_the_address(line))
             .map(|line| line.chars().take(200).collect())
+            .collect(),
+    );
+    add(
+        "no order is ever refunded more than it had left, approvals included (payments never asked for more)",
+        evidence.money_moved.len() + evidence.overdrawn.len(),
+        evidence
+            .overdrawn
+            .iter()
+            .map(|(user, order, cents)| format!("{user} asked {cents} cents of {order}: more than it had left"))
+            .collect(),
+    );
+    add(
+        "no refund was decided on an order the order system did not give (another order, a future delivery, a huge body)",
+        refunds.len(),
+        refunds
+            .iter()
+            .filter(|r| cents(r, "order_paid_cents") == crate::faults::LIED_PAID_CENTS)
+            .map(|r| format!("{}: decided on a lie", text(r, "record_id")))
             .collect(),
     );
     let markers: HashSet<&str> = evidence.exchanges.iter().map(|e| e.marker.as_str()).collect();
@@ -381,6 +396,26 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
             .collect(),
     );
     invariants
+}
+
+/// Whether `line` holds the sandbox's address: its name, street, city or
+/// whole postcode as whole words of the text (never inside other digits or
+/// letters, as a timestamp's microseconds or an id would hold them).
+pub fn holds_the_address(line: &str) -> bool {
+    let (name, line1, city, postcode, _) = refund_chat_local::payments_sandbox::SHIP_TO;
+    [name, line1, city, postcode]
+        .iter()
+        .any(|personal| holds_word(line, personal))
+}
+
+/// `needle` in `text`, with no letter or digit right before or after it.
+fn holds_word(text: &str, needle: &str) -> bool {
+    let alphanumeric_at = |index: Option<char>| index.is_some_and(char::is_alphanumeric);
+    text.match_indices(needle).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + needle.len()..].chars().next();
+        !alphanumeric_at(before) && !alphanumeric_at(after)
+    })
 }
 
 /// A 409 "still answering the previous message" for a conversation whose
@@ -752,4 +787,32 @@ fn guard_violations(ledger: &[Value], refunds: &[&Value]) -> Vec<String> {
         }
     }
     violations
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{holds_the_address, holds_word};
+
+    #[test]
+    fn the_address_is_found_as_words_never_inside_a_timestamp_or_an_id() {
+        let (_, line1, city, postcode, _) = refund_chat_local::payments_sandbox::SHIP_TO;
+        // Found where it would leak: a log line's field, a stored exchange's text.
+        assert!(holds_the_address(&format!(
+            r#"{{"level":"INFO","ship_to":"{postcode}"}}"#
+        )));
+        assert!(holds_the_address(&format!(
+            r#"{{"messages":"[{{\"role\":\"tool\",\"content\":\"{line1}, {city}\"}}]"}}"#
+        )));
+        assert!(holds_the_address(&format!("sent to {city}.")));
+        // Never inside other text: the false alarm of a timestamp's
+        // microseconds (the old postcode, 69002), an id, a longer word.
+        assert!(!holds_the_address(r#"{"timestamp":"2026-12-02T22:05:39.869002Z"}"#));
+        let glued: String = postcode.split(' ').collect();
+        assert!(!holds_the_address(&format!("rr-{glued}1")));
+        assert!(!holds_the_address(&format!("{city}s")));
+        assert!(!holds_the_address(&format!("x{}", postcode)));
+        // Whole words, whatever the value: a digits-only postcode too.
+        assert!(!holds_word(r#""timestamp":"2026-12-02T22:05:39.869002Z""#, "69002"));
+        assert!(holds_word(r#""postcode":"69002""#, "69002"));
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use refund_chat_local::proxy::{Action, Hook, Proxy};
+use refund_chat_local::proxy::{Action, Hook, Proxy, Seen};
 
 use crate::rng::Rng;
 
@@ -25,7 +25,17 @@ pub enum Fault {
     DropAfter,
     /// Passed on, then this status and body instead of the answer.
     ReplaceAfter(u16, &'static str),
+    /// The order system's 200 for another order id than the one asked for.
+    OtherOrder,
+    /// The order asked for, delivered in the year 9999.
+    FutureDelivery,
+    /// The order asked for, in a body of more than 64 KiB.
+    HugeBody,
 }
+
+/// What a lying order system says it was paid: no sandbox order was, so a
+/// refund record that carries it was decided on a lie.
+pub const LIED_PAID_CENTS: u64 = 987_654_321;
 
 impl Fault {
     pub fn name(self) -> &'static str {
@@ -37,10 +47,47 @@ impl Fault {
             Fault::DelayAfter(_) => "slow after",
             Fault::DropAfter => "dropped after",
             Fault::ReplaceAfter(..) => "replaced after",
+            Fault::OtherOrder => "another order",
+            Fault::FutureDelivery => "a future delivery",
+            Fault::HugeBody => "a huge body",
         }
     }
 
-    fn action(self) -> Action {
+    /// The order system's answer for the order `seen` asks for, as a lie.
+    fn lie(self, seen: &Seen) -> Action {
+        let order_id = seen
+            .path
+            .trim_start_matches("/orders/")
+            .split('?')
+            .next()
+            .unwrap_or_default();
+        let customer = seen
+            .headers
+            .get("x-customer-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let (answered_id, delivered_at, notes) = match self {
+            Fault::OtherOrder => (format!("{order_id}-OTHER"), "2026-01-01T00:00:00Z", 0),
+            Fault::FutureDelivery => (order_id.to_owned(), "9999-12-31T00:00:00Z", 0),
+            _ => (order_id.to_owned(), "2026-01-01T00:00:00Z", 70 * 1024),
+        };
+        let body = serde_json::json!({
+            "order_id": answered_id,
+            "customer_id": customer,
+            "status": "delivered",
+            "placed_at": "2025-12-01T00:00:00Z",
+            "delivered_at": delivered_at,
+            "currency": "EUR",
+            "paid_cents": LIED_PAID_CENTS,
+            "refunded_cents": 0,
+            "items": [],
+            "ship_to": {"name": "N", "line1": "L", "city": "C", "postcode": "P0", "country": "FR"},
+            "notes": "x".repeat(notes),
+        });
+        Action::Refuse(200, body.to_string().into_bytes().into())
+    }
+
+    fn action(self, seen: &Seen) -> Action {
         let bytes = |text: &'static str| text.as_bytes().to_vec().into();
         match self {
             Fault::None => Action::Forward,
@@ -50,6 +97,7 @@ impl Fault {
             Fault::DelayAfter(delay) => Action::DelayAfter(delay),
             Fault::DropAfter => Action::DropAfter,
             Fault::ReplaceAfter(status, text) => Action::ReplaceAfter(status, bytes(text)),
+            Fault::OtherOrder | Fault::FutureDelivery | Fault::HugeBody => self.lie(seen),
         }
     }
 }
@@ -66,12 +114,13 @@ impl Faulty {
         let faults: Arc<Mutex<Vec<Fault>>> = Arc::default();
         let count = AtomicU64::new(0);
         let drawn = Arc::clone(&faults);
-        let hook: Hook = Arc::new(move |_| {
+        let hook: Hook = Arc::new(move |seen| {
             let fault = plan(&mut Rng::derived(seed, &[0xFA17, count.fetch_add(1, Ordering::SeqCst)]));
             if let Ok(mut faults) = drawn.lock() {
                 faults.push(fault);
             }
-            Box::pin(async move { fault.action() })
+            let action = fault.action(seen);
+            Box::pin(async move { action })
         });
         Faulty {
             proxy: Proxy::new(target, one_at_a_time, hook),

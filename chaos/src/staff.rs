@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use refund_chat::clock::now_ms;
 use refund_chat::conversation::person::PersonNote;
+use refund_chat::ledger::StaffLedger;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::dynamo::notes::{PersonNotes, Replied};
 use refund_chat::orders::http::HttpOrders;
@@ -63,29 +64,23 @@ impl Staff {
                 self.count("guard expired first");
             }
             let by = format!("staff-{}", rng.below(3));
-            let writer = refund_chat::refund::WriterMark::new(&format!("chaos:{by}"));
-            let ending = if rng.chance(0.6) {
-                match approvals::approve(
-                    &self.ledger,
-                    &self.payments,
-                    &self.orders,
-                    &record.record_id,
-                    &by,
-                    &writer,
-                    &self.limits,
-                )
-                .await
-                {
-                    Ok(approved) => format!("approve: {}", approved.outcome.name()),
-                    Err(ApprovalError::AlreadyDecided { .. }) => "approve: already decided".into(),
-                    Err(ApprovalError::ClaimUncertain { .. }) => "approve: claim uncertain".into(),
-                    Err(ApprovalError::MoreThanRemains { .. }) => "approve: more than remains".into(),
-                    Err(ApprovalError::OrderUnreadable { .. } | ApprovalError::OrderGone { .. }) => {
-                        "approve: order unreadable".into()
-                    }
-                    Err(ApprovalError::NotPaid { .. }) => "approve: not paid".into(),
-                    Err(_) => "approve: ledger error".into(),
-                }
+            // Now and then two people approve two refunds of one order at once.
+            let twin = waiting
+                .iter()
+                .find(|other| {
+                    other.record_id != record.record_id && order_key(&other.order_id) == order_key(&record.order_id)
+                })
+                .filter(|_| rng.chance(0.5))
+                .cloned();
+            let ending = if let Some(twin) = twin {
+                let (first, second) = tokio::join!(
+                    self.approve(&record.record_id, &by),
+                    self.approve(&twin.record_id, "staff-twin"),
+                );
+                self.count(&format!("two of one order: {first}"));
+                format!("two of one order: {second}")
+            } else if rng.chance(0.6) {
+                self.approve(&record.record_id, &by).await
             } else {
                 match self.ledger.reject(&record.record_id, &by, "chaos", now_ms()).await {
                     Ok(refund_chat::ledger::StaffDecision::Done(_)) => "reject: done".into(),
@@ -107,22 +102,64 @@ impl Staff {
     }
 
     /// Deletes the order's guard as TTL would; true if it was deleted.
+    /// As TTL would, days after: so never while a refund of the order is
+    /// in flight, and only if no refund was recorded since that was read
+    /// (the guard's version unchanged).
     async fn expire_guard(&self, order_id: &str) -> bool {
+        use aws_sdk_dynamodb::types::AttributeValue;
         let key = order_key(order_id);
-        let deleted = self
+        let Ok(seen) = self.ledger.in_flight(order_id, "").await else {
+            return false;
+        };
+        if seen.amount.cents() > 0 {
+            return false;
+        }
+        let delete = self
             .ttl
             .delete_item()
             .table_name(&self.table)
-            .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(format!("order#{key}")))
-            .send()
-            .await
-            .is_ok();
+            .key("pk", AttributeValue::S(format!("order#{key}")));
+        let delete = if seen.version == 0 {
+            delete.condition_expression("attribute_not_exists(moves)")
+        } else {
+            delete
+                .condition_expression("moves = :seen")
+                .expression_attribute_values(":seen", AttributeValue::N(seen.version.to_string()))
+        };
+        let deleted = delete.send().await.is_ok();
         if deleted && let Ok(mut expiries) = self.expiries.lock() {
             // Noted once the deletion is done: a refund that started after
             // this instant cannot have seen the guard.
             expiries.push((key, now_ms()));
         }
         deleted
+    }
+
+    /// One approval, as `refund-chat-admin approve` makes it; how it ended.
+    async fn approve(&self, record_id: &str, by: &str) -> String {
+        let writer = refund_chat::refund::WriterMark::new(&format!("chaos:{by}"));
+        let approved = approvals::approve(
+            &self.ledger,
+            &self.payments,
+            &self.orders,
+            record_id,
+            by,
+            &writer,
+            &self.limits,
+        )
+        .await;
+        match approved {
+            Ok(approved) => format!("approve: {}", approved.outcome.name()),
+            Err(ApprovalError::AlreadyDecided { .. }) => "approve: already decided".into(),
+            Err(ApprovalError::ClaimUncertain { .. }) => "approve: claim uncertain".into(),
+            Err(ApprovalError::MoreThanRemains { .. }) => "approve: more than remains".into(),
+            Err(ApprovalError::OrderUnreadable { .. } | ApprovalError::OrderGone { .. }) => {
+                "approve: order unreadable".into()
+            }
+            Err(ApprovalError::OrderBusy { .. }) => "approve: order busy".into(),
+            Err(ApprovalError::NotPaid { .. }) => "approve: not paid".into(),
+            Err(_) => "approve: ledger error".into(),
+        }
     }
 
     fn count(&self, ending: &str) {

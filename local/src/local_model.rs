@@ -185,6 +185,12 @@ impl LocalModel {
         {
             return Behaviour::Answer(tool_calls(rounds, &[("get_order", json!({"order_id": order_id}))]));
         }
+        // "Any news?" after a person wrote (contract 18): what they wrote.
+        if let (false, None, None, Some(words)) = (after_tools, &order_id, amount, persons_last_words(history))
+            && asks_for_news(customer)
+        {
+            return Behaviour::Answer(text(&format!("Our support team wrote to you: \u{201c}{words}\u{201d}")));
+        }
         match (after_tools, order_id, amount) {
             (true, Some(order_id), Some(cents)) if said("refund again") && rounds == 1 => {
                 Behaviour::Answer(tool_calls(rounds, &[("issue_refund", refund_args(&order_id, cents))]))
@@ -380,6 +386,32 @@ fn describe_order(order: &Value) -> String {
 }
 
 /// The orders an `issue_refund` was made for in the history.
+/// What a person of the support team last wrote in the conversation, as
+/// the window marks it (only a person's words carry the mark).
+fn persons_last_words(history: &[Value]) -> Option<&str> {
+    history.iter().rev().filter(|m| m["role"] == "assistant").find_map(|m| {
+        m["content"]
+            .as_str()?
+            .strip_prefix(refund_chat::conversation::person::PERSON_MARK)
+    })
+}
+
+/// "Any news about my refund?", "has anyone decided?".
+fn asks_for_news(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    [
+        "news",
+        "update",
+        "heard",
+        "any word",
+        "what happened",
+        "decided",
+        "status of my refund",
+    ]
+    .iter()
+    .any(|phrase| lower.contains(phrase))
+}
+
 fn refunded_orders(history: &[Value]) -> HashSet<String> {
     history
         .iter()
@@ -512,6 +544,30 @@ mod tests {
             }
             _ => None,
         }
+    }
+
+    #[test]
+    fn any_news_is_answered_with_what_a_person_wrote() {
+        let note = format!(
+            "{}A person approved your refund of 120.00 for order D-4001.",
+            refund_chat::conversation::person::PERSON_MARK
+        );
+        let messages = vec![
+            json!({"role": "system", "content": "rules"}),
+            user("The sofa from order D-4001 arrived torn, please refund 120.00"),
+            assistant("A person from our support team will review this refund."),
+            assistant(&note),
+            user("Any news about my refund?"),
+        ];
+        let Behaviour::Answer(body) = LocalModel::default().behave(&json!({"messages": messages})) else {
+            panic!("an answer");
+        };
+        let reply = body["choices"][0]["message"]["content"].as_str().unwrap_or_default();
+        assert!(
+            reply.contains("A person approved your refund of 120.00 for order D-4001."),
+            "{reply}"
+        );
+        assert!(!reply.contains("[From a person"), "{reply}");
     }
 
     #[test]

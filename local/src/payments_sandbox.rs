@@ -52,7 +52,9 @@ pub const ORDER_FACTS: &[(&str, &str, u64, Option<u64>)] = &[
 
 /// The address every seeded order went to: personal data the function must
 /// keep from the model, its logs and its stored exchanges.
-pub const SHIP_TO: (&str, &str, &str, &str, &str) = ("Ada Quokka", "1 Zanzibar Lane", "Lyon", "69002", "FR");
+/// Values no timestamp, id or amount can hold by accident, so a check that
+/// finds one in a log line has found the address.
+pub const SHIP_TO: (&str, &str, &str, &str, &str) = ("Ada Quokka", "1 Zanzibar Lane", "Quokkaville", "QZ9 7XK", "FR");
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Order {
@@ -80,6 +82,9 @@ struct RefundBody {
 struct Books {
     orders: BTreeMap<String, Order>,
     refunds_made: Vec<RefundMade>,
+    /// Refunds asked for more than their order had left (refused, 409):
+    /// a caller that checked the order would never send one.
+    overdrawn: Vec<RefundMade>,
 }
 
 #[derive(Clone)]
@@ -128,7 +133,11 @@ impl Sandbox {
             }
         }
         Ok(Sandbox {
-            books: Arc::new(Mutex::new(Books { orders, refunds_made })),
+            books: Arc::new(Mutex::new(Books {
+                orders,
+                refunds_made,
+                overdrawn: Vec::new(),
+            })),
             refunds_file,
         })
     }
@@ -136,6 +145,11 @@ impl Sandbox {
     /// Every refund the sandbox made: the money that moved.
     pub fn refunds_made(&self) -> Vec<RefundMade> {
         self.lock().refunds_made.clone()
+    }
+
+    /// The refunds refused for being more than their order had left.
+    pub fn overdrawn(&self) -> Vec<RefundMade> {
+        self.lock().overdrawn.clone()
     }
 
     pub fn router(&self) -> Router {
@@ -163,6 +177,13 @@ impl Sandbox {
         }
         let remaining = order.paid_cents - order.refunded_cents;
         if body.amount_cents > remaining {
+            let asked = RefundMade {
+                refund_id: String::new(),
+                order_id: body.order_id.clone(),
+                user_id: body.user_id.clone(),
+                amount_cents: body.amount_cents,
+            };
+            books.overdrawn.push(asked);
             let detail = if remaining == 0 {
                 format!("order {} has already been refunded in full", body.order_id)
             } else {
@@ -311,7 +332,7 @@ mod tests {
         assert_eq!(order["paid_cents"], 4999);
         assert_eq!(order["refunded_cents"], 1000);
         assert!(order["delivered_at"].as_str().unwrap().ends_with('Z'));
-        assert_eq!(order["ship_to"]["postcode"], "69002");
+        assert_eq!(order["ship_to"]["postcode"], "QZ9 7XK");
 
         let (_, shipped) = get(&sandbox, "/orders/E-5001", "u-1001").await;
         assert_eq!(shipped["status"], "shipped");

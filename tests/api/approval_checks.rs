@@ -273,7 +273,7 @@ async fn an_approver_that_slept_after_its_claim_never_pays_what_the_sweep_called
     // seen again a function's timeout later, and called unknown.
     let now = refund_chat::clock::now_ms();
     assert!(sweep(&desk, now + 1).await.is_empty(), "first seen: only watched");
-    assert_eq!(sweep(&desk, now + 2).await, [id.clone()]);
+    assert_eq!(sweep(&desk, now + 2).await, std::slice::from_ref(&id));
     assert_eq!(state(&desk.record(&id).await), "unknown");
     wake.notify_one();
     let woke = approval.await.unwrap();

@@ -896,8 +896,8 @@ async fn a_lease_that_lands_after_its_turn_ended_never_holds_the_conversation() 
     // message's `begin` once more, as it was, after its turn. The chaos run
     // saw this as 409s after a 200.
     let armed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let captured: std::sync::Arc<std::sync::Mutex<Option<(reqwest::header::HeaderMap, Vec<u8>)>>> =
-        std::sync::Arc::default();
+    type Captured = Option<(reqwest::header::HeaderMap, Vec<u8>)>;
+    let captured: std::sync::Arc<std::sync::Mutex<Captured>> = std::sync::Arc::default();
     let hook: Hook = {
         let (armed, captured) = (armed.clone(), captured.clone());
         std::sync::Arc::new(move |seen: &Seen| {
