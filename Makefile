@@ -5,13 +5,18 @@
 _ := $(shell tools/toolchain.sh)
 VENV     := .venv
 TOOLS    := $(VENV)/.installed
-# cargo-deny, built from crates.io into the project-local, git-ignored .tools.
-DENY     := .tools/bin/cargo-deny
+# cargo-deny, built from crates.io once per machine, outside the clone (a
+# fresh clone on the same machine, as CI's, finds it), by version.
+DENY_VERSION := 0.20.2
+DENY     := $(HOME)/.cache/refund-chat/cargo-deny-$(DENY_VERSION)/bin/cargo-deny
+# When make began: each long step of make test says how long it has been.
+START    := $(shell date +%s)
+banner    = @printf '\n== %s (%ss into make)\n' '$(1)' "$$(( $$(date +%s) - $(START) ))"
 # Debian's headless Chromium and its WebDriver, for the chat page's browser test.
 BROWSER  := /usr/bin/chromedriver
 EVENT    ?= events/refund.json
 
-.PHONY: run check advisories test chaos eval invoke ledger admin bench instructions load build reset-payments clean-local
+.PHONY: run check advisories test chaos eval invoke smoke ledger admin bench instructions load build reset-payments clean-local
 
 SEED     ?= 1
 REQUESTS ?= 10000
@@ -22,7 +27,7 @@ $(BROWSER):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
 
 $(DENY):
-	cargo install --locked --quiet --root .tools cargo-deny --version 0.20.2
+	cargo install --locked --quiet --root $(dir $(patsubst %/,%,$(dir $(DENY)))) cargo-deny --version $(DENY_VERSION)
 
 $(TOOLS): tools/requirements.txt
 	python3 -m venv $(VENV)
@@ -36,6 +41,7 @@ run: $(TOOLS)
 ## check: the fast loop before make test: formatting, clippy with warnings denied, unit tests,
 ## the supply chain (cargo deny: bans, licences, sources; deny.toml)
 check: $(DENY)
+	$(call banner,formatting, clippy and unit tests)
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked --quiet -- -D warnings
 	cargo test --workspace --lib --bins --locked --quiet
@@ -50,17 +56,26 @@ advisories: $(DENY)
 ## and the deployed artifact itself: the arm64 bootstraps, built as make build does and checked
 test: check $(TOOLS) $(BROWSER)
 	# The API tests run the support team's tool, a binary of its own package.
+	$(call banner,the whole suite)
 	cargo build --locked --quiet -p refund-chat-admin
 	MOTO_SERVER=$(abspath $(VENV))/bin/moto_server cargo test --workspace --locked --no-fail-fast
 	cargo build --locked --quiet -p refund-chat --bin refund-chat
+	$(call banner,the smoke test against the local stack)
+	MOTO_SERVER=$(abspath $(VENV))/bin/moto_server tools/smoke-local.sh
+	$(call banner,a short chaos run)
 	cargo run --locked --quiet -p refund-chat-chaos -- --seed 2026 --requests 400 --time-limit 300
+	$(call banner,the evaluation: the local and the adversarial models)
 	cargo run --locked --quiet -p refund-chat-eval -- --model local --k 1 --check --out target/eval-ci
 	cargo run --locked --quiet -p refund-chat-eval -- --model adversarial --families $(SAFETY) --k 8 --check \
 	  --out target/eval-adversarial
+	$(call banner,the template: cfn-lint, sam validate, the transformed template)
 	$(VENV)/bin/cfn-lint template.yaml
 	SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 $(VENV)/bin/sam validate --lint
+	$(VENV)/bin/python tools/check-transform.py template.yaml
+	$(call banner,the arm64 bootstraps)
 	$(MAKE) build
 	python3 tools/check-bootstrap.py
+	$(call banner,done)
 
 ## eval: every task of eval/tasks K times (default 4) against OPENAI_BASE_URL/OPENAI_API_KEY, else the local model
 eval: $(TOOLS)
@@ -75,6 +90,12 @@ chaos: $(TOOLS)
 invoke: $(TOOLS)
 	$(VENV)/bin/cargo-lambda lambda invoke refund-chat --data-file $(EVENT) \
 	  --invoke-address 127.0.0.1 --invoke-port 9000
+
+## smoke: the first hour's checks of docs/deploy.md against a deployed API: make smoke URL=https://.../Prod/support/refund-chat TOKEN=...
+## (ORDER=, AMOUNT= for the test order's refund; make test runs it against the local stack)
+smoke:
+	python3 tools/smoke.py --url "$(URL)" --token "$(TOKEN)" $(if $(CUSTOMER),--customer $(CUSTOMER)) \
+	  $(if $(ORDER),--order $(ORDER)) $(if $(AMOUNT),--amount $(AMOUNT))
 
 ## ledger: the refund ledger (DynamoDB in moto) of the stack make run started, oldest first
 ledger: $(TOOLS)

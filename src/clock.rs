@@ -31,41 +31,19 @@ pub fn utc_day(ms: u64) -> String {
 }
 
 /// Epoch milliseconds of `2026-11-30` (midnight UTC) or of an RFC 3339 UTC
-/// time (`2026-11-30T18:47:15Z`, fractions allowed).
+/// time (`2026-11-30T18:47:15Z`, fractions allowed), read by the AWS SDK's
+/// own parser (a day that does not exist, such as 2026-02-31, is refused);
+/// `None` before 1970 or malformed.
 pub fn parse_utc(text: &str) -> Option<u64> {
-    let number = |range: std::ops::Range<usize>| text.get(range)?.parse::<u64>().ok();
-    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
-    if text.get(4..5) != Some("-")
-        || text.get(7..8) != Some("-")
-        || !(1..=12).contains(&month)
-        || !(1..=31).contains(&day)
-    {
-        return None;
-    }
-    let mut ms = days_from_civil(year as i64, month as u32, day as u32).checked_mul(86_400_000)?;
-    if text.len() > 10 {
-        let rest = text.get(10..)?;
-        let time = rest.strip_prefix('T').and_then(|t| t.strip_suffix('Z'))?;
-        let (hms, fraction) = time.split_once('.').unwrap_or((time, ""));
-        let parts: Vec<u64> = hms.split(':').map(|p| p.parse().ok()).collect::<Option<_>>()?;
-        let [h, m, s] = parts[..] else { return None };
-        if h > 23 || m > 59 || s > 60 {
-            return None;
-        }
-        let millis = format!("{fraction:0<3}").get(..3)?.parse::<u64>().ok()?;
-        ms += (h * 3600 + m * 60 + s) * 1000 + millis;
-    }
-    Some(ms)
-}
-
-fn days_from_civil(year: i64, month: u32, day: u32) -> u64 {
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = i64::from((month + 9) % 12);
-    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    (era * 146_097 + doe - 719_468).max(0) as u64
+    use aws_smithy_types::DateTime;
+    use aws_smithy_types::date_time::Format;
+    let time = if text.len() == 10 {
+        format!("{text}T00:00:00Z")
+    } else {
+        text.to_owned()
+    };
+    let moment = DateTime::from_str(&time, Format::DateTime).ok()?;
+    u64::try_from(moment.to_millis().ok()?).ok()
 }
 
 fn civil_from_days(days: i64) -> (i64, u32, u32) {
@@ -99,7 +77,21 @@ mod tests {
             assert_eq!(parse_utc(&rfc3339(ms)), Some(ms));
         }
         assert_eq!(parse_utc("2026-11-28"), Some(1_795_824_000_000));
-        for bad in ["", "2026-13-01", "2026/11/28", "2026-11-28T25:00:00Z", "yesterday"] {
+        assert_eq!(
+            parse_utc("2028-02-29"),
+            Some(1_835_395_200_000),
+            "a leap day that exists"
+        );
+        for bad in [
+            "",
+            "2026-13-01",
+            "2026/11/28",
+            "2026-11-28T25:00:00Z",
+            "yesterday",
+            "2026-02-31",
+            "2026-02-29",
+            "2026-04-31T10:00:00Z",
+        ] {
             assert_eq!(parse_utc(bad), None, "{bad}");
         }
     }

@@ -17,6 +17,18 @@ use crate::turn;
 
 pub const DEFAULT_OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_OPENAI_TIMEOUT: Duration = Duration::from_secs(20);
+/// A rotated key reaches every container within five minutes.
+pub const DEFAULT_OPENAI_KEY_CACHE: Duration = Duration::from_secs(300);
+
+/// How the function answers the Lambda runtime (contract 20).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseMode {
+    /// The runtime's streaming response mode, the prelude written once the
+    /// turn has ended: what a REST API's STREAM integration takes.
+    Streaming,
+    /// One buffered response: an HTTP API, or a function URL in buffered mode.
+    Buffered,
+}
 pub const DEFAULT_RETRY_BACKOFF: Duration = Duration::from_secs(2);
 pub const DEFAULT_PAYMENTS_TIMEOUT: Duration = Duration::from_secs(10);
 pub const DEFAULT_LEDGER_TIMEOUT: Duration = Duration::from_secs(2);
@@ -95,6 +107,12 @@ pub struct Config {
     /// Per try of an order read.
     pub orders_timeout: Duration,
     pub openai_timeout: Duration,
+    /// How long the OpenAI key is used before it is read again (a rotation
+    /// reaches every container within it); 0: read for every turn.
+    pub openai_key_cache: Duration,
+    /// How the function answers Lambda: `streaming` (contract 20) or
+    /// `buffered` (an HTTP API or a function URL in buffered mode).
+    pub response_mode: ResponseMode,
     pub retry_backoff: Duration,
     pub payments_timeout: Duration,
     pub ledger_table: String,
@@ -154,6 +172,18 @@ impl Config {
             orders_base_url: vars.url("ORDERS_BASE_URL", None)?,
             orders_timeout: vars.secs("ORDERS_TIMEOUT_SECS", DEFAULT_ORDERS_TIMEOUT, false)?,
             openai_timeout: vars.secs("OPENAI_TIMEOUT_SECS", DEFAULT_OPENAI_TIMEOUT, false)?,
+            openai_key_cache: vars.secs("OPENAI_KEY_CACHE_SECS", DEFAULT_OPENAI_KEY_CACHE, true)?,
+            response_mode: match vars.get("RESPONSE_MODE").as_deref() {
+                None | Some("streaming") => ResponseMode::Streaming,
+                Some("buffered") => ResponseMode::Buffered,
+                Some(other) => {
+                    return Err(ConfigError::Malformed {
+                        name: "RESPONSE_MODE",
+                        expected: "streaming or buffered",
+                        value: other.to_owned(),
+                    });
+                }
+            },
             retry_backoff: vars.secs("RETRY_BACKOFF_SECS", DEFAULT_RETRY_BACKOFF, true)?,
             payments_timeout: vars.secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,
             ledger_table: vars.required("LEDGER_TABLE")?,

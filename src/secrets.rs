@@ -1,8 +1,9 @@
 //! The OpenAI API key, read from Secrets Manager.
 //!
 //! The key is read on first use (never at start-up, so bad input is answered
-//! without touching it) and cached for the container by [`crate::http`]. A
-//! failed read is not cached: the next request tries again.
+//! without touching it) and cached by the desk for `OPENAI_KEY_CACHE_SECS`,
+//! then read again; a 401 from OpenAI reads it again at once (a rotation).
+//! A failed first read is not cached: the next request tries again.
 
 use std::fmt;
 use std::future::Future;
@@ -47,7 +48,7 @@ pub enum SecretError {
 
 /// Where the API key comes from. Tests and benchmarks use a fixed key; the
 /// function uses [`SecretsManagerKey`].
-pub trait ApiKeySource {
+pub trait ApiKeySource: Sync {
     fn fetch(&self) -> impl Future<Output = Result<ApiKey, SecretError>> + Send;
 }
 

@@ -84,17 +84,31 @@ fn timeouts_cover_the_worst_case_from_the_code() {
         "function Timeout {function_timeout:?} must exceed {worst_case:?}"
     );
 
-    let integration = &function["Properties"]["Events"]["RefundChat"]["Properties"]["TimeoutInMillis"];
-    assert_eq!(integration, &json!({"Ref": "IntegrationTimeoutMillis"}));
-    let front_door = Duration::from_millis(
-        template["Parameters"]["IntegrationTimeoutMillis"]["Default"]
-            .as_u64()
-            .unwrap(),
-    );
+    // Contract 20: every route streams, so its integration may run 15
+    // minutes on an account whose quotas were never raised.
+    let events = function["Properties"]["Events"].as_object().unwrap();
+    assert_eq!(events.len(), 2, "the POST and the read");
+    for (name, event) in events {
+        let properties = &event["Properties"];
+        assert_eq!(properties["ResponseTransferMode"], "RESPONSE_STREAM", "{name} streams");
+        assert_eq!(
+            properties["TimeoutInMillis"],
+            json!({"Ref": "IntegrationTimeoutMillis"}),
+            "{name}'s integration timeout"
+        );
+    }
+    let parameter = &template["Parameters"]["IntegrationTimeoutMillis"];
+    let front_door = Duration::from_millis(parameter["Default"].as_u64().unwrap());
     assert!(
         front_door > function_timeout,
         "the front door ({front_door:?}) must outlast the function ({function_timeout:?})"
     );
+    let streaming_limit = Duration::from_secs(900);
+    assert!(
+        front_door <= streaming_limit,
+        "a streamed integration runs 900 s at most"
+    );
+    assert_eq!(parameter["MaxValue"], json!(streaming_limit.as_millis() as u64));
 }
 
 #[test]
@@ -137,10 +151,20 @@ fn the_deployment_is_the_contracts() {
         "only Regional/private REST APIs can exceed 29 s"
     );
     assert_eq!(api["StageName"], "Prod");
+    // Opt-in: a new account cannot reserve any (its quota may be 10, 100 must stay free).
+    let reserve = json!({"Fn::If": ["ReservesConcurrency", {"Ref": "ReservedConcurrency"}, {"Ref": "AWS::NoValue"}]});
+    assert_eq!(function["Properties"]["ReservedConcurrentExecutions"], reserve);
     assert_eq!(
-        function["Properties"]["ReservedConcurrentExecutions"],
-        json!({"Ref": "ReservedConcurrency"}),
-        "a slow model cannot take the account's whole concurrency"
+        template["Parameters"]["ReservedConcurrency"]["Default"], 0,
+        "none by default"
+    );
+    assert_eq!(
+        template["Conditions"]["ReservesConcurrency"],
+        json!({"Fn::Not": [{"Fn::Equals": [{"Ref": "ReservedConcurrency"}, 0]}]})
+    );
+    assert_eq!(
+        template["Resources"]["RefundChatSweepFunction"]["Properties"]["ReservedConcurrentExecutions"],
+        json!({"Fn::If": ["ReservesConcurrency", 1, {"Ref": "AWS::NoValue"}]})
     );
     let throttling = &api["MethodSettings"][0];
     assert_eq!(throttling["ThrottlingRateLimit"], json!({"Ref": "ThrottlingRateLimit"}));
@@ -176,7 +200,13 @@ fn the_deployment_is_the_contracts() {
     let policies = role["Policies"].as_array().unwrap();
     assert_eq!(policies.len(), 1);
     let statements = policies[0]["PolicyDocument"]["Statement"].as_array().unwrap();
-    assert_eq!(statements.len(), 4);
+    assert_eq!(statements.len(), 5);
+    assert_eq!(
+        (statements[4]["Action"].clone(), statements[4]["Resource"].clone()),
+        (json!(["xray:PutTraceSegments", "xray:PutTelemetryRecords"]), json!("*")),
+        "active tracing's segments: X-Ray takes no resource scope, and nothing else is on *"
+    );
+    assert_eq!(function["Properties"]["Tracing"], "Active");
     assert_eq!(
         (statements[3]["Action"].clone(), statements[3]["Resource"].clone()),
         (
@@ -246,9 +276,14 @@ fn the_deployment_is_the_contracts() {
         Some(limits.user_daily_auto_limit.cents())
     );
     assert_eq!(secs(&env["ORDER_REFUND_WINDOW_HOURS"]) * 3600, limits.order_window);
-    // Nothing is granted on *: not to the function, the sweep or the event pipes.
+    // Nothing is granted on *: not to the function (but X-Ray's two trace
+    // actions, which take no resource), the sweep or the event pipes.
+    let mut scoped = policies.clone();
+    if let Some(statements) = scoped[0]["PolicyDocument"]["Statement"].as_array_mut() {
+        statements.retain(|statement| statement["Sid"] != "SendTraces");
+    }
     let roles = json!([
-        policies,
+        scoped,
         template["Resources"]["RefundChatSweepRole"]["Properties"]["Policies"],
         template["Resources"]["EventPipesRole"]["Properties"]["Policies"]
     ]);

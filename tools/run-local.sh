@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV=.venv
-STATE=.local
+STATE=${REFUND_CHAT_STATE:-.local}
 MOTO_PORT=5005 PAYMENTS_PORT=8081 MODEL_PORT=8082 FUNCTION_PORT=9000 PAGE_PORT=8080
 SECRET_ID=refund-chat/openai-api-key
 mkdir -p "$STATE"

@@ -1,6 +1,7 @@
 //! `make bench`: what a refund turn costs besides the model.
 //!
-//! Drives the release bootstrap through a Lambda Runtime API emulator, against
+//! Drives the release bootstrap (in the streaming response mode, and its cold
+//! start and refund turn in the buffered mode beside) through a Lambda Runtime API emulator, against
 //! zero-latency stand-ins for OpenAI, payments, Secrets Manager and DynamoDB
 //! on 127.0.0.1, and prints one table: cold start, a refund turn without an
 //! `Idempotency-Key`, one with (which adds the ledger's request record), and
@@ -72,6 +73,11 @@ async fn main() -> Result<(), Error> {
             .collect(),
     )
     .await?;
+    // The same turn and cold start in the buffered mode, beside the streamed ones above.
+    stand_ins.answer_in("buffered");
+    let cold_buffered = measure::cold_starts(&bootstrap, &stand_ins, &event, cold_runs).await?;
+    let unkeyed_buffered = measure::warm(&bootstrap, &stand_ins, vec![event.clone(); warm_turns + 1]).await?;
+    stand_ins.answer_in("streaming");
     let mut prompts = Vec::new();
     for earlier in PROMPT_SIZES_AT {
         measure::warm(&bootstrap, &stand_ins, keyed_events(2, Some(earlier))?).await?;
@@ -85,9 +91,20 @@ async fn main() -> Result<(), Error> {
             percentile(&cold, 0.5),
         )
         .target(Target::Below(8.0)),
+        Row::millis(
+            format!("cold start to first answer, buffered mode, median of {cold_runs}"),
+            percentile(&cold_buffered, 0.5),
+        ),
         Row::millis("runtime emulator floor p50 (no-op runtime)", floor),
     ];
     rows.extend(warm_rows("refund turn", &unkeyed, floor, None, Some(0.8)));
+    rows.extend(warm_rows(
+        "refund turn, buffered mode",
+        &unkeyed_buffered,
+        floor,
+        None,
+        None,
+    ));
     rows.extend(warm_rows("keyed refund turn", &keyed, floor, Some(1.0), None));
     rows.extend(warm_rows(
         "keyed refund turn, 20 earlier exchanges",

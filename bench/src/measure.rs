@@ -20,9 +20,22 @@ pub struct StandIns {
     pub payments: (SocketAddr, Meter),
     pub secrets: (SocketAddr, Meter),
     pub dynamodb: (SocketAddr, Meter),
+    /// `RESPONSE_MODE` of the functions started from now on (contract 20).
+    pub response_mode: std::sync::Mutex<&'static str>,
 }
 
 impl StandIns {
+    /// From now on, functions answer in `mode` (`streaming` or `buffered`).
+    pub fn answer_in(&self, mode: &'static str) {
+        if let Ok(mut current) = self.response_mode.lock() {
+            *current = mode;
+        }
+    }
+
+    fn mode(&self) -> &'static str {
+        self.response_mode.lock().map(|mode| *mode).unwrap_or("streaming")
+    }
+
     pub async fn start() -> Result<Self, Error> {
         let meters = [Meter::default(), Meter::default(), Meter::default(), Meter::default()];
         let [openai, payments, secrets, dynamodb] = meters;
@@ -31,6 +44,7 @@ impl StandIns {
             payments: (serve(stand_ins::payments(&payments)).await?, payments),
             secrets: (serve(stand_ins::secrets(&secrets)).await?, secrets),
             dynamodb: (serve(stand_ins::dynamodb(&dynamodb)).await?, dynamodb),
+            response_mode: std::sync::Mutex::new("streaming"),
         })
     }
 
@@ -75,6 +89,7 @@ fn spawn_function(bootstrap: &Path, runtime_api: SocketAddr, stand_ins: &StandIn
         .env("ORDERS_BASE_URL", format!("http://{}", stand_ins.payments.0))
         .env("LEDGER_TABLE", "bench-ledger")
         .env("CONVERSATION_TABLE", "bench-conversations")
+        .env("RESPONSE_MODE", stand_ins.mode())
         // One customer sends every turn: the budget must not be what is measured.
         .env("CUSTOMER_TURNS_PER_HOUR", "100000000")
         // As template.yaml does on Lambda: one bundle, not the bundle plus a directory.

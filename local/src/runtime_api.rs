@@ -3,6 +3,13 @@
 //! runs exactly its production loop. Several function processes may poll one
 //! emulator: each event goes to whichever asks first, as Lambda spreads
 //! invocations over warm containers. Used by `make bench` and `make chaos`.
+//!
+//! A function in the streaming response mode (contract 20) posts its answer
+//! as Lambda's HTTP integration response: a JSON prelude (status, headers,
+//! cookies), eight zero bytes, then the body. The emulator reads it back
+//! into the shape a buffered function answers (`statusCode`, `headers`,
+//! `body`), so every caller reads both modes alike, and counts which mode
+//! each answer came in.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -52,6 +59,8 @@ struct Inner {
     next_id: AtomicU64,
     /// Starts every request id, so that two APIs of one run never share one.
     id_prefix: &'static str,
+    /// Answers that came in the streaming response mode.
+    streamed: AtomicU64,
 }
 
 impl Default for RuntimeApi {
@@ -81,6 +90,7 @@ impl RuntimeApi {
                 waiting: std::sync::Mutex::default(),
                 next_id: AtomicU64::new(1),
                 id_prefix,
+                streamed: AtomicU64::new(0),
             }),
         }
     }
@@ -114,6 +124,11 @@ impl RuntimeApi {
         self.inner.sender.send((id.clone(), event)).ok();
         let answer = rx.await.unwrap_or_else(|_| Err(Bytes::from_static(b"no answer")));
         (id, answer, started.elapsed())
+    }
+
+    /// How many answers came in the streaming response mode.
+    pub fn streamed(&self) -> u64 {
+        self.inner.streamed.load(Ordering::SeqCst)
     }
 
     fn complete(&self, id: &str, answer: Result<Bytes, Bytes>) -> StatusCode {
@@ -160,8 +175,55 @@ async fn next(State(api): State<RuntimeApi>) -> Response {
         .into_response()
 }
 
-async fn respond(State(api): State<RuntimeApi>, Path(id): Path<String>, body: Bytes) -> StatusCode {
-    api.complete(&id, Ok(body))
+async fn respond(
+    State(api): State<RuntimeApi>,
+    Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> StatusCode {
+    let streamed = headers
+        .get("lambda-runtime-function-response-mode")
+        .is_some_and(|mode| mode.as_bytes().eq_ignore_ascii_case(b"streaming"));
+    if !streamed {
+        return api.complete(&id, Ok(body));
+    }
+    api.inner.streamed.fetch_add(1, Ordering::SeqCst);
+    match buffered_shape(&body) {
+        Some(answer) => api.complete(&id, Ok(answer)),
+        None => api.complete(&id, Err(Bytes::from_static(b"a streamed answer without its prelude"))),
+    }
+}
+
+/// The HTTP integration response of the streaming mode (prelude, eight
+/// zero bytes, body) as a buffered function's answer.
+pub fn buffered_shape(streamed: &[u8]) -> Option<Bytes> {
+    const SEPARATOR: &[u8] = &[0; 8];
+    let at = streamed
+        .windows(SEPARATOR.len())
+        .position(|window| window == SEPARATOR)?;
+    let prelude: serde_json::Value = serde_json::from_slice(&streamed[..at]).ok()?;
+    let body = &streamed[at + SEPARATOR.len()..];
+    let mut headers = serde_json::Map::new();
+    let mut multi = serde_json::Map::new();
+    for (name, value) in prelude["headers"].as_object().into_iter().flatten() {
+        let values: Vec<serde_json::Value> = match value {
+            serde_json::Value::Array(values) => values.clone(),
+            single => vec![single.clone()],
+        };
+        if let Some(first) = values.first() {
+            headers.insert(name.clone(), first.clone());
+        }
+        multi.insert(name.clone(), serde_json::Value::Array(values));
+    }
+    let answer = serde_json::json!({
+        "statusCode": prelude["statusCode"],
+        "headers": headers,
+        "multiValueHeaders": multi,
+        "cookies": prelude["cookies"],
+        "body": String::from_utf8_lossy(body),
+        "isBase64Encoded": false,
+    });
+    Some(Bytes::from(answer.to_string()))
 }
 
 async fn fail(State(api): State<RuntimeApi>, Path(id): Path<String>, body: Bytes) -> StatusCode {

@@ -11,6 +11,7 @@
 //! - the response is parsed leniently: compatible servers add or omit fields
 //!   that the official schema (and async-openai's own types) insist on.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_openai::Client;
@@ -36,7 +37,11 @@ use crate::refund::tool;
 pub const MODEL: &str = "gpt-4o-mini-2024-07-18";
 
 pub struct OpenAiChat {
-    client: Client<OpenAIConfig>,
+    /// Swapped whole when the key is read again (a rotation): a call takes
+    /// the client of the moment and keeps it to its end.
+    client: std::sync::RwLock<Arc<Client<OpenAIConfig>>>,
+    http: reqwest::Client,
+    api_base: String,
     timeout: Duration,
     /// `max_completion_tokens` of every call (`OPENAI_MAX_OUTPUT_TOKENS`).
     max_output_tokens: u32,
@@ -54,24 +59,47 @@ impl OpenAiChat {
         timeout: Duration,
         max_output_tokens: u32,
     ) -> Self {
-        let config = OpenAIConfig::new()
-            .with_api_base(api_base)
-            .with_api_key(api_key)
-            .with_org_id("")
-            .with_project_id("");
-        let client = Client::build(http.clone(), config).with_http_service(ReqwestService::new(http));
         OpenAiChat {
-            client,
+            client: std::sync::RwLock::new(Arc::new(client_for(&http, api_base, api_key))),
+            http,
+            api_base: api_base.to_owned(),
             timeout,
             max_output_tokens,
         }
     }
+
+    /// From now on, calls carry `api_key` (the key was rotated).
+    pub fn use_key(&self, api_key: &str) {
+        let client = Arc::new(client_for(&self.http, &self.api_base, api_key));
+        match self.client.write() {
+            Ok(mut current) => *current = client,
+            Err(poisoned) => *poisoned.into_inner() = client,
+        }
+    }
+
+    fn current(&self) -> Arc<Client<OpenAIConfig>> {
+        match self.client.read() {
+            Ok(client) => Arc::clone(&client),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+}
+
+/// One HTTP attempt per call: the bare service, no retry layer.
+fn client_for(http: &reqwest::Client, api_base: &str, api_key: &str) -> Client<OpenAIConfig> {
+    let config = OpenAIConfig::new()
+        .with_api_base(api_base)
+        .with_api_key(api_key)
+        .with_org_id("")
+        .with_project_id("");
+    Client::build(http.clone(), config).with_http_service(ReqwestService::new(http.clone()))
 }
 
 impl ChatModel for OpenAiChat {
     async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
         let request = build_request(messages, self.max_output_tokens);
-        let chat = self.client.chat();
+        let client = self.current();
+        let chat = client.chat();
         let call = chat.create_byot::<_, WireCompletion>(&request);
         match tokio::time::timeout(self.timeout, call).await {
             Err(_elapsed) => Err(CompletionError::Timeout),

@@ -373,8 +373,15 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             orders: &self.orders,
             help: &self.help,
         };
-        let mut turn = Turn::new(model, tools, self.config.retry_backoff, context, history, &message.text)
-            .with_handoff(handoff_id);
+        let mut turn = Turn::new(
+            &model,
+            tools,
+            self.config.retry_backoff,
+            context,
+            history,
+            &message.text,
+        )
+        .with_handoff(handoff_id);
         let result = turn.run().await;
         trace.stats = Some(turn.stats().clone());
         TurnResult {

@@ -19,6 +19,7 @@
 pub mod admission;
 mod conversation;
 mod finish;
+mod model;
 mod read;
 mod refused;
 #[cfg(test)]
@@ -184,6 +185,8 @@ pub struct Desk<K, R, L, C, O> {
     render: Render,
     /// Built on first use, once the key has been read; an error is not cached.
     model: OnceCell<OpenAiChat>,
+    /// The key the model carries, read again after `OPENAI_KEY_CACHE_SECS`.
+    key: model::KeyState,
 }
 
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
@@ -196,6 +199,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         crate::orders::tool::warm_up();
         crate::help::tool::warm_up();
         let help = HelpCentre::new(config.help_articles.clone());
+        let config_key_cache = config.openai_key_cache;
         Desk {
             config,
             key_source: ports.key_source,
@@ -207,6 +211,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             help,
             render,
             model: OnceCell::new(),
+            key: model::KeyState::new(config_key_cache),
         }
     }
 
@@ -315,20 +320,34 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         }
     }
 
-    async fn model(&self) -> Result<&OpenAiChat, SecretError> {
-        self.model
+    /// The model, its key read on first use and again once stale.
+    async fn model(&self) -> Result<model::KeyedModel<'_, K>, SecretError> {
+        let mut read_now = false;
+        let chat = self
+            .model
             .get_or_try_init(|| async {
                 let key = self.key_source.fetch().await.inspect_err(|error| {
                     tracing::error!(event = "secret_read_failed", error = %error);
                 })?;
-                Ok(OpenAiChat::new(
+                read_now = true;
+                let chat = OpenAiChat::new(
                     self.http.clone(),
                     &self.config.openai_base_url,
                     key.expose(),
                     self.config.openai_timeout,
                     self.config.max_output_tokens,
-                ))
+                );
+                self.key.keep(key);
+                Ok::<_, SecretError>(chat)
             })
-            .await
+            .await?;
+        if !read_now && self.key.stale() {
+            self.key.refresh(&self.key_source, chat).await;
+        }
+        Ok(model::KeyedModel {
+            chat,
+            source: &self.key_source,
+            key: &self.key,
+        })
     }
 }

@@ -88,3 +88,115 @@ async fn a_missing_secret_is_a_read_error() {
         "{error}"
     );
 }
+
+/// A model that answers 401 to `Bearer sk-old` once it is revoked, and
+/// "ok" to every other key.
+fn revocable_model(
+    revoked: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> impl Fn(&wiremock::Request) -> wiremock::ResponseTemplate + Send + Sync + 'static {
+    move |request: &wiremock::Request| {
+        let old = request.headers["authorization"] == "Bearer sk-old";
+        if old && revoked.load(std::sync::atomic::Ordering::SeqCst) {
+            wiremock::ResponseTemplate::new(401)
+                .set_body_json(serde_json::json!({"error": {"message": "Incorrect API key"}}))
+        } else {
+            text("ok")
+        }
+    }
+}
+
+async fn rotating_secret(name: &str) -> aws_sdk_secretsmanager::Client {
+    let client = aws_sdk_secretsmanager::Client::new(&aws_at(&moto().endpoint).await);
+    create_secret(&client, name, "sk-old").await;
+    client
+}
+
+async fn rotate(client: &aws_sdk_secretsmanager::Client, name: &str) {
+    client
+        .put_secret_value()
+        .secret_id(name)
+        .secret_string("sk-new")
+        .send()
+        .await
+        .expect("rotate the secret in moto");
+}
+
+fn keys_sent(requests: &[wiremock::Request]) -> Vec<String> {
+    requests
+        .iter()
+        .map(|r| r.headers["authorization"].to_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn after_a_rotation_a_401_reads_the_key_again_and_makes_the_same_call_once_more() {
+    let name = format!("openai/rotating-{}", std::process::id());
+    let client = rotating_secret(&name).await;
+    let revoked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let h = TestApp::builder()
+        .model_responder(revocable_model(revoked.clone()))
+        .key_source(SecretsManagerKey::new(client.clone(), &name))
+        .build()
+        .await;
+    assert_eq!(h.chat("hello").await.status, StatusCode::OK);
+
+    // The key is rotated and the old one revoked; this container still holds it.
+    rotate(&client, &name).await;
+    revoked.store(true, std::sync::atomic::Ordering::SeqCst);
+    let after = h.chat("hello again").await;
+    let then = h.chat("and again").await;
+
+    assert_eq!(after.status, StatusCode::OK, "{}", after.raw);
+    assert_eq!(after.reply(), "ok");
+    assert_eq!(then.status, StatusCode::OK, "{}", then.raw);
+    let requests = h.openai.received_requests().await.unwrap();
+    assert_eq!(
+        keys_sent(&requests),
+        ["Bearer sk-old", "Bearer sk-old", "Bearer sk-new", "Bearer sk-new"],
+        "the refused call once more with the fresh key, then the fresh key only"
+    );
+    assert_eq!(requests[1].body, requests[2].body, "the same call");
+}
+
+#[tokio::test]
+async fn a_key_still_refused_after_it_was_read_again_is_a_502() {
+    let name = format!("openai/revoked-{}", std::process::id());
+    let client = rotating_secret(&name).await;
+    let revoked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let h = TestApp::builder()
+        .model_responder(revocable_model(revoked))
+        .key_source(SecretsManagerKey::new(client, &name))
+        .build()
+        .await;
+
+    let answer = h.chat("hello").await;
+
+    assert_eq!(answer.status, StatusCode::BAD_GATEWAY, "{}", answer.raw);
+    assert_eq!(
+        keys_sent(&h.openai.received_requests().await.unwrap()),
+        ["Bearer sk-old"],
+        "the same key read again is not sent again"
+    );
+}
+
+#[tokio::test]
+async fn a_key_held_longer_than_its_cache_time_is_read_again() {
+    let name = format!("openai/cached-{}", std::process::id());
+    let client = rotating_secret(&name).await;
+    let h = TestApp::builder()
+        .model_responder(revocable_model(std::sync::Arc::default()))
+        .key_source(SecretsManagerKey::new(client.clone(), &name))
+        .configure(|config| config.openai_key_cache = std::time::Duration::ZERO)
+        .build()
+        .await;
+    assert_eq!(h.chat("hello").await.status, StatusCode::OK);
+
+    rotate(&client, &name).await;
+    assert_eq!(h.chat("hello again").await.status, StatusCode::OK);
+
+    assert_eq!(
+        keys_sent(&h.openai.received_requests().await.unwrap()),
+        ["Bearer sk-old", "Bearer sk-new"],
+        "read again, with no 401 needed"
+    );
+}

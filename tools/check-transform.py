@@ -1,0 +1,100 @@
+"""The SAM-transformed template, checked (contract 20): what API Gateway and
+Lambda are given, not only what template.yaml says. Run by `make test`
+with the project's .venv (the SAM CLI's translator).
+
+Every route's integration streams (response-streaming-invocations URI,
+responseTransferMode STREAM) with a timeout above the function's and at
+most 900 s; only the named stage exists; no concurrency is reserved unless
+asked for; API Gateway's own 4xx and 5xx answers carry the page's CORS
+header and a {"detail"} body; the function and the stage trace; the stage
+writes access logs."""
+
+import json
+import os
+import sys
+
+import yaml
+from samtranslator.translator.transform import transform
+
+
+class NoManagedPolicies:
+    """The template names its own roles: no SAM policy template to look up."""
+
+    def load(self):
+        return {}
+
+
+def main(path):
+    # The translator names a region in ARNs; any will do, nothing is called.
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    with open(path) as f:
+        template = yaml.safe_load(f)
+    # As `sam validate` does: a local CodeUri is uploaded by `sam deploy`.
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::Serverless::Function":
+            resource["Properties"]["CodeUri"] = "s3://bucket/key"
+    # The translator logs its feature toggles on stderr: noise here.
+    import logging
+
+    logging.disable(logging.WARNING)
+    out = transform(template, {}, NoManagedPolicies())
+    resources = out["Resources"]
+    failures = []
+
+    def check(ok, what):
+        print(("ok   " if ok else "FAIL ") + what)
+        if not ok:
+            failures.append(what)
+
+    function_timeout = resources["RefundChatFunction"]["Properties"]["Timeout"]
+    apis = [r for r in resources.values() if r["Type"] == "AWS::ApiGateway::RestApi"]
+    check(len(apis) == 1, "one REST API")
+    timeout_default = template["Parameters"]["IntegrationTimeoutMillis"]["Default"]
+    methods = 0
+    for path, item in apis[0]["Properties"]["Body"]["paths"].items():
+        for method, operation in item.items():
+            integration = operation.get("x-amazon-apigateway-integration")
+            if not integration or integration.get("type") != "aws_proxy":
+                continue
+            methods += 1
+            uri = json.dumps(integration["uri"])
+            check("response-streaming-invocations" in uri, f"{method.upper()} {path}: the streaming invocation URI")
+            check(integration.get("responseTransferMode") == "STREAM", f"{method.upper()} {path}: responseTransferMode STREAM")
+            timeout = integration.get("timeoutInMillis")
+            check(timeout == {"Ref": "IntegrationTimeoutMillis"}, f"{method.upper()} {path}: the integration timeout parameter")
+    check(methods == 2, f"both routes integrate the function ({methods})")
+    check(function_timeout * 1000 < timeout_default <= 900000, f"function {function_timeout} s < integration {timeout_default} ms <= 900 s")
+
+    stages = [r for r in resources.values() if r["Type"] == "AWS::ApiGateway::Stage"]
+    check([s["Properties"]["StageName"] for s in stages] == ["Prod"], "only the named stage (Prod), no 'Stage'")
+    stage = stages[0]["Properties"]
+    check(stage.get("TracingEnabled") is True, "the stage traces (X-Ray)")
+    check("DestinationArn" in stage.get("AccessLogSetting", {}), "the stage writes access logs")
+
+    function = resources["RefundChatFunction"]["Properties"]
+    check(function.get("TracingConfig", {}).get("Mode") == "Active", "the function traces (X-Ray, active)")
+    reserved = function.get("ReservedConcurrentExecutions", {})
+    condition = out["Conditions"].get("ReservesConcurrency")
+    check(
+        "Fn::If" in reserved and template["Parameters"]["ReservedConcurrency"]["Default"] == 0 and condition is not None,
+        "no concurrency reserved by default (ReservedConcurrency 0, through a condition)",
+    )
+
+    # In the API's own definition, where SAM puts them.
+    responses = apis[0]["Properties"]["Body"].get("x-amazon-apigateway-gateway-responses", {})
+    for kind in ["DEFAULT_4XX", "DEFAULT_5XX"]:
+        response = responses.get(kind, {})
+        headers = response.get("responseParameters", {})
+        origin = json.dumps(headers.get("gatewayresponse.header.Access-Control-Allow-Origin"))
+        check("ChatWidgetOrigin" in origin, f"{kind}: the page's CORS origin")
+        body = response.get("responseTemplates", {}).get("application/json", "")
+        check('"detail"' in body, f"{kind}: a {{\"detail\"}} body")
+
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+    print("the transformed template streams every route")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "template.yaml")

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# `make test`: the smoke test (tools/smoke.py, `make smoke`) against the
+# local stack of `make run`, started here with a state folder of its own
+# (so the payments sandbox starts from its seeded orders) and stopped after.
+# The stack's ports must be free: stop a running `make run` first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+state=$(mktemp -d)
+REFUND_CHAT_STATE="$state" setsid tools/run-local.sh >"$state/run.log" 2>&1 &
+stack=$!
+stop() {
+  kill -TERM -- "-$stack" 2>/dev/null || true
+  wait "$stack" 2>/dev/null || true
+  rm -rf "$state"
+}
+trap stop EXIT
+# run-local.sh says so once the function has answered its warm-up request.
+until grep -q "is running at" "$state/run.log"; do
+  if ! kill -0 "$stack" 2>/dev/null; then
+    echo "the local stack did not start:" >&2
+    tail -n 30 "$state/run.log" >&2
+    exit 1
+  fi
+  sleep 1
+done
+python3 tools/smoke.py --url http://127.0.0.1:9000/support/refund-chat

@@ -1,0 +1,118 @@
+"""`make smoke`: the first hour's checks of docs/deploy.md against a deployed
+API (or the local stack: `make test` runs it there, so it cannot rot).
+
+    python3 tools/smoke.py --url https://ID.execute-api.REGION.amazonaws.com/Prod/support/refund-chat \
+        --token "$ID_TOKEN" --customer SUB [--order A-1001 --amount 1.00] [--turns-per-hour N]
+
+Each step prints ok or FAIL with what came back; the exit status is 1 if
+any failed. Only the standard library: it runs wherever Python 3 does.
+
+1. a question (no refund): 200, a reply, a conversation id, JSON;
+2. a refund on the test order, with an Idempotency-Key: 200;
+3. the conversation read back (GET .../conversations/{id}): 200, both turns;
+4. the refund's message sent again with the same key: the same answer, replayed;
+5. a malformed body: a 400 with a `detail`, before any model call;
+6. with --turns-per-hour (a stack deployed with a tiny budget for the smoke
+   customer): messages until the budget answers 429 with Retry-After.
+"""
+
+import argparse
+import json
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+
+failures = []
+
+
+def step(ok, what, detail=""):
+    print(("ok   " if ok else "FAIL ") + what + (f": {detail}" if detail and not ok else ""))
+    if not ok:
+        failures.append(what)
+    return ok
+
+
+def call(method, url, token, body=None, headers=None):
+    data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("content-type", "application/json")
+    if token:
+        request.add_header("authorization", token)
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, timeout=300) as response:
+            status, raw, got = response.status, response.read(), response.headers
+    except urllib.error.HTTPError as error:
+        status, raw, got = error.code, error.read(), error.headers
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    return status, parsed, raw, got
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", required=True, help="the POST endpoint, .../support/refund-chat")
+    parser.add_argument("--token", default="", help="a signed-in test customer's token (Authorization)")
+    parser.add_argument("--customer", default="u-1001", help="that customer's id (the token's sub)")
+    parser.add_argument("--order", default="A-1003", help="a test order of that customer")
+    parser.add_argument("--amount", default="1.00", help="what to refund on it (within the automatic limit)")
+    parser.add_argument("--turns-per-hour", type=int, default=0, help="the stack's CUSTOMER_TURNS_PER_HOUR, if tiny")
+    args = parser.parse_args()
+    url = args.url.rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        print("--url must be the deployed endpoint (make smoke URL=https://.../Prod/support/refund-chat TOKEN=...)")
+        return 2
+
+    status, answer, raw, headers = call("POST", url, args.token, {
+        "user_id": args.customer, "message": "How long do I have to return a damaged item?",
+    })
+    asked = step(status == 200 and isinstance(answer, dict) and answer.get("reply"), "a question gets a reply", f"{status} {raw[:200]!r}")
+    conversation = (answer or {}).get("conversation_id") if asked else None
+    step(bool(conversation), "the answer names its conversation", f"{raw[:200]!r}")
+    step((headers.get("content-type") or "").startswith("application/json"), "the answer is JSON", headers.get("content-type"))
+    step(bool(headers.get("x-request-id")), "the answer carries x-request-id")
+
+    key = str(uuid.uuid4())
+    refund = {"user_id": args.customer, "message": f"Order {args.order} arrived broken: please refund {args.amount}."}
+    if conversation:
+        refund["conversation_id"] = conversation
+    status, answer, first_raw, _ = call("POST", url, args.token, refund, {"idempotency-key": key})
+    step(status == 200 and isinstance(answer, dict), f"a refund of {args.amount} on {args.order} is answered", f"{status} {first_raw[:200]!r}")
+
+    if conversation:
+        read_url = f"{url}/conversations/{urllib.parse.quote(conversation, safe='')}?" + urllib.parse.urlencode({"user_id": args.customer})
+        status, read, raw, _ = call("GET", read_url, args.token)
+        shown = (read or {}).get("messages") or []
+        step(status == 200 and len(shown) >= 3, "the conversation reads back (GET)", f"{status} {raw[:200]!r}")
+        step(isinstance((read or {}).get("awaiting_approval"), bool), "the read says whether a refund awaits a person", f"{raw[:200]!r}")
+
+    status, _, again_raw, headers = call("POST", url, args.token, refund, {"idempotency-key": key})
+    step(status == 200 and again_raw == first_raw, "the same key again: the same answer", f"{status} {again_raw[:200]!r}")
+    step(headers.get("idempotent-replayed") == "true", "... marked as replayed", headers.get("idempotent-replayed"))
+
+    status, answer, raw, _ = call("POST", url, args.token, b"{not json")
+    step(status == 400 and isinstance(answer, dict) and answer.get("detail"), "a malformed body is a 400 with a detail", f"{status} {raw[:200]!r}")
+
+    if args.turns_per_hour:
+        spent = None
+        for _ in range(args.turns_per_hour + 1):
+            status, _, _, headers = call("POST", url, args.token, {"user_id": args.customer, "message": "hello"})
+            if status == 429:
+                spent = headers
+                break
+        step(spent is not None and spent.get("retry-after"), "a spent budget is a 429 with Retry-After")
+
+    if failures:
+        print(f"\n{len(failures)} of the smoke test's checks failed")
+        return 1
+    print("\nthe smoke test passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
