@@ -83,6 +83,39 @@ impl Exchange {
         Exchange { messages }
     }
 
+    /// The exchange with card numbers and IBANs masked in every text it
+    /// holds (contract 23): the model's words and its tools' arguments too,
+    /// which may repeat what the customer pasted.
+    pub fn masked(self) -> Exchange {
+        let mask = |text: String| match crate::mask::masked(&text) {
+            std::borrow::Cow::Owned(masked) => masked,
+            std::borrow::Cow::Borrowed(_) => text,
+        };
+        let messages = self
+            .messages
+            .into_iter()
+            .map(|message| match message {
+                Message::System(text) => Message::System(text),
+                Message::User(text) => Message::User(mask(text)),
+                Message::Assistant { content, tool_calls } => Message::Assistant {
+                    content: content.map(mask),
+                    tool_calls: tool_calls
+                        .into_iter()
+                        .map(|call| crate::chat::ToolCall {
+                            arguments: mask(call.arguments),
+                            ..call
+                        })
+                        .collect(),
+                },
+                Message::Tool { tool_call_id, content } => Message::Tool {
+                    tool_call_id,
+                    content: mask(content),
+                },
+            })
+            .collect();
+        Exchange { messages }
+    }
+
     /// The help articles (id and version) its searches showed the model,
     /// read from the stored results themselves: what the model was shown is
     /// what the exchange holds, so the two cannot disagree.

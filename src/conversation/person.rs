@@ -79,11 +79,11 @@ impl PersonNote {
         }
     }
 
-    /// A person's reply.
+    /// A person's reply, card numbers and IBANs masked (contract 23).
     pub fn reply(by: &str, text: &str) -> Self {
         PersonNote {
             by: by.to_owned(),
-            text: text.to_owned(),
+            text: crate::mask::masked(text).into_owned(),
             note_for: None,
         }
     }
@@ -171,6 +171,12 @@ mod tests {
             let text = decision.note(AmountCents::new(1250), "A-1");
             assert!(text.contains("12.50") && text.contains("order A-1"), "{text}");
         }
+    }
+
+    #[test]
+    fn a_persons_reply_is_masked_as_a_customers_message_is() {
+        let reply = PersonNote::reply("sam", "We refunded the card 4242 4242 4242 4242.");
+        assert_eq!(reply.text, "We refunded the card [card ending 4242].");
     }
 
     #[test]

@@ -180,7 +180,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             writer: invocation.writer.clone(),
             conversation: Some(lease.id.as_str().to_owned()),
         };
-        let turn = self
+        let mut turn = self
             .run_turn(
                 message,
                 context.clone(),
@@ -189,6 +189,13 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 trace,
             )
             .await;
+        // What the model wrote is masked as the customer's words are (contract 23).
+        if let Ok(reply) = &mut turn.reply {
+            *reply = crate::mask::masked(reply).into_owned();
+        }
+        if let Some(summary) = turn.handoff.as_mut().and_then(|handoff| handoff.summary.as_mut()) {
+            *summary = crate::mask::masked(summary).into_owned();
+        }
         let tokens = turn_taken.map(|reservation| TokenSettlement {
             reservation,
             used: trace
@@ -228,7 +235,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         let refund_recorded = trace.refund_recorded();
         let exchange = PendingExchange {
             new: NewExchange {
-                exchange: Exchange::of_turn(&own_messages, reply.as_deref()),
+                exchange: Exchange::of_turn(&own_messages, reply.as_deref()).masked(),
                 status: outcome.status,
                 scope: context.scope,
                 marked: true,

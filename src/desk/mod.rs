@@ -222,7 +222,13 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     /// Takes `message` through admission, the conversation, the screen, the
     /// budget, the turn and the append; `trace` gathers what the summary
     /// line reports.
-    pub async fn take(&self, message: Message, invocation: &Invocation, trace: &mut Trace) -> Outcome {
+    pub async fn take(&self, mut message: Message, invocation: &Invocation, trace: &mut Trace) -> Outcome {
+        // Contract 23: card numbers and IBANs masked before the conversation,
+        // the ledger, an event or the model sees the message (the key's
+        // fingerprint was taken of the body as sent).
+        if let std::borrow::Cow::Owned(text) = crate::mask::masked(message.text.text()) {
+            message.text = CustomerMessage::new(text);
+        }
         let customer = message.customer.clone();
         trace.user_id = Some(customer.clone());
         tracing::info!(

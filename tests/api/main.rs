@@ -20,6 +20,7 @@ mod idempotency;
 mod identity;
 mod input;
 mod ledger;
+mod masking;
 mod observability;
 mod openapi;
 mod operations;
