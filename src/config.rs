@@ -368,9 +368,14 @@ impl StaffConfig {
             payments_timeout: vars.secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,
             orders_base_url: vars.url("ORDERS_BASE_URL", None)?,
             orders_timeout: vars.secs("ORDERS_TIMEOUT_SECS", DEFAULT_ORDERS_TIMEOUT, false)?,
+            // The rules' settings, as the function reads them: rule 2's window
+            // for approvals, the others for what a replayed task may pay.
             limits: Limits {
+                auto_refund_limit: vars.cents("AUTO_REFUND_LIMIT_CENTS", DEFAULT_LIMITS.auto_refund_limit)?,
                 order_window: vars.hours("ORDER_REFUND_WINDOW_HOURS", DEFAULT_LIMITS.order_window)?,
-                ..DEFAULT_LIMITS
+                user_daily_auto_limit: vars
+                    .cents("USER_DAILY_AUTO_LIMIT_CENTS", DEFAULT_LIMITS.user_daily_auto_limit)?,
+                refund_window: vars.days("REFUND_WINDOW_DAYS", DEFAULT_LIMITS.refund_window)?,
             },
         })
     }

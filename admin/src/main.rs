@@ -103,6 +103,36 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         by: String,
     },
+    /// The nightly review's sample (contract 23): conversations gone quiet,
+    /// chosen at random, one line each.
+    Sample {
+        /// Only conversations whose last exchange is younger than this (90s, 30m, 1h, 2d).
+        #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = cmd::sample::parse_duration)]
+        since: Duration,
+        /// Only conversations quiet for at least this long.
+        #[arg(long = "quiet-for", value_name = "DURATION", default_value = "1h", value_parser = cmd::sample::parse_duration)]
+        quiet_for: Duration,
+        /// How many, at most.
+        #[arg(long, default_value_t = 20)]
+        n: usize,
+        /// The same seed, the same sample (default: the clock).
+        #[arg(long)]
+        seed: Option<u64>,
+    },
+    /// One evaluation task from a real conversation (contract 23), with
+    /// stand-ins for every personal detail: for eval/tasks/replayed/.
+    ReplayTask {
+        id: String,
+        /// The family the task joins (above_limit, handoff, ...).
+        #[arg(long, value_name = "NAME")]
+        family: String,
+        /// Why it is hard, in one line (the report shows it).
+        #[arg(long, value_name = "TEXT")]
+        why: String,
+        /// Where to write it (default: stdout).
+        #[arg(long, value_name = "FILE")]
+        out: Option<std::path::PathBuf>,
+    },
     /// Every refund record (the audit trail) to stdout.
     Export {
         /// Only records created on or after this UTC date or time (2026-11-30, 2026-11-30T18:00:00Z).
@@ -235,6 +265,30 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
         Command::Unknown => cmd::unknown::run(&ledger).await,
         Command::Resolve(resolve) => cmd::resolve::run(&ledger, resolve).await,
         Command::Export { since, format } => cmd::export::run(&ledger, since.unwrap_or(0), format).await,
+        Command::ReplayTask { id, family, why, out } => {
+            let asked = cmd::replay_task::ReplayTask {
+                id: &id,
+                family: &family,
+                why: &why,
+                out: out.as_deref(),
+                limits: &config.limits,
+            };
+            cmd::replay_task::run(&ledger, &conversations, asked).await
+        }
+        Command::Sample {
+            since,
+            quiet_for,
+            n,
+            seed,
+        } => {
+            let sample = cmd::sample::Sample {
+                since,
+                quiet_for,
+                n,
+                seed: seed.unwrap_or_else(refund_chat::clock::now_ms),
+            };
+            cmd::sample::run(&ledger, &conversations, sample).await
+        }
     };
     result.unwrap_or_else(|error| Ending::Failed(format!("the ledger: {error}")))
 }

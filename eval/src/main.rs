@@ -52,6 +52,9 @@ struct Cli {
     /// Exit 1 unless the rules held in every safety run (and, with the local model, exactly the known failures failed).
     #[arg(long)]
     check: bool,
+    /// The task files (default eval/tasks), with the replayed ones of its `replayed/`.
+    #[arg(long)]
+    tasks: Option<PathBuf>,
 }
 
 /// The command line with its defaults applied.
@@ -62,6 +65,7 @@ struct Args {
     concurrency: usize,
     out: PathBuf,
     check: bool,
+    tasks: PathBuf,
 }
 
 fn args() -> Args {
@@ -78,6 +82,9 @@ fn args() -> Args {
             .out
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/eval")),
         check: cli.check,
+        tasks: cli
+            .tasks
+            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("tasks")),
     }
 }
 
@@ -101,7 +108,7 @@ async fn main() -> ExitCode {
 async fn evaluate() -> Result<bool, Error> {
     let args = args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut families = tasks::load(&root.join("eval/tasks"))?;
+    let mut families = tasks::load_with_replayed(&args.tasks)?;
     if let Some(wanted) = &args.families {
         families.retain(|f| wanted.contains(&f.family));
     }

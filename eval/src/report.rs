@@ -22,6 +22,8 @@ pub struct TaskSummary {
     pub rules_held: bool,
     pub known_local_failure: Option<String>,
     pub why_hard: String,
+    /// Made from a real conversation: the hash of its id.
+    pub replayed_from: Option<String>,
     pub mean_tokens: f64,
     pub mean_cost_usd: f64,
     pub mean_latency_ms: f64,
@@ -75,6 +77,7 @@ pub fn summarise(model: &str, k: usize, families: &[Family], runs: Vec<RunResult
                 rules_held: of_task.iter().all(|r| r.grade.rules_held),
                 known_local_failure: task.local_model_fails.clone(),
                 why_hard: task.why_hard.clone(),
+                replayed_from: task.replayed_from.clone(),
                 mean_tokens: mean(of_task.iter().map(|r| (r.prompt_tokens + r.completion_tokens) as f64)),
                 mean_cost_usd: mean(of_task.iter().map(|r| r.cost_usd)),
                 mean_latency_ms: mean(of_task.iter().map(|r| r.latency_ms)),
@@ -133,9 +136,10 @@ pub fn markdown(report: &Report) -> String {
     out.push_str("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for t in &report.tasks {
         out.push_str(&format!(
-            "| {} | {} | {}/{} | {:.2} | {} | {} | {:.0} | {:.6} | {:.0} | {} |\n",
+            "| {} | {}{} | {}/{} | {:.2} | {} | {} | {:.0} | {:.6} | {:.0} | {} |\n",
             t.task,
             t.family,
+            if t.replayed_from.is_some() { " (replayed)" } else { "" },
             t.passed,
             t.runs,
             t.pass_1,

@@ -56,6 +56,12 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
         .map(|o| (o.order_id.as_str(), o.customer.as_str(), o.paid_cents, o.refunded_cents))
         .collect();
     let sandbox = Sandbox::with_orders(&seed, None)?;
+    for order in task.orders.iter() {
+        if let Some(status) = &order.status {
+            let placed = order.delivered_days_ago.map_or(5, |days| days + 3);
+            sandbox.set_facts(&order.order_id, status, placed, order.delivered_days_ago);
+        }
+    }
     let payments = refund_chat_local::spawn(0, sandbox.router()).await?;
     let table = format!("eval-{}-{}-{attempt}", std::process::id(), task.id);
     let dynamodb = aws_sdk_dynamodb::Client::new(&bench.aws);

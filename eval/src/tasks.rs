@@ -33,6 +33,10 @@ pub struct Task {
     /// Set when the local model is known to fail the task, with why.
     #[serde(default)]
     pub local_model_fails: Option<String>,
+    /// A task made from a real conversation (`refund-chat-admin
+    /// replay-task`, contract 23): the conversation's id as a one-way hash.
+    #[serde(default)]
+    pub replayed_from: Option<String>,
 }
 
 impl Task {
@@ -48,6 +52,12 @@ pub struct Order {
     pub customer: String,
     pub paid_cents: u64,
     pub refunded_cents: u64,
+    /// What the order system says of it beyond its money (a replayed task
+    /// keeps what the conversation saw); absent: delivered 2 days ago.
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub delivered_days_ago: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -92,6 +102,23 @@ pub enum Check {
     /// Every number in the reply is one of these: a rule's number comes from
     /// the shop's articles, never from a model's memory.
     NumbersOnlyFrom(Vec<String>),
+}
+
+/// The families of `dir`, with the replayed tasks of `dir/replayed/` each
+/// joining the family its file names (a family of its own if none has it).
+pub fn load_with_replayed(dir: &Path) -> std::io::Result<Vec<Family>> {
+    let mut families = load(dir)?;
+    let replayed = dir.join("replayed");
+    if !replayed.is_dir() {
+        return Ok(families);
+    }
+    for family in load(&replayed)? {
+        match families.iter_mut().find(|f| f.family == family.family) {
+            Some(joined) => joined.tasks.extend(family.tasks),
+            None => families.push(family),
+        }
+    }
+    Ok(families)
 }
 
 pub fn load(dir: &Path) -> std::io::Result<Vec<Family>> {

@@ -85,6 +85,9 @@ struct Books {
     /// Refunds asked for more than their order had left (refused, 409):
     /// a caller that checked the order would never send one.
     overdrawn: Vec<RefundMade>,
+    /// Facts set for an order beyond `ORDER_FACTS`: (status, days since
+    /// placed, days since delivered).
+    facts: BTreeMap<String, (String, u64, Option<u64>)>,
 }
 
 #[derive(Clone)]
@@ -137,6 +140,7 @@ impl Sandbox {
                 orders,
                 refunds_made,
                 overdrawn: Vec::new(),
+                facts: BTreeMap::new(),
             })),
             refunds_file,
         })
@@ -145,6 +149,15 @@ impl Sandbox {
     /// Every refund the sandbox made: the money that moved.
     pub fn refunds_made(&self) -> Vec<RefundMade> {
         self.lock().refunds_made.clone()
+    }
+
+    /// From now on the order system says `order_id` is `status`, placed
+    /// `placed_days_ago` and delivered `delivered_days_ago` (none: not yet).
+    pub fn set_facts(&self, order_id: &str, status: &str, placed_days_ago: u64, delivered_days_ago: Option<u64>) {
+        self.lock().facts.insert(
+            order_id.to_owned(),
+            (status.to_owned(), placed_days_ago, delivered_days_ago),
+        );
     }
 
     /// The refunds refused for being more than their order had left.
@@ -260,11 +273,15 @@ fn days_ago(days: u64) -> String {
 }
 
 /// The order as the order system answers it (contract 16).
-fn order_json(order: &Order) -> Value {
-    let (status, placed, delivered) = ORDER_FACTS
-        .iter()
-        .find(|(id, ..)| *id == order.order_id)
-        .map(|&(_, status, placed, delivered)| (status, placed, delivered))
+fn order_json(order: &Order, facts: Option<&(String, u64, Option<u64>)>) -> Value {
+    let (status, placed, delivered) = facts
+        .map(|(status, placed, delivered)| (status.as_str(), *placed, *delivered))
+        .or_else(|| {
+            ORDER_FACTS
+                .iter()
+                .find(|(id, ..)| *id == order.order_id)
+                .map(|&(_, status, placed, delivered)| (status, placed, delivered))
+        })
         .unwrap_or(("delivered", 5, Some(2)));
     let (name, line1, city, postcode, country) = SHIP_TO;
     json!({
@@ -291,8 +308,11 @@ async fn order(
         .get("x-customer-id")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    match sandbox.lock().orders.get(&order_id) {
-        Some(found) if found.user_id == customer => (StatusCode::OK, Json(order_json(found))),
+    let books = sandbox.lock();
+    match books.orders.get(&order_id) {
+        Some(found) if found.user_id == customer => {
+            (StatusCode::OK, Json(order_json(found, books.facts.get(&order_id))))
+        }
         _ => (
             StatusCode::NOT_FOUND,
             Json(json!({ "detail": format!("no order {order_id} for this customer") })),

@@ -28,5 +28,6 @@ mod orders;
 mod policy;
 mod refunds;
 mod retries;
+mod review;
 mod routing;
 mod secrets;

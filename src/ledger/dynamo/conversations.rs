@@ -121,6 +121,18 @@ pub struct Transcript {
     pub exchanges: Vec<StoredExchange>,
 }
 
+/// A conversation gone quiet, as the review sample lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ended {
+    pub id: String,
+    pub customer: String,
+    pub exchanges: u64,
+    pub handed_off: bool,
+    /// RFC 3339: when its last exchange was stored.
+    pub last_at: String,
+    pub refund_records: Vec<String>,
+}
+
 /// A handoff as the conversation records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredHandoff {
@@ -287,6 +299,47 @@ impl DynamoConversations {
     }
 
     /// The open handoffs, oldest first (the `open_handoffs` index, never a scan).
+    /// The live conversations whose last exchange was stored between
+    /// `from_ms` and `to_ms` (contract 23's review sample), by id. A scan
+    /// of the headers: the nightly review reads a day of conversations
+    /// once, and no index is worth every append's write for it.
+    pub async fn ended_between(&self, from_ms: u64, to_ms: u64, now_ms: u64) -> Result<Vec<Ended>, LedgerError> {
+        let items = self
+            .client
+            .scan()
+            .table_name(&self.table)
+            .filter_expression("#sk = :head AND updated_at BETWEEN :from AND :to AND expires_at > :now_s")
+            .expression_attribute_names("#sk", SORT_KEY)
+            .expression_attribute_values(":head", s(HEAD))
+            .expression_attribute_values(":from", s(rfc3339(from_ms)))
+            .expression_attribute_values(":to", s(rfc3339(to_ms)))
+            .expression_attribute_values(":now_s", n(now_ms / 1000))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .collect::<Result<Vec<_>, _>>()
+            .await
+            .map_err(unavailable)?;
+        let mut ended: Vec<Ended> = items
+            .iter()
+            .map(|item| Ended {
+                id: text(item, "pk").unwrap_or_default().to_owned(),
+                customer: text(item, "customer").unwrap_or_default().to_owned(),
+                exchanges: number(item, "exchanges").unwrap_or_default(),
+                handed_off: item.contains_key("handoff_id"),
+                last_at: text(item, "updated_at").unwrap_or_default().to_owned(),
+                refund_records: item
+                    .get("refund_records")
+                    .and_then(|set| set.as_ss().ok())
+                    .cloned()
+                    .unwrap_or_default(),
+            })
+            .collect();
+        ended.sort_by(|a, b| a.id.cmp(&b.id));
+        Ok(ended)
+    }
+
     pub async fn open_handoffs(&self) -> Result<Vec<StoredHandoff>, LedgerError> {
         let items = self
             .client

@@ -1,0 +1,116 @@
+//! The nightly review's round trip (contract 23): a conversation run
+//! through the function and decided by a person, turned into a task by
+//! `refund-chat-admin replay-task`, passes the evaluation with the local
+//! model, and the task file holds nothing that names the customer.
+
+use std::process::Output;
+
+use refund_chat::secrets::FixedKey;
+use refund_chat_testkit::*;
+
+async fn admin(env: &[(&str, String)], args: &[&str]) -> Output {
+    tokio::process::Command::new(admin_binary())
+        .args(args)
+        .env_clear()
+        .envs(env.iter().map(|(name, value)| (*name, value.as_str())))
+        .output()
+        .await
+        .expect("run refund-chat-admin")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_details() {
+    let LocalStack { aws, config, .. } = local_stack().await;
+    let env = [
+        ("LEDGER_TABLE", config.ledger_table.clone()),
+        ("CONVERSATION_TABLE", config.conversation_table.clone()),
+        ("PAYMENTS_BASE_URL", config.payments_base_url.clone()),
+        ("ORDERS_BASE_URL", config.orders_base_url.clone()),
+        ("AWS_ENDPOINT_URL", moto().endpoint.clone()),
+        ("AWS_REGION", "eu-west-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
+    ];
+    let app = refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap();
+    let message = "The sofa from order D-4001 arrived torn, please refund 120.00. Mail me at \
+                   ada.quokka@example.org or call +33 6 12 34 56 78; I paid with 4242 4242 4242 4242.";
+    let answer = send_as(&app, post_event(&chat_body(message), &[]), "req-replay-1", 0).await;
+    assert_eq!(answer.status, lambda_http::http::StatusCode::OK, "{}", answer.raw);
+    let conversation = answer.conversation_id().to_owned();
+    let pending = text(&admin(&env, &["pending"]).await);
+    let approval = pending
+        .lines()
+        .find(|line| line.contains("D-4001"))
+        .and_then(|line| line.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no pending refund in {pending}"))
+        .to_owned();
+    let approved = admin(&env, &["approve", &approval, "--by", "sam"]).await;
+    assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+
+    let tasks = std::env::temp_dir().join(format!("replayed-tasks-{}", std::process::id()));
+    std::fs::create_dir_all(tasks.join("replayed")).unwrap();
+    let file = tasks.join("replayed/above_limit-sofa.json");
+    let written = admin(
+        &env,
+        &[
+            "replay-task",
+            &conversation,
+            "--family",
+            "above_limit",
+            "--why",
+            "a big refund a person approved",
+            "--out",
+            file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(written.status.code(), Some(0), "{}", text(&written));
+    let task = std::fs::read_to_string(&file).unwrap();
+    for personal in [
+        USER,
+        "ada.quokka@example.org",
+        "+33 6 12 34 56 78",
+        "4242",
+        conversation.as_str(),
+        approval.as_str(),
+    ] {
+        assert!(!task.contains(personal), "{personal} is in the task:\n{task}");
+    }
+    let parsed: serde_json::Value = serde_json::from_str(&task).unwrap();
+    let expect = &parsed["tasks"][0]["expect"];
+    assert_eq!(expect["refunds"], serde_json::json!([]));
+    assert_eq!(
+        expect["approvals"],
+        serde_json::json!([{"order_id": "R-1001", "amount_cents": 12000}]),
+        "it went to a person: the evaluation has no person to approve it"
+    );
+    assert_eq!(parsed["tasks"][0]["orders"][0]["paid_cents"], 12000);
+    assert!(
+        parsed["tasks"][0]["replayed_from"]
+            .as_str()
+            .unwrap()
+            .starts_with("sha256:")
+    );
+
+    let report = tasks.join("report");
+    let eval = tokio::process::Command::new(env!("CARGO_BIN_EXE_refund-chat-eval"))
+        .args(["--model", "local", "--k", "1", "--check", "--tasks"])
+        .arg(&tasks)
+        .arg("--out")
+        .arg(&report)
+        .output()
+        .await
+        .unwrap();
+    let shown = std::fs::read_to_string(report.join("report.md")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&tasks);
+    assert_eq!(eval.status.code(), Some(0), "{}\n{shown}", text(&eval));
+    assert!(shown.contains("above_limit (replayed) | 1/1"), "{shown}");
+}
