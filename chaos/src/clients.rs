@@ -301,9 +301,15 @@ impl Clients {
         };
         if rng.chance(0.07) {
             // The body names someone else than the signed-in customer: a 403.
-            let other = rng.pick(&self.shop.customers).clone();
+            // Another customer for certain (drawn among all, it was now and
+            // then the customer, and a 200), and the body keeps the
+            // conversation it names, so the evidence says what was sent.
+            let others: Vec<&String> = self.shop.customers.iter().filter(|c| **c != customer).collect();
+            let other = (*rng.pick(&others)).clone();
             let mut message = self.message(&mut rng, &customer, conversation, false, index);
-            message.body = json!({"user_id": other, "message": message.text}).to_string();
+            let mut body: Value = serde_json::from_str(&message.body).unwrap_or_default();
+            body["user_id"] = json!(other);
+            message.body = body.to_string();
             self.send(index, &customer, &message).await;
             return;
         }
