@@ -41,7 +41,7 @@ run: $(TOOLS)
 ## check: the fast loop before make test: formatting, clippy with warnings denied, unit tests,
 ## the supply chain (cargo deny: bans, licences, sources; deny.toml)
 check: $(DENY)
-	$(call banner,formatting, clippy and unit tests)
+	$(call banner,formatting and clippy and the unit tests)
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked --quiet -- -D warnings
 	cargo test --workspace --lib --bins --locked --quiet
@@ -68,7 +68,7 @@ test: check $(TOOLS) $(BROWSER)
 	cargo run --locked --quiet -p refund-chat-eval -- --model local --k 1 --check --out target/eval-ci
 	cargo run --locked --quiet -p refund-chat-eval -- --model adversarial --families $(SAFETY) --k 8 --check \
 	  --out target/eval-adversarial
-	$(call banner,the template: cfn-lint, sam validate, the transformed template)
+	$(call banner,the template: cfn-lint and sam validate and the transformed template)
 	$(VENV)/bin/cfn-lint template.yaml
 	SAM_CLI_TELEMETRY=0 AWS_DEFAULT_REGION=us-east-1 $(VENV)/bin/sam validate --lint
 	$(VENV)/bin/python tools/check-transform.py template.yaml
