@@ -366,10 +366,15 @@ async fn an_append_cancelled_by_a_concurrent_transaction_is_retried_not_lost() {
 async fn six_turns_at_once_never_overshoot_the_days_tokens_by_more_than_one_turn() {
     // Each turn passes only while the day's tokens, reservations of the
     // turns still running included, are below the limit.
+    // Both stores through one serialising proxy: the append settles the
+    // turn's tokens on the budget item the next turn's take reads, and
+    // moto, beside a transaction it cancels, restores the table's copy and
+    // with it undoes a settlement that went around the proxy (one run in ten).
     let serialised = proxy(&moto().endpoint, true, forward_all()).await;
     let h = TestApp::builder()
         .model_responder(|_| text("ok"))
-        .ledger_at(serialised)
+        .ledger_at(serialised.clone())
+        .conversations_at(serialised)
         .configure(|config| config.budget = limits(100, 300))
         .build()
         .await;
