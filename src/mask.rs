@@ -84,50 +84,58 @@ fn runs(text: &str) -> Vec<Run> {
     runs
 }
 
-/// The card number in `digits[from..to]`, when there is one: group-aligned
-/// windows first, shortest first; then any window, shortest first.
-fn card_in(run: &Run, from: usize, to: usize) -> Option<(usize, usize)> {
-    let valid = |start: usize, end: usize| {
-        let number: String = run.digits[start..end].iter().map(|(_, d)| *d).collect();
-        luhn::valid(&number)
-    };
-    let is_boundary = |index: usize| index == from || index == to || run.group_starts.contains(&index);
-    for aligned in [true, false] {
-        for length in CARD_DIGITS {
-            for start in from..=to.saturating_sub(length) {
-                let end = start + length;
-                if end > to || (aligned && !(is_boundary(start) && is_boundary(end))) {
-                    continue;
-                }
-                if valid(start, end) {
-                    return Some((start, end));
-                }
+/// The card numbers of one run, as (first digit, end) indexes into its
+/// digits. First the windows that start and end on the run's own groups,
+/// shortest first, so an amount or an order id written beside a card stays;
+/// then, in what is left, any window, left to right, shortest first. Each
+/// phase is one pass: a long run of digits costs its length times the
+/// seven lengths a card may have.
+fn cards_in(run: &Run) -> Vec<(usize, usize)> {
+    let digits: Vec<u8> = run.digits.iter().map(|(_, d)| *d as u8).collect();
+    let valid = |start: usize, end: usize| luhn::valid(std::str::from_utf8(&digits[start..end]).unwrap_or_default());
+    let mut boundary = vec![false; digits.len() + 1];
+    for &start in &run.group_starts {
+        boundary[start] = true;
+    }
+    boundary[digits.len()] = true;
+    let mut taken = vec![false; digits.len()];
+    let mut found = Vec::new();
+    let free = |taken: &[bool], start: usize, end: usize| !taken[start..end].iter().any(|t| *t);
+    for length in CARD_DIGITS {
+        for start in 0..digits.len().saturating_sub(length - 1) {
+            let end = start + length;
+            if boundary[start] && boundary[end] && free(&taken, start, end) && valid(start, end) {
+                taken[start..end].iter_mut().for_each(|t| *t = true);
+                found.push((start, end));
             }
         }
     }
-    None
-}
-
-/// The spans (byte ranges) of the card numbers of one run.
-fn cards_of(run: &Run, from: usize, to: usize, found: &mut Vec<(usize, usize, String)>) {
-    if to.saturating_sub(from) < *CARD_DIGITS.start() {
-        return;
+    let mut start = 0;
+    while start + *CARD_DIGITS.start() <= digits.len() {
+        let hit = CARD_DIGITS
+            .map(|length| start + length)
+            .take_while(|&end| end <= digits.len() && free(&taken, start, end))
+            .find(|&end| valid(start, end));
+        match hit {
+            Some(end) => {
+                taken[start..end].iter_mut().for_each(|t| *t = true);
+                found.push((start, end));
+                start = end;
+            }
+            None => start += 1,
+        }
     }
-    let Some((start, end)) = card_in(run, from, to) else {
-        return;
-    };
-    let ending: String = run.digits[end - 4..end].iter().map(|(_, d)| *d).collect();
-    let (first, last) = (run.digits[start], run.digits[end - 1]);
-    found.push((first.0, last.0 + last.1.len_utf8(), ending));
-    cards_of(run, from, start, found);
-    cards_of(run, end, to, found);
+    found
 }
 
 fn mask_cards(text: &str) -> Cow<'_, str> {
     let mut spans = Vec::new();
     for run in runs(text) {
-        let digits = run.digits.len();
-        cards_of(&run, 0, digits, &mut spans);
+        for (start, end) in cards_in(&run) {
+            let ending: String = run.digits[end - 4..end].iter().map(|(_, d)| *d).collect();
+            let (first, last) = (run.digits[start], run.digits[end - 1]);
+            spans.push((first.0, last.0 + last.1.len_utf8(), ending));
+        }
     }
     replace(text, spans, "card")
 }

@@ -512,7 +512,9 @@ async fn under_body_identity_the_query_names_the_customer() {
 async fn a_read_costs_what_it_returns_plus_the_header_however_long_the_conversation() {
     // What moto answered each read with: the items it read for it.
     let read_items: Arc<std::sync::Mutex<Vec<(String, u64)>>> = Arc::default();
-    let store = refund_chat_local::proxy::Proxy::new(moto().endpoint.as_str(), false, forward_all());
+    let operations = OperationLog::default();
+    let store =
+        refund_chat_local::proxy::Proxy::new(moto().endpoint.as_str(), false, operations.hook(|_| Action::Forward));
     let address = store.spawn().await.unwrap();
     let h = TestApp::builder()
         .model_responder(|_| text("ok"))
@@ -545,15 +547,21 @@ async fn a_read_costs_what_it_returns_plus_the_header_however_long_the_conversat
             .and_then(|a| serde_json::from_slice(a).ok())
             .unwrap_or(Value::Null);
         let request: Value = serde_json::from_slice(&passed.request).unwrap_or(Value::Null);
-        let items = answer["ScannedCount"]
-            .as_u64()
-            .unwrap_or(u64::from(answer.get("Item").is_some()));
-        let what = if request.get("KeyConditionExpression").is_some() {
-            "query"
-        } else {
-            "header"
-        };
+        let items = answer["ScannedCount"].as_u64().unwrap_or_default();
+        let header = request["KeyConditionExpression"]
+            .as_str()
+            .is_some_and(|k| k.contains(":head"));
+        let what = if header { "header" } else { "query" };
         read_items.lock().unwrap().push((what.to_owned(), items));
+    }
+    // Only what the function's role grants on this table (template.yaml; a
+    // transaction's items are authorised as the writes they are).
+    for operation in operations.names().iter().filter(|o| *o != "TransactWriteItems") {
+        let action = format!("dynamodb:{operation}");
+        assert!(
+            refund_chat::ledger::dynamo::conversations::ACTIONS_USED.contains(&action.as_str()),
+            "{action} is not granted on the conversation table"
+        );
     }
     let mut reads = read_items.lock().unwrap().clone();
     reads.sort();

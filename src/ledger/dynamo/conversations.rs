@@ -618,11 +618,13 @@ impl ConversationStore for DynamoConversations {
         update_alone(&self.client, update).await.map(|_| ())
     }
 
-    /// The header and the exchanges from the first that can hold a message
-    /// after `after` (contract 18), asked at once: the query's range starts
-    /// there and each page asks for no more exchanges than messages are
-    /// still to be shown, so a read costs what it returns plus the header,
-    /// however long the conversation.
+    /// The header, then, only when it is live and the customer's, the
+    /// exchanges from the first that can hold a message after `after`
+    /// (contract 18): the query's range starts there and each page asks for
+    /// no more exchanges than messages are still to be shown, so a read
+    /// costs what it returns plus the header, however long the
+    /// conversation, and a 404 costs the header alone. Both are `Query`s
+    /// (the function's role has no `GetItem` on this table).
     async fn shown(
         &self,
         id: &ConversationId,
@@ -630,19 +632,20 @@ impl ConversationStore for DynamoConversations {
         after: Option<u64>,
         now_ms: u64,
     ) -> Result<Option<Shown>, LedgerError> {
-        let from = shown::first_exchange_after(after);
         let header = self
             .client
-            .get_item()
+            .query()
             .table_name(&self.table)
-            .set_key(Some(self.key(id.as_str(), HEAD).into_iter().collect()))
+            .key_condition_expression("pk = :id AND #sk = :head")
             .projection_expression("customer, expires_at, handoff_id, awaiting")
+            .expression_attribute_names("#sk", SORT_KEY)
+            .expression_attribute_values(":id", s(id.as_str()))
+            .expression_attribute_values(":head", s(HEAD))
             .consistent_read(true)
-            .send();
-        let exchanges = self.exchanges_from(id, from, after);
-        let (header, exchanges) = tokio::join!(header, exchanges);
-        let header = header.map_err(unavailable)?;
-        let Some(head) = header.item() else {
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let Some(head) = header.items().first() else {
             return Ok(None);
         };
         let live =
@@ -657,7 +660,9 @@ impl ConversationStore for DynamoConversations {
         Ok(Some(Shown {
             handed_off: head.contains_key("handoff_id"),
             awaiting_approval: awaiting,
-            messages: exchanges?,
+            messages: self
+                .exchanges_from(id, shown::first_exchange_after(after), after)
+                .await?,
         }))
     }
 }
