@@ -97,6 +97,9 @@ pub enum IdentitySource {
     Body,
 }
 
+/// Contract 20: a comment at least every 15 s while an event stream has nothing else to send.
+pub const MAX_STREAM_KEEP_ALIVE: Duration = Duration::from_secs(15);
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub openai_key_secret_id: String,
@@ -113,6 +116,10 @@ pub struct Config {
     /// How the function answers Lambda: `streaming` (contract 20) or
     /// `buffered` (an HTTP API or a function URL in buffered mode).
     pub response_mode: ResponseMode,
+    /// Not in the contract's table: the longest an event stream stays silent
+    /// before a `: keep-alive` comment (`STREAM_KEEPALIVE_SECS`, at most the
+    /// contract's 15 s; shorter in tests).
+    pub stream_keep_alive: Duration,
     pub retry_backoff: Duration,
     pub payments_timeout: Duration,
     pub ledger_table: String,
@@ -183,6 +190,16 @@ impl Config {
                         value: other.to_owned(),
                     });
                 }
+            },
+            stream_keep_alive: match vars.secs("STREAM_KEEPALIVE_SECS", MAX_STREAM_KEEP_ALIVE, false)? {
+                longer if longer > MAX_STREAM_KEEP_ALIVE => {
+                    return Err(ConfigError::Malformed {
+                        name: "STREAM_KEEPALIVE_SECS",
+                        expected: "at most 15 seconds",
+                        value: format!("{}", longer.as_secs_f64()),
+                    });
+                }
+                every => every,
             },
             retry_backoff: vars.secs("RETRY_BACKOFF_SECS", DEFAULT_RETRY_BACKOFF, true)?,
             payments_timeout: vars.secs("PAYMENTS_TIMEOUT_SECS", DEFAULT_PAYMENTS_TIMEOUT, false)?,

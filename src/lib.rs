@@ -63,6 +63,7 @@ pub mod help;
 pub mod http;
 pub mod http_client;
 pub mod ledger;
+pub mod live;
 pub mod mask;
 pub mod ops;
 pub mod orders;

@@ -37,3 +37,73 @@ pub fn tool_calls(calls: &[(&str, &str, &str)]) -> Value {
         .collect();
     completion(json!({"role": "assistant", "content": null, "tool_calls": calls}))
 }
+
+/// `completion` as a stream's chunks (`"stream": true` with the usage): the
+/// text in pieces of `words_per_chunk` words, each tool call's id and name in
+/// one chunk and its arguments in pieces of `chars_per_chunk` characters, the
+/// finish reason, then the usage chunk with no choices. Each item is one
+/// event's `data`; `[DONE]` is not among them.
+pub fn chunks(completion: &Value, words_per_chunk: usize, chars_per_chunk: usize) -> Vec<Value> {
+    let choice = &completion["choices"][0];
+    let message = &choice["message"];
+    let chunk = |delta: Value, finish_reason: Value| {
+        json!({
+            "id": completion["id"], "object": "chat.completion.chunk", "created": completion["created"],
+            "model": completion["model"],
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+            "usage": null
+        })
+    };
+    let mut chunks = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    if let Some(text) = message["content"].as_str() {
+        for piece in pieces_of_words(text, words_per_chunk.max(1)) {
+            chunks.push(chunk(json!({"content": piece}), Value::Null));
+        }
+    }
+    for (index, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
+        chunks.push(chunk(
+            json!({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""}}]}),
+            Value::Null,
+        ));
+        let arguments: Vec<char> = call["function"]["arguments"].as_str().unwrap_or_default().chars().collect();
+        for piece in arguments.chunks(chars_per_chunk.max(1)) {
+            let piece: String = piece.iter().collect();
+            chunks.push(chunk(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
+                Value::Null,
+            ));
+        }
+    }
+    chunks.push(chunk(json!({}), choice["finish_reason"].clone()));
+    chunks.push(json!({
+        "id": completion["id"], "object": "chat.completion.chunk", "created": completion["created"],
+        "model": completion["model"], "choices": [], "usage": completion["usage"]
+    }));
+    chunks
+}
+
+/// `text` in pieces of `words` words, each with the space that follows it,
+/// so that the pieces put together are `text` again.
+fn pieces_of_words(text: &str, words: usize) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut piece = String::new();
+    let mut in_piece = 0;
+    for part in text.split_inclusive(' ') {
+        piece.push_str(part);
+        in_piece += 1;
+        if in_piece == words {
+            pieces.push(std::mem::take(&mut piece));
+            in_piece = 0;
+        }
+    }
+    if !piece.is_empty() {
+        pieces.push(piece);
+    }
+    pieces
+}
+
+/// One event of a stream, as a provider writes it.
+pub fn event(data: &str) -> String {
+    format!("data: {data}\n\n")
+}

@@ -59,6 +59,10 @@ pub const PHRASES: &[(&str, &str)] = &[
 /// How long a "hanging" call takes: longer than any sane completion timeout.
 pub const HANG: Duration = Duration::from_secs(120);
 
+/// Between two chunks of a streamed answer: slow enough to see the words
+/// arrive, fast enough for tests.
+pub const CHUNK_DELAY: Duration = Duration::from_millis(30);
+
 #[derive(Clone, Default)]
 pub struct LocalModel {
     /// Requests already answered by "time out once", by their exact body.
@@ -70,6 +74,7 @@ pub struct LocalModel {
     requests_per_minute: Option<usize>,
     recent: Arc<Mutex<std::collections::VecDeque<std::time::Instant>>>,
     draws: Arc<std::sync::atomic::AtomicU64>,
+    chunk_delay: Option<Duration>,
 }
 
 enum Behaviour {
@@ -129,6 +134,36 @@ impl LocalModel {
         }
         recent.push_back(now);
         false
+    }
+
+    /// Between two chunks of a streamed answer (the words arriving under
+    /// `make run`); [`CHUNK_DELAY`] unless set.
+    pub fn with_chunk_delay(mut self, delay: Duration) -> Self {
+        self.chunk_delay = Some(delay);
+        self
+    }
+
+    /// `completion` as a provider streams it: two words a chunk, the tool
+    /// calls' arguments in pieces, a pause between chunks.
+    fn stream(&self, completion: &Value) -> Response {
+        let delay = self.chunk_delay.unwrap_or(CHUNK_DELAY);
+        let mut events: std::collections::VecDeque<String> = completions::chunks(completion, 2, 12)
+            .iter()
+            .map(|chunk| completions::event(&chunk.to_string()))
+            .collect();
+        events.push_back(completions::event("[DONE]"));
+        let body = futures_util::stream::unfold((events, true), move |(mut events, first)| async move {
+            let event = events.pop_front()?;
+            if !first {
+                tokio::time::sleep(delay).await;
+            }
+            Some((Ok::<_, std::convert::Infallible>(event), (events, false)))
+        });
+        (
+            [("content-type", "text/event-stream")],
+            axum::body::Body::from_stream(body),
+        )
+            .into_response()
     }
 
     pub fn router(&self) -> Router {
@@ -496,7 +531,9 @@ async fn complete(State(model): State<LocalModel>, Json(request): Json<Value>) -
     if let Some(latency) = model.latency() {
         tokio::time::sleep(latency).await;
     }
+    let streamed = request["stream"].as_bool() == Some(true);
     match model.behave(&request) {
+        Behaviour::Answer(body) if streamed => model.stream(&body),
         Behaviour::Answer(body) => Json(body).into_response(),
         Behaviour::Fail => (
             StatusCode::INTERNAL_SERVER_ERROR,

@@ -9,6 +9,8 @@ pub mod openai;
 
 use std::future::Future;
 
+use crate::live::Live;
+
 /// One message of the history that is sent, in full, on every completion call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Message {
@@ -79,6 +81,21 @@ impl CompletionError {
 ///
 /// An implementation makes exactly one attempt per call and enforces the
 /// per-call timeout itself, reporting it as [`CompletionError::Timeout`].
-pub trait ChatModel {
+pub trait ChatModel: Sync {
     fn complete(&self, messages: &[Message]) -> impl Future<Output = Result<Completion, CompletionError>> + Send;
+
+    /// The same call with the text streamed to `live` as it is read
+    /// (contract 20's event-stream mode). A model that cannot stream
+    /// answers whole, and its text is heard as one piece.
+    fn complete_live(
+        &self,
+        messages: &[Message],
+        live: &Live,
+    ) -> impl Future<Output = Result<Completion, CompletionError>> + Send {
+        async move {
+            let completion = self.complete(messages).await?;
+            live.delta(completion.content.as_deref().unwrap_or_default());
+            Ok(completion)
+        }
+    }
 }

@@ -23,11 +23,14 @@ use async_openai::types::chat::{
     ChatCompletionRequestAssistantMessageContent, ChatCompletionRequestMessage, ChatCompletionRequestSystemMessage,
     ChatCompletionRequestSystemMessageContent, ChatCompletionRequestToolMessage,
     ChatCompletionRequestToolMessageContent, ChatCompletionRequestUserMessage, ChatCompletionRequestUserMessageContent,
-    ChatCompletionTool, ChatCompletionTools, CreateChatCompletionRequest, FunctionCall, FunctionObject,
+    ChatCompletionStreamOptions, ChatCompletionTool, ChatCompletionTools, CreateChatCompletionRequest, FunctionCall,
+    FunctionObject,
 };
+use futures_util::StreamExt;
 use serde::Deserialize;
 
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall, Usage};
+use crate::live::Live;
 use crate::handoff::tool as handoff_tool;
 use crate::help::tool as help_tool;
 use crate::orders::tool as order_tool;
@@ -105,6 +108,43 @@ impl ChatModel for OpenAiChat {
             Err(_elapsed) => Err(CompletionError::Timeout),
             Ok(Err(error)) => Err(classify(error)),
             Ok(Ok(wire)) => wire.into_completion(),
+        }
+    }
+
+    async fn complete_live(&self, messages: &[Message], live: &Live) -> Result<Completion, CompletionError> {
+        self.stream(messages, live).await
+    }
+}
+
+impl OpenAiChat {
+    /// One streamed call (contract 20): `"stream": true` with the usage, the
+    /// text heard as each chunk is read, the tool calls' pieces put together
+    /// by index. The timeout covers the whole stream. A stream that ends
+    /// before any choice said how it finished broke off: a provider error,
+    /// never a reply (its text may stop mid-sentence).
+    async fn stream(&self, messages: &[Message], live: &Live) -> Result<Completion, CompletionError> {
+        let mut request = build_request(messages, self.max_output_tokens);
+        request.stream = Some(true);
+        request.stream_options = Some(ChatCompletionStreamOptions {
+            include_usage: Some(true),
+            include_obfuscation: None,
+        });
+        let client = self.current();
+        let chat = client.chat();
+        let call = async {
+            let mut chunks = chat
+                .create_stream_byot::<_, WireChunk>(&request)
+                .await
+                .map_err(classify)?;
+            let mut gathered = Gathered::default();
+            while let Some(chunk) = chunks.next().await {
+                gathered.add(chunk.map_err(classify)?, live);
+            }
+            gathered.into_completion()
+        };
+        match tokio::time::timeout(self.timeout, call).await {
+            Err(_elapsed) => Err(CompletionError::Timeout),
+            Ok(result) => result,
         }
     }
 }
@@ -204,6 +244,7 @@ fn classify(error: OpenAIError) -> CompletionError {
         OpenAIError::JSONDeserialize(error, _body) => {
             CompletionError::Unusable(format!("not a chat completion: {error}"))
         }
+        OpenAIError::StreamError(_) => CompletionError::Unusable("the stream broke off".to_owned()),
         _ => CompletionError::Unusable("unexpected client error".to_owned()),
     }
 }
@@ -298,6 +339,103 @@ impl WireCompletion {
     }
 }
 
+// One chunk of a streamed completion, as leniently: a piece of text, pieces
+// of tool calls by index, a finish reason, or (last) the usage.
+
+#[derive(Deserialize)]
+struct WireChunk {
+    #[serde(default)]
+    choices: Vec<WireChunkChoice>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Deserialize)]
+struct WireChunkChoice {
+    #[serde(default)]
+    delta: WireDelta,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct WireDelta {
+    content: Option<String>,
+    tool_calls: Option<Vec<WireToolCallPiece>>,
+}
+
+#[derive(Deserialize)]
+struct WireToolCallPiece {
+    #[serde(default)]
+    index: u32,
+    id: Option<String>,
+    function: Option<WirePiece>,
+}
+
+#[derive(Deserialize)]
+struct WirePiece {
+    name: Option<String>,
+    arguments: Option<String>,
+}
+
+/// The chunks of one stream, put together.
+#[derive(Default)]
+struct Gathered {
+    content: Option<String>,
+    /// By index: the id, the name and the arguments as they arrived.
+    tool_calls: std::collections::BTreeMap<u32, ToolCall>,
+    finish_reason: Option<String>,
+    usage: Option<Usage>,
+}
+
+impl Gathered {
+    fn add(&mut self, chunk: WireChunk, live: &Live) {
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(Usage {
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+            });
+        }
+        // One choice is asked for; a server that sends more is read at its first.
+        let Some(choice) = chunk.choices.into_iter().next() else {
+            return;
+        };
+        if let Some(text) = choice.delta.content.filter(|text| !text.is_empty()) {
+            live.delta(&text);
+            self.content.get_or_insert_with(String::new).push_str(&text);
+        }
+        for piece in choice.delta.tool_calls.into_iter().flatten() {
+            let call = self.tool_calls.entry(piece.index).or_insert_with(|| ToolCall {
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            });
+            if let Some(id) = piece.id {
+                call.id.push_str(&id);
+            }
+            if let Some(function) = piece.function {
+                call.name.push_str(function.name.as_deref().unwrap_or_default());
+                call.arguments.push_str(function.arguments.as_deref().unwrap_or_default());
+            }
+        }
+        if choice.finish_reason.is_some() {
+            self.finish_reason = choice.finish_reason;
+        }
+    }
+
+    fn into_completion(self) -> Result<Completion, CompletionError> {
+        if self.finish_reason.is_none() {
+            return Err(CompletionError::Unusable(
+                "the stream ended before the completion did".to_owned(),
+            ));
+        }
+        Ok(Completion {
+            content: self.content,
+            tool_calls: self.tool_calls.into_values().collect(),
+            finish_reason: self.finish_reason,
+            usage: self.usage,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -351,6 +489,137 @@ mod tests {
         assert_eq!(completion.content.as_deref(), Some("hi"));
         assert!(completion.tool_calls.is_empty());
         assert_eq!(completion.usage.map(|u| u.prompt_tokens), Some(120));
+    }
+
+    use refund_chat_local::completions::{chunks, event, text, tool_calls};
+
+    /// A server that streams `events` (each one event's data) and `[DONE]`
+    /// unless `cut` (the stream breaks off).
+    async fn streaming(events: &[serde_json::Value], cut: bool) -> (MockServer, OpenAiChat) {
+        let mut body: String = events.iter().map(|data| event(&data.to_string())).collect();
+        if !cut {
+            body.push_str(&event("[DONE]"));
+        }
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
+            .mount(&server)
+            .await;
+        let http = crate::http_client::money_path_client().unwrap();
+        let chat = OpenAiChat::new(
+            http,
+            &format!("{}/v1", server.uri()),
+            "sk-test",
+            Duration::from_secs(5),
+            1024,
+        );
+        (server, chat)
+    }
+
+    fn heard(mut from: tokio::sync::mpsc::UnboundedReceiver<crate::live::Heard>) -> Vec<String> {
+        let mut deltas = Vec::new();
+        while let Ok(heard) = from.try_recv() {
+            if let crate::live::Heard::Delta(text) = heard {
+                deltas.push(text);
+            }
+        }
+        deltas
+    }
+
+    #[tokio::test]
+    async fn a_streamed_reply_is_heard_piece_by_piece_and_read_as_the_whole_one() {
+        let whole = text("Your refund of 12.50 is on its way.");
+        let (server, chat) = streaming(&chunks(&whole, 2, 5), false).await;
+        let (live, from) = Live::listened();
+
+        let completion = chat.complete_live(&[Message::User("hi".into())], &live).await.unwrap();
+
+        assert_eq!(completion.content.as_deref(), Some("Your refund of 12.50 is on its way."));
+        assert_eq!(completion.usage, Some(Usage { prompt_tokens: 120, completion_tokens: 15 }));
+        assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
+        let deltas = heard(from);
+        assert_eq!(deltas, ["Your refund ", "of 12.50 ", "is on ", "its way."]);
+        let sent: serde_json::Value = server.received_requests().await.unwrap()[0].body_json().unwrap();
+        assert_eq!(sent["stream"], true);
+        assert_eq!(sent["stream_options"], json!({"include_usage": true}));
+    }
+
+    #[tokio::test]
+    async fn tool_calls_are_put_together_by_index_from_their_pieces() {
+        let asked = tool_calls(&[
+            ("c1", "get_order", r#"{"order_id":"A-1001"}"#),
+            ("c2", "issue_refund", r#"{"order_id":"A-1001","amount_cents":1250,"note":"caf\u00e9"}"#),
+        ]);
+        // One character a piece: split inside the JSON escape and the names' values.
+        let (_server, chat) = streaming(&chunks(&asked, 1, 1), false).await;
+        let (live, from) = Live::listened();
+
+        let completion = chat.complete_live(&[Message::User("hi".into())], &live).await.unwrap();
+
+        let calls: Vec<_> = completion
+            .tool_calls
+            .iter()
+            .map(|c| (c.id.as_str(), c.name.as_str(), c.arguments.as_str()))
+            .collect();
+        assert_eq!(
+            calls,
+            [
+                ("c1", "get_order", r#"{"order_id":"A-1001"}"#),
+                ("c2", "issue_refund", r#"{"order_id":"A-1001","amount_cents":1250,"note":"caf\u00e9"}"#),
+            ]
+        );
+        assert_eq!(completion.finish_reason.as_deref(), Some("tool_calls"));
+        assert!(heard(from).is_empty(), "no text, nothing heard");
+    }
+
+    #[tokio::test]
+    async fn a_stream_that_breaks_off_before_its_finish_is_a_provider_error() {
+        let mut events = chunks(&text("I have refunded your order in full"), 1, 1);
+        events.truncate(4);
+        let (_server, chat) = streaming(&events, true).await;
+        let (live, _from) = Live::listened();
+
+        let result = chat.complete_live(&[Message::User("hi".into())], &live).await;
+
+        assert!(matches!(result, Err(CompletionError::Unusable(_))), "{result:?}");
+    }
+
+    #[tokio::test]
+    async fn a_stream_without_its_usage_chunk_reports_no_usage() {
+        let mut events = chunks(&text("Hello"), 1, 1);
+        events.pop();
+        let (_server, chat) = streaming(&events, false).await;
+
+        let completion = chat
+            .complete_live(&[Message::User("hi".into())], &Live::listened().0)
+            .await
+            .unwrap();
+
+        assert_eq!(completion.content.as_deref(), Some("Hello"));
+        assert_eq!(completion.usage, None);
+    }
+
+    #[tokio::test]
+    async fn the_timeout_covers_the_whole_stream() {
+        let server = MockServer::start().await;
+        let body: String = chunks(&text("slow"), 1, 1).iter().map(|d| event(&d.to_string())).collect();
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_raw(body, "text/event-stream")
+                    .set_delay(Duration::from_millis(400)),
+            )
+            .mount(&server)
+            .await;
+        let http = crate::http_client::money_path_client().unwrap();
+        let chat = OpenAiChat::new(http, &format!("{}/v1", server.uri()), "k", Duration::from_millis(100), 64);
+
+        let result = chat
+            .complete_live(&[Message::User("hi".into())], &Live::listened().0)
+            .await;
+
+        assert!(matches!(result, Err(CompletionError::Timeout)), "{result:?}");
     }
 }
 

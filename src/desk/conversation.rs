@@ -9,6 +9,7 @@ use crate::chat::Message as ChatMessage;
 use crate::clock::now_ms;
 use crate::conversation::{self, ConversationId, Exchange, NoRandomness};
 use crate::handoff::{self, Handoff, Reason};
+use crate::live::Live;
 use crate::ledger::{
     Begun, BudgetStore, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
     RequestLedger, TakenTurn, TokenSettlement,
@@ -68,6 +69,8 @@ pub(super) struct Visit<'a> {
     pub(super) turn_taken: Option<Reservation>,
     pub(super) scope: RefundScope,
     pub(super) invocation: &'a Invocation,
+    /// Who hears the turn as it runs (contract 20); silent in JSON mode.
+    pub(super) live: &'a Live,
 }
 
 /// A turn's exchange, waiting to be appended once the key's fate is known.
@@ -99,6 +102,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             mut turn_taken,
             scope,
             invocation,
+            live,
         } = visit;
         let now = now_ms();
         let lease = ConversationLease {
@@ -186,6 +190,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 context.clone(),
                 conversation::history(&window),
                 handoff_id.clone(),
+                live,
                 trace,
             )
             .await;
@@ -197,11 +202,16 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             *summary = crate::mask::masked(summary).into_owned();
         }
         let tokens = turn_taken.map(|reservation| TokenSettlement {
+            used: trace.stats.as_ref().map_or(0, |stats| {
+                let counted = stats.prompt_tokens + stats.completion_tokens;
+                // A streamed call that never said what it cost costs the worst case.
+                if stats.usage_unreported {
+                    counted.max(reservation.tokens)
+                } else {
+                    counted
+                }
+            }),
             reservation,
-            used: trace
-                .stats
-                .as_ref()
-                .map_or(0, |stats| stats.prompt_tokens + stats.completion_tokens),
         });
         let Some(own_messages) = turn.own_messages else {
             self.release_conversation(&lease, &held).await;
@@ -363,6 +373,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         context: Attempt,
         history: Vec<ChatMessage>,
         handoff_id: String,
+        live: &Live,
         trace: &mut Trace,
     ) -> TurnResult {
         let model = match self.model().await {
@@ -389,6 +400,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             &message.text,
         )
         .with_handoff(handoff_id);
+        if live.is_listened() {
+            turn = turn.with_live(live);
+        }
         let result = turn.run().await;
         trace.stats = Some(turn.stats().clone());
         TurnResult {

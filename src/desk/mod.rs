@@ -33,6 +33,7 @@ use crate::clock::now_ms;
 use crate::config::Config;
 use crate::conversation::ConversationId;
 use crate::help::search::HelpCentre;
+use crate::live::Live;
 use crate::ledger::{BudgetStore, ConversationStore, KeySettlement, RequestLease, RequestLedger, StoredResponse};
 use crate::ops::telemetry::KeyUse;
 use crate::orders::OrderSystem;
@@ -222,7 +223,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     /// Takes `message` through admission, the conversation, the screen, the
     /// budget, the turn and the append; `trace` gathers what the summary
     /// line reports.
-    pub async fn take(&self, mut message: Message, invocation: &Invocation, trace: &mut Trace) -> Outcome {
+    /// `live` hears the turn as it runs (event-stream mode); [`Live::silent`]
+    /// in JSON mode. What the desk does is the same either way.
+    pub async fn take(&self, mut message: Message, invocation: &Invocation, trace: &mut Trace, live: &Live) -> Outcome {
         // Contract 23: card numbers and IBANs masked before the conversation,
         // the ledger, an event or the model sees the message (the key's
         // fingerprint was taken of the body as sent).
@@ -252,6 +255,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 turn_taken: None,
                 scope: RefundScope::for_request(customer, invocation.request_id()),
                 invocation,
+                live,
             };
             let (outcome, exchange) = self.converse(visit, trace).await;
             // No key, no retry of this scope: its exchange is marked as appended.
@@ -296,6 +300,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             turn_taken,
             scope: lease.scope.clone(),
             invocation,
+            live,
         };
         let (outcome, exchange) = self.converse(visit, trace).await;
         // The key is settled in the append's own transaction: an invocation

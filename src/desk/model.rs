@@ -10,11 +10,13 @@
 //! fails keeps the key already held: a key that worked a moment ago is a
 //! better bet than a 500.
 
+use std::future::Future;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::chat::openai::OpenAiChat;
 use crate::chat::{ChatModel, Completion, CompletionError, Message};
+use crate::live::Live;
 use crate::secrets::{ApiKey, ApiKeySource};
 
 /// The key a model carries, and when it was read.
@@ -81,9 +83,13 @@ pub(super) struct KeyedModel<'a, K> {
     pub(super) key: &'a KeyState,
 }
 
-impl<K: ApiKeySource> ChatModel for KeyedModel<'_, K> {
-    async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
-        let answer = self.chat.complete(messages).await;
+impl<K: ApiKeySource> KeyedModel<'_, K> {
+    /// `call`, and once more if it got a 401 and the key had been rotated.
+    async fn rotating<F: Future<Output = Result<Completion, CompletionError>>>(
+        &self,
+        call: impl Fn() -> F,
+    ) -> Result<Completion, CompletionError> {
+        let answer = call().await;
         if !matches!(answer, Err(CompletionError::Status { status: 401 })) {
             return answer;
         }
@@ -91,6 +97,17 @@ impl<K: ApiKeySource> ChatModel for KeyedModel<'_, K> {
             return answer;
         }
         tracing::info!(event = "completion_retried_after_401");
-        self.chat.complete(messages).await
+        call().await
+    }
+}
+
+impl<K: ApiKeySource> ChatModel for KeyedModel<'_, K> {
+    async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
+        self.rotating(|| self.chat.complete(messages)).await
+    }
+
+    /// A 401 comes before any text: the retry has nothing to discard.
+    async fn complete_live(&self, messages: &[Message], live: &Live) -> Result<Completion, CompletionError> {
+        self.rotating(|| self.chat.complete_live(messages, live)).await
     }
 }

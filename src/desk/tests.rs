@@ -127,6 +127,7 @@ async fn another_customers_conversation_is_refused_before_the_secret_and_its_tur
             message("u-1", "refund A-1", Some(&theirs), Some("k-1")),
             &invocation("r-1"),
             &mut trace,
+            &Live::silent(),
         )
         .await;
 
@@ -151,6 +152,7 @@ async fn another_customers_conversation_is_refused_before_the_secret_and_its_tur
             message("u-1", "refund A-1", None, Some("k-1")),
             &invocation("r-2"),
             &mut Trace::default(),
+            &Live::silent(),
         )
         .await;
     assert!(!retry.replayed);
@@ -171,6 +173,7 @@ async fn a_spent_budget_refuses_before_the_model_and_frees_the_conversation() {
             message("u-1", "refund A-1", Some(&conversation), None),
             &invocation("r-1"),
             &mut trace,
+            &Live::silent(),
         )
         .await;
 
@@ -198,6 +201,7 @@ async fn a_message_the_screen_hands_off_gets_a_person_with_no_model_and_no_budge
             message("u-1", "I want to talk to a person", None, Some("k-1")),
             &invocation("r-1"),
             &mut trace,
+            &Live::silent(),
         )
         .await;
 
@@ -222,6 +226,7 @@ async fn a_message_the_screen_hands_off_gets_a_person_with_no_model_and_no_budge
             message("u-1", "hello?", Some(&id), None),
             &invocation("r-2"),
             &mut Trace::default(),
+            &Live::silent(),
         )
         .await;
     let next: serde_json::Value = serde_json::from_str(&next.body).expect("json");
@@ -241,6 +246,7 @@ async fn an_append_that_fails_frees_the_conversation_and_the_answer_stands() {
             message("u-1", "can I speak to a human", Some(&conversation), Some("k-1")),
             &invocation("r-1"),
             &mut trace,
+            &Live::silent(),
         )
         .await;
 
@@ -257,6 +263,7 @@ async fn an_append_that_fails_frees_the_conversation_and_the_answer_stands() {
             message("u-1", "can I speak to a human", Some(&conversation), Some("k-1")),
             &invocation("r-2"),
             &mut Trace::default(),
+            &Live::silent(),
         )
         .await;
     assert!(retry.replayed, "{retry:?}");
@@ -274,6 +281,7 @@ async fn a_turn_that_cannot_read_the_key_leaves_no_exchange_and_gives_the_key_ba
             message("u-1", "refund A-1", Some(&conversation), Some("k-1")),
             &invocation("r-1"),
             &mut trace,
+            &Live::silent(),
         )
         .await;
 

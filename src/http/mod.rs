@@ -15,9 +15,13 @@ pub mod answer;
 pub mod body;
 pub mod idempotency;
 pub mod identity;
+pub mod live;
 pub mod read;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use bytes::Bytes;
 
 use lambda_http::http::{HeaderValue, Method, StatusCode, header};
 use lambda_http::{Body, Request, RequestExt, Response};
@@ -28,6 +32,8 @@ use crate::desk::{Desk, Invocation, Keyed, Message, Outcome, Ports, Trace};
 use crate::http::answer::ApiError;
 use crate::http::body::ChatRequest;
 use crate::http::idempotency::{IdempotencyKey, MalformedKey};
+use crate::http::live::AnswerBody;
+use crate::live::{Heard, Live};
 use crate::ledger::{BudgetStore, ConversationStore, RequestLedger};
 use crate::ops::telemetry::{self, RequestEnd};
 use crate::orders::OrderSystem;
@@ -57,6 +63,33 @@ pub struct App<K, R, L, C, O> {
     desk: Desk<K, R, L, C, O>,
     /// True until the container's first request has been answered.
     cold: AtomicBool,
+    /// Event-stream turns running on tasks of their own.
+    running: Arc<Running>,
+}
+
+/// How many streamed turns run, and a signal when none does.
+#[derive(Default)]
+struct Running {
+    count: std::sync::atomic::AtomicUsize,
+    none: tokio::sync::Notify,
+}
+
+/// Counts one streamed turn for as long as it lives.
+struct RunningTurn(Arc<Running>);
+
+impl RunningTurn {
+    fn start(running: &Arc<Running>) -> RunningTurn {
+        running.count.fetch_add(1, Ordering::SeqCst);
+        RunningTurn(Arc::clone(running))
+    }
+}
+
+impl Drop for RunningTurn {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.none.notify_waiters();
+        }
+    }
 }
 
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
@@ -66,6 +99,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         App {
             desk: Desk::new(config, ports, answer::render),
             cold: AtomicBool::new(true),
+            running: Arc::default(),
         }
     }
 
@@ -73,7 +107,12 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         self.desk.config()
     }
 
+    /// JSON mode: the answer once the turn has ended.
     pub async fn handle(&self, request: Request) -> Response<Body> {
+        self.handle_heard(request, &Live::silent()).await
+    }
+
+    async fn handle_heard(&self, request: Request, live: &Live) -> Response<Body> {
         if let Some(id) = read::route_id(request.raw_http_path()).map(str::to_owned) {
             return self.handle_read(&request, &id).await;
         }
@@ -81,7 +120,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         let invocation = invocation_of(&request);
         let mut trace = Trace::default();
         let (outcome, edge_error) = match check(&request, &self.config().identity) {
-            Ok(message) => (self.desk.take(message, &invocation, &mut trace).await, None),
+            Ok(message) => (self.desk.take(message, &invocation, &mut trace, live).await, None),
             Err(error) => {
                 let written = answer::render_error(&error);
                 let outcome = Outcome {
@@ -158,10 +197,26 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         replayed: bool,
         invocation: &Invocation,
     ) -> Response<Body> {
-        let mut response = Response::builder()
-            .status(status)
-            .header(header::CONTENT_TYPE, "application/json");
-        if let Ok(value) = HeaderValue::from_str(invocation.request_id()) {
+        let mut response = self.head(status, "application/json", invocation.request_id());
+        if let Some(allow) = error.and_then(ApiError::allow) {
+            response = response.header(header::ALLOW, allow);
+        }
+        if let Some(seconds) = error.and_then(ApiError::retry_after_secs) {
+            response = response.header(header::RETRY_AFTER, seconds);
+        }
+        if replayed {
+            response = response.header(idempotency::REPLAYED_HEADER, "true");
+        }
+        response
+            .body(Body::Text(body))
+            .unwrap_or_else(|_| Response::new(Body::Text(r#"{"detail":"internal error"}"#.to_owned())))
+    }
+
+    /// What every answer carries: its status, its type, the request id and
+    /// the CORS headers.
+    fn head(&self, status: StatusCode, content_type: &'static str, request_id: &str) -> lambda_http::http::response::Builder {
+        let mut response = Response::builder().status(status).header(header::CONTENT_TYPE, content_type);
+        if let Ok(value) = HeaderValue::from_str(request_id) {
             response = response.header(REQUEST_ID_HEADER, value);
         }
         if let Some(origin) = self
@@ -175,18 +230,94 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 .header(header::ACCESS_CONTROL_EXPOSE_HEADERS, EXPOSED_HEADERS)
                 .header(header::VARY, "origin");
         }
-        if let Some(allow) = error.and_then(ApiError::allow) {
-            response = response.header(header::ALLOW, allow);
-        }
-        if let Some(seconds) = error.and_then(ApiError::retry_after_secs) {
-            response = response.header(header::RETRY_AFTER, seconds);
-        }
-        if replayed {
-            response = response.header(idempotency::REPLAYED_HEADER, "true");
-        }
         response
-            .body(Body::Text(body))
-            .unwrap_or_else(|_| Response::new(Body::Text(r#"{"detail":"internal error"}"#.to_owned())))
+    }
+}
+
+impl<K, R, L, C, O> App<K, R, L, C, O>
+where
+    K: ApiKeySource + Send + Sync + 'static,
+    R: RefundGateway + Send + Sync + 'static,
+    L: RequestLedger + BudgetStore + Send + Sync + 'static,
+    C: ConversationStore + Send + Sync + 'static,
+    O: OrderSystem + Send + Sync + 'static,
+{
+    /// Either mode (contract 20). A POST that asks for `text/event-stream`
+    /// runs on a task of its own, so that a client that goes away ends
+    /// nothing: the turn, its append and its key's answer go on. Until the
+    /// agent's first completion call the answer may still be JSON with any
+    /// status; from there it is a `200` event stream that ends with `done`,
+    /// the status and body JSON mode would have sent.
+    pub async fn answer(self: Arc<Self>, request: Request) -> Response<AnswerBody> {
+        if request.method() != Method::POST || !live::wants_events(&request) {
+            return self.handle(request).await.map(whole);
+        }
+        let request_id = invocation_of(&request).request_id().to_owned();
+        let (heard_by, mut heard) = Live::listened();
+        let (answered, answer) = tokio::sync::oneshot::channel();
+        let app = Arc::clone(&self);
+        let running = RunningTurn::start(&self.running);
+        tokio::spawn(async move {
+            let _running = running;
+            let response = app.handle_heard(request, &heard_by).await;
+            if heard_by.has_begun() {
+                let status = response.status().as_u16();
+                heard_by.done(status, body_text(response.into_body()));
+            } else {
+                let _ = answered.send(response);
+            }
+        });
+        match heard.recv().await {
+            Some(Heard::Begun) => self
+                .head(StatusCode::OK, live::EVENT_STREAM, &request_id)
+                .header(header::CACHE_CONTROL, "no-cache")
+                .body(AnswerBody::events(heard, self.config().stream_keep_alive))
+                .unwrap_or_else(|_| Response::new(AnswerBody::whole(INTERNAL_ERROR))),
+            _ => match answer.await {
+                Ok(response) => response.map(whole),
+                Err(_) => {
+                    let mut response = Response::new(AnswerBody::whole(INTERNAL_ERROR));
+                    *response.status_mut() = StatusCode::INTERNAL_SERVER_ERROR;
+                    response
+                }
+            },
+        }
+    }
+}
+
+impl<K, R, L, C, O> App<K, R, L, C, O> {
+    /// Completes once no streamed turn is running: every turn whose client
+    /// went away has appended its exchange and stored its key's answer.
+    pub async fn turns_ended(&self) {
+        loop {
+            let none = self.running.none.notified();
+            tokio::pin!(none);
+            // Registered before the check, so that no last turn slips in between.
+            none.as_mut().enable();
+            if self.running.count.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            none.await;
+        }
+    }
+}
+
+const INTERNAL_ERROR: &str = r#"{"detail":"internal error"}"#;
+
+fn whole(body: Body) -> AnswerBody {
+    match body {
+        Body::Empty => AnswerBody::whole(Bytes::new()),
+        Body::Text(text) => AnswerBody::whole(text),
+        Body::Binary(bytes) => AnswerBody::whole(bytes),
+        _ => AnswerBody::whole(Bytes::new()),
+    }
+}
+
+fn body_text(body: Body) -> String {
+    match body {
+        Body::Text(text) => text,
+        Body::Binary(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        _ => String::new(),
     }
 }
 

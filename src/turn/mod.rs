@@ -42,6 +42,7 @@ use crate::handoff::tool as handoff_tool;
 use crate::handoff::{Handoff, Reason};
 use crate::help::search::HelpCentre;
 use crate::help::{Citation, tool as help_tool};
+use crate::live::{Live, Step};
 use crate::orders::tool as order_tool;
 use crate::orders::{self, OrderLookup, OrderSystem};
 use crate::refund::message::{CustomerMessage, MAX_MESSAGE_CHARS};
@@ -168,6 +169,9 @@ pub struct TurnStats {
     pub refund_checks: u32,
     /// The help articles (and versions) this turn's searches showed the model.
     pub articles: Vec<Citation>,
+    /// A streamed call ended without its usage: the turn counts as its
+    /// reserved worst case (contract 20).
+    pub usage_unreported: bool,
 }
 
 /// What the turn does after a completion call.
@@ -233,6 +237,8 @@ pub struct Turn<'a, M, G, O> {
     handoff_id: Option<String>,
     handoff: Option<Handoff>,
     stats: TurnStats,
+    /// Who hears the turn as it runs (event-stream mode); none in JSON mode.
+    live: Option<&'a Live>,
 }
 
 impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
@@ -267,6 +273,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
                 attempts: 1,
                 ..TurnStats::default()
             },
+            live: None,
         }
     }
 
@@ -291,6 +298,18 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         self
     }
 
+    /// Streams the model's text and the tools' steps to `live`.
+    pub fn with_live(mut self, live: &'a Live) -> Self {
+        self.live = Some(live);
+        self
+    }
+
+    fn progress(&self, step: Step) {
+        if let Some(live) = self.live {
+            live.progress(step);
+        }
+    }
+
     /// The handoff the model asked for in this turn, if any.
     pub fn handoff(&self) -> Option<&Handoff> {
         self.handoff.as_ref()
@@ -306,10 +325,25 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             }
             self.stats.completion_calls += 1;
             let started = Instant::now();
-            let result = self.model.complete(&self.messages).await;
+            let result = match self.live {
+                Some(live) => {
+                    live.begin();
+                    let result = self.model.complete_live(&self.messages, live).await;
+                    if matches!(&result, Ok(completion) if completion.usage.is_none()) {
+                        self.stats.usage_unreported = true;
+                    }
+                    result
+                }
+                None => self.model.complete(&self.messages).await,
+            };
             self.record_completion(&result, started.elapsed());
 
-            match next_step(self.stats.completion_calls, self.stats.attempts, result) {
+            let step = next_step(self.stats.completion_calls, self.stats.attempts, result);
+            if let (Some(live), false) = (self.live, matches!(step, NextStep::Reply(_))) {
+                // What the call wrote is not the reply: tools follow, or it failed.
+                live.discard();
+            }
+            match step {
                 NextStep::Reply(reply) => return Ok(reply),
                 NextStep::RunTools(completion) => {
                     self.messages.push(Message::Assistant {
@@ -384,6 +418,16 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
     /// Runs one tool call and returns what the model is told. Nothing here
     /// fails the request: every problem goes back to the model as `{"error"}`.
     async fn run_tool_call(&mut self, call: &ToolCall) -> String {
+        let step = match call.name.as_str() {
+            handoff_tool::TOOL_NAME => Some(Step::Handoff),
+            order_tool::TOOL_NAME => Some(Step::Order),
+            help_tool::TOOL_NAME => Some(Step::HelpCentre),
+            TOOL_NAME => Some(Step::RefundCheck),
+            _ => None,
+        };
+        if let Some(step) = step {
+            self.progress(step);
+        }
         match call.name.as_str() {
             handoff_tool::TOOL_NAME => self.hand_off(call),
             order_tool::TOOL_NAME => self.look_up_order(call).await,
@@ -561,6 +605,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             message: self.customer_message.clone(),
             order,
         };
+        self.progress(Step::Payments);
         let outcome = self.tools.refunds.refund(&request).await;
         log_refund(&request, &outcome, started.elapsed());
         if let RefundOutcome::OrderRefused(_) = outcome {

@@ -496,3 +496,90 @@ fn the_prompt_tells_the_model_what_a_persons_mark_means() {
     let mark = crate::conversation::person::PERSON_MARK.trim_end();
     assert!(SYSTEM_PROMPT.contains(mark), "the prompt names {mark}");
 }
+
+/// What a live turn let its listener hear, `Begun` included.
+fn heard_all(mut from: tokio::sync::mpsc::UnboundedReceiver<crate::live::Heard>) -> Vec<crate::live::Heard> {
+    let mut all = Vec::new();
+    while let Ok(heard) = from.try_recv() {
+        all.push(heard);
+    }
+    all
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_live_turn_hears_its_steps_and_drops_the_text_of_a_call_that_went_on_to_tools() {
+    use crate::live::{Heard, Live, Step as Shown};
+    let mut asking = tools(&[("c1", TOOL_NAME, REFUND_ARGS)]);
+    if let Step::Reply(completion) = &mut asking {
+        completion.content = Some("Let me check that.".into());
+    }
+    let model = ScriptedModel::new(vec![asking, text("Done.")]);
+    let payments = RecordingRefunds::answering(receipt());
+    let (live, from) = Live::listened();
+    let message = CustomerMessage::new("refund A-1, 12.50");
+
+    let mut turn = Turn::new(&model, with_tools(&payments), BACKOFF, context(), Vec::new(), &message).with_live(&live);
+    let reply = turn.run().await.unwrap();
+
+    assert_eq!(reply, "Done.");
+    assert_eq!(
+        heard_all(from),
+        [
+            Heard::Begun,
+            Heard::Delta("Let me check that.".into()),
+            Heard::Discard,
+            Heard::Progress(Shown::RefundCheck),
+            Heard::Progress(Shown::Payments),
+            Heard::Delta("Done.".into()),
+        ]
+    );
+    assert_eq!(payments.requests().len(), 1, "the same one refund as in JSON mode");
+    assert!(!turn.stats().usage_unreported);
+}
+
+/// Writes half a sentence, then times out; answers whole on the retry.
+struct HalfThenTimeout(std::sync::atomic::AtomicU32);
+
+impl ChatModel for HalfThenTimeout {
+    async fn complete(&self, _messages: &[Message]) -> Result<Completion, CompletionError> {
+        unreachable!("a live turn streams")
+    }
+
+    async fn complete_live(&self, _messages: &[Message], live: &crate::live::Live) -> Result<Completion, CompletionError> {
+        if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+            live.delta("Your refund of");
+            return Err(CompletionError::Timeout);
+        }
+        live.delta("Hello.");
+        Ok(Completion {
+            content: Some("Hello.".into()),
+            finish_reason: Some("stop".into()),
+            ..Completion::default()
+        })
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_draft_cut_by_a_timeout_is_discarded_before_the_retry_writes_and_a_missing_usage_is_noted() {
+    use crate::live::{Heard, Live};
+    let model = HalfThenTimeout(Default::default());
+    let payments = RecordingRefunds::answering(receipt());
+    let (live, from) = Live::listened();
+    let message = CustomerMessage::new("hello");
+
+    let mut turn = Turn::new(&model, with_tools(&payments), BACKOFF, context(), Vec::new(), &message).with_live(&live);
+    let reply = turn.run().await.unwrap();
+
+    assert_eq!(reply, "Hello.");
+    assert_eq!(
+        heard_all(from),
+        [
+            Heard::Begun,
+            Heard::Delta("Your refund of".into()),
+            Heard::Discard,
+            Heard::Delta("Hello.".into()),
+        ]
+    );
+    assert_eq!(turn.stats().attempts, 2);
+    assert!(turn.stats().usage_unreported, "the reply came without its usage");
+}

@@ -25,6 +25,27 @@ pub fn refund_call(id: &str, order_id: &str, amount_cents: u64) -> ResponseTempl
     )])
 }
 
+/// `completion` (a chat completion's JSON) as a streamed answer: two words a
+/// chunk, tool arguments four characters a chunk, the usage, `[DONE]`.
+pub fn streamed(completion: Value) -> ResponseTemplate {
+    use refund_chat_local::completions::{chunks, event};
+    let mut body: String = chunks(&completion, 2, 4).iter().map(|c| event(&c.to_string())).collect();
+    body.push_str(&event("[DONE]"));
+    ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
+}
+
+pub fn streamed_text(reply: &str) -> ResponseTemplate {
+    streamed(refund_chat_local::completions::text(reply))
+}
+
+pub fn streamed_refund_call(id: &str, order_id: &str, amount_cents: u64) -> ResponseTemplate {
+    streamed(refund_chat_local::completions::tool_calls(&[(
+        id,
+        "issue_refund",
+        &json!({"order_id": order_id, "amount_cents": amount_cents}).to_string(),
+    )]))
+}
+
 pub fn hang() -> ResponseTemplate {
     text("too late").set_delay(HANG)
 }

@@ -209,7 +209,7 @@ pub struct TestApp<K = FixedKey> {
     pub model_script: Script,
     pub aws: SdkConfig,
     pub table: String,
-    pub app: FunctionApp<K>,
+    pub app: Arc<FunctionApp<K>>,
 }
 
 /// A change a test makes to the configuration before the app is built.
@@ -357,8 +357,18 @@ impl<K: ApiKeySource> Builder<K> {
             model_script,
             aws,
             table,
-            app,
+            app: Arc::new(app),
         }
+    }
+}
+
+impl<K: ApiKeySource + Send + Sync + 'static> TestApp<K> {
+    /// Says `message` in event-stream mode (contract 20), in `conversation`.
+    pub async fn say_streamed(&self, conversation: Option<&str>, message: &str, headers: &[(&str, &str)]) -> Streamed {
+        let mut headers = headers.to_vec();
+        headers.push(("accept", "text/event-stream"));
+        let event = post_event(&conversation_body(message, conversation), &headers);
+        send_streamed_as(&self.app, event, &fresh_request_id()).await
     }
 }
 
@@ -560,4 +570,115 @@ pub async fn send_as<K: ApiKeySource>(
         body,
         raw,
     }
+}
+
+/// An answer in event-stream mode, as a client reads it: a JSON answer
+/// (decided before the turn), or the events of a `200` stream.
+#[derive(Debug)]
+pub struct Streamed {
+    pub status: lambda_http::http::StatusCode,
+    pub headers: lambda_http::http::HeaderMap,
+    /// The body as sent, whole.
+    pub raw: String,
+    /// Each event's name and data, in order (comments left out).
+    pub events: Vec<(String, Value)>,
+    /// `: keep-alive` comments.
+    pub keep_alives: usize,
+}
+
+impl Streamed {
+    pub fn is_stream(&self) -> bool {
+        self.headers
+            .get("content-type")
+            .is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"))
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        self.events.iter().map(|(name, _)| name.as_str()).collect()
+    }
+
+    /// The `done` event's status and body (panics if there is not exactly one, last).
+    pub fn done(&self) -> (u16, &Value) {
+        let dones = self.names().iter().filter(|n| **n == "done").count();
+        assert_eq!(dones, 1, "exactly one done: {:?}", self.names());
+        let (name, data) = self.events.last().expect("an event");
+        assert_eq!(name, "done", "done is last: {:?}", self.names());
+        (data["status"].as_u64().unwrap_or_default() as u16, &data["body"])
+    }
+
+    /// The text of the `delta` events since the last `discard`.
+    pub fn draft(&self) -> String {
+        let from = self.events.iter().rposition(|(name, _)| name == "discard").map_or(0, |i| i + 1);
+        self.events[from..]
+            .iter()
+            .filter(|(name, _)| name == "delta")
+            .filter_map(|(_, data)| data["text"].as_str())
+            .collect()
+    }
+
+    /// The `progress` steps, in order.
+    pub fn steps(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter(|(name, _)| name == "progress")
+            .filter_map(|(_, data)| data["step"].as_str().map(str::to_owned))
+            .collect()
+    }
+}
+
+/// Parses an event stream's body: blocks split on a blank line, each an
+/// `event:` and a `data:` line, or a comment.
+pub fn parse_event_stream(raw: &str) -> (Vec<(String, Value)>, usize) {
+    let (mut events, mut comments) = (Vec::new(), 0);
+    for block in raw.split("\n\n").filter(|block| !block.is_empty()) {
+        if block.starts_with(':') {
+            comments += 1;
+            continue;
+        }
+        let mut lines = block.lines();
+        let name = lines.next().and_then(|l| l.strip_prefix("event: ")).expect("an event line");
+        let data = lines.next().and_then(|l| l.strip_prefix("data: ")).expect("a data line");
+        assert!(lines.next().is_none(), "one event line and one data line: {block:?}");
+        events.push((name.to_owned(), serde_json::from_str(data).expect("JSON data")));
+    }
+    (events, comments)
+}
+
+/// Sends `event` through the function's own answer (either mode) and reads
+/// the body to its end.
+pub async fn send_streamed_as<K: ApiKeySource + Send + Sync + 'static>(
+    app: &Arc<FunctionApp<K>>,
+    event: Value,
+    request_id: &str,
+) -> Streamed {
+    use http_body_util::BodyExt;
+    let path = event["rawPath"].as_str().unwrap_or_default().to_owned();
+    let mut context = Context::default();
+    context.request_id = request_id.to_owned();
+    let request = lambda_http::request::from_str(&event.to_string())
+        .expect("event")
+        .with_lambda_context(context);
+    let (parts, body) = Arc::clone(app).answer(request).await.into_parts();
+    let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let raw = String::from_utf8(bytes.to_vec()).expect("UTF-8");
+    let mut streamed = Streamed {
+        status: parts.status,
+        headers: parts.headers,
+        raw,
+        events: Vec::new(),
+        keep_alives: 0,
+    };
+    if streamed.is_stream() {
+        (streamed.events, streamed.keep_alives) = parse_event_stream(&streamed.raw);
+        let (status, body) = streamed.done();
+        if let Err(problem) = openapi_check_body(operation_of(&path), status, body) {
+            panic!("done's body does not match docs/openapi.yaml: {problem}\n{}", streamed.raw);
+        }
+    } else {
+        let body = serde_json::from_str(&streamed.raw).unwrap_or(Value::Null);
+        if let Err(problem) = openapi_check(operation_of(&path), streamed.status.as_u16(), &streamed.headers, &body) {
+            panic!("the answer does not match docs/openapi.yaml: {problem}\n{}", streamed.raw);
+        }
+    }
+    streamed
 }

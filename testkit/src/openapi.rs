@@ -87,6 +87,13 @@ pub fn openapi_check(operation: Operation, status: u16, headers: &HeaderMap, bod
     openapi_validate(&response["content"]["application/json"]["schema"], body).map_err(|e| format!("body: {e}"))
 }
 
+/// The body alone: a `done` event carries JSON mode's status and body, not its headers.
+pub fn openapi_check_body(operation: Operation, status: u16, body: &Value) -> Result<(), String> {
+    let response = documented_response(operation, status)
+        .ok_or_else(|| format!("status {status} of {} {} is not documented", operation.method, operation.path))?;
+    openapi_validate(&response["content"]["application/json"]["schema"], body).map_err(|e| format!("body: {e}"))
+}
+
 pub async fn bodies(server: &MockServer) -> Vec<Value> {
     server
         .received_requests()

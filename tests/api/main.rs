@@ -9,6 +9,7 @@ mod approval_checks;
 mod approvals;
 mod budgets;
 mod conversations;
+mod event_stream;
 mod events;
 mod events_pipes;
 mod guards;
