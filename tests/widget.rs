@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
+use lambda_http::RequestExt;
 use refund_chat::config::IdentitySource;
 use refund_chat::secrets::FixedKey;
 use refund_chat::startup::FunctionApp;
@@ -48,12 +49,22 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
                 let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
                 let event = post_event(&String::from_utf8_lossy(&body), &headers);
                 let request_id = format!("req-widget-{}", INVOCATIONS.fetch_add(1, Ordering::SeqCst));
-                let answer = send_as(&app, event, &request_id, 0).await;
-                let mut response = axum::response::Response::builder().status(answer.status);
-                for (name, value) in &answer.headers {
-                    response = response.header(name, value);
+                let streams = headers.iter().any(|(n, v)| *n == "accept" && v.contains("text/event-stream"));
+                if !streams {
+                    let answer = send_as(&app, event, &request_id, 0).await;
+                    let mut response = axum::response::Response::builder().status(answer.status);
+                    for (name, value) in &answer.headers {
+                        response = response.header(name, value);
+                    }
+                    return response.body(axum::body::Body::from(answer.raw)).unwrap_or_default();
                 }
-                response.body(axum::body::Body::from(answer.raw)).unwrap_or_default()
+                // The page's messages: the function's own answer, streamed as it comes.
+                let mut context = lambda_http::lambda_runtime::Context::default();
+                context.request_id = request_id;
+                let request = lambda_http::request::from_str(&event.to_string())
+                    .expect("event")
+                    .with_lambda_context(context);
+                Arc::clone(&app).answer(request).await.map(axum::body::Body::new)
             }
         }
     };
@@ -654,6 +665,58 @@ async fn the_customer_reads_in_the_page_what_a_person_decided_and_wrote() {
     stack.nth("person", 2).await;
     let people = browser.find_all(Locator::Css("li.person")).await.unwrap();
     assert_eq!(people.len(), 2);
+
+    stack.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reply_is_seen_as_it_is_written_with_its_step_and_announced_once() {
+    let stack = Stack::on_the_page().await;
+    let browser = &stack.browser;
+    // What the page showed, in order, as a person would have seen it: the
+    // draft's text each time it changed, the step line, and each message
+    // the log (the live region) gained.
+    browser
+        .execute(
+            r#"window.seen = [];
+            const note = (what) => window.seen.push(what);
+            new MutationObserver(() => { const d = document.getElementById("draft");
+                if (!d.hidden && d.textContent) note("draft:" + d.textContent); })
+              .observe(document.getElementById("draft"), { childList: true, characterData: true, subtree: true, attributes: true });
+            new MutationObserver(() => { const s = document.getElementById("step");
+                if (!s.hidden) note("step:" + s.textContent); })
+              .observe(document.getElementById("step"), { childList: true, attributes: true });
+            new MutationObserver((changes) => { for (const c of changes) for (const n of c.addedNodes)
+                note("log:" + n.className + ":" + n.textContent); })
+              .observe(document.getElementById("log"), { childList: true });"#,
+            vec![],
+        )
+        .await
+        .unwrap();
+
+    stack
+        .type_message("think aloud: my mug from order A-1001 arrived broken, please refund 12.50")
+        .await;
+    let reply = stack.nth("assistant", 1).await;
+    assert!(reply.contains("I refunded 12.50"), "{reply}");
+
+    let seen: Vec<String> = serde_json::from_value(browser.execute("return window.seen;", vec![]).await.unwrap()).unwrap();
+    let at = |what: &dyn Fn(&str) -> bool| seen.iter().position(|s| what(s));
+    let thinking = at(&|s| s.starts_with("draft:Let me")).expect("the preface was shown as a draft");
+    let checking = at(&|s| s == "step:Checking the refund…").expect("the step line showed");
+    let growing = at(&|s| {
+        s.strip_prefix("draft:")
+            .is_some_and(|part| part.len() < reply.len() && reply.starts_with(part))
+    })
+    .unwrap_or_else(|| panic!("the reply, part-written, before it was whole: {seen:#?}"));
+    let final_message = at(&|s| s.starts_with("log:assistant:")).expect("the final message");
+    assert!(thinking < checking && checking < growing && growing < final_message, "{seen:#?}");
+    let announced: Vec<_> = seen.iter().filter(|s| s.starts_with("log:assistant")).collect();
+    assert_eq!(announced.len(), 1, "the live region gained the reply once: {seen:#?}");
+    assert!(!announced[0].contains("Let me"), "the discarded draft is not in the log: {seen:#?}");
+    let draft_left = browser.find(Locator::Id("draft")).await.unwrap().is_displayed().await.unwrap();
+    assert!(!draft_left, "the draft is gone once the message is in the log");
+    assert_eq!(stack.refunds().await, 1);
 
     stack.close().await;
 }

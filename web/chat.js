@@ -28,6 +28,14 @@
 // page shows from its own requests; it takes only a person's from a read
 // (a reloaded page shows the whole conversation from one read).
 //
+// A message is sent in event-stream mode: the reply's words are shown as
+// they are written (a draft, outside the log), with a line for the step in
+// progress ("Looking up your order…"); a discarded draft is dropped, and
+// `done`, which carries what a JSON answer would, becomes the message in the
+// log, the one thing screen readers announce. An answer decided before the
+// assistant began (an error, a replay, a person's conversation) comes as
+// JSON and is shown as before; a stream that breaks off is a dropped answer.
+//
 // A reply's URL becomes a link only on an origin of the shop's help-centre
 // articles (`refund-chat-link-origins`, filled from the articles the
 // function loads): any other URL, which a customer or an injected reply
@@ -245,6 +253,74 @@
     setTimeout(() => deliver(message, resendsLeft - 1), seconds * 1000);
   }
 
+  // The reply as it is written, and the step the assistant is on: outside
+  // the log and hidden from screen readers, which hear the final message
+  // once, when it joins the log.
+  const STEPS = {
+    order: "Looking up your order…",
+    refund_check: "Checking the refund…",
+    help_centre: "Searching the help centre…",
+    payments: "Sending the refund…",
+    handoff: "Passing you to a person…",
+  };
+  const draft = $("draft"), step = $("step");
+  function showDraft(text) {
+    draft.textContent = text;
+    draft.hidden = text === "";
+    if (text) draft.scrollIntoView({ block: "end" });
+  }
+  function showStep(name) {
+    step.textContent = STEPS[name] || "";
+    step.hidden = !STEPS[name];
+  }
+  function clearLive() {
+    showDraft("");
+    showStep(null);
+  }
+
+  function connectionDropped() {
+    clearLive();
+    setBusy(false);
+    showProblem(
+      "The connection dropped before the answer arrived. Your message may have reached us: " +
+        "try again, and nothing will be refunded twice.",
+      true,
+    );
+  }
+
+  // An event stream read as it arrives (EventSource cannot POST): events
+  // split on a blank line, each an `event:` and a `data:` line. Returns
+  // `done`'s status and body, or null if the stream ended without it.
+  async function readEvents(response) {
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffered = "", text = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return null;
+      buffered += value;
+      let end;
+      while ((end = buffered.indexOf("\n\n")) >= 0) {
+        const block = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        if (block.startsWith(":")) continue; // keep-alive
+        const name = /^event: (.*)$/m.exec(block)?.[1];
+        let data = {};
+        try {
+          data = JSON.parse(/^data: (.*)$/m.exec(block)?.[1] || "{}");
+        } catch (_) {
+          continue;
+        }
+        if (name === "progress") showStep(data.step);
+        else if (name === "delta") showDraft((text += data.text || ""));
+        else if (name === "discard") showDraft((text = ""));
+        else if (name === "done") {
+          reader.cancel().catch(() => {});
+          return data;
+        }
+      }
+    }
+  }
+
   async function deliver(message, resendsLeft = AUTOMATIC_RESENDS) {
     problem.hidden = true;
     setBusy(true);
@@ -252,31 +328,47 @@
     try {
       response = await fetch(endpoint, {
         method: "POST",
-        headers: { "content-type": "application/json", "idempotency-key": message.key },
+        headers: {
+          "content-type": "application/json",
+          "idempotency-key": message.key,
+          accept: "text/event-stream",
+        },
         body: message.body,
       });
     } catch (_) {
-      setBusy(false);
-      showProblem(
-        "The connection dropped before the answer arrived. Your message may have reached us: " +
-          "try again, and nothing will be refunded twice.",
-        true,
-      );
-      return;
+      return connectionDropped();
     }
-    let answer = {};
-    try {
-      answer = await response.json();
-    } catch (_) {
-      // Every answer of the function is JSON; a proxy's error page is not.
+    let status = response.status, answer = {};
+    if ((response.headers.get("content-type") || "").startsWith("text/event-stream")) {
+      let done = null;
+      try {
+        done = await readEvents(response);
+      } catch (_) {
+        // The stream broke: as a dropped answer, the key makes a re-send safe.
+      }
+      clearLive();
+      if (!done) return connectionDropped();
+      status = done.status;
+      answer = done.body || {};
+    } else {
+      try {
+        answer = await response.json();
+      } catch (_) {
+        // Every answer of the function is JSON; a proxy's error page is not.
+      }
     }
-    const wait = Math.max(1, Number(response.headers.get("retry-after")) || 1);
+    answered(message, resendsLeft, status, answer, response.headers);
+  }
+
+  // What JSON mode answered, or `done` carried: the same status, the same body.
+  function answered(message, resendsLeft, status, answer, headers) {
+    const wait = Math.max(1, Number(headers.get("retry-after")) || 1);
     keepConversation(answer.conversation_id);
     if (answer.handed_off === true) {
       showWithAPerson();
-      if (response.status === 200) pollFor("person");
+      if (status === 200) pollFor("person");
     }
-    switch (response.status) {
+    switch (status) {
       case 404:
         setBusy(false);
         current = null;
@@ -288,7 +380,7 @@
       case 200:
         setBusy(false);
         current = null;
-        if (response.headers.get("idempotent-replayed") === "true") {
+        if (headers.get("idempotent-replayed") === "true") {
           say("status", "Recovered the answer to your message; nothing was done twice.");
         }
         {

@@ -54,6 +54,10 @@ pub const PHRASES: &[(&str, &str)] = &[
         "asks for a tool on every call (502 after 5 calls)",
     ),
     ("provider error", "answers HTTP 500 (502 at once, no retry)"),
+    (
+        "think aloud",
+        "a few words before its tool calls (streamed, then discarded: contract 20)",
+    ),
 ];
 
 /// How long a "hanging" call takes: longer than any sane completion timeout.
@@ -62,6 +66,9 @@ pub const HANG: Duration = Duration::from_secs(120);
 /// Between two chunks of a streamed answer: slow enough to see the words
 /// arrive, fast enough for tests.
 pub const CHUNK_DELAY: Duration = Duration::from_millis(30);
+/// The longest one streamed answer takes, however long it is, unless set:
+/// inside the tests' 500 ms completion timeout.
+pub const STREAM_AT_MOST: Duration = Duration::from_millis(200);
 
 #[derive(Clone, Default)]
 pub struct LocalModel {
@@ -75,6 +82,7 @@ pub struct LocalModel {
     recent: Arc<Mutex<std::collections::VecDeque<std::time::Instant>>>,
     draws: Arc<std::sync::atomic::AtomicU64>,
     chunk_delay: Option<Duration>,
+    stream_within: Option<Duration>,
 }
 
 enum Behaviour {
@@ -143,14 +151,25 @@ impl LocalModel {
         self
     }
 
+    /// A streamed answer takes at most `within` ([`STREAM_AT_MOST`] unless set).
+    pub fn streaming_within(mut self, within: Duration) -> Self {
+        self.stream_within = Some(within);
+        self
+    }
+
     /// `completion` as a provider streams it: two words a chunk, the tool
     /// calls' arguments in pieces, a pause between chunks.
     fn stream(&self, completion: &Value) -> Response {
-        let delay = self.chunk_delay.unwrap_or(CHUNK_DELAY);
         let mut events: std::collections::VecDeque<String> = completions::chunks(completion, 2, 12)
             .iter()
             .map(|chunk| completions::event(&chunk.to_string()))
             .collect();
+        // A long answer streams faster: the whole stream stays within
+        // STREAM_AT_MOST, well inside the short timeouts of tests and `make run`.
+        let delay = self
+            .chunk_delay
+            .unwrap_or(CHUNK_DELAY)
+            .min(self.stream_within.unwrap_or(STREAM_AT_MOST) / events.len().max(1) as u32);
         events.push_back(completions::event("[DONE]"));
         let body = futures_util::stream::unfold((events, true), move |(mut events, first)| async move {
             let event = events.pop_front()?;
@@ -173,6 +192,19 @@ impl LocalModel {
     }
 
     fn behave(&self, request: &Value) -> Behaviour {
+        let mut behaviour = self.behave_plainly(request);
+        // "think aloud": a few words before its tool calls, as real models write.
+        let customer = newest_customer_message(request).to_lowercase();
+        if let Behaviour::Answer(body) = &mut behaviour
+            && customer.contains("think aloud")
+            && body["choices"][0]["message"]["tool_calls"].is_array()
+        {
+            body["choices"][0]["message"]["content"] = json!("Let me look into that for you.");
+        }
+        behaviour
+    }
+
+    fn behave_plainly(&self, request: &Value) -> Behaviour {
         let messages = request["messages"].as_array().cloned().unwrap_or_default();
         // This turn starts at the newest customer message; before it, the history.
         let newest = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
@@ -517,6 +549,15 @@ fn tool_calls(round: usize, calls: &[(&str, Value)]) -> Value {
         .map(|(i, (name, _))| (ids[i].as_str(), *name, arguments[i].as_str()))
         .collect();
     completions::tool_calls(&calls)
+}
+
+/// The newest message the customer wrote.
+fn newest_customer_message(request: &Value) -> &str {
+    request["messages"]
+        .as_array()
+        .and_then(|messages| messages.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
 }
 
 async fn complete(State(model): State<LocalModel>, Json(request): Json<Value>) -> Response {

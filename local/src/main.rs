@@ -21,6 +21,9 @@ enum Cli {
     Model {
         #[arg(long, default_value_t = 8082)]
         port: u16,
+        /// The longest a streamed answer takes, in ms (its chunks spread over it).
+        #[arg(long, default_value_t = 1500)]
+        stream_within_ms: u64,
     },
     /// The chat page, passing chat requests on to the function.
     Widget {
@@ -37,7 +40,13 @@ enum Cli {
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (name, port, router) = match <Cli as clap::Parser>::parse() {
         Cli::Payments { port, refunds_file } => ("payments sandbox", port, Sandbox::open(refunds_file)?.router()),
-        Cli::Model { port } => ("local model", port, LocalModel::new(None).router()),
+        Cli::Model { port, stream_within_ms } => (
+            "local model",
+            port,
+            LocalModel::new(None)
+                .streaming_within(std::time::Duration::from_millis(stream_within_ms))
+                .router(),
+        ),
         Cli::Widget { port, web, function } => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
             println!("chat page on http://{}", listener.local_addr()?);

@@ -15,7 +15,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use http_body_util::Full;
+use futures_util::StreamExt;
+use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
@@ -42,6 +43,9 @@ pub struct Widget {
     poll_seconds: Option<f64>,
     /// To the function; drops the answer when the fault is armed.
     function: Arc<Proxy>,
+    /// The function's chat endpoint, for event streams (passed on as they come).
+    function_url: String,
+    http: reqwest::Client,
     faults: Arc<Faults>,
 }
 
@@ -84,6 +88,8 @@ impl Widget {
             link_origins: link_origins(),
             poll_seconds,
             function: Proxy::new(target, false, hook),
+            function_url,
+            http: reqwest::Client::new(),
             faults,
         })
     }
@@ -98,7 +104,40 @@ impl Widget {
         self.faults.drop_next_answer.store(true, Ordering::SeqCst);
     }
 
-    async fn serve(self: Arc<Self>, request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Dropped> {
+    async fn serve(self: Arc<Self>, request: Request<Incoming>) -> Result<Response<Answer>, Dropped> {
+        let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+        let streamed = asks_for_events(&request) && !self.faults.drop_next_answer.load(Ordering::SeqCst);
+        match (method, path.as_str()) {
+            (Method::POST, CHAT_PATH) if streamed => Ok(self.stream(request).await),
+            _ => self.serve_whole(request).await.map(|response| response.map(whole)),
+        }
+    }
+
+    /// An event stream passed on as it arrives, chunk by chunk: nothing is
+    /// held back here, so the page sees each word when the function sends it.
+    async fn stream(&self, request: Request<Incoming>) -> Response<Answer> {
+        let (parts, body) = request.into_parts();
+        let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        let mut outgoing = self.http.post(&self.function_url).body(body);
+        for (name, value) in parts.headers.iter().filter(|(name, _)| *name != "host") {
+            outgoing = outgoing.header(name, value);
+        }
+        let Ok(answer) = outgoing.send().await else {
+            return plain(StatusCode::BAD_GATEWAY, r#"{"detail":"the function is down"}"#, "application/json").map(whole);
+        };
+        let mut response = Response::builder().status(answer.status());
+        for (name, value) in answer.headers() {
+            response = response.header(name, value);
+        }
+        let frames = answer
+            .bytes_stream()
+            .map(|chunk| chunk.map(hyper::body::Frame::data).map_err(std::io::Error::other));
+        response
+            .body(BodyExt::boxed(http_body_util::StreamBody::new(frames)))
+            .unwrap_or_else(|_| plain(StatusCode::BAD_GATEWAY, "", "text/plain").map(whole))
+    }
+
+    async fn serve_whole(self: Arc<Self>, request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Dropped> {
         let (method, path) = (request.method().clone(), request.uri().path().to_owned());
         match (method, path.as_str()) {
             (Method::POST, CHAT_PATH) => self.function.handle(request).await,
@@ -158,6 +197,23 @@ fn link_origins() -> String {
             String::new()
         }
     }
+}
+
+/// What the page server answers: a whole body, or a stream passed on.
+pub type Answer = http_body_util::combinators::BoxBody<Bytes, std::io::Error>;
+
+fn whole(body: Full<Bytes>) -> Answer {
+    BodyExt::boxed(body.map_err(|never| match never {}))
+}
+
+/// A message sent in event-stream mode (contract 20).
+fn asks_for_events(request: &Request<Incoming>) -> bool {
+    request
+        .headers()
+        .get_all(hyper::header::ACCEPT)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .any(|value| value.to_ascii_lowercase().contains("text/event-stream"))
 }
 
 fn plain(status: StatusCode, body: impl Into<Bytes>, content_type: &'static str) -> Response<Full<Bytes>> {

@@ -194,3 +194,4 @@ async fn a_stream_without_its_usage_counts_the_turns_reserved_worst_case() {
         .collect();
     assert_eq!(tokens[0]["tokens"].as_n().unwrap(), "4000", "the reserved worst case");
 }
+
