@@ -260,7 +260,7 @@
     order: "Looking up your order…",
     refund_check: "Checking the refund…",
     help_centre: "Searching the help centre…",
-    payments: "Sending the refund…",
+    payments: "Arranging the refund…",
     handoff: "Passing you to a person…",
   };
   const draft = $("draft"), step = $("step");

@@ -33,7 +33,7 @@ fn expectations() -> Vec<Expectation> {
 #[tokio::test]
 async fn every_event_file_produces_its_stated_status() {
     let LocalStack { sandbox, aws, config } = local_stack().await;
-    let app = refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap();
+    let app = std::sync::Arc::new(refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap());
 
     let expectations = expectations();
     let mut files: Vec<String> = std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("events"))
@@ -53,7 +53,8 @@ async fn every_event_file_produces_its_stated_status() {
         let before = sandbox.refunds_made().len();
         // Each event is its own invocation; a replay is a second invocation with the same key.
         let request_id = format!("req-{}", expected.file);
-        let answer = send_as(&app, load_event(&expected.file), &request_id, 0).await;
+        // Through the function's own answer, so an event asking for an event stream gets one.
+        let answer = send_streamed_as(&app, load_event(&expected.file), &request_id).await;
         assert_eq!(
             answer.status.as_u16(),
             expected.status,
@@ -61,14 +62,24 @@ async fn every_event_file_produces_its_stated_status() {
             expected.file,
             answer.raw
         );
+        let asks_for_events = expected.file.contains("event-stream");
+        assert_eq!(answer.is_stream(), asks_for_events, "{}: {}", expected.file, answer.raw);
+        if asks_for_events {
+            assert_eq!(answer.done().0, 200, "{}", answer.raw);
+            assert_eq!(answer.names().first(), Some(&"delta"), "the preface, thought aloud");
+            assert!(answer.names().contains(&"discard"), "{}", answer.raw);
+            assert_eq!(answer.steps(), ["refund_check", "payments"]);
+        } else {
+            assert_eq!(answer.headers["content-type"], "application/json", "{}", expected.file);
+        }
         assert_eq!(
             sandbox.refunds_made().len() - before,
             expected.refunds,
-            "{}: refunds made",
-            expected.file
+            "{}: refunds made: {}",
+            expected.file,
+            answer.raw
         );
         assert_eq!(answer.headers["x-request-id"], request_id.as_str(), "{}", expected.file);
-        assert_eq!(answer.headers["content-type"], "application/json", "{}", expected.file);
     }
 }
 
