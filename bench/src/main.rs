@@ -73,6 +73,8 @@ async fn main() -> Result<(), Error> {
             .collect(),
     )
     .await?;
+    // Event-stream mode (contract 20): the refund turn with `Accept: text/event-stream`.
+    let event_stream = measure::warm(&bootstrap, &stand_ins, vec![event_stream_event()?; warm_turns + 1]).await?;
     // The same turn and cold start in the buffered mode, beside the streamed ones above.
     stand_ins.answer_in("buffered");
     let cold_buffered = measure::cold_starts(&bootstrap, &stand_ins, &event, cold_runs).await?;
@@ -104,6 +106,38 @@ async fn main() -> Result<(), Error> {
         floor,
         None,
         None,
+    ));
+    rows.extend(warm_rows(
+        "refund turn, event-stream mode",
+        &event_stream,
+        floor,
+        None,
+        None,
+    ));
+    rows.push(
+        Row::millis(
+            format!(
+                "event-stream mode: first word, model's chunk to the client's delta p50 ({} turns)",
+                event_stream.first_word_added.len()
+            ),
+            percentile(&event_stream.first_word_added, 0.5),
+        )
+        .target(Target::Below(5.0)),
+    );
+    rows.push(
+        Row::millis(
+            "event-stream mode: first word, model's chunk to the client's delta p99",
+            percentile(&event_stream.first_word_added, 0.99),
+        )
+        .target(Target::Below(5.0)),
+    );
+    rows.push(Row::millis(
+        "event-stream mode: request to the first delta p50",
+        percentile(&event_stream.first_word, 0.5),
+    ));
+    rows.push(Row::millis(
+        "event-stream mode: request to the first delta p99",
+        percentile(&event_stream.first_word, 0.99),
     ));
     rows.extend(warm_rows("keyed refund turn", &keyed, floor, Some(1.0), None));
     rows.extend(warm_rows(
@@ -167,6 +201,14 @@ async fn main() -> Result<(), Error> {
 /// Earlier exchanges at which the prompt's size is reported: one, a full
 /// window (`CONVERSATION_MAX_EXCHANGES`, 10), and far beyond it.
 const PROMPT_SIZES_AT: [u64; 3] = [1, 10, 50];
+
+/// The refund event, asking for an event stream.
+fn event_stream_event() -> Result<Bytes, Error> {
+    let mut event: serde_json::Value = serde_json::from_str(EVENT)?;
+    event["headers"]["Accept"] = "text/event-stream".into();
+    event["multiValueHeaders"]["Accept"] = serde_json::json!(["text/event-stream"]);
+    Ok(Bytes::from(serde_json::to_vec(&event)?))
+}
 
 /// The chat's read of a conversation, `after=0`: valid, of an id no turn issued.
 fn read_event() -> Result<Bytes, Error> {

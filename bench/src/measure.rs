@@ -60,6 +60,11 @@ impl StandIns {
 async fn serve(router: axum::Router) -> Result<SocketAddr, Error> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let address = listener.local_addr()?;
+    // As a real provider's servers do: a stream's small chunks go out as
+    // they are written, not held back by Nagle for the client's delayed ACK.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     tokio::spawn(async move {
         let _ = axum::serve(listener, router.into_make_service_with_connect_info::<SocketAddr>()).await;
     });
@@ -113,9 +118,16 @@ fn spawn_noop(runtime_api: SocketAddr) -> Result<Child, Error> {
 /// Invokes with `event` and checks that the function answered 200 with a
 /// reply (a benchmark of wrong answers would measure nothing).
 async fn refund_turn(api: &RuntimeApi, event: Bytes) -> Result<Duration, Error> {
+    Ok(timed_turn(api, event).await?.0)
+}
+
+/// The same, with when the first `delta` of an event stream arrived, and when the request was sent.
+async fn timed_turn(api: &RuntimeApi, event: Bytes) -> Result<(Duration, Option<std::time::Instant>, std::time::Instant), Error> {
     // The bench's one read is of an id no turn issued: its answer is the 404.
     let read = serde_json::from_slice::<serde_json::Value>(&event).is_ok_and(|e| e["httpMethod"] == "GET");
-    let (answer, latency) = api.invoke(event).await;
+    let sent = std::time::Instant::now();
+    let (id, answer, latency) = api.invoke_with_id(event).await;
+    let first_delta = api.first_delta(&id);
     let answer = answer.map_err(|e| format!("the function failed: {}", String::from_utf8_lossy(&e)))?;
     let text = String::from_utf8_lossy(&answer);
     let expected = if read {
@@ -126,7 +138,7 @@ async fn refund_turn(api: &RuntimeApi, event: Bytes) -> Result<Duration, Error> 
     if !expected {
         return Err(format!("unexpected answer: {text}").into());
     }
-    Ok(latency)
+    Ok((latency, first_delta, sent))
 }
 
 /// The emulator's own round trip, with a runtime that does nothing.
@@ -174,6 +186,11 @@ pub struct Warm {
     pub openai_requests: u64,
     pub dynamodb_connections: usize,
     pub dynamodb_requests: u64,
+    /// Event-stream mode: from the model's first content chunk written to the
+    /// first `delta` read by the client (the function's own added latency).
+    pub first_word_added: Vec<Duration>,
+    /// From the request to the first `delta`.
+    pub first_word: Vec<Duration>,
 }
 
 /// One warm container answering `events` in turn, after a first (cold) one.
@@ -192,9 +209,15 @@ pub async fn warm(bootstrap: &Path, stand_ins: &StandIns, events: Vec<Bytes>) ->
     let ticks_before = procfs::cpu_ticks(pid);
     let mut latency = Vec::with_capacity(turns);
     let mut added = Vec::with_capacity(turns);
+    let (mut first_word_added, mut first_word) = (Vec::new(), Vec::new());
     for event in events {
         let busy_before = stand_ins.busy_ns();
-        let took = refund_turn(&api, event).await?;
+        let (took, first_delta, sent) = timed_turn(&api, event).await?;
+        let first_content = stand_ins.openai.1.first_content();
+        if let (Some(delta), Some(content)) = (first_delta, first_content) {
+            first_word_added.push(delta.saturating_duration_since(content));
+            first_word.push(delta.saturating_duration_since(sent));
+        }
         let stand_in_time = Duration::from_nanos(stand_ins.busy_ns() - busy_before);
         latency.push(took);
         added.push(took.saturating_sub(stand_in_time));
@@ -219,6 +242,8 @@ pub async fn warm(bootstrap: &Path, stand_ins: &StandIns, events: Vec<Bytes>) ->
         openai_requests: stand_ins.openai.1.requests() - openai_requests,
         dynamodb_connections: stand_ins.dynamodb.1.connections() - dynamodb_connections,
         dynamodb_requests: stand_ins.dynamodb.1.requests() - dynamodb_requests,
+        first_word_added,
+        first_word,
     })
 }
 

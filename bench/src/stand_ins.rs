@@ -14,7 +14,11 @@ use axum::extract::{ConnectInfo, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::IntoResponse;
 use axum::routing::post;
+use futures_util::StreamExt;
 use refund_chat_local::completions;
+
+/// The pause before a stream's first content chunk (see its use).
+const TIME_TO_FIRST_TOKEN: std::time::Duration = std::time::Duration::from_millis(60);
 
 const RECEIPT: &str = r#"{"refund_id":"rf_bench","status":"succeeded","amount_cents":1250}"#;
 const SECRET: &str = r#"{"ARN":"arn:aws:secretsmanager:eu-west-1:123456789012:secret:bench-AbCdEf","Name":"bench","SecretString":"{\"api_key\":\"sk-bench\"}","VersionId":"v1","VersionStages":["AWSCURRENT"],"CreatedDate":1.7E9}"#;
@@ -27,6 +31,8 @@ pub struct Meter {
     connections: Arc<Mutex<HashSet<SocketAddr>>>,
     /// The model's: bytes of the last turn's first request (the prompt).
     prompt_bytes: Arc<AtomicU64>,
+    /// The model's: when it last wrote the first content chunk of a stream.
+    first_content: Arc<Mutex<Option<Instant>>>,
 }
 
 impl Meter {
@@ -38,6 +44,10 @@ impl Meter {
     }
     pub fn prompt_bytes(&self) -> u64 {
         self.prompt_bytes.load(Ordering::Relaxed)
+    }
+    /// When the model last wrote a stream's first content chunk, taken once.
+    pub fn first_content(&self) -> Option<Instant> {
+        self.first_content.lock().ok()?.take()
     }
     pub fn connections(&self) -> usize {
         self.connections.lock().map(|c| c.len()).unwrap_or_default()
@@ -160,7 +170,43 @@ async fn complete(
     }
     let answer = if after_tool { answers.reply } else { answers.tool_call };
     answers.meter.record(peer, started);
-    ([(CONTENT_TYPE, "application/json")], answer)
+    if !body.windows(13).any(|w| w == br#""stream":true"#) {
+        return ([(CONTENT_TYPE, "application/json")], axum::body::Body::from(answer));
+    }
+    // Event-stream mode (contract 20): the answer in chunks, the first
+    // content chunk's moment noted as it is handed to the connection.
+    let completion: serde_json::Value = serde_json::from_str(&answer).unwrap_or_default();
+    let events: Vec<(bool, String)> = completions::chunks(&completion, 2, 16)
+        .iter()
+        .map(|chunk| {
+            let content = chunk["choices"][0]["delta"]["content"].as_str().is_some_and(|c| !c.is_empty());
+            (content, completions::event(&chunk.to_string()))
+        })
+        .chain(std::iter::once((false, completions::event("[DONE]"))))
+        .collect();
+    let first_content = Arc::clone(&answers.meter.first_content);
+    let mut noted = false;
+    let stream = futures_util::stream::iter(events).then(move |(content, event)| {
+        let first = content && !noted;
+        noted |= content;
+        let first_content = Arc::clone(&first_content);
+        async move {
+            if first {
+                // A model's time to its first token (a real one's is hundreds
+                // of ms): longer than a delayed ACK, so that what follows
+                // measures the function's relay, not the previous write's ACK.
+                tokio::time::sleep(TIME_TO_FIRST_TOKEN).await;
+                if let Ok(mut first) = first_content.lock() {
+                    *first = Some(Instant::now());
+                }
+            }
+            Ok::<_, std::convert::Infallible>(event)
+        }
+    });
+    (
+        [(CONTENT_TYPE, "text/event-stream")],
+        axum::body::Body::from_stream(stream),
+    )
 }
 
 async fn refund(State(meter): State<Meter>, ConnectInfo(peer): ConnectInfo<SocketAddr>) -> impl IntoResponse {

@@ -61,6 +61,8 @@ struct Inner {
     id_prefix: &'static str,
     /// Answers that came in the streaming response mode.
     streamed: AtomicU64,
+    /// When the first `delta` event of an invocation's answer arrived.
+    first_delta: std::sync::Mutex<HashMap<String, Instant>>,
 }
 
 impl Default for RuntimeApi {
@@ -91,6 +93,7 @@ impl RuntimeApi {
                 next_id: AtomicU64::new(1),
                 id_prefix,
                 streamed: AtomicU64::new(0),
+                first_delta: std::sync::Mutex::default(),
             }),
         }
     }
@@ -124,6 +127,12 @@ impl RuntimeApi {
         self.inner.sender.send((id.clone(), event)).ok();
         let answer = rx.await.unwrap_or_else(|_| Err(Bytes::from_static(b"no answer")));
         (id, answer, started.elapsed())
+    }
+
+    /// When the first `delta` event of invocation `id`'s answer arrived (an
+    /// event stream's), taken once.
+    pub fn first_delta(&self, id: &str) -> Option<Instant> {
+        self.inner.first_delta.lock().ok()?.remove(id)
     }
 
     /// How many answers came in the streaming response mode.
@@ -179,11 +188,27 @@ async fn respond(
     State(api): State<RuntimeApi>,
     Path(id): Path<String>,
     headers: axum::http::HeaderMap,
-    body: Bytes,
+    body: axum::body::Body,
 ) -> StatusCode {
     let streamed = headers
         .get("lambda-runtime-function-response-mode")
         .is_some_and(|mode| mode.as_bytes().eq_ignore_ascii_case(b"streaming"));
+    // Read as it arrives: the moment the first `delta` event came is kept
+    // (the benchmark's time to first word).
+    let mut chunks = body.into_data_stream();
+    let mut whole = Vec::new();
+    while let Some(chunk) = futures_util::StreamExt::next(&mut chunks).await {
+        let Ok(chunk) = chunk else { break };
+        let had_delta = contains(&whole, FIRST_DELTA);
+        whole.extend_from_slice(&chunk);
+        if !had_delta
+            && contains(&whole, FIRST_DELTA)
+            && let Ok(mut firsts) = api.inner.first_delta.lock()
+        {
+            firsts.insert(id.clone(), Instant::now());
+        }
+    }
+    let body = Bytes::from(whole);
     if !streamed {
         return api.complete(&id, Ok(body));
     }
@@ -192,6 +217,12 @@ async fn respond(
         Some(answer) => api.complete(&id, Ok(answer)),
         None => api.complete(&id, Err(Bytes::from_static(b"a streamed answer without its prelude"))),
     }
+}
+
+const FIRST_DELTA: &[u8] = b"event: delta\n";
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|window| window == needle)
 }
 
 /// The HTTP integration response of the streaming mode (prelude, eight
