@@ -47,7 +47,10 @@ pub enum Heard {
     /// The text since the last discard is not the reply.
     Discard,
     /// The answer JSON mode would have given: always last.
-    Done { status: u16, body: String },
+    Done {
+        status: u16,
+        body: String,
+    },
 }
 
 /// The turn's side of a live answer. [`Live::silent`] hears nothing (JSON
@@ -123,7 +126,10 @@ impl Live {
     /// The draft is not the reply (its call went on to tools, timed out or
     /// failed): heard only when there is a draft to drop.
     pub fn discard(&self) {
-        let had_draft = self.draft.lock().map(|mut draft| !std::mem::take(&mut *draft).is_empty());
+        let had_draft = self
+            .draft
+            .lock()
+            .map(|mut draft| !std::mem::take(&mut *draft).is_empty());
         if had_draft.unwrap_or(false) {
             self.send(Heard::Discard);
         }

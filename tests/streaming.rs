@@ -130,7 +130,10 @@ async fn every_route_answers_streamed_exactly_as_it_would_buffered() {
             // Contract 20's event-stream mode, through the real runtime: a 200 stream ending in done.
             assert_eq!(streamed.1["content-type"], "text/event-stream", "{name}");
             let text = streamed.2.as_str().unwrap_or_default();
-            assert!(text.starts_with("event: delta\n") && text.contains("event: done\n"), "{text}");
+            assert!(
+                text.starts_with("event: delta\n") && text.contains("event: done\n"),
+                "{text}"
+            );
             continue;
         }
         assert_eq!(streamed.1["content-type"], "application/json", "{name}");

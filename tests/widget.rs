@@ -49,7 +49,9 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
                 let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
                 let event = post_event(&String::from_utf8_lossy(&body), &headers);
                 let request_id = format!("req-widget-{}", INVOCATIONS.fetch_add(1, Ordering::SeqCst));
-                let streams = headers.iter().any(|(n, v)| *n == "accept" && v.contains("text/event-stream"));
+                let streams = headers
+                    .iter()
+                    .any(|(n, v)| *n == "accept" && v.contains("text/event-stream"));
                 if !streams {
                     let answer = send_as(&app, event, &request_id, 0).await;
                     let mut response = axum::response::Response::builder().status(answer.status);
@@ -700,7 +702,8 @@ async fn the_reply_is_seen_as_it_is_written_with_its_step_and_announced_once() {
     let reply = stack.nth("assistant", 1).await;
     assert!(reply.contains("I refunded 12.50"), "{reply}");
 
-    let seen: Vec<String> = serde_json::from_value(browser.execute("return window.seen;", vec![]).await.unwrap()).unwrap();
+    let seen: Vec<String> =
+        serde_json::from_value(browser.execute("return window.seen;", vec![]).await.unwrap()).unwrap();
     let at = |what: &dyn Fn(&str) -> bool| seen.iter().position(|s| what(s));
     let thinking = at(&|s| s.starts_with("draft:Let me")).expect("the preface was shown as a draft");
     let checking = at(&|s| s == "step:Checking the refund…").expect("the step line showed");
@@ -710,11 +713,23 @@ async fn the_reply_is_seen_as_it_is_written_with_its_step_and_announced_once() {
     })
     .unwrap_or_else(|| panic!("the reply, part-written, before it was whole: {seen:#?}"));
     let final_message = at(&|s| s.starts_with("log:assistant:")).expect("the final message");
-    assert!(thinking < checking && checking < growing && growing < final_message, "{seen:#?}");
+    assert!(
+        thinking < checking && checking < growing && growing < final_message,
+        "{seen:#?}"
+    );
     let announced: Vec<_> = seen.iter().filter(|s| s.starts_with("log:assistant")).collect();
     assert_eq!(announced.len(), 1, "the live region gained the reply once: {seen:#?}");
-    assert!(!announced[0].contains("Let me"), "the discarded draft is not in the log: {seen:#?}");
-    let draft_left = browser.find(Locator::Id("draft")).await.unwrap().is_displayed().await.unwrap();
+    assert!(
+        !announced[0].contains("Let me"),
+        "the discarded draft is not in the log: {seen:#?}"
+    );
+    let draft_left = browser
+        .find(Locator::Id("draft"))
+        .await
+        .unwrap()
+        .is_displayed()
+        .await
+        .unwrap();
     assert!(!draft_left, "the draft is gone once the message is in the log");
     assert_eq!(stack.refunds().await, 1);
 

@@ -122,7 +122,10 @@ async fn refund_turn(api: &RuntimeApi, event: Bytes) -> Result<Duration, Error> 
 }
 
 /// The same, with when the first `delta` of an event stream arrived, and when the request was sent.
-async fn timed_turn(api: &RuntimeApi, event: Bytes) -> Result<(Duration, Option<std::time::Instant>, std::time::Instant), Error> {
+async fn timed_turn(
+    api: &RuntimeApi,
+    event: Bytes,
+) -> Result<(Duration, Option<std::time::Instant>, std::time::Instant), Error> {
     // The bench's one read is of an id no turn issued: its answer is the 404.
     let read = serde_json::from_slice::<serde_json::Value>(&event).is_ok_and(|e| e["httpMethod"] == "GET");
     let sent = std::time::Instant::now();

@@ -179,7 +179,9 @@ async fn complete(
     let events: Vec<(bool, String)> = completions::chunks(&completion, 2, 16)
         .iter()
         .map(|chunk| {
-            let content = chunk["choices"][0]["delta"]["content"].as_str().is_some_and(|c| !c.is_empty());
+            let content = chunk["choices"][0]["delta"]["content"]
+                .as_str()
+                .is_some_and(|c| !c.is_empty());
             (content, completions::event(&chunk.to_string()))
         })
         .chain(std::iter::once((false, completions::event("[DONE]"))))

@@ -370,6 +370,9 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
     for (name, checked, violations) in hearing_back_invariants(evidence, &refunds) {
         add(name, checked, violations);
     }
+    for (name, checked, violations) in stream_invariants(evidence) {
+        add(name, checked, violations);
+    }
     let (checked, violations) = busy_after_the_turn_ended(evidence, &lines);
     add("a conversation is never busy after its turn ended", checked, violations);
     let days: Vec<&Value> = evidence
@@ -396,6 +399,70 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
             .collect(),
     );
     invariants
+}
+
+/// Contract 20: every event stream that was answered ends with exactly one
+/// `done`, nothing after it, every block an event; and a 200's deltas since
+/// the last `discard` are its reply. (An invocation that died has no answer,
+/// as in JSON mode.)
+fn stream_invariants(evidence: &Evidence<'_>) -> Vec<(&'static str, usize, Vec<String>)> {
+    let streams: Vec<(&Exchange, &Vec<(String, Value)>)> = evidence
+        .exchanges
+        .iter()
+        .filter_map(|e| e.events.as_ref().map(|events| (e, events)))
+        .collect();
+    let mut one_done = Vec::new();
+    let mut well_formed = Vec::new();
+    let mut drafts = Vec::new();
+    let mut ok_streams = 0;
+    for (exchange, events) in &streams {
+        let dones = events.iter().filter(|(name, _)| name == "done").count();
+        if dones != 1 || events.last().is_none_or(|(name, _)| name != "done") {
+            one_done.push(format!(
+                "{}: {dones} done, last {:?}",
+                exchange.request_id,
+                events.last().map(|e| &e.0)
+            ));
+        }
+        if let Some((_, block)) = events
+            .iter()
+            .find(|(name, _)| !["progress", "delta", "discard", "done"].contains(&name.as_str()))
+        {
+            well_formed.push(format!("{}: {block}", exchange.request_id));
+        }
+        if exchange.status == Some(200) {
+            ok_streams += 1;
+            let from = events
+                .iter()
+                .rposition(|(name, _)| name == "discard")
+                .map_or(0, |i| i + 1);
+            let draft: String = events[from..]
+                .iter()
+                .filter(|(name, _)| name == "delta")
+                .filter_map(|(_, data)| data["text"].as_str())
+                .collect();
+            let reply = serde_json::from_str::<Value>(&exchange.body)
+                .ok()
+                .and_then(|body| body["reply"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            if draft != reply {
+                drafts.push(format!("{}: deltas {draft:?}, reply {reply:?}", exchange.request_id));
+            }
+        }
+    }
+    vec![
+        (
+            "every event stream ends with exactly one done, nothing after it",
+            streams.len(),
+            one_done,
+        ),
+        ("every block of an event stream is an event", streams.len(), well_formed),
+        (
+            "a 200 stream's deltas since the last discard are its reply",
+            ok_streams,
+            drafts,
+        ),
+    ]
 }
 
 /// Whether `line` holds the sandbox's address: its name, street, city or

@@ -82,6 +82,9 @@ pub struct Exchange {
     /// The order of events across all clients: when sent, when answered.
     pub sent_tick: usize,
     pub answered_tick: usize,
+    /// Event-stream mode: the events as sent (name, data), when the answer
+    /// was a stream; `status` and `body` are then its `done`'s.
+    pub events: Option<Vec<(String, Value)>>,
 }
 
 impl Exchange {
@@ -99,17 +102,40 @@ impl Exchange {
 /// One message a customer sends (and perhaps sends again).
 struct Message {
     body: String,
+    /// Sent with `Accept: text/event-stream` (contract 20).
+    streamed: bool,
     text: String,
     marker: String,
     conversation: Option<String>,
     key: Option<String>,
 }
 
+/// An event stream's events, `("?", text)` for a block that is neither an
+/// event nor a comment (which an invariant then reports).
+fn events_of(body: &str) -> Vec<(String, Value)> {
+    body.split("\n\n")
+        .filter(|block| !block.is_empty() && !block.starts_with(':'))
+        .map(|block| {
+            let mut lines = block.lines();
+            let name = lines.next().and_then(|l| l.strip_prefix("event: "));
+            let data = lines.next().and_then(|l| l.strip_prefix("data: "));
+            match (name, data.and_then(|d| serde_json::from_str(d).ok()), lines.next()) {
+                (Some(name), Some(data), None) => (name.to_owned(), data),
+                _ => ("?".to_owned(), Value::String(block.to_owned())),
+            }
+        })
+        .collect()
+}
+
 /// A REST API event, signed in (Cognito) as `signed_in`.
-fn event(signed_in: &str, body: &str, key: Option<&str>) -> Bytes {
+fn event(signed_in: &str, body: &str, key: Option<&str>, streamed: bool) -> Bytes {
     let mut event: Value = serde_json::from_str(EVENT).unwrap_or(Value::Null);
     event["body"] = Value::String(body.to_owned());
     event["requestContext"]["authorizer"] = json!({"claims": {"sub": signed_in}});
+    if streamed {
+        event["headers"]["Accept"] = json!("text/event-stream");
+        event["multiValueHeaders"]["Accept"] = json!(["text/event-stream"]);
+    }
     if let Some(key) = key {
         event["headers"]["Idempotency-Key"] = json!(key);
         event["multiValueHeaders"]["Idempotency-Key"] = json!([key]);
@@ -169,7 +195,12 @@ impl Clients {
         let api = if mortal { &self.mortal_api } else { &self.api };
         let sent_tick = self.ticks.fetch_add(1, Ordering::SeqCst);
         let (request_id, answer, _) = api
-            .invoke_with_id(event(signed_in, &message.body, message.key.as_deref()))
+            .invoke_with_id(event(
+                signed_in,
+                &message.body,
+                message.key.as_deref(),
+                message.streamed,
+            ))
             .await;
         let answered_tick = self.ticks.fetch_add(1, Ordering::SeqCst);
         let answer: Value = answer
@@ -188,7 +219,20 @@ impl Clients {
                 headers.insert(name.to_lowercase(), value.to_owned());
             }
         }
+        let mut status = answer["statusCode"].as_u64().map(|s| s as u16);
+        let mut body = answer["body"].as_str().unwrap_or_default().to_owned();
+        let events = headers
+            .get("content-type")
+            .is_some_and(|t| t.starts_with("text/event-stream"))
+            .then(|| events_of(&body));
+        // The checks read a stream's `done` as the answer it carries.
+        if let Some(events) = &events {
+            let done = events.iter().rev().find(|(name, _)| name == "done");
+            status = done.and_then(|(_, data)| data["status"].as_u64()).map(|s| s as u16);
+            body = done.map(|(_, data)| data["body"].to_string()).unwrap_or_default();
+        }
         let exchange = Exchange {
+            events,
             index,
             request_id,
             signed_in: signed_in.to_owned(),
@@ -197,9 +241,9 @@ impl Clients {
             message: message.text.clone(),
             conversation_sent: message.conversation.clone(),
             mortal,
-            status: answer["statusCode"].as_u64().map(|s| s as u16),
+            status,
             headers,
-            body: answer["body"].as_str().unwrap_or_default().to_owned(),
+            body,
             sent_tick,
             answered_tick,
         };
@@ -240,6 +284,7 @@ impl Clients {
         }
         Message {
             body: body.to_string(),
+            streamed: rng.chance(0.4),
             text,
             marker,
             conversation,

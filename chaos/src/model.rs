@@ -15,6 +15,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use futures_util::StreamExt;
 use refund_chat_local::completions;
 use serde_json::{Value, json};
 
@@ -31,6 +32,8 @@ pub struct ChaoticModel {
     asked: Arc<Mutex<HashMap<(String, usize), u64>>>,
     /// Rung when a call of the mortal container's is to die with it.
     pub deaths: Arc<tokio::sync::Notify>,
+    /// How often each streamed request body was asked.
+    streamed: Arc<Mutex<HashMap<u64, u64>>>,
 }
 
 /// Messages whose marker starts with this go to the mortal container.
@@ -44,6 +47,7 @@ impl ChaoticModel {
             orders: Arc::new(orders),
             asked: Arc::default(),
             deaths: Arc::default(),
+            streamed: Arc::default(),
         }
     }
 
@@ -63,6 +67,95 @@ fn refund(id: &str, order: &str, cents: i64) -> (String, String, String) {
 }
 
 async fn complete(State(model): State<ChaoticModel>, Json(request): Json<Value>) -> Response {
+    let response = answer(&model, &request).await;
+    // How it streams: drawn from the request and how often it was asked, so
+    // that a retry (the same body) draws anew.
+    let mut rng = {
+        let body = hash(&request.to_string());
+        let mut streamed = model.streamed.lock().unwrap_or_else(|e| e.into_inner());
+        let count = streamed.entry(body).or_insert(0);
+        *count += 1;
+        Rng::derived(model.seed, &[body, *count, 0x5713])
+    };
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
+    if request["stream"].as_bool() != Some(true) || response.status() != StatusCode::OK || !is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let bytes = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(completion) => stream_chaotically(&model, &mut rng, completion).await,
+        // Not a completion (the garbled body): as it is, whatever was asked.
+        Err(_) => Response::from_parts(parts, axum::body::Body::from(bytes)),
+    }
+}
+
+/// A completion as a stream (contract 20), the way a provider and a network
+/// can deliver one: pieces of text and of tool arguments split anywhere
+/// (inside an escape), the bytes cut anywhere (inside a UTF-8 character),
+/// and now and then a stream with no usage, one that breaks off, one that
+/// stalls mid-way (past the function's timeout), or a chunk that is not JSON.
+async fn stream_chaotically(model: &ChaoticModel, rng: &mut Rng, mut completion: Value) -> Response {
+    if let Some(reply) = completion["choices"][0]["message"]["content"].as_str() {
+        // Words beyond ASCII, so that a cut can fall inside a character.
+        completion["choices"][0]["message"]["content"] = json!(format!("{reply} Merci, café ✓"));
+    }
+    let mut events: Vec<String> =
+        completions::chunks(&completion, 1 + rng.below(3) as usize, 1 + rng.below(5) as usize)
+            .iter()
+            .map(|chunk| completions::event(&chunk.to_string()))
+            .collect();
+    let roll = rng.below(100);
+    let mut stall_at = None;
+    match roll {
+        0..=9 => {
+            events.pop(); // the usage chunk
+        }
+        10..=17 => {
+            let keep = rng.below(events.len() as u64 - 2) as usize + 1;
+            events.truncate(keep); // broken off: no finish, no [DONE]
+        }
+        18..=24 => stall_at = Some(rng.below(events.len() as u64) as usize),
+        25..=29 => {
+            let at = rng.below(events.len() as u64) as usize;
+            events.insert(at, completions::event("{\"choices\": [ not json"));
+        }
+        _ => {}
+    }
+    if roll >= 10 && !(10..=17).contains(&roll) {
+        events.push(completions::event("[DONE]"));
+    }
+    let text: Vec<u8> = events.concat().into_bytes();
+    let mut pieces = Vec::new();
+    let mut at = 0;
+    while at < text.len() {
+        let end = (at + 1 + rng.below(40) as usize).min(text.len());
+        pieces.push(axum::body::Bytes::copy_from_slice(&text[at..end]));
+        at = end;
+    }
+    let stall_piece = stall_at.map(|event| pieces.len() * event / events.len().max(1));
+    let hang = model.hang;
+    let body = futures_util::stream::iter(pieces.into_iter().enumerate()).then(move |(i, piece)| async move {
+        if Some(i) == stall_piece {
+            tokio::time::sleep(hang).await;
+        } else if i % 3 == 0 {
+            // Now and then a pause, so that pieces arrive as pieces.
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        Ok::<_, std::convert::Infallible>(piece)
+    });
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+        axum::body::Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// The behaviour drawn for this call.
+async fn answer(model: &ChaoticModel, request: &Value) -> Response {
     let messages = request["messages"].as_array().cloned().unwrap_or_default();
     // This turn: from the newest customer message on (the history comes before it).
     let newest = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
@@ -102,7 +195,7 @@ async fn complete(State(model): State<ChaoticModel>, Json(request): Json<Value>)
     let calls: Vec<(String, String, String)> = match (after_tools, roll) {
         (true, 0..=69) => return text("I have looked into it for you."),
         (true, 70..=84) => vec![refund("again", &order, cents)],
-        (true, _) | (false, 0..=6) => return misbehave(&model, &mut rng).await,
+        (true, _) | (false, 0..=6) => return misbehave(model, &mut rng).await,
         (false, 7..=41) => vec![refund("c1", &order, cents)],
         (false, 42..=49) => vec![refund("c1", &order, cents), refund("c2", &order, cents)],
         (false, 50..=55) => vec![

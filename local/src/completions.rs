@@ -66,7 +66,11 @@ pub fn chunks(completion: &Value, words_per_chunk: usize, chars_per_chunk: usize
                 "function": {"name": call["function"]["name"], "arguments": ""}}]}),
             Value::Null,
         ));
-        let arguments: Vec<char> = call["function"]["arguments"].as_str().unwrap_or_default().chars().collect();
+        let arguments: Vec<char> = call["function"]["arguments"]
+            .as_str()
+            .unwrap_or_default()
+            .chars()
+            .collect();
         for piece in arguments.chunks(chars_per_chunk.max(1)) {
             let piece: String = piece.iter().collect();
             chunks.push(chunk(

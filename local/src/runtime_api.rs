@@ -198,7 +198,10 @@ async fn respond(
     let mut chunks = body.into_data_stream();
     let mut whole = Vec::new();
     while let Some(chunk) = futures_util::StreamExt::next(&mut chunks).await {
-        let Ok(chunk) = chunk else { break };
+        let Ok(chunk) = chunk else {
+            // The function died mid-answer: its caller gets no answer, as from Lambda.
+            return api.complete(&id, Err(Bytes::from_static(b"the answer broke off")));
+        };
         let had_delta = contains(&whole, FIRST_DELTA);
         whole.extend_from_slice(&chunk);
         if !had_delta

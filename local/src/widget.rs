@@ -123,7 +123,12 @@ impl Widget {
             outgoing = outgoing.header(name, value);
         }
         let Ok(answer) = outgoing.send().await else {
-            return plain(StatusCode::BAD_GATEWAY, r#"{"detail":"the function is down"}"#, "application/json").map(whole);
+            return plain(
+                StatusCode::BAD_GATEWAY,
+                r#"{"detail":"the function is down"}"#,
+                "application/json",
+            )
+            .map(whole);
         };
         let mut response = Response::builder().status(answer.status());
         for (name, value) in answer.headers() {

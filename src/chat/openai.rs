@@ -30,9 +30,9 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 
 use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall, Usage};
-use crate::live::Live;
 use crate::handoff::tool as handoff_tool;
 use crate::help::tool as help_tool;
+use crate::live::Live;
 use crate::orders::tool as order_tool;
 use crate::refund::tool;
 
@@ -413,7 +413,8 @@ impl Gathered {
             }
             if let Some(function) = piece.function {
                 call.name.push_str(function.name.as_deref().unwrap_or_default());
-                call.arguments.push_str(function.arguments.as_deref().unwrap_or_default());
+                call.arguments
+                    .push_str(function.arguments.as_deref().unwrap_or_default());
             }
         }
         if choice.finish_reason.is_some() {
@@ -535,8 +536,17 @@ mod tests {
 
         let completion = chat.complete_live(&[Message::User("hi".into())], &live).await.unwrap();
 
-        assert_eq!(completion.content.as_deref(), Some("Your refund of 12.50 is on its way."));
-        assert_eq!(completion.usage, Some(Usage { prompt_tokens: 120, completion_tokens: 15 }));
+        assert_eq!(
+            completion.content.as_deref(),
+            Some("Your refund of 12.50 is on its way.")
+        );
+        assert_eq!(
+            completion.usage,
+            Some(Usage {
+                prompt_tokens: 120,
+                completion_tokens: 15
+            })
+        );
         assert_eq!(completion.finish_reason.as_deref(), Some("stop"));
         let deltas = heard(from);
         assert_eq!(deltas, ["Your refund ", "of 12.50 ", "is on ", "its way."]);
@@ -549,7 +559,11 @@ mod tests {
     async fn tool_calls_are_put_together_by_index_from_their_pieces() {
         let asked = tool_calls(&[
             ("c1", "get_order", r#"{"order_id":"A-1001"}"#),
-            ("c2", "issue_refund", r#"{"order_id":"A-1001","amount_cents":1250,"note":"caf\u00e9"}"#),
+            (
+                "c2",
+                "issue_refund",
+                r#"{"order_id":"A-1001","amount_cents":1250,"note":"caf\u00e9"}"#,
+            ),
         ]);
         // One character a piece: split inside the JSON escape and the names' values.
         let (_server, chat) = streaming(&chunks(&asked, 1, 1), false).await;
@@ -566,7 +580,11 @@ mod tests {
             calls,
             [
                 ("c1", "get_order", r#"{"order_id":"A-1001"}"#),
-                ("c2", "issue_refund", r#"{"order_id":"A-1001","amount_cents":1250,"note":"caf\u00e9"}"#),
+                (
+                    "c2",
+                    "issue_refund",
+                    r#"{"order_id":"A-1001","amount_cents":1250,"note":"caf\u00e9"}"#
+                ),
             ]
         );
         assert_eq!(completion.finish_reason.as_deref(), Some("tool_calls"));
@@ -600,10 +618,56 @@ mod tests {
         assert_eq!(completion.usage, None);
     }
 
+    /// A server that writes `body` a few bytes at a time, each write its own
+    /// TCP segment (cut inside UTF-8 characters and JSON escapes alike).
+    async fn trickling(body: String) -> OpenAiChat {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            socket.set_nodelay(true).unwrap();
+            let mut request = vec![0; 64 * 1024];
+            let _ = socket.read(&mut request).await;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            );
+            socket.write_all(head.as_bytes()).await.unwrap();
+            for piece in body.as_bytes().chunks(3) {
+                socket.write_all(piece).await.unwrap();
+                socket.flush().await.unwrap();
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        let http = crate::http_client::money_path_client().unwrap();
+        OpenAiChat::new(http, &format!("http://{address}/v1"), "k", Duration::from_secs(5), 64)
+    }
+
+    #[tokio::test]
+    async fn bytes_cut_inside_a_character_or_an_escape_read_as_the_whole_text() {
+        let reply = "Merci, café ✓ — remboursé";
+        let mut body: String = chunks(&text(reply), 1, 1)
+            .iter()
+            .map(|d| event(&d.to_string()))
+            .collect();
+        body.push_str(&event("[DONE]"));
+        let chat = trickling(body).await;
+        let (live, from) = Live::listened();
+
+        let completion = chat.complete_live(&[Message::User("hi".into())], &live).await.unwrap();
+
+        assert_eq!(completion.content.as_deref(), Some(reply));
+        assert_eq!(heard(from).concat(), reply);
+    }
+
     #[tokio::test]
     async fn the_timeout_covers_the_whole_stream() {
         let server = MockServer::start().await;
-        let body: String = chunks(&text("slow"), 1, 1).iter().map(|d| event(&d.to_string())).collect();
+        let body: String = chunks(&text("slow"), 1, 1)
+            .iter()
+            .map(|d| event(&d.to_string()))
+            .collect();
         Mock::given(method("POST"))
             .respond_with(
                 ResponseTemplate::new(200)
@@ -613,7 +677,13 @@ mod tests {
             .mount(&server)
             .await;
         let http = crate::http_client::money_path_client().unwrap();
-        let chat = OpenAiChat::new(http, &format!("{}/v1", server.uri()), "k", Duration::from_millis(100), 64);
+        let chat = OpenAiChat::new(
+            http,
+            &format!("{}/v1", server.uri()),
+            "k",
+            Duration::from_millis(100),
+            64,
+        );
 
         let result = chat
             .complete_live(&[Message::User("hi".into())], &Live::listened().0)

@@ -9,11 +9,11 @@ use crate::chat::Message as ChatMessage;
 use crate::clock::now_ms;
 use crate::conversation::{self, ConversationId, Exchange, NoRandomness};
 use crate::handoff::{self, Handoff, Reason};
-use crate::live::Live;
 use crate::ledger::{
     Begun, BudgetStore, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
     RequestLedger, TakenTurn, TokenSettlement,
 };
+use crate::live::Live;
 use crate::orders::OrderSystem;
 use crate::refund::{Attempt, RefundGateway, RefundScope};
 use crate::secrets::ApiKeySource;

@@ -33,8 +33,8 @@ use crate::http::answer::ApiError;
 use crate::http::body::ChatRequest;
 use crate::http::idempotency::{IdempotencyKey, MalformedKey};
 use crate::http::live::AnswerBody;
-use crate::live::{Heard, Live};
 use crate::ledger::{BudgetStore, ConversationStore, RequestLedger};
+use crate::live::{Heard, Live};
 use crate::ops::telemetry::{self, RequestEnd};
 use crate::orders::OrderSystem;
 use crate::refund::RefundGateway;
@@ -214,8 +214,15 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
 
     /// What every answer carries: its status, its type, the request id and
     /// the CORS headers.
-    fn head(&self, status: StatusCode, content_type: &'static str, request_id: &str) -> lambda_http::http::response::Builder {
-        let mut response = Response::builder().status(status).header(header::CONTENT_TYPE, content_type);
+    fn head(
+        &self,
+        status: StatusCode,
+        content_type: &'static str,
+        request_id: &str,
+    ) -> lambda_http::http::response::Builder {
+        let mut response = Response::builder()
+            .status(status)
+            .header(header::CONTENT_TYPE, content_type);
         if let Ok(value) = HeaderValue::from_str(request_id) {
             response = response.header(REQUEST_ID_HEADER, value);
         }
@@ -257,7 +264,8 @@ where
         let (answered, answer) = tokio::sync::oneshot::channel();
         let app = Arc::clone(&self);
         let running = RunningTurn::start(&self.running);
-        tokio::spawn(async move {
+        // In the invocation's span, so that every line of the turn carries its request id.
+        let turn = async move {
             let _running = running;
             let response = app.handle_heard(request, &heard_by).await;
             if heard_by.has_begun() {
@@ -266,7 +274,8 @@ where
             } else {
                 let _ = answered.send(response);
             }
-        });
+        };
+        tokio::spawn(tracing::Instrument::in_current_span(turn));
         match heard.recv().await {
             Some(Heard::Begun) => self
                 .head(StatusCode::OK, live::EVENT_STREAM, &request_id)

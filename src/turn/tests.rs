@@ -545,7 +545,11 @@ impl ChatModel for HalfThenTimeout {
         unreachable!("a live turn streams")
     }
 
-    async fn complete_live(&self, _messages: &[Message], live: &crate::live::Live) -> Result<Completion, CompletionError> {
+    async fn complete_live(
+        &self,
+        _messages: &[Message],
+        live: &crate::live::Live,
+    ) -> Result<Completion, CompletionError> {
         if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
             live.delta("Your refund of");
             return Err(CompletionError::Timeout);

@@ -29,7 +29,10 @@ pub fn refund_call(id: &str, order_id: &str, amount_cents: u64) -> ResponseTempl
 /// chunk, tool arguments four characters a chunk, the usage, `[DONE]`.
 pub fn streamed(completion: Value) -> ResponseTemplate {
     use refund_chat_local::completions::{chunks, event};
-    let mut body: String = chunks(&completion, 2, 4).iter().map(|c| event(&c.to_string())).collect();
+    let mut body: String = chunks(&completion, 2, 4)
+        .iter()
+        .map(|c| event(&c.to_string()))
+        .collect();
     body.push_str(&event("[DONE]"));
     ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")
 }

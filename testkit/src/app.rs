@@ -608,7 +608,11 @@ impl Streamed {
 
     /// The text of the `delta` events since the last `discard`.
     pub fn draft(&self) -> String {
-        let from = self.events.iter().rposition(|(name, _)| name == "discard").map_or(0, |i| i + 1);
+        let from = self
+            .events
+            .iter()
+            .rposition(|(name, _)| name == "discard")
+            .map_or(0, |i| i + 1);
         self.events[from..]
             .iter()
             .filter(|(name, _)| name == "delta")
@@ -636,8 +640,14 @@ pub fn parse_event_stream(raw: &str) -> (Vec<(String, Value)>, usize) {
             continue;
         }
         let mut lines = block.lines();
-        let name = lines.next().and_then(|l| l.strip_prefix("event: ")).expect("an event line");
-        let data = lines.next().and_then(|l| l.strip_prefix("data: ")).expect("a data line");
+        let name = lines
+            .next()
+            .and_then(|l| l.strip_prefix("event: "))
+            .expect("an event line");
+        let data = lines
+            .next()
+            .and_then(|l| l.strip_prefix("data: "))
+            .expect("a data line");
         assert!(lines.next().is_none(), "one event line and one data line: {block:?}");
         events.push((name.to_owned(), serde_json::from_str(data).expect("JSON data")));
     }
@@ -672,12 +682,18 @@ pub async fn send_streamed_as<K: ApiKeySource + Send + Sync + 'static>(
         (streamed.events, streamed.keep_alives) = parse_event_stream(&streamed.raw);
         let (status, body) = streamed.done();
         if let Err(problem) = openapi_check_body(operation_of(&path), status, body) {
-            panic!("done's body does not match docs/openapi.yaml: {problem}\n{}", streamed.raw);
+            panic!(
+                "done's body does not match docs/openapi.yaml: {problem}\n{}",
+                streamed.raw
+            );
         }
     } else {
         let body = serde_json::from_str(&streamed.raw).unwrap_or(Value::Null);
         if let Err(problem) = openapi_check(operation_of(&path), streamed.status.as_u16(), &streamed.headers, &body) {
-            panic!("the answer does not match docs/openapi.yaml: {problem}\n{}", streamed.raw);
+            panic!(
+                "the answer does not match docs/openapi.yaml: {problem}\n{}",
+                streamed.raw
+            );
         }
     }
     streamed

@@ -89,8 +89,12 @@ pub fn openapi_check(operation: Operation, status: u16, headers: &HeaderMap, bod
 
 /// The body alone: a `done` event carries JSON mode's status and body, not its headers.
 pub fn openapi_check_body(operation: Operation, status: u16, body: &Value) -> Result<(), String> {
-    let response = documented_response(operation, status)
-        .ok_or_else(|| format!("status {status} of {} {} is not documented", operation.method, operation.path))?;
+    let response = documented_response(operation, status).ok_or_else(|| {
+        format!(
+            "status {status} of {} {} is not documented",
+            operation.method, operation.path
+        )
+    })?;
     openapi_validate(&response["content"]["application/json"]["schema"], body).map_err(|e| format!("body: {e}"))
 }
 

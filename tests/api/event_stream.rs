@@ -44,7 +44,11 @@ async fn a_refund_streams_its_steps_and_words_and_done_is_what_json_mode_answers
     let (status, body) = streamed.done();
     assert_eq!(status, answered.status.as_u16());
     assert_eq!(comparable(body.clone()), comparable(answered.body.clone()));
-    assert_eq!(streamed.draft(), reply, "the deltas since the last discard are the reply");
+    assert_eq!(
+        streamed.draft(),
+        reply,
+        "the deltas since the last discard are the reply"
+    );
     let deltas = streamed.names().iter().filter(|n| **n == "delta").count();
     assert!(deltas > 3, "the words came in pieces: {:?}", streamed.names());
     // The money path as in JSON mode: one refund, the model asked to stream.
@@ -54,7 +58,10 @@ async fn a_refund_streams_its_steps_and_words_and_done_is_what_json_mode_answers
         assert_eq!(request["stream_options"]["include_usage"], true);
     }
     for request in json_mode.model_requests().await {
-        assert!(request.get("stream").is_none_or(|s| s == false), "JSON mode does not stream");
+        assert!(
+            request.get("stream").is_none_or(|s| s == false),
+            "JSON mode does not stream"
+        );
     }
 
     // A re-send with the key gets the stored answer, as JSON (contract 6.3).
@@ -80,7 +87,11 @@ async fn answers_decided_before_the_turn_stay_json_with_their_status() {
 
     let screened = h.say_streamed(None, "I want to talk to a person", &[]).await;
     assert_eq!(screened.status, StatusCode::OK);
-    assert!(!screened.is_stream(), "a screened message's fixed reply is JSON: {}", screened.raw);
+    assert!(
+        !screened.is_stream(),
+        "a screened message's fixed reply is JSON: {}",
+        screened.raw
+    );
     let body: Value = serde_json::from_str(&screened.raw).unwrap();
     assert_eq!(body["handed_off"], true);
     assert!(h.model_requests().await.is_empty(), "no completion call was made");
@@ -145,7 +156,10 @@ async fn a_client_that_goes_away_ends_nothing_the_turn_appends_and_the_key_repla
     let event = post_event(&conversation_body("refund 12.50 for A-1001", None), &headers);
     let mut context = lambda_http::lambda_runtime::Context::default();
     context.request_id = fresh_request_id();
-    let request = lambda_http::RequestExt::with_lambda_context(lambda_http::request::from_str(&event.to_string()).unwrap(), context);
+    let request = lambda_http::RequestExt::with_lambda_context(
+        lambda_http::request::from_str(&event.to_string()).unwrap(),
+        context,
+    );
 
     let response = std::sync::Arc::clone(&h.app).answer(request).await;
     assert_eq!(response.status(), StatusCode::OK);
@@ -161,7 +175,11 @@ async fn a_client_that_goes_away_ends_nothing_the_turn_appends_and_the_key_repla
     assert_eq!(again.status, StatusCode::OK, "{}", again.raw);
     assert_eq!(again.headers["idempotent-replayed"], "true");
     assert_eq!(again.reply(), "Refunded.");
-    assert_eq!(h.exchanges(again.conversation_id()).await.len(), 1, "its exchange was appended");
+    assert_eq!(
+        h.exchanges(again.conversation_id()).await.len(),
+        1,
+        "its exchange was appended"
+    );
     assert_eq!(h.payments_requests().await.len(), 1);
 }
 
@@ -175,7 +193,9 @@ async fn a_stream_without_its_usage_counts_the_turns_reserved_worst_case() {
         .collect();
     body.push_str(&refund_chat_local::completions::event("[DONE]"));
     let h = TestApp::builder()
-        .model(vec![wiremock::ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")])
+        .model(vec![
+            wiremock::ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"),
+        ])
         .configure(|config| {
             config.budget.turn_reservation = 4000;
             config.budget.tokens_per_day = 1_000_000;
@@ -195,3 +215,16 @@ async fn a_stream_without_its_usage_counts_the_turns_reserved_worst_case() {
     assert_eq!(tokens[0]["tokens"].as_n().unwrap(), "4000", "the reserved worst case");
 }
 
+#[tokio::test]
+async fn a_turn_that_times_out_after_the_stream_began_ends_in_a_504_done() {
+    let h = TestApp::new(vec![hang(), hang()], receipt()).await;
+
+    let streamed = h.say_streamed(None, "hello", &[]).await;
+
+    assert_eq!(streamed.status, StatusCode::OK, "the stream began at the first call");
+    assert_eq!(streamed.names(), ["done"]);
+    let (status, body) = streamed.done();
+    assert_eq!(status, 504, "{}", streamed.raw);
+    assert!(body["detail"].is_string());
+    assert_eq!(h.model_requests().await.len(), 2, "the retry, then the end");
+}

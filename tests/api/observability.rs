@@ -315,3 +315,33 @@ async fn a_handoff_is_traced_by_its_reason_and_never_by_the_models_summary() {
     assert_eq!(call["tool"], "hand_off_to_person");
     assert_eq!(call["summary_chars"], 35);
 }
+
+#[tokio::test]
+async fn a_streamed_turn_runs_in_its_invocations_span_without_secrets_or_the_message() {
+    let h = TestApp::new(
+        vec![
+            streamed_refund_call("call_1", "A-1001", 1250),
+            streamed_text("Refunded."),
+        ],
+        receipt(),
+    )
+    .await;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let _guard =
+        tracing::subscriber::set_default(refund_chat::ops::logging::subscriber("trace", move || writer.clone()));
+    let mut context = Context::default();
+    context.request_id = REQUEST_ID.to_owned();
+
+    // The turn runs on a task of its own: its lines must still be the invocation's.
+    let streamed = h
+        .say_streamed(None, CUSTOMER_MESSAGE, &[])
+        .instrument(request_span(&context))
+        .await;
+
+    assert_eq!(streamed.done().0, 200, "{}", streamed.raw);
+    assert_redacted(&captured);
+    let lines = captured.lines();
+    assert_eq!(events(&lines, "summary").len(), 1, "one summary line");
+    assert_eq!(events(&lines, "completion").len(), 2);
+}
