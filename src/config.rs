@@ -12,6 +12,8 @@ use crate::handoff::screen::{DEFAULT_HANDOFF_PHRASES, DEFAULT_RISK_TERMS, Screen
 use crate::help::{self, Article, HelpError, Placeholders};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::Limits;
+use crate::router::Served;
+use crate::router::call::RouterSettings;
 use crate::secrets::SECRET_READ_TIMEOUT;
 use crate::turn;
 
@@ -97,6 +99,10 @@ pub enum IdentitySource {
     Body,
 }
 
+/// Contract 22's defaults for the routing call.
+pub const DEFAULT_ROUTER_TIMEOUT: Duration = Duration::from_secs(5);
+pub const DEFAULT_ROUTER_MIN_CONFIDENCE: f64 = 0.7;
+
 /// Contract 20: a comment at least every 15 s while an event stream has nothing else to send.
 pub const MAX_STREAM_KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -146,6 +152,9 @@ pub struct Config {
     /// `access-control-allow-origin` (a proxy integration's responses get no
     /// CORS headers from API Gateway). Unset: no CORS header.
     pub cors_allow_origin: Option<String>,
+    /// The routing call (contract 21): `ROUTER_MODEL`, `ROUTER_TIMEOUT_SECS`,
+    /// `ROUTER_MIN_CONFIDENCE`, `AGENT_INTENTS`.
+    pub router: RouterSettings,
 }
 
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -265,6 +274,31 @@ impl Config {
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
                 .transpose()?,
             help_articles: Vec::new(),
+            router: RouterSettings {
+                model: vars.get("ROUTER_MODEL").unwrap_or_else(|| crate::chat::openai::MODEL.to_owned()),
+                timeout: vars.secs("ROUTER_TIMEOUT_SECS", DEFAULT_ROUTER_TIMEOUT, false)?,
+                min_confidence: match vars.get("ROUTER_MIN_CONFIDENCE") {
+                    None => DEFAULT_ROUTER_MIN_CONFIDENCE,
+                    Some(text) => text
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|c| (0.0..=1.0).contains(c))
+                        .ok_or(ConfigError::Malformed {
+                            name: "ROUTER_MIN_CONFIDENCE",
+                            expected: "a number from 0 to 1",
+                            value: text,
+                        })?,
+                },
+                served: match vars.get("AGENT_INTENTS") {
+                    None => Served::default(),
+                    Some(names) => Served::parse(&names).map_err(|_| ConfigError::Malformed {
+                        name: "AGENT_INTENTS",
+                        expected: "comma-separated intents (order_status, refund, return, address_change, account_access, policy_question, other), at least one",
+                        value: names,
+                    })?,
+                },
+            },
         };
         // One number, two readers: the articles say what the rules read.
         let placeholders = Placeholders::of_limits(&config.limits);
@@ -279,8 +313,10 @@ impl Config {
                 value: vars.get("CONVERSATION_MAX_AGE_HOURS").unwrap_or_default(),
             });
         }
+        // The turn's calls and its routing call (contract 21).
         config.budget.turn_reservation =
-            turn::worst_case_tokens(config.max_output_tokens, config.conversation_window.max_chars);
+            turn::worst_case_tokens(config.max_output_tokens, config.conversation_window.max_chars)
+                + crate::router::call::worst_case_tokens();
         // A request record must outlive its lease: one that expired under a
         // live request could be replaced by a retry, which would run the turn
         // beside it (contract 6.3).
@@ -312,6 +348,8 @@ impl Config {
             self.payments_timeout,
             self.orders_timeout,
         ) + SECRET_READ_TIMEOUT
+            // The routing call, before the agent (contract 21).
+            + self.router.timeout
             + self.ledger_timeout
                 * (LEDGER_OPERATIONS_PER_REQUEST + CONVERSATION_OPERATIONS_PER_REQUEST + BUDGET_OPERATIONS_PER_REQUEST)
     }
@@ -343,7 +381,7 @@ impl SweepConfig {
         if config.executing_after < FUNCTION_TIMEOUT {
             return Err(ConfigError::Malformed {
                 name: "SWEEP_EXECUTING_AFTER_SECS",
-                expected: "at least the function's timeout (185 s)",
+                expected: "at least the function's timeout (190 s)",
                 value: vars.get("SWEEP_EXECUTING_AFTER_SECS").unwrap_or_default(),
             });
         }
@@ -401,7 +439,7 @@ impl StaffConfig {
 /// The function's timeout in `template.yaml` (`tests/template.rs` checks
 /// that they agree): an `executing` record older than this has no
 /// invocation left that could still record its outcome.
-pub const FUNCTION_TIMEOUT: Duration = Duration::from_secs(185);
+pub const FUNCTION_TIMEOUT: Duration = Duration::from_secs(190);
 
 fn own(list: &[&str]) -> Vec<String> {
     list.iter().map(|item| (*item).to_owned()).collect()
@@ -558,8 +596,15 @@ mod tests {
         );
         assert_eq!(
             config.worst_case(),
-            Duration::from_secs(112 + 6 * 2 * 3) + SECRET_READ_TIMEOUT + Duration::from_secs(2 * (7 + 4 + 2))
+            Duration::from_secs(112 + 6 * 2 * 3)
+                + SECRET_READ_TIMEOUT
+                + Duration::from_secs(2 * (7 + 4 + 2))
+                + Duration::from_secs(5),
+            "with the routing call's 5 s"
         );
+        assert_eq!(config.router.model, "gpt-4o-mini-2024-07-18");
+        assert_eq!(config.router.min_confidence, 0.7);
+        assert_eq!(config.router.served, crate::router::Served::default());
         assert_eq!(config.conversation_ttl, Duration::from_secs(24 * 3600));
         assert_eq!(config.conversation_max_age, Duration::from_secs(168 * 3600));
         assert_eq!(config.orders_base_url, "http://127.0.0.1:8081");
@@ -573,7 +618,11 @@ mod tests {
             (DEFAULT_BUDGET.turns_per_hour, DEFAULT_BUDGET.tokens_per_day)
         );
         assert_eq!(config.max_output_tokens, 1024);
-        assert_eq!(config.budget.turn_reservation, turn::worst_case_tokens(1024, 24_000));
+        assert_eq!(
+            config.budget.turn_reservation,
+            turn::worst_case_tokens(1024, 24_000) + crate::router::call::worst_case_tokens(),
+            "the turn's calls and its routing call"
+        );
         assert_eq!(
             config.conversation_window,
             Window {
@@ -713,6 +762,12 @@ mod tests {
             ("OPENAI_MAX_OUTPUT_TOKENS", "0"),
             ("ORDERS_BASE_URL", "orders.internal"),
             ("ORDERS_TIMEOUT_SECS", "0"),
+            ("ROUTER_TIMEOUT_SECS", "0"),
+            ("ROUTER_MIN_CONFIDENCE", "1.5"),
+            ("ROUTER_MIN_CONFIDENCE", "sure"),
+            ("AGENT_INTENTS", "refund,refunds"),
+            ("AGENT_INTENTS", ","),
+            ("STREAM_KEEPALIVE_SECS", "20"),
             ("REFUND_WINDOW_DAYS", "0"),
             ("REFUND_WINDOW_DAYS", "thirty"),
         ] {

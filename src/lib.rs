@@ -69,6 +69,7 @@ pub mod ops;
 pub mod orders;
 pub mod record_then_pay;
 pub mod refund;
+pub mod router;
 pub mod secrets;
 pub mod startup;
 pub mod turn;

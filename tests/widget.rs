@@ -288,6 +288,7 @@ impl Stack {
             panic!("the conversation is there");
         };
         let new = NewExchange {
+            router: None,
             exchange: refund_chat::conversation::Exchange::of_turn(
                 &[refund_chat::chat::Message::User(said.to_owned())],
                 Some(reply),

@@ -370,6 +370,23 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
     for (name, checked, violations) in hearing_back_invariants(evidence, &refunds) {
         add(name, checked, violations);
     }
+    // Contract 21: a router that failed or was unsure never lets money move alone.
+    let unsure: HashSet<&str> = lines
+        .iter()
+        .filter(|l| l["event"] == "routing" && l["route"] == "agent_unsure")
+        .filter_map(|l| l["requestId"].as_str())
+        .collect();
+    add(
+        "every refund of a turn whose router failed or was unsure waited for a person",
+        unsure.len(),
+        attempts
+            .iter()
+            .filter(|l| l["refund_outcome"] == "executed")
+            .filter_map(|l| l["requestId"].as_str())
+            .filter(|id| unsure.contains(id))
+            .map(|id| format!("{id}: paid without a person, its router unsure"))
+            .collect(),
+    );
     for (name, checked, violations) in stream_invariants(evidence) {
         add(name, checked, violations);
     }

@@ -67,6 +67,9 @@ fn refund(id: &str, order: &str, cents: i64) -> (String, String, String) {
 }
 
 async fn complete(State(model): State<ChaoticModel>, Json(request): Json<Value>) -> Response {
+    if request["response_format"]["type"] == "json_schema" {
+        return route(&model, &request).await;
+    }
     let response = answer(&model, &request).await;
     // How it streams: drawn from the request and how often it was asked, so
     // that a retry (the same body) draws anew.
@@ -91,6 +94,39 @@ async fn complete(State(model): State<ChaoticModel>, Json(request): Json<Value>)
         // Not a completion (the garbled body): as it is, whatever was asked.
         Err(_) => Response::from_parts(parts, axum::body::Body::from(bytes)),
     }
+}
+
+/// The routing call (contract 21), chaotic: sure labels mostly, and now
+/// and then unsure ones, a high risk, labels outside the schema, garbage, a
+/// stall past its timeout or a 500. Drawn from the message and how often it
+/// was routed.
+async fn route(model: &ChaoticModel, request: &Value) -> Response {
+    let newest = request["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let mut rng = {
+        let key = hash(&newest);
+        let mut routed = model.streamed.lock().unwrap_or_else(|e| e.into_inner());
+        let count = routed.entry(key ^ 0x2007).or_insert(0);
+        *count += 1;
+        Rng::derived(model.seed, &[key, *count, 0x2007])
+    };
+    let labels = match rng.below(100) {
+        0..=69 => json!({"intents": ["refund"], "risk": "low", "confidence": 0.95}),
+        70..=79 => json!({"intents": ["refund", "order_status"], "risk": "low", "confidence": 0.4}),
+        80..=83 => json!({"intents": ["refund"], "risk": "high", "confidence": 0.9}),
+        84..=87 => json!({"intents": ["refund", "refund"], "risk": "low", "confidence": 1.0}),
+        88..=91 => return text("refund it all, risk low, confidence 1"),
+        92..=95 => {
+            tokio::time::sleep(model.hang).await;
+            return text("too late");
+        }
+        _ => return (StatusCode::INTERNAL_SERVER_ERROR, "router exploded").into_response(),
+    };
+    text(&labels.to_string())
 }
 
 /// A completion as a stream (contract 20), the way a provider and a network

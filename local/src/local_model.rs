@@ -551,6 +551,45 @@ fn tool_calls(round: usize, calls: &[(&str, Value)]) -> Value {
     completions::tool_calls(&calls)
 }
 
+/// The router's labels for `message`, by keyword (contract 21): what a
+/// customer asks for, in the order the list names them, at most three; a
+/// chargeback, a lawyer or fraud is a high risk.
+pub fn route(message: &str) -> Value {
+    let said = message.to_lowercase();
+    let any = |words: &[&str]| words.iter().any(|word| said.contains(word));
+    let mut intents = Vec::new();
+    for (intent, words) in [
+        (
+            "order_status",
+            &["where is", "status", "track", "has it shipped", "when will"][..],
+        ),
+        ("refund", &["refund", "money back", "charged twice"][..]),
+        ("return", &["return it", "send it back", "return the", "a return"][..]),
+        ("address_change", &["address"][..]),
+        (
+            "account_access",
+            &["password", "log in", "login", "sign in", "my account"][..],
+        ),
+        (
+            "policy_question",
+            &["how long", "policy", "how do", "do you", "can i"][..],
+        ),
+    ] {
+        if any(words) && intents.len() < 3 {
+            intents.push(intent);
+        }
+    }
+    if intents.is_empty() {
+        intents.push("other");
+    }
+    let risk = if any(&["chargeback", "lawyer", "legal", "dispute", "fraud", "police", "sue you"]) {
+        "high"
+    } else {
+        "low"
+    };
+    json!({"intents": intents, "risk": risk, "confidence": 0.9})
+}
+
 /// The newest message the customer wrote.
 fn newest_customer_message(request: &Value) -> &str {
     request["messages"]
@@ -571,6 +610,10 @@ async fn complete(State(model): State<LocalModel>, Json(request): Json<Value>) -
     }
     if let Some(latency) = model.latency() {
         tokio::time::sleep(latency).await;
+    }
+    if request["response_format"]["type"] == "json_schema" {
+        // The routing call (contract 21): labels by keyword, never streamed.
+        return Json(text(&route(newest_customer_message(&request)).to_string())).into_response();
     }
     let streamed = request["stream"].as_bool() == Some(true);
     match model.behave(&request) {

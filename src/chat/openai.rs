@@ -149,6 +149,25 @@ impl OpenAiChat {
     }
 }
 
+impl OpenAiChat {
+    /// One call with a request built elsewhere (the router's, contract 21),
+    /// bounded by `timeout`, read as leniently as the agent's calls.
+    pub async fn complete_json(
+        &self,
+        request: &serde_json::Value,
+        timeout: Duration,
+    ) -> Result<Completion, CompletionError> {
+        let client = self.current();
+        let chat = client.chat();
+        let call = chat.create_byot::<_, WireCompletion>(request);
+        match tokio::time::timeout(timeout, call).await {
+            Err(_elapsed) => Err(CompletionError::Timeout),
+            Ok(Err(error)) => Err(classify(error)),
+            Ok(Ok(wire)) => wire.into_completion(),
+        }
+    }
+}
+
 /// The request for one completion call: the whole history, the tools
 /// (`issue_refund`, `hand_off_to_person`, `get_order`, `search_help_centre`), `strict` and no parallel tool
 /// calls (both defence in depth only).

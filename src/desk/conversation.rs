@@ -15,8 +15,11 @@ use crate::ledger::{
 };
 use crate::live::Live;
 use crate::orders::OrderSystem;
-use crate::refund::{Attempt, RefundGateway, RefundScope};
-use crate::secrets::ApiKeySource;
+use crate::refund::{Attempt, RefundGateway, RefundScope, Routed};
+use crate::router::{self, Route, Routing};
+use crate::secrets::{ApiKeySource, SecretError};
+
+use super::model::KeyedModel;
 use crate::turn::{Tools, Turn};
 
 use super::{Desk, Invocation, Message, Outcome, Refused, Reply, Trace};
@@ -80,6 +83,43 @@ pub(super) struct PendingExchange {
     pub(super) new: NewExchange,
 }
 
+/// What the router's step decided, as the turn and its records need it.
+struct RoutedTurn {
+    route: Route,
+    /// As recorded: `order_status,refund;low;0.92` or `unknown`.
+    labels: String,
+    tokens: u64,
+}
+
+/// What the turn is run with besides its messages: the id a handoff gets,
+/// who hears it, and the router's labels.
+struct Steering<'a> {
+    handoff_id: String,
+    live: &'a Live,
+    routed: Routed,
+}
+
+/// A fixed reply, with what the conversation keeps beside it.
+struct Answered {
+    reply: &'static str,
+    handoff: Option<Handoff>,
+    /// The budget's settlement, when a turn was taken (a routed handoff).
+    tokens: Option<TokenSettlement>,
+    router: Option<String>,
+}
+
+impl Answered {
+    /// Code's own reply, before any model: no turn taken, no routing call.
+    fn fixed(reply: &'static str, handoff: Option<Handoff>) -> Answered {
+        Answered {
+            reply,
+            handoff,
+            tokens: None,
+            router: None,
+        }
+    }
+}
+
 /// A turn's outcome, with what it added to the conversation (`None` when no
 /// turn ran: the key could not be read).
 struct TurnResult {
@@ -123,7 +163,13 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 // A person has it: kept, and answered without the model (contract 12).
                 trace.conversation.with_a_person = true;
                 self.give_back_turn(scope.user_id(), turn_taken).await;
-                return self.answer_without_model(message, scope, lease, held, handoff::WITH_A_PERSON, None);
+                return self.answer_without_model(
+                    message,
+                    scope,
+                    lease,
+                    held,
+                    Answered::fixed(handoff::WITH_A_PERSON, None),
+                );
             }
             Ok(Begun::Held(held)) => Ok(held),
             Ok(Begun::NotFound) => Err(Refused::ConversationNotFound),
@@ -152,7 +198,13 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 reason,
                 summary: None,
             };
-            return self.answer_without_model(message, scope, lease, held, handoff::fixed_reply(reason), Some(handoff));
+            return self.answer_without_model(
+                message,
+                scope,
+                lease,
+                held,
+                Answered::fixed(handoff::fixed_reply(reason), Some(handoff)),
+            );
         }
         let window = match self.window(&lease, &held, &scope).await {
             Ok(window) => window,
@@ -178,6 +230,31 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 }
             }
         }
+        // The router, last before the agent (contract 21): its labels decide
+        // whether the agent runs, and how tightly.
+        // The key is read once, for the routing call and the turn.
+        let model = self.model().await;
+        let routed = self.route(model.as_ref().ok(), message, &window, trace).await;
+        if let Route::HandOff(reason) = routed.route {
+            trace.handoff = Some(reason);
+            let handoff = Handoff {
+                id: handoff_id,
+                reason,
+                summary: None,
+            };
+            // The turn was taken and the routing call spent: both are counted.
+            let tokens = turn_taken.map(|reservation| TokenSettlement {
+                reservation,
+                used: routed.tokens,
+            });
+            let answered = Answered {
+                reply: handoff::fixed_reply(reason),
+                handoff: Some(handoff),
+                tokens,
+                router: Some(routed.labels),
+            };
+            return self.answer_without_model(message, scope, lease, held, answered);
+        }
         trace.conversation.history_exchanges = window.len();
         let context = Attempt {
             scope,
@@ -186,11 +263,18 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         };
         let mut turn = self
             .run_turn(
+                model,
                 message,
                 context.clone(),
                 conversation::history(&window),
-                handoff_id.clone(),
-                live,
+                Steering {
+                    handoff_id: handoff_id.clone(),
+                    live,
+                    routed: Routed {
+                        labels: Some(routed.labels.clone()),
+                        unsure: matches!(routed.route, Route::Agent { unsure: true }),
+                    },
+                },
                 trace,
             )
             .await;
@@ -202,8 +286,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             *summary = crate::mask::masked(summary).into_owned();
         }
         let tokens = turn_taken.map(|reservation| TokenSettlement {
-            used: trace.stats.as_ref().map_or(0, |stats| {
-                let counted = stats.prompt_tokens + stats.completion_tokens;
+            used: trace.stats.as_ref().map_or(routed.tokens, |stats| {
+                let counted = routed.tokens + stats.prompt_tokens + stats.completion_tokens;
                 // A streamed call that never said what it cost costs the worst case.
                 if stats.usage_unreported {
                     counted.max(reservation.tokens)
@@ -254,11 +338,54 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 handoff,
                 tokens,
                 key: None,
+                router: Some(routed.labels),
             },
             lease,
             held,
         };
         (outcome, Some(exchange))
+    }
+
+    /// The routing call (contract 21) for `message`, with the customer's
+    /// own earlier messages of the window: its labels, what code makes of
+    /// them, and its tokens (its worst case when it said nothing of them).
+    async fn route(
+        &self,
+        model: Option<&KeyedModel<'_, K>>,
+        message: &Message,
+        window: &[Exchange],
+        trace: &mut Trace,
+    ) -> RoutedTurn {
+        let settings = &self.config.router;
+        let earlier: Vec<&str> = window.iter().filter_map(Exchange::customer_message).collect();
+        let started = tokio::time::Instant::now();
+        let (routing, usage) = match model {
+            Some(model) => router::call::route(model.chat, settings, &earlier, message.text.text()).await,
+            // The turn reports the key; no call was made, none is counted.
+            None => (Routing::Failed("no key"), Some(crate::chat::Usage::default())),
+        };
+        let route = router::decide(&routing, &settings.served, settings.min_confidence);
+        let tokens = usage.map_or_else(router::call::worst_case_tokens, |u| {
+            u.prompt_tokens + u.completion_tokens
+        });
+        let labels = routing.recorded();
+        tracing::info!(
+            event = "routing",
+            labels = %labels,
+            failure = match &routing {
+                Routing::Failed(why) => *why,
+                Routing::Labelled(_) => "",
+            },
+            route = match route {
+                Route::Agent { unsure: false } => "agent",
+                Route::Agent { unsure: true } => "agent_unsure",
+                Route::HandOff(reason) => reason.as_str(),
+            },
+            tokens,
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+        );
+        trace.routing = Some(routing);
+        RoutedTurn { route, labels, tokens }
     }
 
     /// Takes a turn from the customer's budget: counted atomically, closed
@@ -312,9 +439,14 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         scope: RefundScope,
         lease: ConversationLease,
         held: HeldConversation,
-        reply: &str,
-        handoff: Option<Handoff>,
+        answered: Answered,
     ) -> (Outcome, Option<PendingExchange>) {
+        let Answered {
+            reply,
+            handoff,
+            tokens,
+            router,
+        } = answered;
         let outcome = self.written(Reply {
             result: Ok(reply.to_owned()),
             conversation: Some(lease.id.clone()),
@@ -330,8 +462,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 refund_recorded: false,
                 awaiting_approval: false,
                 handoff,
-                tokens: None,
+                tokens,
                 key: None,
+                router,
             },
             lease,
             held,
@@ -369,14 +502,19 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
 
     async fn run_turn(
         &self,
+        model: Result<KeyedModel<'_, K>, SecretError>,
         message: &Message,
         context: Attempt,
         history: Vec<ChatMessage>,
-        handoff_id: String,
-        live: &Live,
+        steering: Steering<'_>,
         trace: &mut Trace,
     ) -> TurnResult {
-        let model = match self.model().await {
+        let Steering {
+            handoff_id,
+            live,
+            routed,
+        } = steering;
+        let model = match model {
             Ok(model) => model,
             Err(error) => {
                 return TurnResult {
@@ -399,7 +537,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             history,
             &message.text,
         )
-        .with_handoff(handoff_id);
+        .with_handoff(handoff_id)
+        .routed(routed);
         if live.is_listened() {
             turn = turn.with_live(live);
         }

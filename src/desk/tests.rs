@@ -98,6 +98,7 @@ async fn stored_conversation(store: &MemoryLedger, customer: &str) -> Conversati
         panic!("a new conversation is held");
     };
     let new = NewExchange {
+        router: None,
         exchange: Exchange::of_turn(&[crate::chat::Message::User("hello".into())], Some("hi")),
         status: 200,
         scope: RefundScope::for_request(customer, "setup"),

@@ -18,6 +18,8 @@ pub struct Trace {
     pub handoff: Option<Reason>,
     /// What the budget said: `taken`, `turns`, `tokens` (spent) or `unavailable`.
     pub budget: Option<&'static str>,
+    /// The routing call's labels (contract 21), when one was made.
+    pub routing: Option<crate::router::Routing>,
 }
 
 impl Trace {

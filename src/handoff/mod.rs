@@ -29,15 +29,18 @@ pub enum Reason {
     Risk,
     /// Two turns in a row ended in 502 or 504.
     AgentFailed,
+    /// The router found an intent the agent does not take (`AGENT_INTENTS`, contract 21).
+    IntentNotServed,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 5] = [
+    pub const ALL: [Reason; 6] = [
         Reason::CustomerAsked,
         Reason::CannotHelp,
         Reason::Other,
         Reason::Risk,
         Reason::AgentFailed,
+        Reason::IntentNotServed,
     ];
 
     /// As the conversation, the logs and the metrics name it.
@@ -48,6 +51,7 @@ impl Reason {
             Reason::Other => "other",
             Reason::Risk => "risk",
             Reason::AgentFailed => "agent_failed",
+            Reason::IntentNotServed => "intent_not_served",
         }
     }
 
@@ -82,6 +86,10 @@ pub fn conversation_of(handoff_id: &str) -> Option<String> {
 /// words, and for the risk screen nothing that sounds like a decision.
 pub fn fixed_reply(reason: Reason) -> &'static str {
     match reason {
+        Reason::IntentNotServed => {
+            "A person from our support team takes care of this kind of request: they will read this conversation \
+             and reply to you here. You do not need to repeat anything."
+        }
         Reason::Risk => {
             "Thank you for telling us. A person from our support team will read this conversation and reply to you \
              here. You do not need to repeat anything."

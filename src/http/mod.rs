@@ -144,6 +144,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             conversation: &trace.conversation,
             handoff: trace.handoff,
             budget: trace.budget,
+            routing: trace.routing.as_ref(),
             cold_start: self.cold.swap(false, Ordering::Relaxed),
             duration: started.elapsed(),
         });

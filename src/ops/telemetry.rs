@@ -13,6 +13,7 @@ use metrics_cloudwatch_embedded::Collector;
 
 use crate::handoff::Reason;
 use crate::refund::RefundOutcome;
+use crate::router::Routing;
 use crate::turn::TurnStats;
 
 pub const METRICS_NAMESPACE: &str = "RefundChat";
@@ -137,6 +138,8 @@ pub struct RequestEnd<'a> {
     pub handoff: Option<Reason>,
     /// What the budget said: `taken`, `turns`, `tokens` or `unavailable`.
     pub budget: Option<&'static str>,
+    /// The routing call's labels (contract 21), when one was made.
+    pub routing: Option<&'a Routing>,
     pub cold_start: bool,
     pub duration: Duration,
 }
@@ -197,6 +200,16 @@ pub fn finish_request(end: RequestEnd<'_>) {
     };
     let refund_outcome = refund.map_or("not_attempted", RefundOutcome::name);
     let total_tokens = stats.prompt_tokens + stats.completion_tokens;
+    // The router's labels (contract 21): `unknown` when it failed, empty when none ran.
+    let (intents, risk, router_confidence) = match end.routing {
+        Some(Routing::Labelled(labels)) => (
+            labels.intents.iter().map(|i| i.as_str()).collect::<Vec<_>>().join(","),
+            labels.risk.as_str(),
+            labels.confidence,
+        ),
+        Some(Routing::Failed(_)) => ("unknown".to_owned(), "unknown", 0.0),
+        None => (String::new(), "", 0.0),
+    };
     tracing::info!(
         event = "summary",
         status = end.status.as_u16(),
@@ -219,6 +232,9 @@ pub fn finish_request(end: RequestEnd<'_>) {
         conversation_appended = end.conversation.appended.unwrap_or_default(),
         handoff = end.handoff.map(Reason::as_str).unwrap_or_default(),
         budget = end.budget.unwrap_or_default(),
+        intents,
+        risk,
+        router_confidence,
         with_a_person = end.conversation.with_a_person,
         replayed = end.key_use == KeyUse::Replayed,
         second_refunds_refused = stats.second_refunds_refused,
@@ -271,6 +287,18 @@ pub fn finish_request(end: RequestEnd<'_>) {
     metrics::counter!("Tokens").increment(total_tokens);
     if let Some(reason) = end.handoff {
         metrics::counter!("Handoffs", "Reason" => reason.as_str()).increment(1);
+    }
+    match end.routing {
+        Some(Routing::Labelled(labels)) => {
+            for intent in &labels.intents {
+                metrics::counter!("RoutedTurns", "Intent" => intent.as_str()).increment(1);
+            }
+        }
+        Some(Routing::Failed(_)) => {
+            metrics::counter!("RoutedTurns", "Intent" => "unknown").increment(1);
+            metrics::counter!("RoutingFailures").increment(1);
+        }
+        None => {}
     }
     if end.conversation.appended == Some("failed") {
         metrics::counter!("ConversationAppendFailures").increment(1);

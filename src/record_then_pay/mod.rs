@@ -57,20 +57,20 @@ impl<L: RefundLedger, P: Payments + Sync> RecordedRefunds<L, P> {
             AutomaticWrite::Existing(prior) => return Ok(already_recorded(prior)),
             AutomaticWrite::Refused(history) => {
                 // Rule 2 or 3 refused the write; the rules judge the facts it reported.
-                let reasons =
-                    match policy::decide_with_order(&self.limits, request.amount, &history, &request.order, now) {
-                        Decision::Approval(reasons) => reasons,
-                        Decision::Automatic => {
-                            // The report passes both rules, so it is short of a figure. Rule
-                            // 2's fact is a flag it always has: the refusal was rule 3's.
-                            tracing::error!(
-                                event = "policy",
-                                automatic_today = history.automatic_today.cents(),
-                                "the ledger refused a refund its own report allows: sent to a person as rule 3's"
-                            );
-                            vec![Reason::DailyLimitExceeded]
-                        }
-                    };
+                let decided = policy::decide_with_order(&self.limits, request.amount, &history, &request.order, now);
+                let reasons = match policy::with_routing(decided, request.routed.unsure) {
+                    Decision::Approval(reasons) => reasons,
+                    Decision::Automatic => {
+                        // The report passes both rules, so it is short of a figure. Rule
+                        // 2's fact is a flag it always has: the refusal was rule 3's.
+                        tracing::error!(
+                            event = "policy",
+                            automatic_today = history.automatic_today.cents(),
+                            "the ledger refused a refund its own report allows: sent to a person as rule 3's"
+                        );
+                        vec![Reason::DailyLimitExceeded]
+                    }
+                };
                 return self.for_approval(request, reasons, now).await;
             }
         }
@@ -122,8 +122,10 @@ impl<L: RefundLedger, P: Payments + Sync> RefundGateway for RecordedRefunds<L, P
         // Rule 1 (and rule 3 for an amount above the daily limit alone) and
         // rules 4 to 6 need no history; rules 2 and 3 are checked by the
         // ledger's write itself.
-        let decide =
-            |history: &History| policy::decide_with_order(&self.limits, request.amount, history, &request.order, now);
+        let decide = |history: &History| {
+            let decided = policy::decide_with_order(&self.limits, request.amount, history, &request.order, now);
+            policy::with_routing(decided, request.routed.unsure)
+        };
         let result = match decide(&History::default()) {
             Decision::Automatic => self.automatic(request, now).await,
             Decision::Approval(_) => {

@@ -15,6 +15,7 @@ use crate::refund::{
 
 fn request(request_id: &str, order_id: &str, cents: u64) -> RefundRequest {
     RefundRequest {
+        routed: Default::default(),
         attempt: Attempt {
             scope: RefundScope::for_request("u-1", request_id),
             writer: WriterMark::fixed(format!("{request_id}/w")),
@@ -155,6 +156,7 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
         lease_until_ms: u64::MAX,
     };
     let turn = NewExchange {
+        router: None,
         exchange: Exchange::of_turn(&[Message::User("refund D-4".into())], Some("A person will review it.")),
         status: 200,
         scope: asked.attempt.scope.clone(),

@@ -172,6 +172,18 @@ pub struct RefundRequest {
     /// The order as code read it for this refund (contract 16), never as
     /// the model described it.
     pub order: OrderFacts,
+    /// What the router said of the turn (contract 21).
+    pub routed: Routed,
+}
+
+/// The router's labels of the turn a refund was proposed in, as its record
+/// keeps them, and whether they leave the refund to a person.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Routed {
+    /// `order_status,refund;low;0.92` or `unknown`; none where no router ran.
+    pub labels: Option<String>,
+    /// The router was unsure or failed: the refund waits for a person.
+    pub unsure: bool,
 }
 
 impl RefundRequest {

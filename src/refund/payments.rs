@@ -124,6 +124,7 @@ mod tests {
 
     fn request() -> RefundRequest {
         RefundRequest {
+            routed: Default::default(),
             attempt: Attempt {
                 scope: RefundScope::for_request("u-1001", "req-1"),
                 writer: WriterMark::fixed("req-1/w"),

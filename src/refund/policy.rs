@@ -70,6 +70,8 @@ pub enum Reason {
     OutsideRefundWindow,
     /// Rule 6: the order system could not be read.
     OrderUnverified,
+    /// Contract 21: the router was unsure of the turn, or failed.
+    RouterUnsure,
 }
 
 impl Reason {
@@ -81,6 +83,7 @@ impl Reason {
             Reason::NotDelivered => "not_delivered",
             Reason::OutsideRefundWindow => "outside_refund_window",
             Reason::OrderUnverified => "order_unverified",
+            Reason::RouterUnsure => "router_unsure",
         }
     }
 
@@ -92,6 +95,7 @@ impl Reason {
             Reason::NotDelivered,
             Reason::OutsideRefundWindow,
             Reason::OrderUnverified,
+            Reason::RouterUnsure,
         ]
         .into_iter()
         .find(|reason| reason.as_str() == text)
@@ -157,6 +161,20 @@ pub fn decide_with_order(
     } else {
         Decision::Approval(reasons)
     }
+}
+
+/// An unsure or failed router (contract 21) sends every refund of its turn
+/// to a person, as if the automatic limit were 0; with the rules' own reasons.
+pub fn with_routing(decision: Decision, router_unsure: bool) -> Decision {
+    if !router_unsure {
+        return decision;
+    }
+    let mut reasons = match decision {
+        Decision::Automatic => Vec::new(),
+        Decision::Approval(reasons) => reasons,
+    };
+    reasons.push(Reason::RouterUnsure);
+    Decision::Approval(reasons)
 }
 
 /// What the refund rules read of the order (contract 16): the order code

@@ -48,7 +48,7 @@ use crate::orders::{self, OrderLookup, OrderSystem};
 use crate::refund::message::{CustomerMessage, MAX_MESSAGE_CHARS};
 use crate::refund::policy::OrderFacts;
 use crate::refund::tool::{self, RefundArguments, TOOL_NAME, ToolResult};
-use crate::refund::{Attempt, RefundGateway, RefundOutcome, RefundRequest};
+use crate::refund::{Attempt, RefundGateway, RefundOutcome, RefundRequest, Routed};
 use crate::untrusted;
 
 /// Completion calls per request, counting timed-out calls and calls made in a retry.
@@ -239,6 +239,8 @@ pub struct Turn<'a, M, G, O> {
     stats: TurnStats,
     /// Who hears the turn as it runs (event-stream mode); none in JSON mode.
     live: Option<&'a Live>,
+    /// The router's labels (contract 21), on every refund the turn proposes.
+    routed: Routed,
 }
 
 impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
@@ -274,6 +276,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
                 ..TurnStats::default()
             },
             live: None,
+            routed: Routed::default(),
         }
     }
 
@@ -295,6 +298,12 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
     /// Lets the model hand the conversation to a person, under this id.
     pub fn with_handoff(mut self, handoff_id: String) -> Self {
         self.handoff_id = Some(handoff_id);
+        self
+    }
+
+    /// The router's labels; `unsure` sends every refund of the turn to a person.
+    pub fn routed(mut self, routed: Routed) -> Self {
+        self.routed = routed;
         self
     }
 
@@ -604,6 +613,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             amount,
             message: self.customer_message.clone(),
             order,
+            routed: self.routed.clone(),
         };
         self.progress(Step::Payments);
         let outcome = self.tools.refunds.refund(&request).await;

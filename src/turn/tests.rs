@@ -84,6 +84,7 @@ async fn a_refund_runs_once_with_the_requests_user_id() {
     assert_eq!(
         payments.requests(),
         vec![RefundRequest {
+            routed: Default::default(),
             attempt: Attempt {
                 scope: RefundScope::for_request("user-7", "req-1"),
                 writer: WriterMark::fixed("req-1/w"),

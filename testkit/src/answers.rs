@@ -49,6 +49,17 @@ pub fn streamed_refund_call(id: &str, order_id: &str, amount_cents: u64) -> Resp
     )]))
 }
 
+/// The routing call's answer (contract 21): these labels, as a strict
+/// structured output arrives (the JSON in the message's text).
+pub fn routed(intents: &[&str], risk: &str, confidence: f64) -> ResponseTemplate {
+    text(&json!({"intents": intents, "risk": risk, "confidence": confidence}).to_string())
+}
+
+/// Whether a model request is a routing call (it asks for the labels' schema).
+pub fn is_routing_call(request: &Value) -> bool {
+    request["response_format"]["type"] == "json_schema"
+}
+
 pub fn hang() -> ResponseTemplate {
     text("too late").set_delay(HANG)
 }

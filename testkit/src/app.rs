@@ -218,6 +218,8 @@ type ConfigChange = Box<dyn FnOnce(&mut Config)>;
 /// Builds a [`TestApp`]; every part has a default a test may replace.
 pub struct Builder<K> {
     model: Vec<ResponseTemplate>,
+    /// The routing call's answer (contract 21).
+    router: Option<ResponseTemplate>,
     model_responder: Option<ModelResponder>,
     payments: ResponseTemplate,
     orders: Option<Box<dyn Respond>>,
@@ -232,6 +234,7 @@ impl TestApp<FixedKey> {
     pub fn builder() -> Builder<FixedKey> {
         Builder {
             model: Vec::new(),
+            router: None,
             model_responder: None,
             payments: receipt(),
             orders: None,
@@ -250,6 +253,12 @@ impl TestApp<FixedKey> {
 }
 
 impl<K: ApiKeySource> Builder<K> {
+    /// What the routing call answers (see [`routed`]).
+    pub fn router(mut self, answer: ResponseTemplate) -> Self {
+        self.router = Some(answer);
+        self
+    }
+
     pub fn model(mut self, model: Vec<ResponseTemplate>) -> Self {
         self.model = model;
         self
@@ -290,6 +299,7 @@ impl<K: ApiKeySource> Builder<K> {
     pub fn key_source<K2: ApiKeySource>(self, key_source: K2) -> Builder<K2> {
         Builder {
             model: self.model,
+            router: self.router,
             model_responder: self.model_responder,
             payments: self.payments,
             orders: self.orders,
@@ -306,6 +316,17 @@ impl<K: ApiKeySource> Builder<K> {
         let openai = MockServer::start().await;
         let payments = MockServer::start().await;
         let model_script = Script::new(self.model);
+        // The routing call (contract 21) has its own answer, sure and low-risk
+        // unless the test says otherwise: the script is the agent's.
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(wiremock::matchers::body_partial_json(
+                json!({"response_format": {"type": "json_schema"}}),
+            ))
+            .respond_with(self.router.unwrap_or_else(|| routed(&["refund"], "low", 0.95)))
+            .with_priority(1)
+            .mount(&openai)
+            .await;
         let model_mock = Mock::given(method("POST")).and(path("/v1/chat/completions"));
         match self.model_responder {
             Some(respond) => model_mock.respond_with(FnResponder(respond)),
@@ -401,9 +422,19 @@ impl<K: ApiKeySource> TestApp<K> {
         send_as(&self.app, read_event(id, query, Some(USER)), &fresh_request_id(), 0).await
     }
 
-    /// The JSON bodies the model received, in order.
+    /// The JSON bodies the agent's model calls carried, in order (the
+    /// routing calls apart: [`Self::routing_requests`]).
     pub async fn model_requests(&self) -> Vec<Value> {
-        bodies(&self.openai).await
+        bodies(&self.openai)
+            .await
+            .into_iter()
+            .filter(|r| !is_routing_call(r))
+            .collect()
+    }
+
+    /// The routing calls' bodies (contract 21), in order.
+    pub async fn routing_requests(&self) -> Vec<Value> {
+        bodies(&self.openai).await.into_iter().filter(is_routing_call).collect()
     }
 
     /// The JSON bodies the payments service received, in order.

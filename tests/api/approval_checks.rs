@@ -116,6 +116,7 @@ async fn an_approval_counts_the_refunds_of_the_order_still_in_flight() {
     // answered by payments: the order system cannot show it yet.
     let ledger = DynamoLedger::from_sdk_config(&desk.h.aws, &desk.h.table, LEDGER_TIMEOUT);
     let in_flight = refund_chat::refund::RefundRequest {
+        routed: Default::default(),
         attempt: refund_chat::refund::Attempt {
             scope: refund_chat::refund::RefundScope::for_request("u-1001", "req-other-tab"),
             writer: refund_chat::refund::WriterMark::fixed("req-other-tab/w"),

@@ -11,7 +11,9 @@ use serde_json::json;
 
 use refund_chat_testkit::*;
 
-/// A turn of these tests uses 135 tokens (the stand-in's `usage`); it reserves more.
+/// A turn of these tests uses 270 tokens (the stand-in's `usage` of 135, for
+/// the agent's call and for the routing call); it reserves more.
+const TURN_TOKENS: i64 = 270;
 const RESERVATION: u64 = 400;
 
 fn limits(turns_per_hour: u64, tokens_per_day: u64) -> BudgetLimits {
@@ -159,8 +161,8 @@ async fn tokens_are_added_after_the_turn_and_refuse_the_next_one() {
     assert_eq!(counted.len(), 1);
     assert_eq!(
         counted[0]["tokens"].as_n().unwrap(),
-        "135",
-        "the provider's usage of the one call"
+        &TURN_TOKENS.to_string(),
+        "the provider's usage of the agent's call and the routing call"
     );
 }
 
@@ -385,14 +387,14 @@ async fn six_turns_at_once_never_overshoot_the_days_tokens_by_more_than_one_turn
     assert!(ok >= 1, "{:?}", answers.iter().map(|a| &a.raw).collect::<Vec<_>>());
     let tokens = counter(&h, "tokens").await.unwrap();
     assert!(
-        tokens <= 300 + 135,
+        tokens <= 300 + TURN_TOKENS,
         "{ok} turns passed: {tokens} tokens against a day of 300"
     );
     // Each reservation settled to its usage; one whose append's outcome was
     // unknown (a slow moto under the whole suite) keeps its reservation.
-    let kept = tokens - 135 * ok as i64;
+    let kept = tokens - TURN_TOKENS * ok as i64;
     assert!(
-        kept >= 0 && kept % (RESERVATION as i64 - 135) == 0,
+        kept >= 0 && kept % (RESERVATION as i64 - TURN_TOKENS) == 0,
         "{tokens} tokens for {ok} turns"
     );
 }

@@ -853,6 +853,7 @@ async fn an_exchange_appended_while_a_turn_runs_moves_the_turns_own_after_it() {
     // A person's note lands while the turn runs.
     note_lands(&h, &id, 1).await;
     let new = refund_chat::ledger::NewExchange {
+        router: None,
         exchange: refund_chat::conversation::Exchange::of_turn(
             &[refund_chat::chat::Message::User("and now?".into())],
             Some("Still here."),

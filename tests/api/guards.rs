@@ -212,6 +212,7 @@ async fn an_approval_days_later_counts_for_the_order_from_its_payment() {
 
 fn direct_request(request_id: &str, order_id: &str, cents: u64, writer: &str) -> RefundRequest {
     RefundRequest {
+        routed: Default::default(),
         attempt: Attempt {
             scope: RefundScope::for_request(USER, request_id),
             writer: WriterMark::fixed(format!("{request_id}/{writer}")),

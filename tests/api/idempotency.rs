@@ -160,6 +160,7 @@ async fn a_retry_after_a_dead_invocation_takes_over_and_never_pays_again() {
     };
     ledger.claim_request(&dead, now - 60_000).await.unwrap();
     let dead_attempt = RefundRequest {
+        routed: Default::default(),
         attempt: Attempt {
             scope,
             writer: WriterMark::fixed("req-dead/0"),

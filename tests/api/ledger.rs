@@ -195,6 +195,7 @@ async fn a_rejection_and_an_unknown_outcome_are_recorded_as_such() {
 
 fn attempt(writer: &str) -> RefundRequest {
     RefundRequest {
+        routed: Default::default(),
         attempt: Attempt {
             scope: RefundScope::for_request(USER, "req-1"),
             writer: WriterMark::fixed(format!("req-1/{writer}")),

@@ -30,5 +30,6 @@ mod policy;
 mod refunds;
 mod retries;
 mod review;
+mod router;
 mod routing;
 mod secrets;

@@ -4,8 +4,8 @@
 //!
 //! | item | `sk` | attributes |
 //! | --- | --- | --- |
-//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `last_status`, `refund_records` (the record ids its turns wrote, a string set), `lease_writer`, `lease_until_ms` (while a turn runs), `lease_ended_by` (the writer of the last lease given back: it never takes the lease again), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange, never after `ends_by`), `ends_by` (`CONVERSATION_MAX_AGE_HOURS` after the first exchange); once handed off: `handoff_id`, `handoff_reason`, `handoff_summary` (the model's), `handoff_at`, `handoff_request_id`, `handoff_open` (`open` until closed: the `open_handoffs` index), `handoff_closed_by`, `handoff_closed_at` |
-//! | exchange | `x#<seq, 6 digits>` | `seq`, `request_id`, `refund_record` (the scope's record id), `status`, `created_at`, `chars`, `messages` (JSON), `handoff_reason` (the exchange that handed off), `customer`, `expires_at` (`ends_by`) |
+//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `last_status`, `refund_records` (the record ids its turns wrote, a string set), `lease_writer`, `lease_until_ms` (while a turn runs), `lease_ended_by` (the writer of the last lease given back: it never takes the lease again), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange, never after `ends_by`), `ends_by` (`CONVERSATION_MAX_AGE_HOURS` after the first exchange); once handed off: `handoff_id`, `handoff_reason`, `handoff_router` (the router's labels, contract 21), `handoff_summary` (the model's), `handoff_at`, `handoff_request_id`, `handoff_open` (`open` until closed: the `open_handoffs` index), `handoff_closed_by`, `handoff_closed_at` |
+//! | exchange | `x#<seq, 6 digits>` | `seq`, `request_id`, `refund_record` (the scope's record id), `status`, `created_at`, `chars`, `messages` (JSON), `handoff_reason` (the exchange that handed off), `router` (the router's labels of its turn), `customer`, `expires_at` (`ends_by`) |
 //! | scope mark | `scope#<record id>` | `seq`, `customer`, `created_at`, `expires_at` (`ends_by`) |
 //!
 //! Each exchange is an item of its own (a 4000-character message and a
@@ -790,6 +790,10 @@ impl DynamoConversations {
                 .expression_attribute_values(":handoff_reason", s(handoff.reason.as_str()))
                 .expression_attribute_values(":request_id", s(lease.writer.invocation()))
                 .expression_attribute_values(":open", s("open"));
+            if let Some(router) = &new.router {
+                set.push("handoff_router = :router");
+                header = header.expression_attribute_values(":router", s(router));
+            }
             if let Some(summary) = &handoff.summary {
                 set.push("handoff_summary = :summary");
                 header = header.expression_attribute_values(":summary", s(summary));
@@ -847,6 +851,7 @@ impl DynamoConversations {
                     "handoff_reason",
                     s(new.handoff.as_ref().map(|h| h.reason.as_str()).unwrap_or_default()),
                 ),
+                ("router", s(new.router.as_deref().unwrap_or_default())),
             ],
         )?;
         let mut items = vec![

@@ -47,6 +47,9 @@ pub(crate) fn refund_item(
     if let Some(order) = request.order.snapshot() {
         item.extend(order_items(order));
     }
+    if let Some(labels) = &request.routed.labels {
+        item.insert("router".into(), s(labels));
+    }
     if state == RefundState::Executing {
         item.insert("executing_since_ms".into(), n(now_ms));
     }

@@ -555,6 +555,8 @@ impl crate::ledger::StaffLedger for DynamoLedger {
             message: crate::refund::message::CustomerMessage::new(""),
             // A person paying it decided on the first record's facts: it keeps them.
             order: original.order_facts_read(),
+            // A person's decision: no router decides it (the record keeps the turn's labels).
+            routed: crate::refund::Routed::default(),
         };
         let mut item = super::refund_item(&request, DecidedBy::Approval, RefundState::Executing, &[], now_ms);
         item.insert(

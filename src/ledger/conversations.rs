@@ -1,0 +1,171 @@
+//! The conversations' port (contract 11): the lease, the window and the append.
+
+use std::future::Future;
+
+use crate::conversation::shown::Shown;
+use crate::conversation::{ConversationId, Exchange};
+use crate::handoff::Handoff;
+use crate::refund::{RefundScope, WriterMark};
+
+use super::{LedgerError, RequestLease, StoredResponse, TokenSettlement};
+
+/// One turn's hold on its conversation (contract 11): a lease that ends at
+/// the invocation's deadline, so a dead invocation stops holding it by itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationLease {
+    pub id: ConversationId,
+    /// The customer it belongs to: a conversation of another is absent.
+    pub customer: String,
+    pub writer: WriterMark,
+    /// Epoch ms: the invocation's deadline.
+    pub lease_until_ms: u64,
+}
+
+/// A conversation this turn holds, as it was when the lease was taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldConversation {
+    /// Exchanges so far: the next one's sequence number.
+    pub exchanges: u64,
+    /// Epoch seconds: when it ends at the latest, `CONVERSATION_MAX_AGE_HOURS`
+    /// after its first exchange (0: not stored yet, the append sets it).
+    pub ends_by_s: u64,
+    /// A person has it (contract 12): every message gets the fixed reply.
+    pub handed_off: bool,
+    /// Its last exchange ended in 502 or 504.
+    pub last_failed: bool,
+    /// Its header is stored. Not so for a conversation this request creates:
+    /// nobody else knows its id, so it needs no lease, and its first append
+    /// creates it.
+    pub stored: bool,
+}
+
+impl HeldConversation {
+    /// A conversation this request creates (see [`HeldConversation::stored`]).
+    pub fn created_here() -> HeldConversation {
+        HeldConversation {
+            exchanges: 0,
+            ends_by_s: 0,
+            handed_off: false,
+            last_failed: false,
+            stored: false,
+        }
+    }
+}
+
+/// What taking a conversation's lease found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Begun {
+    Held(HeldConversation),
+    /// Unknown, expired, or another customer's: one answer for all three.
+    NotFound,
+    /// Its previous turn still runs; that turn's lease ends at `lease_until_ms`.
+    Busy {
+        lease_until_ms: u64,
+    },
+}
+
+/// An exchange to append, with what the conversation keeps beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewExchange {
+    pub exchange: Exchange,
+    /// The answer's status: 200, 502 or 504.
+    pub status: u16,
+    /// The turn's refund scope.
+    pub scope: RefundScope,
+    /// At most once per refund scope: the scope is marked, and an exchange
+    /// whose scope is marked already is not added. Unmarked for a failed
+    /// turn whose key is given back, so that its retry runs afresh and
+    /// appends its own exchange.
+    pub marked: bool,
+    /// The turn recorded a refund for its scope: the conversation lists it.
+    pub refund_recorded: bool,
+    /// That refund waits for a person: the conversation says so until a
+    /// decision's note (contract 18).
+    pub awaiting_approval: bool,
+    /// The conversation goes to a person with this exchange (at most once).
+    pub handoff: Option<Handoff>,
+    /// The turn's reservation settled to its tokens, in the same step
+    /// (`None`: no turn was taken from the budget).
+    pub tokens: Option<TokenSettlement>,
+    /// What becomes of the request's key, in the same step.
+    pub key: Option<KeySettlement>,
+    /// The router's labels of the turn (contract 21); none where no routing
+    /// call was made (a screened message, a person's conversation).
+    pub router: Option<String>,
+}
+
+/// A request's key after its turn: its answer stored for replays, or the key
+/// given back (contract 6.3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeySettlement {
+    Store(RequestLease, StoredResponse),
+    Release(RequestLease),
+}
+
+/// What appending an exchange found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    /// The exchange, the tokens and the key's settlement: one transaction.
+    Appended,
+    /// The exchange and the tokens; the key is another request's now (its
+    /// lease had ended), so it was left alone.
+    KeyNotOurs,
+    /// The refund scope's exchange is already there (a takeover of a dead
+    /// invocation's key that had appended it): nothing was written, neither
+    /// the tokens nor the key's settlement.
+    AlreadyThere,
+}
+
+/// The conversations, as the HTTP edge keeps them (contract 11). Every
+/// operation is bounded by `LEDGER_TIMEOUT_SECS` in the adapter; every
+/// write is conditional on the lease, never a read-then-write.
+pub trait ConversationStore: Send + Sync {
+    /// Takes the conversation's lease for `lease.writer`. `may_create`: the
+    /// id is the function's own, just issued (or recorded with the request's
+    /// key), so an absent conversation is created; otherwise it is 404.
+    fn begin(
+        &self,
+        lease: &ConversationLease,
+        may_create: bool,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Begun, LedgerError>> + Send;
+
+    /// The `count` most recent exchanges, newest first (a strongly consistent
+    /// read: the previous turn's exchange is in it), one per refund scope
+    /// and none of `running` (the scope of the turn about to run): a try
+    /// whose key was released and then re-sent stays in the conversation
+    /// for the support team, but the model sees the customer's message once.
+    fn recent(
+        &self,
+        id: &ConversationId,
+        count: usize,
+        running: &RefundScope,
+    ) -> impl Future<Output = Result<Vec<Exchange>, LedgerError>> + Send;
+
+    /// Appends the turn's exchange and gives the lease back (creating the
+    /// conversation when it is not stored), with the exchange's tokens and
+    /// key settlement: one transaction. On an error, nothing was written.
+    fn append(
+        &self,
+        lease: &ConversationLease,
+        held: &HeldConversation,
+        new: &NewExchange,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Appended, LedgerError>> + Send;
+
+    /// Gives the lease back without an exchange (no turn ran).
+    fn release(&self, lease: &ConversationLease) -> impl Future<Output = Result<(), LedgerError>> + Send;
+
+    /// What `customer` reads of the conversation (contract 18): the
+    /// messages after `after`, oldest first, at most
+    /// [`crate::conversation::shown::MAX_SHOWN`]. `None` when it is
+    /// unknown, expired or another customer's: one answer for all three.
+    /// One read, which takes no lease and writes nothing.
+    fn shown(
+        &self,
+        id: &ConversationId,
+        customer: &str,
+        after: Option<u64>,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Option<Shown>, LedgerError>> + Send;
+}
