@@ -27,7 +27,8 @@
 //!   (contract 17): the articles, loaded and checked once, their BM25
 //!   index and the `search_help_centre` tool.
 //! - [`conversation`]: what a turn adds to a conversation and the window
-//!   the model sees. [`turn`]: one agent turn, its budget, retry and refund
+//!   the model sees. [`router`]: the routing call before the agent and
+//!   what code decides from its labels (contract 21). [`turn`]: one agent turn, its budget, retry and refund
 //!   latch. [`ledger`]: the stores' ports (request records, refund records,
 //!   conversations, budgets), their records, the memory books and the
 //!   DynamoDB adapters, with the support team's reads and decisions.
@@ -40,7 +41,8 @@
 //!   header, and the one error-to-status map. [`startup`]: the one place the
 //!   ports are wired.
 //!
-//! At the ground, used from any floor: [`clock`], [`untrusted`] (customer-
+//! At the ground, used from any floor: [`clock`], [`live`] (what a turn
+//! shows while it runs, for event-stream mode), [`untrusted`] (customer-
 //! and model-written text made safe for a terminal, a spreadsheet or a
 //! log), [`http_client`], [`secrets`].
 //!
