@@ -466,10 +466,15 @@ mod tests {
     use refund_chat_local::completions::completion as completion_json;
 
     async fn answering(body: serde_json::Value) -> (MockServer, OpenAiChat) {
+        serving(ResponseTemplate::new(200).set_body_json(body)).await
+    }
+
+    /// A server that answers every completion call with `answer`, and the chat to it.
+    async fn serving(answer: ResponseTemplate) -> (MockServer, OpenAiChat) {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
             .and(path("/v1/chat/completions"))
-            .respond_with(ResponseTemplate::new(200).set_body_json(body))
+            .respond_with(answer)
             .mount(&server)
             .await;
         let http = crate::http_client::money_path_client().unwrap();
@@ -520,21 +525,7 @@ mod tests {
         if !cut {
             body.push_str(&event("[DONE]"));
         }
-        let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .and(path("/v1/chat/completions"))
-            .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
-            .mount(&server)
-            .await;
-        let http = crate::http_client::money_path_client().unwrap();
-        let chat = OpenAiChat::new(
-            http,
-            &format!("{}/v1", server.uri()),
-            "sk-test",
-            Duration::from_secs(5),
-            1024,
-        );
-        (server, chat)
+        serving(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream")).await
     }
 
     fn heard(mut from: tokio::sync::mpsc::UnboundedReceiver<crate::live::Heard>) -> Vec<String> {
