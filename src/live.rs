@@ -58,8 +58,34 @@ pub enum Heard {
 pub struct Live {
     to: Option<mpsc::UnboundedSender<Heard>>,
     begun: AtomicBool,
-    /// The text sent since the last discard.
-    draft: Mutex<String>,
+    draft: Mutex<Draft>,
+}
+
+/// The model's text since the last discard, and what of it the client has.
+#[derive(Default)]
+struct Draft {
+    written: String,
+    /// `written` masked (contract 23), but for a trailing run of digits that
+    /// may still become a card number or an IBAN.
+    sent: String,
+}
+
+/// Where the text that can no longer change under masking ends: before a
+/// trailing run of digits, capitals, spaces and dashes that holds a digit
+/// (the next piece may make it a card number or an IBAN). Prose passes at
+/// once; only such a run waits for the character after it.
+fn settled(text: &str) -> usize {
+    let run = text
+        .bytes()
+        .rev()
+        .take_while(|b| b.is_ascii_digit() || b.is_ascii_uppercase() || *b == b' ' || *b == b'-')
+        .count();
+    let start = text.len() - run;
+    if text[start..].bytes().any(|b| b.is_ascii_digit()) {
+        start
+    } else {
+        text.len()
+    }
 }
 
 impl Live {
@@ -112,45 +138,59 @@ impl Live {
         self.send(Heard::Progress(step));
     }
 
-    /// A piece of the model's text, as the provider streamed it.
+    /// A piece of the model's text, as the provider streamed it: sent at
+    /// once, masked, but for a trailing run of digits that may still grow
+    /// into a card number (contract 23: never sent whole).
     pub fn delta(&self, text: &str) {
         if text.is_empty() || !self.is_listened() {
             return;
         }
-        if let Ok(mut draft) = self.draft.lock() {
-            draft.push_str(text);
+        let Ok(mut draft) = self.draft.lock() else { return };
+        draft.written.push_str(text);
+        let masked = crate::mask::masked(&draft.written[..settled(&draft.written)]).into_owned();
+        match masked.strip_prefix(draft.sent.as_str()) {
+            Some("") => {}
+            Some(new) => self.send(Heard::Delta(new.to_owned())),
+            // A number masked across what was already sent: sent again, masked.
+            None => {
+                self.send(Heard::Discard);
+                self.send(Heard::Delta(masked.clone()));
+            }
         }
-        self.send(Heard::Delta(text.to_owned()));
+        draft.sent = masked;
     }
 
     /// The draft is not the reply (its call went on to tools, timed out or
-    /// failed): heard only when there is a draft to drop.
+    /// failed): heard only when the client holds some of it.
     pub fn discard(&self) {
-        let had_draft = self
+        let held = self
             .draft
             .lock()
-            .map(|mut draft| !std::mem::take(&mut *draft).is_empty());
-        if had_draft.unwrap_or(false) {
+            .map(|mut draft| !std::mem::take(&mut *draft).sent.is_empty());
+        if held.unwrap_or(false) {
             self.send(Heard::Discard);
         }
     }
 
-    /// The end: the answer JSON mode would have given. If the draft the
-    /// client holds is not that reply (the reply was masked, or replaced by
-    /// code, or there is none), it is discarded and the reply sent whole
-    /// first, so that the deltas since the last discard are always the
-    /// reply of a 200.
+    /// The end: the answer JSON mode would have given. What the client holds
+    /// is completed to that reply when it is its beginning; otherwise (the
+    /// reply was masked or replaced by code, or there is none) it is
+    /// discarded and the reply sent whole. So the deltas since the last
+    /// discard are always the reply of a 200.
     pub fn done(&self, status: u16, body: String) {
         let reply = (status == 200)
             .then(|| serde_json::from_str::<serde_json::Value>(&body).ok())
             .flatten()
             .and_then(|body| body.get("reply").and_then(|r| r.as_str()).map(str::to_owned));
-        let draft = self.draft.lock().map(|draft| draft.clone()).unwrap_or_default();
-        if reply.as_deref() != Some(draft.as_str()) {
-            self.discard();
-            if let Some(reply) = reply {
-                self.delta(&reply);
+        let sent = self.draft.lock().map(|draft| draft.sent.clone()).unwrap_or_default();
+        match reply.as_deref().map(|reply| reply.strip_prefix(sent.as_str())) {
+            Some(Some("")) => {}
+            Some(Some(rest)) => self.send(Heard::Delta(rest.to_owned())),
+            Some(None) => {
+                self.discard();
+                self.send(Heard::Delta(reply.unwrap_or_default()));
             }
+            None => self.discard(),
         }
         self.send(Heard::Done { status, body });
     }
@@ -193,12 +233,43 @@ mod tests {
     #[test]
     fn a_reply_code_changed_replaces_the_draft_before_done() {
         let (live, from) = Live::listened();
-        live.delta("card 4111 1111 1111 1111");
-        live.done(200, r#"{"reply":"card [card ending 1111]"}"#.into());
+        live.delta("Thanks, I will check.");
+        live.done(200, r#"{"reply":"A person will review this."}"#.into());
         let all = heard(from);
         assert_eq!(all[1], Heard::Discard);
-        assert_eq!(all[2], Heard::Delta("card [card ending 1111]".into()));
+        assert_eq!(all[2], Heard::Delta("A person will review this.".into()));
         assert!(matches!(all[3], Heard::Done { status: 200, .. }));
+    }
+
+    #[test]
+    fn a_card_number_is_never_sent_whole_however_the_pieces_fall() {
+        let (live, from) = Live::listened();
+        for piece in [
+            "Your card 42",
+            "42 4242 ",
+            "4242 42",
+            "42 was charged, order ",
+            "A-1001.",
+        ] {
+            live.delta(piece);
+        }
+        live.done(
+            200,
+            r#"{"reply":"Your card [card ending 4242] was charged, order A-1001."}"#.into(),
+        );
+        let all = heard(from);
+        let mut shown = String::new();
+        for heard in &all {
+            match heard {
+                Heard::Delta(text) => shown.push_str(text),
+                Heard::Discard => shown.clear(),
+                _ => {}
+            }
+            let digits: String = shown.chars().filter(char::is_ascii_digit).collect();
+            assert!(!digits.contains("4242424242424242"), "{all:?}");
+        }
+        assert_eq!(shown, "Your card [card ending 4242] was charged, order A-1001.");
+        assert!(!all.contains(&Heard::Discard), "masked as it came: {all:?}");
     }
 
     #[test]
@@ -216,6 +287,6 @@ mod tests {
     fn a_silent_listener_keeps_no_draft() {
         let live = Live::silent();
         live.delta("words");
-        assert!(live.draft.lock().unwrap().is_empty());
+        assert!(live.draft.lock().unwrap().written.is_empty());
     }
 }

@@ -45,15 +45,21 @@ impl Captured {
 /// Runs one request through the handler inside the runtime's own request span
 /// (as `lambda_runtime` does), with every log line captured at TRACE.
 pub(crate) async fn logged_turn(h: &TestApp, message: &str) -> (Answer, Captured) {
+    let (captured, _guard, span) = capturing();
+    let answer = h.chat(message).instrument(span).await;
+    (answer, captured)
+}
+
+/// Every log line of this thread captured at TRACE, and the runtime's
+/// request span for [`REQUEST_ID`], as `lambda_runtime` makes it.
+fn capturing() -> (Captured, tracing::subscriber::DefaultGuard, tracing::Span) {
     let captured = Captured::default();
     let writer = captured.clone();
-    let _guard =
+    let guard =
         tracing::subscriber::set_default(refund_chat::ops::logging::subscriber("trace", move || writer.clone()));
     let mut context = Context::default();
     context.request_id = REQUEST_ID.to_owned();
-    let span = request_span(&context);
-    let answer = h.chat(message).instrument(span).await;
-    (answer, captured)
+    (captured, guard, request_span(&context))
 }
 
 fn events<'a>(lines: &'a [Value], name: &str) -> Vec<&'a Value> {
@@ -326,18 +332,10 @@ async fn a_streamed_turn_runs_in_its_invocations_span_without_secrets_or_the_mes
         receipt(),
     )
     .await;
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let _guard =
-        tracing::subscriber::set_default(refund_chat::ops::logging::subscriber("trace", move || writer.clone()));
-    let mut context = Context::default();
-    context.request_id = REQUEST_ID.to_owned();
+    let (captured, _guard, span) = capturing();
 
     // The turn runs on a task of its own: its lines must still be the invocation's.
-    let streamed = h
-        .say_streamed(None, CUSTOMER_MESSAGE, &[])
-        .instrument(request_span(&context))
-        .await;
+    let streamed = h.say_streamed(None, CUSTOMER_MESSAGE, &[]).instrument(span).await;
 
     assert_eq!(streamed.done().0, 200, "{}", streamed.raw);
     assert_redacted(&captured);
