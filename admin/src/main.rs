@@ -30,6 +30,7 @@ use refund_chat::ledger::LedgerError;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::dynamo::conversations::DynamoConversations;
 use refund_chat::ledger::dynamo::notes::PersonNotes;
+use refund_chat::router::Intent;
 
 use crate::cmd::approve::Payment;
 
@@ -56,6 +57,9 @@ enum Command {
         id: String,
         #[arg(long, value_name = "NAME")]
         by: String,
+        /// The intent a person found (contract 21), from the router's list.
+        #[arg(long, value_name = "INTENT", value_parser = cmd::verdict::parse_intent)]
+        intent: Option<Intent>,
     },
     /// Reject a refund awaiting approval: no money moves.
     Reject {
@@ -64,6 +68,9 @@ enum Command {
         by: String,
         #[arg(long, value_name = "TEXT")]
         reason: String,
+        /// The intent a person found (contract 21), from the router's list.
+        #[arg(long, value_name = "INTENT", value_parser = cmd::verdict::parse_intent)]
+        intent: Option<Intent>,
     },
     /// Refunds whose outcome is not known (state unknown, or executing for
     /// longer than the function's timeout): check them with payments.
@@ -90,6 +97,9 @@ enum Command {
         /// A reply to the customer, sent once the handoff is closed.
         #[arg(long, value_name = "TEXT")]
         text: Option<String>,
+        /// The intent a person found (contract 21), from the router's list.
+        #[arg(long, value_name = "INTENT", value_parser = cmd::verdict::parse_intent)]
+        intent: Option<Intent>,
     },
     /// Write to the customer in their chat: a person's message in the
     /// conversation (ID: the conversation's, or its handoff's).
@@ -132,6 +142,17 @@ enum Command {
         /// Where to write it (default: stdout).
         #[arg(long, value_name = "FILE")]
         out: Option<std::path::PathBuf>,
+    },
+    /// The router against people (contract 21): per router intent the
+    /// conversations, containment, handoffs and refunds; then the router's
+    /// intent against the one a person recorded, and the share that agree.
+    Routing {
+        /// Conversations whose first exchange is on or after this UTC date or time (default: 7 days back).
+        #[arg(long, value_name = "DATE", value_parser = parse_since)]
+        since: Option<u64>,
+        /// The same as CSV, formulas neutralised.
+        #[arg(long)]
+        csv: bool,
     },
     /// Every refund record (the audit trail) to stdout.
     Export {
@@ -249,8 +270,10 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
     let result = match command {
         Command::Conversation { id } => cmd::conversation::run(&ledger, &conversations, &id).await,
         Command::Handoffs => cmd::handoffs::run(&conversations).await,
-        Command::CloseHandoff { id, by, text } => {
-            cmd::close_handoff::run(&conversations, &id, &by, text.as_deref()).await
+        Command::CloseHandoff { id, by, text, intent } => {
+            let closed = cmd::close_handoff::run(&conversations, &id, &by, text.as_deref()).await;
+            let conversation = refund_chat::handoff::conversation_of(&id);
+            cmd::verdict::after(&conversations, closed, conversation.as_deref(), intent, &by).await
         }
         Command::Reply(reply) => match reply_text(&reply) {
             Ok(text) => cmd::reply::run(&PersonNotes::of(&conversations), &reply.id, &reply.by, &text).await,
@@ -259,9 +282,16 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
         Command::Forget { customer, by } => cmd::forget::run(&ledger, &conversations, &customer, &by).await,
         Command::Pending => cmd::pending::run(&ledger).await,
         Command::Show { id } => cmd::show::run(&ledger, &id).await,
-        Command::Approve { id, by } => cmd::approve::pay(&ledger, config, &id, &by, Payment::Approval).await,
+        Command::Approve { id, by, intent } => {
+            let decided = cmd::approve::pay(&ledger, config, &id, &by, Payment::Approval).await;
+            cmd::verdict::after_record(&ledger, &conversations, decided, &id, intent, &by).await
+        }
         Command::Reissue { id, by } => cmd::reissue::run(&ledger, config, &id, &by).await,
-        Command::Reject { id, by, reason } => cmd::reject::run(&ledger, &id, &by, &reason).await,
+        Command::Reject { id, by, reason, intent } => {
+            let decided = cmd::reject::run(&ledger, &id, &by, &reason).await;
+            cmd::verdict::after_record(&ledger, &conversations, decided, &id, intent, &by).await
+        }
+        Command::Routing { since, csv } => cmd::routing::run(&ledger, &conversations, since, csv).await,
         Command::Unknown => cmd::unknown::run(&ledger).await,
         Command::Resolve(resolve) => cmd::resolve::run(&ledger, resolve).await,
         Command::Export { since, format } => cmd::export::run(&ledger, since.unwrap_or(0), format).await,

@@ -23,6 +23,9 @@ pub struct EndState {
     /// personal data the tools must keep to themselves).
     #[serde(skip)]
     pub prompts: String,
+    /// The router's labels of the conversation's first routed turn, as
+    /// recorded (`order_status,refund;low;0.92`, `unknown`).
+    pub router: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -33,6 +36,31 @@ pub struct Grade {
     pub rules_held: bool,
     /// Why it failed, for the report.
     pub failures: Vec<String>,
+    /// The router's labels were the expected ones; none when the task
+    /// expects none. Graded beside the run, not in it: a router that is
+    /// wrong keeps money from moving, it never lets more move.
+    pub router_right: Option<bool>,
+}
+
+/// The router against the task's `expect.intents` and `expect.risk`: every
+/// expected intent among the router's, the same risk. A failed router is
+/// wrong.
+pub fn router_right(task: &Task, end: &EndState) -> Option<bool> {
+    use refund_chat::router::{Intent, Routing};
+    let expect = &task.expect;
+    if expect.intents.is_none() && expect.risk.is_none() {
+        return None;
+    }
+    let Some(Routing::Labelled(labels)) = end.router.as_deref().map(Routing::from_recorded) else {
+        return Some(false);
+    };
+    let intents_right = expect
+        .intents
+        .iter()
+        .flatten()
+        .all(|name| Intent::parse(name).is_some_and(|intent| labels.intents.contains(&intent)));
+    let risk_right = expect.risk.as_deref().is_none_or(|risk| risk == labels.risk.as_str());
+    Some(intents_right && risk_right)
 }
 
 fn sorted(refunds: &[Refund]) -> Vec<Refund> {
@@ -118,6 +146,7 @@ pub fn grade(task: &Task, end: &EndState) -> Grade {
         passed: end_state_ok && reply_ok,
         rules_held,
         failures,
+        router_right: router_right(task, end),
     }
 }
 
@@ -159,7 +188,53 @@ mod tests {
                 .and_then(|reasons| reasons.first().cloned()),
             status: 200,
             prompts: String::new(),
+            router: task.expect.intents.as_ref().map(|intents| {
+                format!(
+                    "{};{};0.90",
+                    intents.join(","),
+                    task.expect.risk.as_deref().unwrap_or("low")
+                )
+            }),
         }
+    }
+
+    #[test]
+    fn the_router_is_right_when_it_names_every_expected_intent_and_the_risk() {
+        let routing: Vec<Task> = tasks().into_iter().filter(|t| t.expect.intents.is_some()).collect();
+        assert!(routing.len() >= 6, "the routing family expects labels");
+        for task in &routing {
+            let mut end = expected_end(task);
+            assert_eq!(router_right(task, &end), Some(true), "{}", task.id);
+            // One more intent is still right (a person's is among the router's).
+            end.router = end.router.map(|r| format!("policy_question,{r}"));
+            assert_eq!(router_right(task, &end), Some(true), "{}", task.id);
+            end.router = Some("unknown".into());
+            assert_eq!(
+                router_right(task, &end),
+                Some(false),
+                "{}: a failed router is wrong",
+                task.id
+            );
+            end.router = Some(format!("other;{};0.9", task.expect.risk.as_deref().unwrap_or("low")));
+            let other_only = task.expect.intents.as_deref() == Some(&["other".to_owned()][..]);
+            assert_eq!(
+                router_right(task, &end),
+                Some(other_only),
+                "{}: another intent",
+                task.id
+            );
+        }
+        let mut flipped = routing[0].clone();
+        flipped.expect.risk = Some("high".into());
+        assert_eq!(
+            router_right(&flipped, &expected_end(&routing[0])),
+            Some(false),
+            "the risk counts"
+        );
+        let unlabelled = tasks()
+            .into_iter()
+            .find(|t| t.expect.intents.is_none() && t.expect.risk.is_none());
+        assert_eq!(router_right(&unlabelled.unwrap(), &EndState::default()), None);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use lambda_http::RequestExt;
 use lambda_http::lambda_runtime::Context;
 use refund_chat::config::Config;
 use refund_chat::ledger::dynamo::DynamoLedger;
+use refund_chat::ledger::dynamo::conversations::DynamoConversations;
 use refund_chat::refund::RefundState;
 use refund_chat::secrets::FixedKey;
 use refund_chat_local::payments_sandbox::Sandbox;
@@ -126,6 +127,23 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
             .and_then(|head| refund_chat::ledger::dynamo::text(head, "handoff_reason").map(str::to_owned)),
         None => None,
     };
+    let router = match &conversation {
+        Some(id) => DynamoConversations::from_sdk_config(
+            &bench.aws,
+            conversations.clone(),
+            table.clone(),
+            // Only read: no exchange is written through it.
+            refund_chat::conversation::Lifetime {
+                ttl: std::time::Duration::ZERO,
+                max_age: std::time::Duration::ZERO,
+            },
+            std::time::Duration::from_secs(2),
+        )
+        .routing_of(id)
+        .await?
+        .and_then(|routed| routed.first_router),
+        None => None,
+    };
     let ledger = DynamoLedger::from_sdk_config(&bench.aws, table, std::time::Duration::from_secs(2));
     let prompts: String = recorder
         .passed()
@@ -158,6 +176,7 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
             .unwrap_or_default()
             .to_owned(),
         prompts,
+        router,
     };
     let exchanges: Vec<(Value, Value)> = recorder
         .passed()

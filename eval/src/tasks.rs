@@ -87,6 +87,13 @@ pub struct Expect {
     /// the tools hold personal data, the prompt references).
     #[serde(default)]
     pub prompts_never_mention: Vec<String>,
+    /// The router's intents for the first message (contract 21): graded
+    /// right when the router named every one of them (it may name more).
+    #[serde(default)]
+    pub intents: Option<Vec<String>>,
+    /// The router's risk for the first message (`low`, `high`).
+    #[serde(default)]
+    pub risk: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

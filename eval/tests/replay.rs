@@ -1,7 +1,9 @@
 //! The nightly review's round trip (contract 23): a conversation run
 //! through the function and decided by a person, turned into a task by
 //! `refund-chat-admin replay-task`, passes the evaluation with the local
-//! model, and the task file holds nothing that names the customer.
+//! model, and the task file holds nothing that names the customer. A
+//! person's intent (`--intent`) is kept beside the router's: the routing
+//! report counts both, and the task expects the person's.
 
 use std::process::Output;
 
@@ -52,8 +54,44 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
         .and_then(|line| line.split_whitespace().next())
         .unwrap_or_else(|| panic!("no pending refund in {pending}"))
         .to_owned();
-    let approved = admin(&env, &["approve", &approval, "--by", "sam"]).await;
+    let approved = admin(&env, &["approve", &approval, "--by", "sam", "--intent", "refund"]).await;
     assert_eq!(approved.status.code(), Some(0), "{}", text(&approved));
+    assert!(
+        text(&approved).contains("recorded the intent refund"),
+        "{}",
+        text(&approved)
+    );
+
+    // A handoff the router made (an intent the agent does not take), closed
+    // by a person who says what the customer wanted.
+    let moved = "Please change the delivery address of order D-4001 to my new flat, call me on +33 6 12 34 56 78.";
+    let answer = send_as(&app, post_event(&chat_body(moved), &[]), "req-replay-2", 0).await;
+    assert_eq!(answer.body["handed_off"], true, "{}", answer.raw);
+    let handed_off = answer.conversation_id().to_owned();
+    let handoff = format!("h_{}", handed_off.strip_prefix("c_").unwrap());
+    let closed = admin(
+        &env,
+        &["close-handoff", &handoff, "--by", "sam", "--intent", "address_change"],
+    )
+    .await;
+    assert_eq!(closed.status.code(), Some(0), "{}", text(&closed));
+
+    // The router against the people: both agree.
+    let routing = text(&admin(&env, &["routing"]).await);
+    let row = |intent: &str| {
+        routing
+            .lines()
+            .find(|line| line.starts_with(&format!("{intent} ")))
+            .map(|line| line.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    assert_eq!(
+        row("refund"),
+        "1 0 0 1 1",
+        "sent for approval and paid after it:\n{routing}"
+    );
+    assert_eq!(row("address_change"), "1 0 1 0 0 intent_not_served 1", "{routing}");
+    assert!(routing.contains("agree: 2 of 2 (100.0%)"), "{routing}");
 
     let tasks = std::env::temp_dir().join(format!("replayed-tasks-{}", std::process::id()));
     std::fs::create_dir_all(tasks.join("replayed")).unwrap();
@@ -73,6 +111,29 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
     )
     .await;
     assert_eq!(written.status.code(), Some(0), "{}", text(&written));
+    let handoff_file = tasks.join("replayed/routing-address.json");
+    let written = admin(
+        &env,
+        &[
+            "replay-task",
+            &handed_off,
+            "--family",
+            "routing",
+            "--why",
+            "an address change the agent must not take",
+            "--out",
+            handoff_file.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_eq!(written.status.code(), Some(0), "{}", text(&written));
+    let handoff_task: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&handoff_file).unwrap()).unwrap();
+    let handoff_expect = &handoff_task["tasks"][0]["expect"];
+    assert_eq!(handoff_expect["handoff"], serde_json::json!(["intent_not_served"]));
+    assert_eq!(handoff_expect["intents"], serde_json::json!(["address_change"]));
+    assert_eq!(handoff_task["tasks"][0]["router"], "address_change;low;0.90");
+    assert!(!handoff_task.to_string().contains("+33 6 12 34 56 78"));
     let task = std::fs::read_to_string(&file).unwrap();
     for personal in [
         USER,
@@ -93,6 +154,9 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
         "it went to a person: the evaluation has no person to approve it"
     );
     assert_eq!(parsed["tasks"][0]["orders"][0]["paid_cents"], 12000);
+    assert_eq!(expect["intents"], serde_json::json!(["refund"]), "the person's intent");
+    assert_eq!(expect["risk"], "low");
+    assert_eq!(parsed["tasks"][0]["router"], "refund;low;0.90");
     assert!(
         parsed["tasks"][0]["replayed_from"]
             .as_str()
@@ -113,4 +177,9 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
     let _ = std::fs::remove_dir_all(&tasks);
     assert_eq!(eval.status.code(), Some(0), "{}\n{shown}", text(&eval));
     assert!(shown.contains("above_limit (replayed) | 1/1"), "{shown}");
+    assert!(shown.contains("routing (replayed) | 1/1"), "{shown}");
+    assert!(
+        shown.contains("| routing |  | 1 | 1.00 | 1.00 | 1.00 | 1.00 |"),
+        "the router graded: {shown}"
+    );
 }

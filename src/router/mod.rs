@@ -115,6 +115,33 @@ impl Routing {
         }
     }
 
+    /// Labels as [`Routing::recorded`] wrote them, read back (the support
+    /// team's report and the replay tasks): `unknown`, or anything that is
+    /// not three fields of known labels, is a failed router.
+    pub fn from_recorded(recorded: &str) -> Routing {
+        let failed = Routing::Failed("recorded as unknown");
+        let mut fields = recorded.split(';');
+        let (Some(intents), Some(risk), Some(confidence), None) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            return failed;
+        };
+        let intents: Option<Vec<Intent>> = intents.split(',').map(Intent::parse).collect();
+        let risk = match risk {
+            "low" => Some(Risk::Low),
+            "high" => Some(Risk::High),
+            _ => None,
+        };
+        match (intents, risk, confidence.parse::<f64>()) {
+            (Some(intents), Some(risk), Ok(confidence)) if !intents.is_empty() => Routing::Labelled(Labels {
+                intents,
+                risk,
+                confidence,
+            }),
+            _ => failed,
+        }
+    }
+
     /// The intents, or none when the router failed.
     pub fn intents(&self) -> &[Intent] {
         match self {

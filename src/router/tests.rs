@@ -75,3 +75,24 @@ fn agent_intents_are_known_names_at_least_one() {
     assert!(Served::parse("").is_err());
     assert!(Served::parse("refund,refunds").is_err());
 }
+
+#[test]
+fn recorded_labels_read_back_as_they_were_and_anything_else_is_unknown() {
+    for routing in [
+        labelled(&[Intent::OrderStatus, Intent::Refund], Risk::Low, 0.92),
+        labelled(&[Intent::AddressChange], Risk::High, 1.0),
+    ] {
+        assert_eq!(Routing::from_recorded(&routing.recorded()), routing);
+    }
+    for other in [
+        "unknown",
+        "",
+        "refund;low",
+        "refund;low;0.9;x",
+        "refunds;low;0.9",
+        "refund;medium;0.9",
+        ";low;0.9",
+    ] {
+        assert!(matches!(Routing::from_recorded(other), Routing::Failed(_)), "{other:?}");
+    }
+}

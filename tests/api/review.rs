@@ -70,3 +70,87 @@ async fn the_sample_lists_quiet_conversations_repeatably_with_their_refunds() {
         stdout(&after)
     );
 }
+
+/// Contract 21's people's verdicts: `--intent` on `reject` and
+/// `close-handoff` is kept beside the router's labels, an unknown one is a
+/// usage error that writes nothing, and `routing --csv` counts both; the
+/// sample shows the labels.
+#[tokio::test]
+async fn a_persons_intent_is_kept_beside_the_routers_and_the_report_counts_both() {
+    let desk = Desk::new(receipt()).await;
+    let approval = desk
+        .pending_refund_saying("req-1", "The sofa from order D-4001 arrived torn: refund D-4001 12000")
+        .await;
+    let pending = attr(&desk.record(&approval).await, "conversation_id")
+        .unwrap()
+        .to_owned();
+    let plain = desk.h.say(None, "refund A-1001 1250").await;
+    let screened = desk.h.say(None, "I want to talk to a person").await;
+    assert_eq!(screened.body["handed_off"], true, "{}", screened.raw);
+
+    let unknown = desk
+        .run(&[
+            "reject", &approval, "--by", "ann", "--reason", "too big", "--intent", "refunds",
+        ])
+        .await;
+    assert_eq!(unknown.status.code(), Some(2), "a usage error: {}", stderr(&unknown));
+    assert!(stderr(&unknown).contains("is not an intent"), "{}", stderr(&unknown));
+    assert_eq!(
+        attr(&desk.record(&approval).await, "state"),
+        Some("awaiting_approval"),
+        "nothing was decided"
+    );
+    let rejected = desk
+        .run(&[
+            "reject", &approval, "--by", "ann", "--reason", "too big", "--intent", "return",
+        ])
+        .await;
+    assert_eq!(rejected.status.code(), Some(0), "{}", stderr(&rejected));
+    assert!(
+        stdout(&rejected).contains("recorded the intent return"),
+        "{}",
+        stdout(&rejected)
+    );
+    let handoff = format!("h_{}", screened.conversation_id().strip_prefix("c_").unwrap());
+    let closed = desk
+        .run(&["close-handoff", &handoff, "--by", "ann", "--intent", "other"])
+        .await;
+    assert_eq!(closed.status.code(), Some(0), "{}", stderr(&closed));
+
+    let report = desk.run(&["routing", "--csv"]).await;
+    assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
+    let csv = stdout(&report);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(
+        lines.contains(&"intents,refund,,2,1,0,,1,1,"),
+        "two refund conversations, one contained, one paid, one sent for approval:\n{csv}"
+    );
+    assert!(
+        lines.iter().any(|line| line.starts_with("intents,not_routed,,1,0,1,")),
+        "the screen's handoff, never routed:\n{csv}"
+    );
+    assert!(lines.contains(&"against,refund,return,1,,,,,,"), "{csv}");
+    assert!(lines.contains(&"against,not_routed,other,1,,,,,,"), "{csv}");
+    assert_eq!(lines.last(), Some(&"agree,,,2,,,,,,0"), "{csv}");
+
+    let sample = stdout(&desk.run(&["sample", "--quiet-for", "0s", "--n", "10"]).await);
+    let line_of = |id: &str| {
+        sample
+            .lines()
+            .find(|line| line.starts_with(id))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        line_of(&pending).ends_with("router refund;low;0.95  person return"),
+        "{sample}"
+    );
+    assert!(
+        line_of(plain.conversation_id()).ends_with("router refund;low;0.95  person -"),
+        "{sample}"
+    );
+    assert!(
+        line_of(screened.conversation_id()).ends_with("router -  person other"),
+        "{sample}"
+    );
+}

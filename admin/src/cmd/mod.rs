@@ -13,6 +13,8 @@ pub mod reject;
 pub mod replay_task;
 pub mod reply;
 pub mod resolve;
+pub mod routing;
 pub mod sample;
 pub mod show;
 pub mod unknown;
+pub mod verdict;

@@ -15,6 +15,10 @@
 //! the model a reference only), and its reference's characters are replaced
 //! too. The conversation is named only by a one-way hash of its id.
 //!
+//! The router's labels of the first routed turn are kept (`router`), and
+//! the task expects them (`expect.intents`, `expect.risk`), or the intent a
+//! person recorded where one did: the evaluation grades the router by them.
+//!
 //! The file is a family of one task, which `make eval` runs unchanged from
 //! `eval/tasks/replayed/`, joined to the family it names.
 
@@ -24,8 +28,10 @@ use refund_chat::clock::{now_ms, parse_utc};
 use refund_chat::conversation::Exchange;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::dynamo::conversations::DynamoConversations;
+use refund_chat::ledger::dynamo::routing::RoutedConversation;
 use refund_chat::ledger::{DecidedBy, RefundRecord};
 use refund_chat::refund::RefundState;
+use refund_chat::router::Routing;
 use refund_chat::untrusted::visible;
 use serde_json::{Value, json};
 
@@ -102,6 +108,8 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, ask
         .filter(|r| r["amount_cents"].as_u64().is_some_and(|cents| cents > 0))
         .collect();
     let texts: Vec<String> = messages.iter().map(|m| stand_ins.text(m)).collect();
+    let routed = conversations.routing_of(asked.id).await?;
+    let (router, expect_intents, expect_risk) = routing_expected(routed.as_ref());
     let hash = refund_chat::desk::admission::key::body_sha256(transcript.id.as_bytes());
     let task = json!({
         "family": asked.family,
@@ -117,7 +125,10 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, ask
                 "approvals": to_a_person,
                 "handoff": handoff,
                 "rules_allow": rules_allow,
+                "intents": expect_intents,
+                "risk": expect_risk,
             },
+            "router": router,
             "reply_checks": [],
             "why_hard": asked.why,
             "replayed_from": format!("sha256:{hash}"),
@@ -134,6 +145,25 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, ask
         None => print!("{text}"),
     }
     Ok(Ending::Done)
+}
+
+/// What the router said of the conversation's first routed turn (as
+/// recorded, or null), and what the router is graded against: the intent a
+/// person found where one did, else the router's own intents (a task that
+/// keeps today's routing); the router's risk; nulls where it failed.
+fn routing_expected(routed: Option<&RoutedConversation>) -> (Value, Value, Value) {
+    let recorded = routed.and_then(|r| r.first_router.as_deref());
+    let labels = match recorded.map(Routing::from_recorded) {
+        Some(Routing::Labelled(labels)) => Some(labels),
+        _ => None,
+    };
+    let intents = match (routed.and_then(|r| r.verdict), &labels) {
+        (Some(person), _) => json!([person.as_str()]),
+        (None, Some(labels)) => json!(labels.intents.iter().map(|i| i.as_str()).collect::<Vec<_>>()),
+        (None, None) => Value::Null,
+    };
+    let risk = labels.map_or(Value::Null, |labels| json!(labels.risk.as_str()));
+    (json!(recorded), intents, risk)
 }
 
 /// The orders as the conversation first saw them: each refund record's

@@ -3,7 +3,8 @@
 //! last exchange is older than `--quiet-for` (1h: the chat has gone quiet)
 //! and younger than `--since` (24h), chosen at random, the same ones again
 //! for the same seed; one line each: id, customer, exchanges, handed off or
-//! not, its refunds and their states, the router's labels. A forgotten
+//! not, its refunds and their states, the router's labels of its first
+//! routed turn and a person's intent (`-`: none). A forgotten
 //! customer's conversations are gone, so no sample lists them.
 
 use std::time::Duration;
@@ -43,8 +44,14 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, sam
             };
             refunds.push(format!("{}:{state}", visible(record_id)));
         }
+        let routed = conversations.routing_of(&conversation.id).await?;
+        let router = routed.as_ref().and_then(|r| r.first_router.as_deref()).unwrap_or("-");
+        let person = routed
+            .as_ref()
+            .and_then(|r| r.verdict)
+            .map_or("-", |intent| intent.as_str());
         println!(
-            "{}  customer {}  exchanges {}  {}  last {}  refunds {}  router -",
+            "{}  customer {}  exchanges {}  {}  last {}  refunds {}  router {}  person {person}",
             visible(&conversation.id),
             visible(&conversation.customer),
             conversation.exchanges,
@@ -59,6 +66,7 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, sam
             } else {
                 refunds.join(",")
             },
+            visible(router),
         );
     }
     Ok(Ending::Done)

@@ -54,6 +54,7 @@ pub mod forget;
 pub mod notes;
 mod refunds;
 mod requests;
+pub mod routing;
 pub mod schema;
 pub mod staff;
 
