@@ -67,6 +67,13 @@ async fn turns_emit_emf_documents() {
     assert_eq!(value(&documents, "CompletionCalls", None), Some(3.into()));
     assert_eq!(value(&documents, "SecondRefundsRefused", None), Some(1.into()));
     assert_eq!(value(&documents, "ColdStarts", None), Some(1.into()));
+    // The router (contract 21): one call, its intent, no failure.
+    assert_eq!(value(&documents, "RoutingCalls", None), Some(1.into()));
+    assert_eq!(
+        value(&documents, "RoutedTurns", Some(("Intent", "refund"))),
+        Some(1.into())
+    );
+    assert_eq!(value(&documents, "RoutingFailures", None), None);
     assert_eq!(
         value(&documents, "Responses", Some(("StatusClass", "2xx"))),
         Some(1.into())
@@ -111,6 +118,21 @@ async fn turns_emit_emf_documents() {
     let documents = flush(collector);
     assert_eq!(value(&documents, "RefundsAwaitingApproval", None), Some(1.into()));
     assert_eq!(value(&documents, "RefundsExecuted", None), None);
+
+    // A router that fails: counted, its turn under `unknown`, the customer answered.
+    let failing = TestApp::builder()
+        .router(wiremock::ResponseTemplate::new(500))
+        .model(vec![text("Hello.")])
+        .build()
+        .await;
+    assert_eq!(failing.chat("hello").await.status, StatusCode::OK);
+    let documents = flush(collector);
+    assert_eq!(value(&documents, "RoutingCalls", None), Some(1.into()));
+    assert_eq!(value(&documents, "RoutingFailures", None), Some(1.into()));
+    assert_eq!(
+        value(&documents, "RoutedTurns", Some(("Intent", "unknown"))),
+        Some(1.into())
+    );
 
     let bad = h.post("{").await;
     assert_eq!(bad.status, StatusCode::BAD_REQUEST);

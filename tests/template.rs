@@ -465,6 +465,9 @@ fn every_metric_the_alarms_and_the_dashboard_name_is_one_the_code_emits() {
         "Responses",
         "BudgetRefusals",
         "Handoffs",
+        "RoutingCalls",
+        "RoutedTurns",
+        "RoutingFailures",
     ] {
         assert!(names.iter().any(|n| n == required), "no alarm or widget on {required}");
     }
@@ -655,4 +658,38 @@ fn a_refund_left_executing_is_swept_to_unknown_on_a_schedule_with_least_privileg
         alarm["Dimensions"][0]["Value"],
         json!({"Ref": "RefundChatSweepFunction"})
     );
+}
+
+#[test]
+fn every_handoff_reason_and_every_intent_is_watched_and_routing_failures_alarm() {
+    let template = template();
+    let resources = &template["Resources"];
+    let handoffs = serde_json::to_string(&resources["HandoffsAlarm"]).unwrap();
+    let dashboard = resources["RefundChatDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+        .as_str()
+        .unwrap();
+    for reason in refund_chat::handoff::Reason::ALL {
+        let dimension = format!("\"Value\":\"{}\"", reason.as_str());
+        assert!(handoffs.contains(&dimension), "HandoffsAlarm misses {reason:?}");
+        assert!(
+            dashboard.contains(&format!("\"Reason\", \"{}\"]", reason.as_str())),
+            "the dashboard misses {reason:?}"
+        );
+    }
+    for intent in refund_chat::router::Intent::ALL.iter().map(|i| i.as_str()).chain(["unknown"]) {
+        assert!(
+            dashboard.contains(&format!("\"RoutedTurns\", \"FunctionName\", \"${{RefundChatFunction}}\", \"Intent\", \"{intent}\"]")),
+            "the router's widget misses {intent}"
+        );
+    }
+    let alarm = &resources["RoutingFailuresAlarm"]["Properties"];
+    let watched: Vec<&str> = alarm["Metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["MetricStat"]["Metric"]["MetricName"].as_str())
+        .collect();
+    assert_eq!(watched, ["RoutingCalls", "RoutingFailures"]);
+    assert_eq!(alarm["Threshold"], json!({"Ref": "RoutingFailureShareAlarm"}));
+    assert_eq!(template["Parameters"]["RoutingFailureShareAlarm"]["Default"], 0.1);
 }

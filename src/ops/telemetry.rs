@@ -59,6 +59,11 @@ pub const COUNTERS: &[&str] = &[
     "ConversationReads",
     // The sweep's (`refund-chat-sweep`): refunds an invocation left executing.
     "RefundsLeftExecuting",
+    // The router (contract 21): routing calls, turns per intent (`unknown`
+    // for a failed router), and the calls that failed.
+    "RoutingCalls",
+    "RoutedTurns",
+    "RoutingFailures",
 ];
 pub const HISTOGRAMS: &[&str] = &["TurnDuration"];
 
@@ -287,6 +292,9 @@ pub fn finish_request(end: RequestEnd<'_>) {
     metrics::counter!("Tokens").increment(total_tokens);
     if let Some(reason) = end.handoff {
         metrics::counter!("Handoffs", "Reason" => reason.as_str()).increment(1);
+    }
+    if end.routing.is_some() {
+        metrics::counter!("RoutingCalls").increment(1);
     }
     match end.routing {
         Some(Routing::Labelled(labels)) => {
