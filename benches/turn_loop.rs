@@ -1,14 +1,16 @@
 //! The turn loop's own cost, in-process: a refund turn (2 completion calls,
 //! 1 order check and 1 refund) against the in-memory stand-ins of [`refund_chat::doubles`],
-//! which answer at once, and the argument check on its own. No I/O, so this
-//! is the domain's CPU floor.
+//! which answer at once, the routing step and the argument check on their
+//! own. No I/O, so this is the domain's CPU floor.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use refund_chat::doubles::{AnyOrder, RecordingRefunds, ScriptedModel, Step, shipped_help_centre};
+use refund_chat::doubles::{AnyOrder, FixedLabels, RecordingRefunds, ScriptedModel, Step, shipped_help_centre};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::tool;
 use refund_chat::refund::{Attempt, Receipt, RefundOutcome, RefundScope, WriterMark};
+use refund_chat::router::call::{RouterSettings, route};
+use refund_chat::router::{Served, decide};
 use refund_chat::turn::{Tools, Turn};
 
 fn turn_loop(c: &mut Criterion) {
@@ -49,6 +51,24 @@ fn turn_loop(c: &mut Criterion) {
                     &message,
                 );
                 turn.run().await
+            })
+        })
+    });
+    // The routing step (contract 21) besides its round trip: the request
+    // built, the answer parsed into labels, the route decided.
+    let router = FixedLabels(r#"{"intents":["order_status","refund"],"risk":"low","confidence":0.95}"#);
+    let settings = RouterSettings {
+        model: "gpt-4o-mini-2024-07-18".into(),
+        timeout: std::time::Duration::from_secs(5),
+        min_confidence: 0.7,
+        served: Served::default(),
+    };
+    let earlier = ["my mug from A-1001 arrived broken", "it was the blue one"];
+    c.bench_function("routing step (request, labels, route), in-memory", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let (routing, _) = route(&router, &settings, &earlier, "and where is A-1002?").await;
+                decide(&routing, &settings.served, settings.min_confidence)
             })
         })
     });

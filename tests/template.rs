@@ -676,9 +676,15 @@ fn every_handoff_reason_and_every_intent_is_watched_and_routing_failures_alarm()
             "the dashboard misses {reason:?}"
         );
     }
-    for intent in refund_chat::router::Intent::ALL.iter().map(|i| i.as_str()).chain(["unknown"]) {
+    for intent in refund_chat::router::Intent::ALL
+        .iter()
+        .map(|i| i.as_str())
+        .chain(["unknown"])
+    {
         assert!(
-            dashboard.contains(&format!("\"RoutedTurns\", \"FunctionName\", \"${{RefundChatFunction}}\", \"Intent\", \"{intent}\"]")),
+            dashboard.contains(&format!(
+                "\"RoutedTurns\", \"FunctionName\", \"${{RefundChatFunction}}\", \"Intent\", \"{intent}\"]"
+            )),
             "the router's widget misses {intent}"
         );
     }

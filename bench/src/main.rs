@@ -7,7 +7,7 @@
 //! `Idempotency-Key`, one with (which adds the ledger's request record), and
 //! one with in a conversation of 20 earlier exchanges (which adds reading
 //! the window); DynamoDB operations per turn; the prompt's size at 1, 10
-//! and 50 earlier exchanges.
+//! and 50 earlier exchanges; the latency the routing call adds to a turn.
 //! The emulator's own floor is measured with a no-op runtime (the
 //! `noop-runtime` binary of this package) and subtracted, as is the
 //! stand-ins' own handler time. Figures are printed, never asserted.
@@ -138,6 +138,21 @@ async fn main() -> Result<(), Error> {
     rows.push(Row::millis(
         "event-stream mode: request to the first delta p99",
         percentile(&event_stream.first_word, 0.99),
+    ));
+    // The router (contract 21): its call's request reaching the model to the
+    // agent's first call reaching it, the model answering at once: the
+    // function's part of what routing adds (a real model adds its own time
+    // for a short prompt and at most 150 tokens).
+    rows.push(Row::millis(
+        format!(
+            "refund turn: the routing call's added latency, the model's own time aside p50 ({} turns)",
+            unkeyed.routing_added.len()
+        ),
+        percentile(&unkeyed.routing_added, 0.5),
+    ));
+    rows.push(Row::millis(
+        "refund turn: the routing call's added latency, the model's own time aside p99",
+        percentile(&unkeyed.routing_added, 0.99),
     ));
     rows.extend(warm_rows("keyed refund turn", &keyed, floor, Some(1.0), None));
     rows.extend(warm_rows(

@@ -194,6 +194,10 @@ pub struct Warm {
     pub first_word_added: Vec<Duration>,
     /// From the request to the first `delta`.
     pub first_word: Vec<Duration>,
+    /// From the routing call's arrival at the model to the agent's first
+    /// call's (contract 21): what routing adds to a turn besides the
+    /// model's own time.
+    pub routing_added: Vec<Duration>,
 }
 
 /// One warm container answering `events` in turn, after a first (cold) one.
@@ -212,7 +216,7 @@ pub async fn warm(bootstrap: &Path, stand_ins: &StandIns, events: Vec<Bytes>) ->
     let ticks_before = procfs::cpu_ticks(pid);
     let mut latency = Vec::with_capacity(turns);
     let mut added = Vec::with_capacity(turns);
-    let (mut first_word_added, mut first_word) = (Vec::new(), Vec::new());
+    let (mut first_word_added, mut first_word, mut routing_added) = (Vec::new(), Vec::new(), Vec::new());
     for event in events {
         let busy_before = stand_ins.busy_ns();
         let (took, first_delta, sent) = timed_turn(&api, event).await?;
@@ -221,6 +225,7 @@ pub async fn warm(bootstrap: &Path, stand_ins: &StandIns, events: Vec<Bytes>) ->
             first_word_added.push(delta.saturating_duration_since(content));
             first_word.push(delta.saturating_duration_since(sent));
         }
+        routing_added.extend(stand_ins.openai.1.routing_gap());
         let stand_in_time = Duration::from_nanos(stand_ins.busy_ns() - busy_before);
         latency.push(took);
         added.push(took.saturating_sub(stand_in_time));
@@ -247,6 +252,7 @@ pub async fn warm(bootstrap: &Path, stand_ins: &StandIns, events: Vec<Bytes>) ->
         dynamodb_requests: stand_ins.dynamodb.1.requests() - dynamodb_requests,
         first_word_added,
         first_word,
+        routing_added,
     })
 }
 

@@ -33,6 +33,11 @@ pub struct Meter {
     prompt_bytes: Arc<AtomicU64>,
     /// The model's: when it last wrote the first content chunk of a stream.
     first_content: Arc<Mutex<Option<Instant>>>,
+    /// The model's: when the last routing call arrived (contract 21), and
+    /// from then to the turn's first agent call (the routing call's cost to
+    /// the turn, as the function spends it, the stand-in answering at once).
+    routed_at: Arc<Mutex<Option<Instant>>>,
+    routing_gap: Arc<Mutex<Option<std::time::Duration>>>,
 }
 
 impl Meter {
@@ -48,6 +53,10 @@ impl Meter {
     /// When the model last wrote a stream's first content chunk, taken once.
     pub fn first_content(&self) -> Option<Instant> {
         self.first_content.lock().ok()?.take()
+    }
+    /// From the last routing call's arrival to the agent's first call, taken once.
+    pub fn routing_gap(&self) -> Option<std::time::Duration> {
+        self.routing_gap.lock().ok()?.take()
     }
     pub fn connections(&self) -> usize {
         self.connections.lock().map(|c| c.len()).unwrap_or_default()
@@ -67,6 +76,8 @@ impl Meter {
 struct Answers {
     tool_call: String,
     reply: String,
+    /// The routing call's labels (contract 21): a sure refund, low risk.
+    labels: String,
     meter: Meter,
 }
 
@@ -79,6 +90,7 @@ pub fn openai(meter: &Meter) -> Router {
         )])
         .to_string(),
         reply: completions::text("Done: 12.50 is on its way back to your card.").to_string(),
+        labels: completions::text(r#"{"intents":["refund"],"risk":"low","confidence":0.95}"#).to_string(),
         meter: meter.clone(),
     };
     Router::new()
@@ -162,11 +174,26 @@ async fn complete(
     body: Bytes,
 ) -> impl IntoResponse {
     let started = Instant::now();
+    if body.windows(13).any(|w| w == br#""json_schema""#) {
+        // The routing call, before the agent's first.
+        if let Ok(mut routed_at) = answers.meter.routed_at.lock() {
+            *routed_at = Some(started);
+        }
+        answers.meter.record(peer, started);
+        return (
+            [(CONTENT_TYPE, "application/json")],
+            axum::body::Body::from(answers.labels),
+        );
+    }
     // This turn's first call: no tool result after the newest customer message.
     let newest_user = body.windows(13).rposition(|w| w == br#""role":"user""#).unwrap_or(0);
     let after_tool = body[newest_user..].windows(13).any(|w| w == br#""role":"tool""#);
     if !after_tool {
         answers.meter.prompt_bytes.store(body.len() as u64, Ordering::Relaxed);
+        let routed_at = answers.meter.routed_at.lock().ok().and_then(|mut at| at.take());
+        if let (Some(routed_at), Ok(mut gap)) = (routed_at, answers.meter.routing_gap.lock()) {
+            *gap = Some(started.saturating_duration_since(routed_at));
+        }
     }
     let answer = if after_tool { answers.reply } else { answers.tool_call };
     answers.meter.record(peer, started);

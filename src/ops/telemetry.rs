@@ -293,20 +293,20 @@ pub fn finish_request(end: RequestEnd<'_>) {
     if let Some(reason) = end.handoff {
         metrics::counter!("Handoffs", "Reason" => reason.as_str()).increment(1);
     }
-    if end.routing.is_some() {
-        metrics::counter!("RoutingCalls").increment(1);
-    }
     match end.routing {
+        // No routing call was made (the key could not be read): nothing to count.
+        Some(Routing::Failed(crate::router::NO_CALL)) | None => {}
         Some(Routing::Labelled(labels)) => {
+            metrics::counter!("RoutingCalls").increment(1);
             for intent in &labels.intents {
                 metrics::counter!("RoutedTurns", "Intent" => intent.as_str()).increment(1);
             }
         }
         Some(Routing::Failed(_)) => {
+            metrics::counter!("RoutingCalls").increment(1);
             metrics::counter!("RoutedTurns", "Intent" => "unknown").increment(1);
             metrics::counter!("RoutingFailures").increment(1);
         }
-        None => {}
     }
     if end.conversation.appended == Some("failed") {
         metrics::counter!("ConversationAppendFailures").increment(1);
