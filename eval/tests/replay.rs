@@ -20,6 +20,22 @@ async fn admin(env: &[(&str, String)], args: &[&str]) -> Output {
         .expect("run refund-chat-admin")
 }
 
+/// `replay-task` of `conversation` into `file`, which must succeed.
+async fn replay(env: &[(&str, String)], conversation: &str, family: &str, why: &str, file: &std::path::Path) {
+    let args = [
+        "replay-task",
+        conversation,
+        "--family",
+        family,
+        "--why",
+        why,
+        "--out",
+        file.to_str().unwrap(),
+    ];
+    let written = admin(env, &args).await;
+    assert_eq!(written.status.code(), Some(0), "{}", text(&written));
+}
+
 fn text(output: &Output) -> String {
     format!(
         "{}{}",
@@ -96,37 +112,23 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
     let tasks = std::env::temp_dir().join(format!("replayed-tasks-{}", std::process::id()));
     std::fs::create_dir_all(tasks.join("replayed")).unwrap();
     let file = tasks.join("replayed/above_limit-sofa.json");
-    let written = admin(
+    replay(
         &env,
-        &[
-            "replay-task",
-            &conversation,
-            "--family",
-            "above_limit",
-            "--why",
-            "a big refund a person approved",
-            "--out",
-            file.to_str().unwrap(),
-        ],
+        &conversation,
+        "above_limit",
+        "a big refund a person approved",
+        &file,
     )
     .await;
-    assert_eq!(written.status.code(), Some(0), "{}", text(&written));
     let handoff_file = tasks.join("replayed/routing-address.json");
-    let written = admin(
+    replay(
         &env,
-        &[
-            "replay-task",
-            &handed_off,
-            "--family",
-            "routing",
-            "--why",
-            "an address change the agent must not take",
-            "--out",
-            handoff_file.to_str().unwrap(),
-        ],
+        &handed_off,
+        "routing",
+        "an address change the agent must not take",
+        &handoff_file,
     )
     .await;
-    assert_eq!(written.status.code(), Some(0), "{}", text(&written));
     let handoff_task: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&handoff_file).unwrap()).unwrap();
     let handoff_expect = &handoff_task["tasks"][0]["expect"];

@@ -473,6 +473,12 @@ mod tests {
 
     /// A server that answers every completion call with `answer`, and the chat to it.
     async fn serving(answer: ResponseTemplate) -> (MockServer, OpenAiChat) {
+        serving_within(answer, Duration::from_secs(5)).await
+    }
+
+    /// A server that answers every completion call with `answer`, and a
+    /// client whose calls give up after `timeout`.
+    async fn serving_within(answer: ResponseTemplate, timeout: Duration) -> (MockServer, OpenAiChat) {
         let server = MockServer::start().await;
         Mock::given(method("POST"))
             .and(path("/v1/chat/completions"))
@@ -480,13 +486,7 @@ mod tests {
             .mount(&server)
             .await;
         let http = crate::http_client::money_path_client().unwrap();
-        let chat = OpenAiChat::new(
-            http,
-            &format!("{}/v1", server.uri()),
-            "sk-test",
-            Duration::from_secs(5),
-            1024,
-        );
+        let chat = OpenAiChat::new(http, &format!("{}/v1", server.uri()), "sk-test", timeout, 1024);
         (server, chat)
     }
 
@@ -676,27 +676,14 @@ mod tests {
 
     #[tokio::test]
     async fn the_timeout_covers_the_whole_stream() {
-        let server = MockServer::start().await;
         let body: String = chunks(&text("slow"), 1, 1)
             .iter()
             .map(|d| event(&d.to_string()))
             .collect();
-        Mock::given(method("POST"))
-            .respond_with(
-                ResponseTemplate::new(200)
-                    .set_body_raw(body, "text/event-stream")
-                    .set_delay(Duration::from_millis(400)),
-            )
-            .mount(&server)
-            .await;
-        let http = crate::http_client::money_path_client().unwrap();
-        let chat = OpenAiChat::new(
-            http,
-            &format!("{}/v1", server.uri()),
-            "k",
-            Duration::from_millis(100),
-            64,
-        );
+        let slow = ResponseTemplate::new(200)
+            .set_body_raw(body, "text/event-stream")
+            .set_delay(Duration::from_millis(400));
+        let (_server, chat) = serving_within(slow, Duration::from_millis(100)).await;
 
         let result = chat
             .complete_live(&[Message::User("hi".into())], &Live::listened().0)

@@ -173,11 +173,14 @@ pub struct RefundRecord {
     /// The order as code read it when the refund was decided (contract 16);
     /// `None`: it could not be read (rule 6).
     pub order: Option<OrderSnapshot>,
+    /// The router's labels of the turn that proposed it (contract 21):
+    /// `order_status,refund;low;0.92` or `unknown`; none where no router ran.
+    pub router: Option<String>,
 }
 
 impl RefundRecord {
     /// The columns of the audit trail, in order.
-    pub const COLUMNS: [&'static str; 36] = [
+    pub const COLUMNS: [&'static str; 37] = [
         "record_id",
         "state",
         "user_id",
@@ -214,10 +217,11 @@ impl RefundRecord {
         "order_paid_cents",
         "order_refunded_cents",
         "order_currency",
+        "router",
     ];
 
     /// Every field as text, in [`RefundRecord::COLUMNS`] order; empty when unset.
-    pub fn values(&self) -> [String; 36] {
+    pub fn values(&self) -> [String; 37] {
         let opt = |value: &Option<String>| value.clone().unwrap_or_default();
         let num = |value: Option<u64>| value.map(|n| n.to_string()).unwrap_or_default();
         let order = |fact: fn(&OrderSnapshot) -> String| self.order.as_ref().map(fact).unwrap_or_default();
@@ -265,6 +269,7 @@ impl RefundRecord {
             order(|o| o.paid.cents().to_string()),
             order(|o| o.refunded.cents().to_string()),
             order(|o| o.currency.clone()),
+            opt(&self.router),
         ]
     }
 

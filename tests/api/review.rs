@@ -84,6 +84,13 @@ async fn a_persons_intent_is_kept_beside_the_routers_and_the_report_counts_both(
     let pending = attr(&desk.record(&approval).await, "conversation_id")
         .unwrap()
         .to_owned();
+    let shown = stdout(&desk.run(&["show", &approval]).await);
+    assert!(
+        shown
+            .lines()
+            .any(|line| line.starts_with("router") && line.ends_with("refund;low;0.95")),
+        "the record shows the router's labels: {shown}"
+    );
     let plain = desk.h.say(None, "refund A-1001 1250").await;
     let screened = desk.h.say(None, "I want to talk to a person").await;
     assert_eq!(screened.body["handed_off"], true, "{}", screened.raw);

@@ -122,6 +122,7 @@ pub fn record_of(item: &Item) -> Result<RefundRecord, LedgerError> {
         reissue_of: opt(item, "reissue_of"),
         reissued_as: opt(item, "reissued_as"),
         conversation_id: opt(item, "conversation_id"),
+        router: opt(item, "router"),
         message_forgotten_by: opt(item, "message_forgotten_by"),
         message_forgotten_at: opt(item, "message_forgotten_at"),
         order: opt(item, "order_status").map(|status| OrderSnapshot {

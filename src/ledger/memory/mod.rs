@@ -118,6 +118,7 @@ fn new_record(
         executing_since_ms: (state == RefundState::Executing).then_some(now_ms),
         conversation_id: request.attempt.conversation.clone(),
         order: request.order.snapshot().cloned(),
+        router: request.routed.labels.clone(),
         ..RefundRecord::default()
     }
 }
