@@ -4,14 +4,37 @@
 //! own. No I/O, so this is the domain's CPU floor.
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use refund_chat::doubles::{AnyOrder, FixedLabels, RecordingRefunds, ScriptedModel, Step, shipped_help_centre};
+use refund_chat::chat::{Completion, CompletionError, Usage};
+use refund_chat::doubles::{AnyOrder, RecordingRefunds, ScriptedModel, Step, shipped_help_centre};
 use refund_chat::refund::message::CustomerMessage;
 use refund_chat::refund::money::AmountCents;
 use refund_chat::refund::tool;
 use refund_chat::refund::{Attempt, Receipt, RefundOutcome, RefundScope, WriterMark};
-use refund_chat::router::call::{RouterSettings, route};
+use refund_chat::router::call::{RouterSettings, RoutingModel, route};
 use refund_chat::router::{Served, decide};
 use refund_chat::turn::{Tools, Turn};
+
+/// A routing model (contract 21) that answers every call with the same
+/// labels text, after writing the request as the HTTP client would.
+struct FixedLabels(pub &'static str);
+
+impl RoutingModel for FixedLabels {
+    async fn classify(
+        &self,
+        request: &serde_json::Value,
+        _timeout: std::time::Duration,
+    ) -> Result<Completion, CompletionError> {
+        std::hint::black_box(serde_json::to_vec(request).map_err(|e| CompletionError::Unusable(e.to_string()))?);
+        Ok(Completion {
+            content: Some(self.0.to_owned()),
+            usage: Some(Usage {
+                prompt_tokens: 260,
+                completion_tokens: 20,
+            }),
+            ..Completion::default()
+        })
+    }
+}
 
 fn turn_loop(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -121,24 +121,6 @@ impl ChatModel for ScriptedModel {
     }
 }
 
-/// A routing model (contract 21) that answers every call with the same
-/// labels text, after writing the request as the HTTP client would.
-pub struct FixedLabels(pub &'static str);
-
-impl crate::router::call::RoutingModel for FixedLabels {
-    async fn classify(&self, request: &serde_json::Value, _timeout: Duration) -> Result<Completion, CompletionError> {
-        std::hint::black_box(serde_json::to_vec(request).map_err(|e| CompletionError::Unusable(e.to_string()))?);
-        Ok(Completion {
-            content: Some(self.0.to_owned()),
-            usage: Some(Usage {
-                prompt_tokens: 260,
-                completion_tokens: 20,
-            }),
-            ..Completion::default()
-        })
-    }
-}
-
 /// A stand-in that answers every call with the same outcome and records
 /// each request: `Recording<RefundOutcome>` is the turn's refund gateway (any
 /// outcome: pending approval, already recorded, ...), `Recording<PaymentOutcome>`
