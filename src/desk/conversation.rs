@@ -362,7 +362,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         let (routing, usage) = match model {
             Some(model) => router::call::route(model.chat, settings, &earlier, message.text.text()).await,
             // The turn reports the key; no call was made, none is counted.
-            None => (Routing::Failed(router::NO_CALL), Some(crate::chat::Usage::default())),
+            None => (Routing::Failed("no key"), Some(crate::chat::Usage::default())),
         };
         let route = router::decide(&routing, &settings.served, settings.min_confidence);
         let tokens = usage.map_or_else(router::call::worst_case_tokens, |u| {
@@ -384,7 +384,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             tokens,
             latency_ms = started.elapsed().as_secs_f64() * 1000.0,
         );
-        trace.routing = Some(routing);
+        // Counted and reported only when a routing call was made.
+        trace.routing = model.is_some().then_some(routing);
         RoutedTurn { route, labels, tokens }
     }
 

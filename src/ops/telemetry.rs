@@ -294,8 +294,7 @@ pub fn finish_request(end: RequestEnd<'_>) {
         metrics::counter!("Handoffs", "Reason" => reason.as_str()).increment(1);
     }
     match end.routing {
-        // No routing call was made (the key could not be read): nothing to count.
-        Some(Routing::Failed(crate::router::NO_CALL)) | None => {}
+        None => {}
         Some(Routing::Labelled(labels)) => {
             metrics::counter!("RoutingCalls").increment(1);
             for intent in &labels.intents {

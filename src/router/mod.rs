@@ -91,10 +91,6 @@ pub struct Labels {
     pub confidence: f64,
 }
 
-/// Why a turn has no labels when no routing call could be made (the API
-/// key could not be read: the turn ends 503 before any completion call).
-pub const NO_CALL: &str = "no key";
-
 /// What the routing call gave.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Routing {

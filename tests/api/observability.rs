@@ -44,7 +44,10 @@ impl Captured {
 
 /// Runs one request through the handler inside the runtime's own request span
 /// (as `lambda_runtime` does), with every log line captured at TRACE.
-pub(crate) async fn logged_turn(h: &TestApp, message: &str) -> (Answer, Captured) {
+pub(crate) async fn logged_turn<K: refund_chat::secrets::ApiKeySource>(
+    h: &TestApp<K>,
+    message: &str,
+) -> (Answer, Captured) {
     let (captured, _guard, span) = capturing();
     let answer = h.chat(message).instrument(span).await;
     (answer, captured)
@@ -342,4 +345,25 @@ async fn a_streamed_turn_runs_in_its_invocations_span_without_secrets_or_the_mes
     let lines = captured.lines();
     assert_eq!(events(&lines, "summary").len(), 1, "one summary line");
     assert_eq!(events(&lines, "completion").len(), 2);
+}
+
+/// A key that cannot be read: the error is decided before any completion
+/// call, so no routing call was made and the summary line names no labels
+/// (`unknown` is for a routing call that failed).
+#[tokio::test]
+async fn a_turn_whose_key_could_not_be_read_reports_no_routing() {
+    let h = TestApp::builder()
+        .key_source(FlakyKey::default())
+        .model(vec![text("never sent")])
+        .build()
+        .await;
+
+    let (answer, captured) = logged_turn(&h, "hello").await;
+
+    assert_eq!(answer.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", answer.raw);
+    assert!(h.routing_requests().await.is_empty());
+    let lines = captured.lines();
+    let summary = events(&lines, "summary")[0];
+    assert_eq!(summary["intents"], "", "{summary}");
+    assert_eq!(summary["risk"], "", "{summary}");
 }

@@ -24,7 +24,7 @@ use refund_chat::ledger::dynamo::routing::RoutedConversation;
 use refund_chat::ledger::{DecidedBy, RefundRecord};
 use refund_chat::refund::RefundState;
 use refund_chat::router::{Intent, Routing};
-use refund_chat::untrusted::spreadsheet_cell;
+use refund_chat::untrusted::{spreadsheet_cell, visible};
 
 use crate::{Ending, Outcome};
 
@@ -181,7 +181,7 @@ fn write_text(out: &mut impl Write, report: &Report, since_ms: u64) -> std::io::
             row.handed_off.values().sum::<usize>(),
             row.refunds_paid,
             row.refunds_sent_for_approval,
-            reasons(row)
+            visible(&reasons(row))
         )?;
     }
     writeln!(out)?;

@@ -50,7 +50,8 @@ use aws_sdk_dynamodb::types::{
 };
 
 use super::{
-    DynamoClient, DynamoLedger, Item, malformed, n, number, s, text, transact, unavailable, update_alone, update_item,
+    DynamoClient, DynamoLedger, Item, every_item, malformed, n, number, s, text, transact, unavailable, update_alone,
+    update_item,
 };
 use crate::clock::rfc3339;
 use crate::conversation::shown::{self, Shown};
@@ -230,13 +231,7 @@ impl DynamoConversations {
         if keys_only {
             query = query.projection_expression("pk, sk");
         }
-        query
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(unavailable)
+        every_item(query.into_paginator().items().send()).await
     }
 
     /// An append whose transaction a condition cancelled: the scope's
@@ -304,23 +299,22 @@ impl DynamoConversations {
     /// of the headers: the nightly review reads a day of conversations
     /// once, and no index is worth every append's write for it.
     pub async fn ended_between(&self, from_ms: u64, to_ms: u64, now_ms: u64) -> Result<Vec<Ended>, LedgerError> {
-        let items = self
-            .client
-            .scan()
-            .table_name(&self.table)
-            .filter_expression("#sk = :head AND updated_at BETWEEN :from AND :to AND expires_at > :now_s")
-            .expression_attribute_names("#sk", SORT_KEY)
-            .expression_attribute_values(":head", s(HEAD))
-            .expression_attribute_values(":from", s(rfc3339(from_ms)))
-            .expression_attribute_values(":to", s(rfc3339(to_ms)))
-            .expression_attribute_values(":now_s", n(now_ms / 1000))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(unavailable)?;
+        let items = every_item(
+            self.client
+                .scan()
+                .table_name(&self.table)
+                .filter_expression("#sk = :head AND updated_at BETWEEN :from AND :to AND expires_at > :now_s")
+                .expression_attribute_names("#sk", SORT_KEY)
+                .expression_attribute_values(":head", s(HEAD))
+                .expression_attribute_values(":from", s(rfc3339(from_ms)))
+                .expression_attribute_values(":to", s(rfc3339(to_ms)))
+                .expression_attribute_values(":now_s", n(now_ms / 1000))
+                .consistent_read(true)
+                .into_paginator()
+                .items()
+                .send(),
+        )
+        .await?;
         let mut ended: Vec<Ended> = items
             .iter()
             .map(|item| Ended {
@@ -341,20 +335,19 @@ impl DynamoConversations {
     }
 
     pub async fn open_handoffs(&self) -> Result<Vec<StoredHandoff>, LedgerError> {
-        let items = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(super::schema::OPEN_HANDOFFS_INDEX)
-            .key_condition_expression("handoff_open = :open")
-            .expression_attribute_values(":open", s("open"))
-            .scan_index_forward(true)
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(unavailable)?;
+        let items = every_item(
+            self.client
+                .query()
+                .table_name(&self.table)
+                .index_name(super::schema::OPEN_HANDOFFS_INDEX)
+                .key_condition_expression("handoff_open = :open")
+                .expression_attribute_values(":open", s("open"))
+                .scan_index_forward(true)
+                .into_paginator()
+                .items()
+                .send(),
+        )
+        .await?;
         Ok(items.iter().filter_map(stored_handoff).collect())
     }
 
@@ -400,19 +393,18 @@ impl DynamoConversations {
     /// The ids of a customer's conversations, expired ones included (from
     /// the `by_customer` index).
     pub async fn of_customer(&self, customer: &str) -> Result<Vec<String>, LedgerError> {
-        let items = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(super::schema::BY_CUSTOMER_INDEX)
-            .key_condition_expression("customer = :customer")
-            .expression_attribute_values(":customer", s(customer))
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(unavailable)?;
+        let items = every_item(
+            self.client
+                .query()
+                .table_name(&self.table)
+                .index_name(super::schema::BY_CUSTOMER_INDEX)
+                .key_condition_expression("customer = :customer")
+                .expression_attribute_values(":customer", s(customer))
+                .into_paginator()
+                .items()
+                .send(),
+        )
+        .await?;
         let mut ids: Vec<String> = items
             .iter()
             .filter_map(|item| text(item, "pk"))

@@ -10,7 +10,7 @@
 //! would expire within `IDEMPOTENCY_TTL_HOURS` anyway. Each forget is itself
 //! recorded, in a `forget#` item that never expires.
 
-use super::{DynamoLedger, Item, n, s, text, unavailable};
+use super::{DynamoLedger, Item, every_item, n, s, text, unavailable};
 use crate::clock::rfc3339;
 use crate::ledger::LedgerError;
 use crate::refund::RefundScope;
@@ -28,22 +28,21 @@ impl DynamoLedger {
     pub async fn forget_customer(&self, user_id: &str, by: &str, now_ms: u64) -> Result<Forgotten, LedgerError> {
         let mut forgotten = Forgotten::default();
         // A scan: forgetting is rare, a person's, and must find every record.
-        let items: Vec<Item> = self
-            .client()
-            .scan()
-            .table_name(self.table())
-            .filter_expression("(#kind = :refund AND user_id = :user) OR begins_with(pk, :requests)")
-            .expression_attribute_names("#kind", "kind")
-            .expression_attribute_values(":refund", s("refund"))
-            .expression_attribute_values(":user", s(user_id))
-            .expression_attribute_values(":requests", s(requests_prefix(user_id)))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(unavailable)?;
+        let items: Vec<Item> = every_item(
+            self.client()
+                .scan()
+                .table_name(self.table())
+                .filter_expression("(#kind = :refund AND user_id = :user) OR begins_with(pk, :requests)")
+                .expression_attribute_names("#kind", "kind")
+                .expression_attribute_values(":refund", s("refund"))
+                .expression_attribute_values(":user", s(user_id))
+                .expression_attribute_values(":requests", s(requests_prefix(user_id)))
+                .consistent_read(true)
+                .into_paginator()
+                .items()
+                .send(),
+        )
+        .await?;
         for item in &items {
             let Some(pk) = text(item, "pk") else { continue };
             if text(item, "kind") == Some("refund") {

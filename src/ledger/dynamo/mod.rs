@@ -537,6 +537,17 @@ fn required<'a>(item: &'a Item, name: &str) -> Result<&'a str, LedgerError> {
     text(item, name).ok_or_else(|| LedgerError::Malformed(format!("no {name}")))
 }
 
+/// Every item of every page of a paginated query or scan.
+pub(crate) async fn every_item<E, R>(
+    pages: aws_smithy_async::future::pagination_stream::PaginationStream<Result<Item, SdkError<E, R>>>,
+) -> Result<Vec<Item>, LedgerError>
+where
+    E: std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    pages.collect::<Result<Vec<_>, _>>().await.map_err(unavailable)
+}
+
 /// The SDK's error, with its cause (its `Display` alone says only "service error").
 pub(crate) fn unavailable<E, R>(error: SdkError<E, R>) -> LedgerError
 where

@@ -332,20 +332,19 @@ impl DynamoLedger {
         let executing = RefundState::Executing.as_str();
         // `executing_since_ms` is never before `created_at`: the index's
         // range narrows the read to records old enough.
-        let items = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(WAITING_INDEX)
-            .key_condition_expression("waiting_for = :executing AND created_at < :cutoff")
-            .expression_attribute_values(":executing", s(executing))
-            .expression_attribute_values(":cutoff", s(rfc3339(cutoff_ms)))
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(unavailable)?;
+        let items = every_item(
+            self.client
+                .query()
+                .table_name(&self.table)
+                .index_name(WAITING_INDEX)
+                .key_condition_expression("waiting_for = :executing AND created_at < :cutoff")
+                .expression_attribute_values(":executing", s(executing))
+                .expression_attribute_values(":cutoff", s(rfc3339(cutoff_ms)))
+                .into_paginator()
+                .items()
+                .send(),
+        )
+        .await?;
         let mut moved = Vec::new();
         for item in &items {
             let (Some(pk), Some(record_id), Some(since)) = (

@@ -15,7 +15,7 @@
 
 use super::conversations::{DynamoConversations, SORT_KEY};
 use super::schema::EXCHANGE_PREFIX;
-use super::{Item, n, number, s, text, unavailable};
+use super::{Item, every_item, n, number, s, text, unavailable};
 use crate::clock::rfc3339;
 use crate::ledger::LedgerError;
 use crate::router::Intent;
@@ -98,24 +98,23 @@ impl DynamoConversations {
     /// One conversation's labels and verdict (its exchanges and verdicts,
     /// without their messages); none when it has no exchange left.
     pub async fn routing_of(&self, conversation: &str) -> Result<Option<RoutedConversation>, LedgerError> {
-        let items = self
-            .client()
-            .query()
-            .table_name(self.table())
-            .key_condition_expression("pk = :id AND #sk BETWEEN :v AND :x_end")
-            .projection_expression(PROJECTION)
-            .expression_attribute_names("#sk", SORT_KEY)
-            .expression_attribute_names("#seq", "seq")
-            .expression_attribute_values(":id", s(conversation))
-            .expression_attribute_values(":v", s(VERDICT_PREFIX))
-            .expression_attribute_values(":x_end", s(format!("{EXCHANGE_PREFIX}~")))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(unavailable)?;
+        let items = every_item(
+            self.client()
+                .query()
+                .table_name(self.table())
+                .key_condition_expression("pk = :id AND #sk BETWEEN :v AND :x_end")
+                .projection_expression(PROJECTION)
+                .expression_attribute_names("#sk", SORT_KEY)
+                .expression_attribute_names("#seq", "seq")
+                .expression_attribute_values(":id", s(conversation))
+                .expression_attribute_values(":v", s(VERDICT_PREFIX))
+                .expression_attribute_values(":x_end", s(format!("{EXCHANGE_PREFIX}~")))
+                .consistent_read(true)
+                .into_paginator()
+                .items()
+                .send(),
+        )
+        .await?;
         Ok(gather(&items).pop())
     }
 
@@ -125,24 +124,23 @@ impl DynamoConversations {
     /// while, over what TTL has left (`ends_by`), needs no index that every
     /// append would pay for.
     pub async fn routed_since(&self, since_ms: u64, now_ms: u64) -> Result<Vec<RoutedConversation>, LedgerError> {
-        let items = self
-            .client()
-            .scan()
-            .table_name(self.table())
-            .filter_expression("(begins_with(#sk, :x) OR begins_with(#sk, :v)) AND expires_at > :now_s")
-            .projection_expression(PROJECTION)
-            .expression_attribute_names("#sk", SORT_KEY)
-            .expression_attribute_names("#seq", "seq")
-            .expression_attribute_values(":x", s(EXCHANGE_PREFIX))
-            .expression_attribute_values(":v", s(VERDICT_PREFIX))
-            .expression_attribute_values(":now_s", n(now_ms / 1000))
-            .consistent_read(true)
-            .into_paginator()
-            .items()
-            .send()
-            .collect::<Result<Vec<_>, _>>()
-            .await
-            .map_err(unavailable)?;
+        let items = every_item(
+            self.client()
+                .scan()
+                .table_name(self.table())
+                .filter_expression("(begins_with(#sk, :x) OR begins_with(#sk, :v)) AND expires_at > :now_s")
+                .projection_expression(PROJECTION)
+                .expression_attribute_names("#sk", SORT_KEY)
+                .expression_attribute_names("#seq", "seq")
+                .expression_attribute_values(":x", s(EXCHANGE_PREFIX))
+                .expression_attribute_values(":v", s(VERDICT_PREFIX))
+                .expression_attribute_values(":now_s", n(now_ms / 1000))
+                .consistent_read(true)
+                .into_paginator()
+                .items()
+                .send(),
+        )
+        .await?;
         let since = rfc3339(since_ms);
         Ok(gather(&items)
             .into_iter()

@@ -7,7 +7,7 @@
 
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
-use super::{DynamoLedger, Released, WAITING_INDEX, number, refund_pk_of, text, unavailable};
+use super::{DynamoLedger, Released, WAITING_INDEX, every_item, number, refund_pk_of, text};
 use crate::clock::rfc3339;
 use crate::conversation::person::{Decision, PersonNote};
 use crate::ledger::{
@@ -167,7 +167,7 @@ impl DynamoLedger {
             .into_paginator()
             .items()
             .send();
-        let items: Vec<Item> = pages.collect::<Result<Vec<_>, _>>().await.map_err(unavailable)?;
+        let items = every_item(pages).await?;
         items.iter().map(record_of).collect()
     }
 
@@ -185,7 +185,7 @@ impl DynamoLedger {
             .into_paginator()
             .items()
             .send();
-        let items: Vec<Item> = pages.collect::<Result<Vec<_>, _>>().await.map_err(unavailable)?;
+        let items = every_item(pages).await?;
         let mut records = items.iter().map(record_of).collect::<Result<Vec<_>, _>>()?;
         records.sort_by(|a, b| (a.created_at_ms, &a.record_id).cmp(&(b.created_at_ms, &b.record_id)));
         Ok(records)
