@@ -677,8 +677,8 @@ async fn the_reply_is_seen_as_it_is_written_with_its_step_and_announced_once() {
     let stack = Stack::on_the_page().await;
     let browser = &stack.browser;
     // What the page showed, in order, as a person would have seen it: the
-    // draft's text each time it changed, the step line, and each message
-    // the log (the live region) gained.
+    // draft's text each time it changed, each step the step line was given,
+    // and each message the log (the live region) gained.
     browser
         .execute(
             r#"window.seen = [];
@@ -686,9 +686,12 @@ async fn the_reply_is_seen_as_it_is_written_with_its_step_and_announced_once() {
             new MutationObserver(() => { const d = document.getElementById("draft");
                 if (!d.hidden && d.textContent) note("draft:" + d.textContent); })
               .observe(document.getElementById("draft"), { childList: true, characterData: true, subtree: true, attributes: true });
-            new MutationObserver(() => { const s = document.getElementById("step");
-                if (!s.hidden) note("step:" + s.textContent); })
-              .observe(document.getElementById("step"), { childList: true, attributes: true });
+            // Every text the step line was given: two steps read in one
+            // chunk are set in one task, and only the last is the line's
+            // text by the time an observer runs.
+            new MutationObserver((changes) => { for (const c of changes) for (const n of c.addedNodes)
+                note("step:" + n.textContent); })
+              .observe(document.getElementById("step"), { childList: true });
             new MutationObserver((changes) => { for (const c of changes) for (const n of c.addedNodes)
                 note("log:" + n.className + ":" + n.textContent); })
               .observe(document.getElementById("log"), { childList: true });"#,
