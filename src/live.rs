@@ -64,28 +64,10 @@ pub struct Live {
 /// The model's text since the last discard, and what of it the client has.
 #[derive(Default)]
 struct Draft {
-    written: String,
-    /// `written` masked (contract 23), but for a trailing run of digits that
-    /// may still become a card number or an IBAN.
+    /// The text, masked piece by piece as it settles (contract 23).
+    written: crate::mask::Streamed,
+    /// What the client was sent: `written`'s settled text, masked.
     sent: String,
-}
-
-/// Where the text that can no longer change under masking ends: before a
-/// trailing run of digits, capitals, spaces and dashes that holds a digit
-/// (the next piece may make it a card number or an IBAN). Prose passes at
-/// once; only such a run waits for the character after it.
-fn settled(text: &str) -> usize {
-    let run = text
-        .bytes()
-        .rev()
-        .take_while(|b| b.is_ascii_digit() || b.is_ascii_uppercase() || *b == b' ' || *b == b'-')
-        .count();
-    let start = text.len() - run;
-    if text[start..].bytes().any(|b| b.is_ascii_digit()) {
-        start
-    } else {
-        text.len()
-    }
 }
 
 impl Live {
@@ -139,25 +121,18 @@ impl Live {
     }
 
     /// A piece of the model's text, as the provider streamed it: sent at
-    /// once, masked, but for a trailing run of digits that may still grow
-    /// into a card number (contract 23: never sent whole).
+    /// once, masked, but for a trailing run that may still grow into a card
+    /// number or an IBAN (contract 23: a delta never shows what `done` masks).
     pub fn delta(&self, text: &str) {
         if text.is_empty() || !self.is_listened() {
             return;
         }
         let Ok(mut draft) = self.draft.lock() else { return };
-        draft.written.push_str(text);
-        let masked = crate::mask::masked(&draft.written[..settled(&draft.written)]).into_owned();
-        match masked.strip_prefix(draft.sent.as_str()) {
-            Some("") => {}
-            Some(new) => self.send(Heard::Delta(new.to_owned())),
-            // A number masked across what was already sent: sent again, masked.
-            None => {
-                self.send(Heard::Discard);
-                self.send(Heard::Delta(masked.clone()));
-            }
+        let settled = draft.written.push(text);
+        if !settled.is_empty() {
+            draft.sent.push_str(&settled);
+            self.send(Heard::Delta(settled));
         }
-        draft.sent = masked;
     }
 
     /// The draft is not the reply (its call went on to tools, timed out or
@@ -273,6 +248,24 @@ mod tests {
     }
 
     #[test]
+    fn a_lower_case_iban_is_never_shown_before_done_masks_it() {
+        let (live, from) = Live::listened();
+        for piece in ["Pay it to mt", "84 malt 0110 ", "0001 2345 mtlc ", "ast0 01s", " please."] {
+            live.delta(piece);
+        }
+        let all = heard(from);
+        let shown: String = all
+            .iter()
+            .filter_map(|h| match h {
+                Heard::Delta(text) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(shown, "Pay it to [IBAN ending 001S] please.", "{all:?}");
+        assert!(!all.contains(&Heard::Discard), "{all:?}");
+    }
+
+    #[test]
     fn an_error_drops_the_draft_and_a_discard_without_a_draft_is_not_heard() {
         let (live, from) = Live::listened();
         live.discard();
@@ -287,6 +280,6 @@ mod tests {
     fn a_silent_listener_keeps_no_draft() {
         let live = Live::silent();
         live.delta("words");
-        assert!(live.draft.lock().unwrap().written.is_empty());
+        assert!(live.draft.lock().unwrap().written.settled_nothing());
     }
 }

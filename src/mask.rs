@@ -2,217 +2,461 @@
 //! (contract 23): a shop that keeps a card number in a chat table has a
 //! PCI DSS problem it never chose, and an IBAN pasted "for the refund" is
 //! the same. [`masked`] is the one function every path goes through: the
-//! customer's message as the desk takes it (before the conversation, the
-//! ledger's record, the model), the agent's reply, the model's handoff
-//! summary and a person's reply.
+//! customer's message as the edge reads it (before the key's fingerprint,
+//! the conversation, the ledger's record, the model), the agent's reply,
+//! the model's handoff summary, a person's text, and (piece by piece,
+//! [`Streamed`]) a reply streamed as it is written.
 //!
-//! - A payment card number: 13 to 19 digits, a single space or dash allowed
-//!   between any two, passing the Luhn check (the `luhn` crate), becomes
-//!   `[card ending DDDD]`.
-//! - An IBAN: a country code, two check digits and up to 30 letters or
-//!   digits, single spaces allowed, that the `iban_validate` crate accepts
-//!   (mod 97 and the country's own length and format), becomes
-//!   `[IBAN ending DDDD]`.
+//! Numbers are read as a person reads them, not as bytes: digits of any
+//! script are digits (NFKC makes fullwidth ones ASCII; any other decimal
+//! digit counts by its place in its block of ten), format characters
+//! (zero-width spaces and joiners, soft hyphens) are nothing, and between
+//! two digits up to three separators may stand: any space, any dash, a
+//! dot, a slash or an underscore.
+//!
+//! - A payment card number: a run of digits with such separators, 13 to 19
+//!   digits passing the Luhn check (the `luhn` crate), becomes
+//!   `[card ending DDDD]`. When the whole run passes, it is one card;
+//!   otherwise its groups (the digits between separators) are tried, whole
+//!   groups only, longest first: one group of 13 to 19 digits, or groups of
+//!   at most six digits as cards are written (4-4-4-4, 4-6-5). So a card
+//!   written beside an amount is found, and a 16-digit reference, a 17-digit order id or a tracking
+//!   number whose digits would pass on their own in some window stays as
+//!   it is. A group is never split.
+//! - An IBAN: a country code and two check digits at the start of a word,
+//!   then up to 30 letters or digits with such separators, that the
+//!   `iban_validate` crate accepts (mod 97 and the country's own length and
+//!   format, letters of either case), becomes `[IBAN ending DDDD]`.
 //!
 //! Numbers that fail their check (an order id, a phone number, an amount)
-//! are left as they are. Where digits run on (a card glued to other digits,
-//! or written beside them with separators), the candidates that start and
-//! end on the run's own groups are tried first, shortest first, so the
-//! digits beside a card (an amount, an order id) stay; only a run with no
-//! such card is searched digit by digit, masking more rather than less: a
-//! card glued to other digits, or mistyped by one digit, leaks as much as a
-//! whole one. Fewer than 13 digits in a row never change.
+//! are left as they are.
 
 use std::borrow::Cow;
 
+use unicode_general_category::{GeneralCategory, get_general_category};
+
 /// A card number's digits, at the fewest and the most.
 const CARD_DIGITS: std::ops::RangeInclusive<usize> = 13..=19;
-/// An IBAN's letters and digits after the country code and check digits, at the most.
-const IBAN_REST: usize = 30;
+/// An IBAN's letters and digits, at the most (country, check digits and 30).
+const IBAN_MOST: usize = 34;
+/// An IBAN's letters and digits, at the fewest that is worth a parse.
+const IBAN_FEWEST: usize = 8;
+/// The longest group of a card written in groups (Amex's 4-6-5).
+const MOST_CARD_GROUP: usize = 6;
+/// Separators that may stand between two digits (or an IBAN's characters).
+const MOST_SEPARATORS: usize = 3;
 
 /// `text` with every card number and IBAN in it masked.
 pub fn masked(text: &str) -> Cow<'_, str> {
-    // IBANs first: an IBAN's digits must not be read as a card's.
-    let ibans = mask_ibans(text);
-    match mask_cards(&ibans) {
-        Cow::Borrowed(_) => ibans,
-        Cow::Owned(both) => Cow::Owned(both),
-    }
+    masked_after(None, text)
 }
 
-fn is_separator(c: char) -> bool {
-    c == ' ' || c == '-'
+/// Whether masking would change `text` (a key or an id that holds a card
+/// number or an IBAN is refused rather than kept).
+pub fn would_mask(text: &str) -> bool {
+    !spans(&read(None, text)).is_empty()
 }
 
-/// One run of digits with single separators between them: where each of
-/// its digits stands (byte offsets), and which digits begin a group.
-struct Run {
-    /// (byte offset, the digit) of each digit, in order.
-    digits: Vec<(usize, char)>,
-    /// Indexes into `digits` where a group (after a separator) begins.
-    group_starts: Vec<usize>,
-}
-
-/// The runs of `text`: digits, each pair of neighbours joined by at most one separator.
-fn runs(text: &str) -> Vec<Run> {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let mut runs = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        if !chars[i].1.is_ascii_digit() {
-            i += 1;
-            continue;
-        }
-        let mut run = Run {
-            digits: Vec::new(),
-            group_starts: vec![0],
-        };
-        loop {
-            run.digits.push(chars[i]);
-            i += 1;
-            match (chars.get(i), chars.get(i + 1)) {
-                (Some((_, c)), _) if c.is_ascii_digit() => {}
-                (Some((_, s)), Some((_, c))) if is_separator(*s) && c.is_ascii_digit() => {
-                    run.group_starts.push(run.digits.len());
-                    i += 1;
-                }
-                _ => break,
-            }
-        }
-        runs.push(run);
-    }
-    runs
-}
-
-/// The card numbers of one run, as (first digit, end) indexes into its
-/// digits. First the windows that start and end on the run's own groups,
-/// shortest first, so an amount or an order id written beside a card stays;
-/// then, in what is left, any window, left to right, shortest first. Each
-/// phase is one pass: a long run of digits costs its length times the
-/// seven lengths a card may have.
-fn cards_in(run: &Run) -> Vec<(usize, usize)> {
-    let digits: Vec<u8> = run.digits.iter().map(|(_, d)| *d as u8).collect();
-    let valid = |start: usize, end: usize| luhn::valid(std::str::from_utf8(&digits[start..end]).unwrap_or_default());
-    let mut boundary = vec![false; digits.len() + 1];
-    for &start in &run.group_starts {
-        boundary[start] = true;
-    }
-    boundary[digits.len()] = true;
-    let mut taken = vec![false; digits.len()];
-    let mut found = Vec::new();
-    let free = |taken: &[bool], start: usize, end: usize| !taken[start..end].iter().any(|t| *t);
-    for length in CARD_DIGITS {
-        for start in 0..digits.len().saturating_sub(length - 1) {
-            let end = start + length;
-            if boundary[start] && boundary[end] && free(&taken, start, end) && valid(start, end) {
-                taken[start..end].iter_mut().for_each(|t| *t = true);
-                found.push((start, end));
-            }
-        }
-    }
-    let mut start = 0;
-    while start + *CARD_DIGITS.start() <= digits.len() {
-        let hit = CARD_DIGITS
-            .map(|length| start + length)
-            .take_while(|&end| end <= digits.len() && free(&taken, start, end))
-            .find(|&end| valid(start, end));
-        match hit {
-            Some(end) => {
-                taken[start..end].iter_mut().for_each(|t| *t = true);
-                found.push((start, end));
-                start = end;
-            }
-            None => start += 1,
-        }
-    }
-    found
-}
-
-fn mask_cards(text: &str) -> Cow<'_, str> {
-    let mut spans = Vec::new();
-    for run in runs(text) {
-        for (start, end) in cards_in(&run) {
-            let ending: String = run.digits[end - 4..end].iter().map(|(_, d)| *d).collect();
-            let (first, last) = (run.digits[start], run.digits[end - 1]);
-            spans.push((first.0, last.0 + last.1.len_utf8(), ending));
-        }
-    }
-    replace(text, spans, "card")
-}
-
-/// Replaces each `(start, end, ending)` span of `text` by its mask.
-fn replace<'a>(text: &'a str, mut spans: Vec<(usize, usize, String)>, what: &str) -> Cow<'a, str> {
-    if spans.is_empty() {
+/// `text` masked as if it followed `before` (whether an IBAN may begin at
+/// its start depends on the character before it).
+fn masked_after(before: Option<char>, text: &str) -> Cow<'_, str> {
+    let glyphs = read(before, text);
+    let found = spans(&glyphs);
+    if found.is_empty() {
         return Cow::Borrowed(text);
     }
-    spans.sort_by_key(|(start, ..)| *start);
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
-    for (start, end, ending) in spans {
+    for span in found {
+        let (start, end) = (glyphs[span.first].start, glyphs[span.last].end);
         out.push_str(&text[at..start]);
-        out.push_str(&format!("[{what} ending {ending}]"));
+        out.push_str(&format!("[{} ending {}]", span.what, span.ending));
         at = end;
     }
     out.push_str(&text[at..]);
     Cow::Owned(out)
 }
 
-/// The IBANs of `text`: two letters and two digits, not inside a word, then
-/// letters and digits with single spaces; the longest prefix the crate
-/// accepts as an IBAN (letters read as capitals).
-fn mask_ibans(text: &str) -> Cow<'_, str> {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let mut spans = Vec::new();
-    let mut i = 0;
-    while i + 4 <= chars.len() {
-        let starts = chars[i].1.is_ascii_alphabetic()
-            && chars[i + 1].1.is_ascii_alphabetic()
-            && chars[i + 2].1.is_ascii_digit()
-            && chars[i + 3].1.is_ascii_digit()
-            && (i == 0 || !chars[i - 1].1.is_ascii_alphanumeric());
-        if !starts {
-            i += 1;
+/// What a character is to a person reading a number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    Digit(u8),
+    /// An ASCII letter, as a capital.
+    Letter(u8),
+    Separator,
+    /// A format character: read as nothing.
+    Invisible,
+    Other,
+}
+
+/// One character of the text: where it stands (bytes) and how it reads.
+#[derive(Debug, Clone, Copy)]
+struct Glyph {
+    start: usize,
+    end: usize,
+    read: Read,
+}
+
+fn read_ascii(c: u8) -> Read {
+    match c {
+        b'0'..=b'9' => Read::Digit(c - b'0'),
+        b'a'..=b'z' | b'A'..=b'Z' => Read::Letter(c.to_ascii_uppercase()),
+        b' ' | b'\t' | b'\n' | b'\r' | b'\x0b' | b'\x0c' | b'-' | b'.' | b'/' | b'_' => Read::Separator,
+        _ => Read::Other,
+    }
+}
+
+fn read_char(c: char) -> Read {
+    if c.is_ascii() {
+        return read_ascii(c as u8);
+    }
+    let category = get_general_category(c);
+    if category == GeneralCategory::Format {
+        return Read::Invisible;
+    }
+    if c.is_whitespace() || category == GeneralCategory::DashPunctuation || c == '\u{2212}' {
+        return Read::Separator;
+    }
+    if category == GeneralCategory::DecimalNumber {
+        return Read::Digit(decimal_value(c));
+    }
+    // Compatibility forms (fullwidth letters, digits, dots and slashes).
+    use unicode_normalization::UnicodeNormalization;
+    let mut compatible = std::iter::once(c).nfkc();
+    match (compatible.next(), compatible.next()) {
+        (Some(plain), None) if plain.is_ascii() => read_ascii(plain as u8),
+        _ => Read::Other,
+    }
+}
+
+/// A decimal digit's value: Unicode encodes each script's digits as a
+/// contiguous run from zero to nine (a stability guarantee), so the value
+/// is the place in the run of ten it stands in.
+fn decimal_value(c: char) -> u8 {
+    let mut first = c as u32;
+    while let Some(before) = first.checked_sub(1).and_then(char::from_u32) {
+        if get_general_category(before) != GeneralCategory::DecimalNumber {
+            break;
+        }
+        first -= 1;
+    }
+    ((c as u32 - first) % 10) as u8
+}
+
+/// The text's characters as read, with `before` (if any) as a first glyph
+/// of zero width, so that the first real one knows its neighbour.
+fn read(before: Option<char>, text: &str) -> Vec<Glyph> {
+    let mut glyphs = Vec::with_capacity(text.len() + 1);
+    if let Some(c) = before {
+        glyphs.push(Glyph {
+            start: 0,
+            end: 0,
+            read: read_char(c),
+        });
+    }
+    if text.is_ascii() {
+        glyphs.extend(text.bytes().enumerate().map(|(at, b)| Glyph {
+            start: at,
+            end: at + 1,
+            read: read_ascii(b),
+        }));
+    } else {
+        glyphs.extend(text.char_indices().map(|(at, c)| Glyph {
+            start: at,
+            end: at + c.len_utf8(),
+            read: read_char(c),
+        }));
+    }
+    glyphs
+}
+
+/// A number found: its first and last glyphs, what it is and its last four.
+struct Span {
+    first: usize,
+    last: usize,
+    what: &'static str,
+    ending: String,
+}
+
+/// Every card number and IBAN of `glyphs`, in order, none overlapping.
+fn spans(glyphs: &[Glyph]) -> Vec<Span> {
+    // Most text has no digit: nothing to read.
+    if !glyphs.iter().any(|g| matches!(g.read, Read::Digit(_))) {
+        return Vec::new();
+    }
+    let visible: Vec<usize> = (0..glyphs.len())
+        .filter(|&i| glyphs[i].read != Read::Invisible)
+        .collect();
+    // IBANs first: an IBAN's digits must not be read as a card's.
+    let mut found = ibans(glyphs, &visible);
+    let mut taken = vec![false; glyphs.len()];
+    for span in &found {
+        taken[span.first..=span.last].iter_mut().for_each(|t| *t = true);
+    }
+    for run in runs(glyphs, &visible, &taken) {
+        found.extend(cards_in(&run));
+    }
+    found.sort_by_key(|span| span.first);
+    found
+}
+
+/// One run of digits with at most [`MOST_SEPARATORS`] separators between
+/// neighbours: its groups, each the (glyph, digit) of its digits.
+type Run = Vec<Vec<(usize, u8)>>;
+
+fn runs(glyphs: &[Glyph], visible: &[usize], taken: &[bool]) -> Vec<Run> {
+    let digit = |i: usize| match glyphs[i].read {
+        Read::Digit(d) if !taken[i] => Some(d),
+        _ => None,
+    };
+    let mut runs = Vec::new();
+    let mut v = 0;
+    while v < visible.len() {
+        if digit(visible[v]).is_none() {
+            v += 1;
             continue;
         }
-        // The candidate: its letters and digits, and where each ends.
-        let mut kept: Vec<(usize, char)> = chars[i..i + 4].to_vec();
-        let mut j = i + 4;
-        while kept.len() < 4 + IBAN_REST && j < chars.len() {
-            match (chars[j].1, chars.get(j + 1)) {
-                (c, _) if c.is_ascii_alphanumeric() => {
-                    kept.push(chars[j]);
-                    j += 1;
-                }
-                (' ', Some((_, next))) if next.is_ascii_alphanumeric() => j += 1,
-                _ => break,
+        let mut run: Run = vec![Vec::new()];
+        loop {
+            let i = visible[v];
+            if let (Some(d), Some(group)) = (digit(i), run.last_mut()) {
+                group.push((i, d));
             }
+            v += 1;
+            if v < visible.len() && digit(visible[v]).is_some() {
+                continue;
+            }
+            let separators = visible[v..]
+                .iter()
+                .take_while(|&&i| glyphs[i].read == Read::Separator)
+                .count();
+            let next = v + separators;
+            if (1..=MOST_SEPARATORS).contains(&separators) && next < visible.len() && digit(visible[next]).is_some() {
+                run.push(Vec::new());
+                v = next;
+                continue;
+            }
+            break;
         }
-        let found = (8..=kept.len()).rev().find(|&length| {
-            // Not cut inside a word: the next kept character begins a new one.
-            let electronic: String = kept[..length].iter().map(|(_, c)| c.to_ascii_uppercase()).collect();
-            electronic.parse::<iban::Iban>().is_ok()
-        });
-        match found {
-            Some(length) => {
-                let (last_at, last) = kept[length - 1];
-                let ending: String = kept[length - 4..length]
-                    .iter()
-                    .map(|(_, c)| c.to_ascii_uppercase())
-                    .collect();
-                spans.push((chars[i].0, last_at + last.len_utf8(), ending));
-                i = chars.iter().position(|(at, _)| *at > last_at).unwrap_or(chars.len());
+        runs.push(run);
+    }
+    runs
+}
+
+fn luhn_valid(digits: &[u8]) -> bool {
+    let text: String = digits.iter().map(|d| char::from(b'0' + d)).collect();
+    luhn::valid(&text)
+}
+
+fn card(digits: &[(usize, u8)]) -> Span {
+    let ending = digits[digits.len() - 4..].iter().map(|(_, d)| char::from(b'0' + d)).collect();
+    Span {
+        first: digits[0].0,
+        last: digits[digits.len() - 1].0,
+        what: "card",
+        ending,
+    }
+}
+
+/// The cards of one run: the whole run when it passes, else windows of
+/// whole groups, longest first, then leftmost, none overlapping.
+fn cards_in(run: &Run) -> Vec<Span> {
+    let all: Vec<(usize, u8)> = run.iter().flatten().copied().collect();
+    if all.len() < *CARD_DIGITS.start() {
+        return Vec::new();
+    }
+    let digits: Vec<u8> = all.iter().map(|(_, d)| *d).collect();
+    if CARD_DIGITS.contains(&all.len()) && luhn_valid(&digits) {
+        return vec![card(&all)];
+    }
+    // Where each group starts among the run's digits.
+    let mut starts = Vec::with_capacity(run.len() + 1);
+    let mut at = 0;
+    for group in run {
+        starts.push(at);
+        at += group.len();
+    }
+    starts.push(at);
+    let mut windows = Vec::new();
+    for first in 0..run.len() {
+        for end in first + 1..=run.len() {
+            let length = starts[end] - starts[first];
+            if length > *CARD_DIGITS.end() {
+                break;
             }
-            None => i += 1,
+            // Several groups are a card only as cards are written (4-4-4-4,
+            // 4-6-5): a 3-7-7 order id's last two groups are not one.
+            if end - first > 1 && run[first..end].iter().any(|group| group.len() > MOST_CARD_GROUP) {
+                continue;
+            }
+            if CARD_DIGITS.contains(&length) && luhn_valid(&digits[starts[first]..starts[end]]) {
+                windows.push((starts[first], starts[end]));
+            }
         }
     }
-    replace(text, spans, "IBAN")
+    windows.sort_by_key(|&(from, to)| (std::cmp::Reverse(to - from), from));
+    let mut used = vec![false; all.len()];
+    let mut found = Vec::new();
+    for (from, to) in windows {
+        if used[from..to].iter().all(|u| !u) {
+            used[from..to].iter_mut().for_each(|u| *u = true);
+            found.push(card(&all[from..to]));
+        }
+    }
+    found
+}
+
+/// The IBANs: two letters and two digits at the start of a word, then
+/// letters and digits with at most [`MOST_SEPARATORS`] separators between
+/// neighbours; the longest prefix the crate accepts.
+fn ibans(glyphs: &[Glyph], visible: &[usize]) -> Vec<Span> {
+    let read = |v: usize| glyphs[visible[v]].read;
+    let alphanumeric = |r: Read| matches!(r, Read::Digit(_) | Read::Letter(_));
+    let character = |r: Read| match r {
+        Read::Digit(d) => char::from(b'0' + d),
+        Read::Letter(l) => char::from(l),
+        _ => ' ',
+    };
+    let mut found = Vec::new();
+    let mut v = 0;
+    while v + 4 <= visible.len() {
+        let starts = matches!(read(v), Read::Letter(_))
+            && matches!(read(v + 1), Read::Letter(_))
+            && matches!(read(v + 2), Read::Digit(_))
+            && matches!(read(v + 3), Read::Digit(_))
+            && (v == 0 || !alphanumeric(read(v - 1)));
+        if !starts {
+            v += 1;
+            continue;
+        }
+        // The candidate's letters and digits: (visible index, character).
+        let mut kept: Vec<(usize, char)> = (v..v + 4).map(|w| (w, character(read(w)))).collect();
+        let mut w = v + 4;
+        while kept.len() < IBAN_MOST && w < visible.len() {
+            if alphanumeric(read(w)) {
+                kept.push((w, character(read(w))));
+                w += 1;
+                continue;
+            }
+            let separators = (w..visible.len()).take_while(|&x| read(x) == Read::Separator).count();
+            let next = w + separators;
+            if separators <= MOST_SEPARATORS && next < visible.len() && alphanumeric(read(next)) {
+                w = next;
+            } else {
+                break;
+            }
+        }
+        let accepted = (IBAN_FEWEST..=kept.len()).rev().find(|&length| {
+            let electronic: String = kept[..length].iter().map(|(_, c)| *c).collect();
+            electronic.parse::<iban::Iban>().is_ok()
+        });
+        match accepted {
+            Some(length) => {
+                let last = kept[length - 1].0;
+                found.push(Span {
+                    first: visible[v],
+                    last: visible[last],
+                    what: "IBAN",
+                    ending: kept[length - 4..length].iter().map(|(_, c)| *c).collect(),
+                });
+                v = last + 1;
+            }
+            None => v += 1,
+        }
+    }
+    found
+}
+
+/// Where the text that masking may still change begins, in `text` that
+/// follows `before` and may be followed by more: the start of a trailing
+/// run of digits and separators that holds a digit (it may grow into a
+/// card), or of a trailing word that may be an IBAN's beginning (two
+/// letters, then digits, letters and separators). Everything before it
+/// masks the same whatever comes next.
+fn open_from(before: Option<char>, text: &str) -> usize {
+    let glyphs = read(before, text);
+    let visible: Vec<usize> = (0..glyphs.len())
+        .filter(|&i| glyphs[i].read != Read::Invisible)
+        .collect();
+    let first = usize::from(before.is_some());
+    let mut open = text.len();
+    // A trailing run of digits and separators, with a digit in it.
+    let mut v = visible.len();
+    let (mut digit_at, mut separators) = (None, 0);
+    while v > 0 && visible[v - 1] >= first {
+        match glyphs[visible[v - 1]].read {
+            Read::Digit(_) => (digit_at, separators) = (Some(v - 1), 0),
+            Read::Separator if separators < MOST_SEPARATORS => separators += 1,
+            _ => break,
+        }
+        v -= 1;
+    }
+    if let Some(d) = digit_at {
+        open = open.min(glyphs[visible[d]].start);
+    }
+    // A trailing stretch of letters, digits and separators: any word start
+    // in it that reads as an IBAN's beginning so far keeps it open.
+    let (mut v, mut alphanumerics, mut separators) = (visible.len(), 0, 0);
+    while v > 0 && visible[v - 1] >= first && alphanumerics < IBAN_MOST {
+        match glyphs[visible[v - 1]].read {
+            Read::Separator if separators < MOST_SEPARATORS => separators += 1,
+            Read::Digit(_) | Read::Letter(_) => {
+                (alphanumerics, separators) = (alphanumerics + 1, 0);
+                let word_start =
+                    v == 1 || !matches!(glyphs[visible[v - 2]].read, Read::Digit(_) | Read::Letter(_));
+                let begins = visible[v - 1..]
+                    .iter()
+                    .take(4)
+                    .enumerate()
+                    .all(|(k, &i)| match (k, glyphs[i].read) {
+                        (0 | 1, Read::Letter(_)) | (2 | 3, Read::Digit(_)) => true,
+                        _ => false,
+                    });
+                if word_start && begins {
+                    open = open.min(glyphs[visible[v - 1]].start);
+                }
+            }
+            _ => break,
+        }
+        v -= 1;
+    }
+    open
+}
+
+/// A reply masked as it streams (contract 23 in event-stream mode): each
+/// piece settles what can no longer change and hands it out masked, so a
+/// delta never shows what the whole reply's mask hides, and the work grows
+/// with the reply's length, not its length times its pieces.
+#[derive(Debug, Default)]
+pub struct Streamed {
+    written: String,
+    /// Where in `written` the settled (handed out) text ends.
+    settled: usize,
+}
+
+impl Streamed {
+    /// Adds `piece`; returns the newly settled text, masked (may be empty).
+    pub fn push(&mut self, piece: &str) -> String {
+        self.written.push_str(piece);
+        let before = self.written[..self.settled].chars().next_back();
+        let tail = &self.written[self.settled..];
+        let open = open_from(before, tail);
+        let out = masked_after(before, &tail[..open]).into_owned();
+        self.settled += open;
+        out
+    }
+
+    /// Whether nothing was written since the draft began.
+    pub fn settled_nothing(&self) -> bool {
+        self.written.is_empty()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
-    use super::masked;
+    use super::{Streamed, masked, would_mask};
 
     /// Valid test numbers (Luhn): Visa, Mastercard, Amex, a 19-digit one.
     const CARDS: [&str; 4] = [
@@ -255,16 +499,77 @@ mod tests {
     }
 
     #[test]
-    fn a_long_run_of_digits_is_searched_for_a_card_inside_it() {
-        // A card glued to other digits, or mistyped by one, still leaks its
-        // digits: the window that passes the check is masked.
-        let glued = masked("ref 774242424242424242");
-        assert!(
-            glued.starts_with("ref 77[card ending ") && !glued.contains("424242424242"),
-            "{glued}"
+    fn a_card_is_read_as_a_person_reads_it() {
+        for spelling in [
+            "4242  4242  4242  4242",
+            "4242\t4242\t4242\t4242",
+            "4242\n4242\n4242\n4242",
+            "4242\u{a0}4242\u{a0}4242\u{a0}4242",
+            "4242\u{2009}4242\u{2009}4242\u{2009}4242",
+            "4242.4242.4242.4242",
+            "4242/4242/4242/4242",
+            "4242_4242_4242_4242",
+            "4242\u{2013}4242\u{2013}4242\u{2013}4242",
+            "4242 - 4242 - 4242 - 4242",
+            "42\u{200b}42424242424242\u{200d}42",
+            "4\u{ad}242424242424242",
+            "\u{ff14}\u{ff12}\u{ff14}\u{ff12}\u{ff14}\u{ff12}\u{ff14}\u{ff12}\u{ff14}\u{ff12}\u{ff14}\u{ff12}\u{ff14}\u{ff12}\u{ff14}\u{ff12}",
+            "\u{664}\u{662}\u{664}\u{662}\u{664}\u{662}\u{664}\u{662}\u{664}\u{662}\u{664}\u{662}\u{664}\u{662}\u{664}\u{662}",
+            "\u{96a}\u{968}\u{96a}\u{968} \u{96a}\u{968}\u{96a}\u{968} 4242 4242",
+        ] {
+            assert_eq!(
+                masked(&format!("card {spelling} thanks")),
+                "card [card ending 4242] thanks",
+                "{spelling:?}"
+            );
+        }
+        // Four separators part two numbers: a person reads two.
+        assert_eq!(masked("4242 4242    4242 4242"), "4242 4242    4242 4242");
+    }
+
+    #[test]
+    fn ids_that_fail_the_check_as_a_whole_are_never_cut_to_a_card() {
+        // A 3-7-7 order id, a 16-digit reference and a 20-digit tracking
+        // number whose inner windows would pass the Luhn check alone.
+        for id in [
+            "940-4242424-2424242",
+            "112-5555555-5555444",
+            "4242424242424241",
+            "94001424242424242424",
+            "ref 774242424242424242",
+        ] {
+            assert_eq!(masked(id), id, "{id}");
+        }
+        // A card glued to other digits is one number of another length.
+        assert!(!would_mask("774242424242424242"));
+    }
+
+    #[test]
+    fn a_nineteen_digit_card_in_groups_of_four_is_masked_whole() {
+        let nineteen = "4000 0000 0000 0000 006";
+        assert!(luhn::valid("4000000000000000006"));
+        assert_eq!(masked(nineteen), "[card ending 0006]");
+    }
+
+    #[test]
+    fn a_card_written_beside_an_amount_is_found_by_its_groups() {
+        assert_eq!(
+            masked("refund 12.50 4242 4242 4242 4242 please"),
+            "refund 12.50 [card ending 4242] please"
         );
-        let mistyped = masked("4242 4242 4242 4241");
-        assert!(!mistyped.contains("4242 4242 4242"), "{mistyped}");
+        assert_eq!(masked("A-1001 4242-4242-4242-4242"), "A-1001 [card ending 4242]");
+    }
+
+    #[test]
+    fn streamed_pieces_settle_to_the_whole_texts_mask() {
+        let text = "Card 4242 4242 4242 4242, IBAN mt84 malt 0110 0001 2345 mtlc ast0 01s, order 940-4242424-2424242.";
+        let mut streamed = Streamed::default();
+        let mut shown = String::new();
+        for piece in text.as_bytes().chunks(3) {
+            shown.push_str(&streamed.push(std::str::from_utf8(piece).unwrap()));
+            assert!(!shown.contains("4242 4242 4242 4242") && !shown.contains("0001 2345"), "{shown}");
+        }
+        assert!(masked(text).starts_with(&shown), "{shown}");
     }
 
     #[test]
@@ -280,24 +585,42 @@ mod tests {
         );
     }
 
-    /// A card number with a separator (or none) drawn before each digit.
+    /// Separators a person writes between digits.
+    const SEPARATORS: [&str; 12] = [
+        " ", "-", "\t", "\n", "\u{a0}", "\u{2009}", ".", "/", "_", "\u{2013}", "\u{200b}", "\u{3000}",
+    ];
+
+    /// A card number with up to three separators (or none) drawn before
+    /// each digit, and some digits in another script.
     fn written(card: &str, separators: &[u8]) -> String {
         let mut out = String::new();
         for (i, digit) in card.chars().enumerate() {
-            if i > 0 {
-                match separators.get(i).copied().unwrap_or(0) % 3 {
-                    1 => out.push(' '),
-                    2 => out.push('-'),
-                    _ => {}
+            let drawn = separators.get(i).copied().unwrap_or(0);
+            if i > 0 && drawn % 2 == 1 {
+                for k in 0..usize::from(drawn / 2 % 3) + 1 {
+                    out.push_str(SEPARATORS[(usize::from(drawn) + k) % SEPARATORS.len()]);
                 }
             }
-            out.push(digit);
+            let value = digit as u32 - '0' as u32;
+            match drawn / 32 {
+                // Fullwidth and Arabic-Indic digits.
+                1 => out.push(char::from_u32(0xff10 + value).unwrap()),
+                2 => out.push(char::from_u32(0x660 + value).unwrap()),
+                _ => out.push(digit),
+            }
         }
         out
     }
 
-    fn digits_only(text: &str) -> String {
-        text.chars().filter(char::is_ascii_digit).collect()
+    /// The digits of `text` as a person reads them.
+    fn read_digits(text: &str) -> String {
+        super::read(None, text)
+            .iter()
+            .filter_map(|g| match g.read {
+                super::Read::Digit(d) => Some(char::from(b'0' + d)),
+                _ => None,
+            })
+            .collect()
     }
 
     proptest! {
@@ -309,9 +632,40 @@ mod tests {
             separators in proptest::collection::vec(any::<u8>(), 19),
         ) {
             let card = CARDS[card];
-            let text = format!("{before}{}{after}", written(card, &separators));
+            // Apart from other numbers, as a person would write it (a card
+            // glued to other digits is another number).
+            let text = format!("{before} x {} y {after}", written(card, &separators));
             let out = masked(&text);
-            prop_assert!(!digits_only(&out).contains(card), "{text:?} -> {out:?}");
+            prop_assert!(!read_digits(&out).contains(card), "{text:?} -> {out:?}");
+        }
+
+        #[test]
+        fn a_streamed_reply_shows_only_what_its_whole_mask_shows(
+            before in "[ -~]{0,30}",
+            after in "[ -~]{0,30}",
+            card in 0usize..CARDS.len(),
+            iban in 0usize..IBANS.len(),
+            separators in proptest::collection::vec(any::<u8>(), 19),
+            cuts in proptest::collection::vec(1usize..6, 1..40),
+        ) {
+            let text = format!(
+                "{before} x {} y {} {after}",
+                written(CARDS[card], &separators),
+                IBANS[iban].to_lowercase()
+            );
+            let whole = masked(&text).into_owned();
+            let mut streamed = Streamed::default();
+            let (mut shown, mut rest) = (String::new(), text.as_str());
+            for cut in cuts.iter().cycle() {
+                if rest.is_empty() {
+                    break;
+                }
+                let at = (1..=rest.len()).find(|&at| at >= *cut.min(&rest.len()) && rest.is_char_boundary(at)).unwrap_or(rest.len());
+                shown.push_str(&streamed.push(&rest[..at]));
+                rest = &rest[at..];
+                prop_assert!(whole.starts_with(&shown), "{text:?}: shown {shown:?}, whole {whole:?}");
+            }
+            prop_assert!(!read_digits(&shown).contains(CARDS[card]), "{text:?} -> {shown:?}");
         }
 
         #[test]
@@ -331,7 +685,9 @@ mod tests {
             words in proptest::collection::vec("[a-z]{1,8}|[A-F]-[0-9]{4}|[0-9]{1,3}\\.[0-9]{2}|€[0-9]{1,3}", 0..12),
             card in 0usize..CARDS.len(),
         ) {
-            let plain = words.join(" ");
+            // Apart, as in a sentence: "12.50 A-1001" written in a row with no
+            // word between is one run of digits to a person reading numbers.
+            let plain = words.join(", ");
             let unchanged = masked(&plain);
             prop_assert_eq!(unchanged.as_ref(), plain.as_str());
             // With a card among them, every word but the card is kept.

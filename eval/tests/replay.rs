@@ -134,7 +134,7 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
     let handoff_expect = &handoff_task["tasks"][0]["expect"];
     assert_eq!(handoff_expect["handoff"], serde_json::json!(["intent_not_served"]));
     assert_eq!(handoff_expect["intents"], serde_json::json!(["address_change"]));
-    assert_eq!(handoff_task["tasks"][0]["router"], "address_change;low;0.90");
+    assert_eq!(handoff_task["tasks"][0]["router"], "address_change;low;0.9");
     assert!(!handoff_task.to_string().contains("+33 6 12 34 56 78"));
     let task = std::fs::read_to_string(&file).unwrap();
     for personal in [
@@ -158,7 +158,7 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
     assert_eq!(parsed["tasks"][0]["orders"][0]["paid_cents"], 12000);
     assert_eq!(expect["intents"], serde_json::json!(["refund"]), "the person's intent");
     assert_eq!(expect["risk"], "low");
-    assert_eq!(parsed["tasks"][0]["router"], "refund;low;0.90");
+    assert_eq!(parsed["tasks"][0]["router"], "refund;low;0.9");
     assert!(
         parsed["tasks"][0]["replayed_from"]
             .as_str()

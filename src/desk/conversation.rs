@@ -88,6 +88,8 @@ struct RoutedTurn {
     route: Route,
     /// As recorded: `order_status,refund;low;0.92` or `unknown`.
     labels: String,
+    /// The labels leave refunds to a person ([`router::refund_not_routed`]).
+    refund_not_routed: bool,
     tokens: u64,
 }
 
@@ -273,6 +275,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                     routed: Routed {
                         labels: Some(routed.labels.clone()),
                         unsure: matches!(routed.route, Route::Agent { unsure: true }),
+                        refund_not_routed: routed.refund_not_routed,
                     },
                 },
                 trace,
@@ -365,6 +368,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             None => (Routing::Failed("no key"), Some(crate::chat::Usage::default())),
         };
         let route = router::decide(&routing, &settings.served, settings.min_confidence);
+        let refund_not_routed = router::refund_not_routed(&routing, &settings.served);
         let tokens = usage.map_or_else(router::call::worst_case_tokens, |u| {
             u.prompt_tokens + u.completion_tokens
         });
@@ -386,7 +390,12 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         );
         // Counted and reported only when a routing call was made.
         trace.routing = model.is_some().then_some(routing);
-        RoutedTurn { route, labels, tokens }
+        RoutedTurn {
+            route,
+            labels,
+            refund_not_routed,
+            tokens,
+        }
     }
 
     /// Takes a turn from the customer's budget: counted atomically, closed

@@ -77,6 +77,9 @@ impl Invocation {
 pub struct Message {
     /// The customer: the authenticated one (or, in body mode, the body's).
     pub customer: String,
+    /// As it will be kept and sent (contract 23): the edge masked it, so
+    /// nothing after it (the conversation, the ledger, an event, the model,
+    /// the key's fingerprint) sees a card number or an IBAN.
     pub text: CustomerMessage,
     /// The conversation it continues; none starts a new one.
     pub conversation_id: Option<ConversationId>,
@@ -225,13 +228,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     /// line reports.
     /// `live` hears the turn as it runs (event-stream mode); [`Live::silent`]
     /// in JSON mode. What the desk does is the same either way.
-    pub async fn take(&self, mut message: Message, invocation: &Invocation, trace: &mut Trace, live: &Live) -> Outcome {
-        // Contract 23: card numbers and IBANs masked before the conversation,
-        // the ledger, an event or the model sees the message (the key's
-        // fingerprint was taken of the body as sent).
-        if let std::borrow::Cow::Owned(text) = crate::mask::masked(message.text.text()) {
-            message.text = CustomerMessage::new(text);
-        }
+    pub async fn take(&self, message: Message, invocation: &Invocation, trace: &mut Trace, live: &Live) -> Outcome {
         let customer = message.customer.clone();
         trace.user_id = Some(customer.clone());
         tracing::info!(

@@ -6,7 +6,9 @@
 //! A 401 means the provider refused the key before it ran anything, so the
 //! same call is made once more with the fresh key, inside this one call of
 //! the turn's 5 (the turn never sees the refused one); a key that is still
-//! refused is the 401 the turn turns into a 502, as before. A re-read that
+//! refused is the 401 the turn turns into a 502, as before. The re-read and
+//! the re-send share the call's deadline: past it, the call timed out, as
+//! any other (the turn's retry then carries the fresh key). A re-read that
 //! fails keeps the key already held: a key that worked a moment ago is a
 //! better bet than a 500.
 
@@ -84,20 +86,28 @@ pub(super) struct KeyedModel<'a, K> {
 }
 
 impl<K: ApiKeySource> KeyedModel<'_, K> {
-    /// `call`, and once more if it got a 401 and the key had been rotated.
+    /// `call`, and once more if it got a 401 and the key had been rotated;
+    /// the re-read and the re-send share the call's deadline (contract 2),
+    /// so a rotation never stretches one call past its timeout.
     async fn rotating<F: Future<Output = Result<Completion, CompletionError>>>(
         &self,
         call: impl Fn() -> F,
     ) -> Result<Completion, CompletionError> {
+        let deadline = tokio::time::Instant::now() + self.chat.timeout();
         let answer = call().await;
         if !matches!(answer, Err(CompletionError::Status { status: 401 })) {
             return answer;
         }
-        if !self.key.refresh(self.source, self.chat).await {
-            return answer;
-        }
-        tracing::info!(event = "completion_retried_after_401");
-        call().await
+        let resent = async {
+            if !self.key.refresh(self.source, self.chat).await {
+                return answer;
+            }
+            tracing::info!(event = "completion_retried_after_401");
+            call().await
+        };
+        tokio::time::timeout_at(deadline, resent)
+            .await
+            .unwrap_or(Err(CompletionError::Timeout))
     }
 }
 

@@ -32,6 +32,7 @@ use crate::desk::{Desk, Invocation, Keyed, Message, Outcome, Ports, Trace};
 use crate::http::answer::ApiError;
 use crate::http::body::ChatRequest;
 use crate::http::idempotency::{IdempotencyKey, MalformedKey};
+use crate::refund::message::CustomerMessage;
 use crate::http::live::AnswerBody;
 use crate::ledger::{BudgetStore, ConversationStore, RequestLedger};
 use crate::live::{Heard, Live};
@@ -344,18 +345,26 @@ fn check(request: &Request, identity: &crate::config::IdentitySource) -> Result<
     let body = request.body().as_ref();
     let chat = ChatRequest::parse(body)?;
     let customer = identity::customer(authenticated, &chat.user_id)?;
+    // Contract 23: the message as it will be kept and sent, from here on
+    // (the key's fingerprint too): the person mark any customer text loses
+    // is taken out first, then card numbers and IBANs are masked.
+    let text = crate::mask::masked(&crate::conversation::person::unmarked(chat.message.text())).into_owned();
     let mut keys = request.headers().get_all(idempotency::HEADER).iter();
     let key = match (keys.next(), keys.next()) {
         (None, _) => None,
         (Some(value), None) => Some(Keyed {
             key: IdempotencyKey::parse(value.as_bytes())?,
-            body_sha256: idempotency::body_sha256(body),
+            body_sha256: idempotency::body_fingerprint(
+                &customer,
+                &text,
+                chat.conversation_id.as_ref().map(|id| id.as_str()),
+            ),
         }),
-        (Some(_), Some(_)) => return Err(MalformedKey.into()),
+        (Some(_), Some(_)) => return Err(MalformedKey::Syntax.into()),
     };
     Ok(Message {
         customer,
-        text: chat.message,
+        text: CustomerMessage::new(text),
         conversation_id: chat.conversation_id,
         key,
     })

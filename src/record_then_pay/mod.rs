@@ -58,7 +58,7 @@ impl<L: RefundLedger, P: Payments + Sync> RecordedRefunds<L, P> {
             AutomaticWrite::Refused(history) => {
                 // Rule 2 or 3 refused the write; the rules judge the facts it reported.
                 let decided = policy::decide_with_order(&self.limits, request.amount, &history, &request.order, now);
-                let reasons = match policy::with_routing(decided, request.routed.unsure) {
+                let reasons = match policy::with_routing(decided, &request.routed) {
                     Decision::Approval(reasons) => reasons,
                     Decision::Automatic => {
                         // The report passes both rules, so it is short of a figure. Rule
@@ -124,7 +124,7 @@ impl<L: RefundLedger, P: Payments + Sync> RefundGateway for RecordedRefunds<L, P
         // ledger's write itself.
         let decide = |history: &History| {
             let decided = policy::decide_with_order(&self.limits, request.amount, history, &request.order, now);
-            policy::with_routing(decided, request.routed.unsure)
+            policy::with_routing(decided, &request.routed)
         };
         let result = match decide(&History::default()) {
             Decision::Automatic => self.automatic(request, now).await,

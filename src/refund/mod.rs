@@ -184,6 +184,9 @@ pub struct Routed {
     pub labels: Option<String>,
     /// The router was unsure or failed: the refund waits for a person.
     pub unsure: bool,
+    /// The turn's labels do not name `refund`, or refunds are not served
+    /// (`AGENT_INTENTS`): the refund waits for a person.
+    pub refund_not_routed: bool,
 }
 
 impl RefundRequest {

@@ -16,6 +16,7 @@
 
 use std::time::Duration;
 
+use crate::refund::Routed;
 use crate::refund::money::AmountCents;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +73,9 @@ pub enum Reason {
     OrderUnverified,
     /// Contract 21: the router was unsure of the turn, or failed.
     RouterUnsure,
+    /// Contract 21: the turn's labels do not name `refund`, or the shop does
+    /// not serve refunds (`AGENT_INTENTS`).
+    RefundNotRouted,
 }
 
 impl Reason {
@@ -84,6 +88,7 @@ impl Reason {
             Reason::OutsideRefundWindow => "outside_refund_window",
             Reason::OrderUnverified => "order_unverified",
             Reason::RouterUnsure => "router_unsure",
+            Reason::RefundNotRouted => "refund_not_routed",
         }
     }
 
@@ -96,6 +101,7 @@ impl Reason {
             Reason::OutsideRefundWindow,
             Reason::OrderUnverified,
             Reason::RouterUnsure,
+            Reason::RefundNotRouted,
         ]
         .into_iter()
         .find(|reason| reason.as_str() == text)
@@ -163,17 +169,22 @@ pub fn decide_with_order(
     }
 }
 
-/// An unsure or failed router (contract 21) sends every refund of its turn
-/// to a person, as if the automatic limit were 0; with the rules' own reasons.
-pub fn with_routing(decision: Decision, router_unsure: bool) -> Decision {
-    if !router_unsure {
+/// The router (contract 21) sends every refund of its turn to a person, as
+/// if the automatic limit were 0, when it was unsure or failed, or when the
+/// turn was not routed to refunds; with the rules' own reasons.
+pub fn with_routing(decision: Decision, routed: &Routed) -> Decision {
+    let routing_reasons = [
+        (routed.unsure, Reason::RouterUnsure),
+        (routed.refund_not_routed, Reason::RefundNotRouted),
+    ];
+    if routing_reasons.iter().all(|(fired, _)| !fired) {
         return decision;
     }
     let mut reasons = match decision {
         Decision::Automatic => Vec::new(),
         Decision::Approval(reasons) => reasons,
     };
-    reasons.push(Reason::RouterUnsure);
+    reasons.extend(routing_reasons.iter().filter(|(fired, _)| *fired).map(|(_, reason)| *reason));
     Decision::Approval(reasons)
 }
 

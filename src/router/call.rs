@@ -101,7 +101,8 @@ pub fn worst_case_tokens() -> u64 {
 }
 
 /// Routes the new message: the labels, or why there are none, and what the
-/// call cost (none when it gave no usage).
+/// call cost: none when it may have been billed without saying so (a
+/// timeout, a broken answer), nothing for an HTTP error.
 pub async fn route<M: RoutingModel>(
     model: &M,
     settings: &RouterSettings,
@@ -113,6 +114,9 @@ pub async fn route<M: RoutingModel>(
         .await;
     match answer {
         Err(CompletionError::Timeout) => (Routing::Failed("timeout"), None),
+        // An HTTP error status was not billed (contract 13): an outage never
+        // spends the customer's day.
+        Err(CompletionError::Status { .. }) => (Routing::Failed("error"), Some(Usage::default())),
         Err(_) => (Routing::Failed("error"), None),
         Ok(completion) => {
             let routing = match completion.content.as_deref().map(parse) {

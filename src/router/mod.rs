@@ -106,7 +106,7 @@ impl Routing {
     pub fn recorded(&self) -> String {
         match self {
             Routing::Labelled(labels) => format!(
-                "{};{};{:.2}",
+                "{};{};{}",
                 labels.intents.iter().map(|i| i.as_str()).collect::<Vec<_>>().join(","),
                 labels.risk.as_str(),
                 labels.confidence
@@ -214,6 +214,15 @@ pub fn decide(routing: &Routing, served: &Served, min_confidence: f64) -> Route 
     Route::Agent {
         unsure: labels.confidence < min_confidence,
     }
+}
+
+/// Contract 21: a refund proposed in a turn whose labels do not name
+/// `refund`, or while the shop does not serve refunds, waits for a person.
+/// A failed router names no labels: its refunds wait as an unsure router's
+/// (unless refunds are not served at all).
+pub fn refund_not_routed(routing: &Routing, served: &Served) -> bool {
+    !served.contains(Intent::Refund)
+        || matches!(routing, Routing::Labelled(labels) if !labels.intents.contains(&Intent::Refund))
 }
 
 /// Reads the routing call's text into labels: exactly the schema's fields,

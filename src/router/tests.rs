@@ -64,8 +64,24 @@ fn an_unsure_or_failed_router_runs_the_agent_tightened_never_refuses() {
     assert_eq!(Routing::Failed("timeout").recorded(), "unknown");
     assert_eq!(
         labelled(&[Intent::OrderStatus, Intent::Refund], Risk::Low, 0.915).recorded(),
-        "order_status,refund;low;0.92"
+        "order_status,refund;low;0.915"
     );
+    // Never rounded into the other side of the threshold.
+    assert_eq!(labelled(&[Intent::Refund], Risk::Low, 0.6999).recorded(), "refund;low;0.6999");
+}
+
+#[test]
+fn a_refund_is_routed_only_by_labels_naming_it_while_refunds_are_served() {
+    let served = Served::default();
+    let not_served = Served::parse("order_status,policy_question,other").unwrap();
+    let refund = labelled(&[Intent::OrderStatus, Intent::Refund], Risk::Low, 0.9);
+    let order_only = labelled(&[Intent::OrderStatus], Risk::Low, 0.9);
+    assert!(!refund_not_routed(&refund, &served));
+    assert!(refund_not_routed(&order_only, &served));
+    assert!(refund_not_routed(&refund, &not_served));
+    assert!(refund_not_routed(&Routing::Failed("timeout"), &not_served));
+    // A failed router's refunds wait as an unsure one's, for that reason alone.
+    assert!(!refund_not_routed(&Routing::Failed("timeout"), &served));
 }
 
 #[test]

@@ -169,8 +169,10 @@ pub struct TurnStats {
     pub refund_checks: u32,
     /// The help articles (and versions) this turn's searches showed the model.
     pub articles: Vec<Citation>,
-    /// A streamed call ended without its usage: the turn counts as its
-    /// reserved worst case (contract 20).
+    /// A call timed out, broke off, or a streamed call ended without its
+    /// usage: the provider may have billed what nobody was told, so the
+    /// turn counts as its reserved worst case (contracts 13 and 20). An HTTP
+    /// error status was not billed and leaves this unset.
     pub usage_unreported: bool,
 }
 
@@ -410,6 +412,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             }
             Err(CompletionError::Timeout) => {
                 self.stats.timeouts += 1;
+                self.stats.usage_unreported = true;
                 tracing::warn!(event = "completion", call, attempt, latency_ms, outcome = "timeout");
             }
             Err(error) => tracing::warn!(

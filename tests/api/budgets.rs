@@ -492,3 +492,39 @@ async fn a_claim_that_lands_after_its_timeout_gives_its_key_and_turn_back() {
     );
     assert_eq!(h.model_requests().await.len(), 1);
 }
+
+#[tokio::test]
+async fn a_providers_outage_counts_no_tokens_so_it_never_spends_the_customers_day() {
+    // Every call answered 500: each turn is a 502, and none was billed. A
+    // day of 1,000 tokens outlasts many such turns (each once counted its
+    // routing call's worst case, thousands of tokens).
+    let h = TestApp::builder()
+        .router(wiremock::ResponseTemplate::new(500))
+        .model_responder(|_| wiremock::ResponseTemplate::new(500))
+        .configure(|config| config.budget = limits(100, 1_000))
+        .build()
+        .await;
+
+    for n in 0..3 {
+        let answer = h.say(None, "hello").await;
+        assert_eq!(answer.status, StatusCode::BAD_GATEWAY, "turn {n}: {}", answer.raw);
+    }
+
+    assert_eq!(counter(&h, "tokens").await.unwrap_or(0), 0, "an HTTP error is not billed");
+    assert_eq!(h.routing_requests().await.len(), 3);
+}
+
+#[tokio::test]
+async fn a_call_that_timed_out_counts_the_turns_reserved_worst_case() {
+    // The provider may have billed a call it did not finish in time.
+    let h = TestApp::builder()
+        .model(vec![hang(), hang()])
+        .configure(|config| config.budget = limits(100, 100_000))
+        .build()
+        .await;
+
+    let answer = h.say(None, "hello").await;
+
+    assert_eq!(answer.status, StatusCode::GATEWAY_TIMEOUT, "{}", answer.raw);
+    assert_eq!(counter(&h, "tokens").await, Some(RESERVATION as i64));
+}

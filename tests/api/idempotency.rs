@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use lambda_http::http::StatusCode;
 use refund_chat::clock::now_ms;
-use refund_chat::http::idempotency::body_sha256;
+use refund_chat::http::idempotency::body_fingerprint;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::{RefundLedger, RequestLedger};
 use refund_chat::ledger::{RequestLease, StoredResponse};
@@ -153,7 +153,7 @@ async fn a_retry_after_a_dead_invocation_takes_over_and_never_pays_again() {
     let dead = RequestLease {
         scope: scope.clone(),
         writer: WriterMark::fixed("req-dead/0"),
-        body_sha256: body_sha256(chat_body(REFUND_MESSAGE).as_bytes()),
+        body_sha256: body_fingerprint(USER, REFUND_MESSAGE, None),
         lease_until_ms: now - 1,
         expires_at_s: now / 1000 + 3600,
         conversation_id: None,
@@ -208,7 +208,7 @@ async fn a_live_lease_of_another_invocation_is_not_taken_over() {
     let running = RequestLease {
         scope: RefundScope::for_idempotency_key(USER, KEY),
         writer: WriterMark::fixed("req-running/0"),
-        body_sha256: body_sha256(chat_body("hello").as_bytes()),
+        body_sha256: body_fingerprint(USER, "hello", None),
         lease_until_ms: now + 30_000,
         expires_at_s: now / 1000 + 3600,
         conversation_id: None,
@@ -272,7 +272,7 @@ async fn an_expired_request_record_counts_as_absent() {
     let old = RequestLease {
         scope: RefundScope::for_idempotency_key(USER, KEY),
         writer: WriterMark::fixed("req-old/0"),
-        body_sha256: body_sha256(b"another body entirely"),
+        body_sha256: body_fingerprint(USER, "another body entirely", None),
         lease_until_ms: now - 90_000_000,
         expires_at_s: now / 1000 - 1,
         conversation_id: None,

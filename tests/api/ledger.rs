@@ -307,7 +307,7 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
     let dead = refund_chat::ledger::RequestLease {
         scope: RefundScope::for_idempotency_key(USER, "k-worst"),
         writer: WriterMark::fixed("req-dead/w"),
-        body_sha256: refund_chat::http::idempotency::body_sha256(body.as_bytes()),
+        body_sha256: refund_chat::http::idempotency::body_fingerprint(USER, "refund D-4001 120.00", None),
         lease_until_ms: refund_chat::clock::now_ms() - 1,
         expires_at_s: refund_chat::clock::now_ms() / 1000 + 3600,
         conversation_id: None,

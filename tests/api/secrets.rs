@@ -167,6 +167,39 @@ async fn after_a_rotation_a_401_reads_the_key_again_and_makes_the_same_call_once
 }
 
 #[tokio::test]
+async fn the_re_read_and_the_re_send_share_the_calls_deadline() {
+    // The 401 and the re-sent call each take 60% of the call's timeout:
+    // together they pass it, so the call is a timeout (and the turn's retry
+    // carries the fresh key), never one call that runs past its deadline.
+    let name = format!("openai/slow-rotation-{}", std::process::id());
+    let client = rotating_secret(&name).await;
+    let revoked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let slow = OPENAI_TIMEOUT.mul_f64(0.6);
+    let model = revocable_model(revoked.clone());
+    let h = TestApp::builder()
+        .model_responder(move |request| {
+            let routing = is_routing_call(&serde_json::from_slice(&request.body).unwrap_or_default());
+            let answer = model(request);
+            if routing { answer } else { answer.set_delay(slow) }
+        })
+        .key_source(SecretsManagerKey::new(client.clone(), &name))
+        .build()
+        .await;
+    assert_eq!(h.chat("hello").await.status, StatusCode::OK);
+    rotate(&client, &name).await;
+    revoked.store(true, std::sync::atomic::Ordering::SeqCst);
+
+    let after = h.chat("hello again").await;
+
+    assert_eq!(after.status, StatusCode::OK, "{}", after.raw);
+    assert_eq!(
+        keys_sent(&h.openai.received_requests().await.unwrap()),
+        ["Bearer sk-old", "Bearer sk-old", "Bearer sk-new", "Bearer sk-new"],
+        "the re-send ran out of the call's time; the turn's retry made the call again"
+    );
+}
+
+#[tokio::test]
 async fn a_key_still_refused_after_it_was_read_again_is_a_502() {
     let name = format!("openai/revoked-{}", std::process::id());
     let client = rotating_secret(&name).await;

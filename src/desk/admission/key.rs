@@ -13,23 +13,31 @@ use crate::ledger::{KeyClaim, LedgerError, RequestLease, RequestLedger, StoredRe
 
 pub const MAX_KEY_LENGTH: usize = 255;
 
-/// A key that passed the syntax check: 1 to 255 visible ASCII characters.
+/// A key that passed the syntax check: 1 to 255 visible ASCII characters,
+/// and nothing that section 23's masking would change.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdempotencyKey(String);
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the Idempotency-Key header must be 1 to {MAX_KEY_LENGTH} visible ASCII characters")]
-pub struct MalformedKey;
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum MalformedKey {
+    #[error("the Idempotency-Key header must be 1 to {MAX_KEY_LENGTH} visible ASCII characters")]
+    Syntax,
+    /// A card number or an IBAN: refused and never kept (contract 6.3).
+    #[error("the Idempotency-Key header must not be a card number or an IBAN: send a random key")]
+    CardNumber,
+}
 
 impl IdempotencyKey {
     pub fn parse(raw: &[u8]) -> Result<IdempotencyKey, MalformedKey> {
         if raw.is_empty() || raw.len() > MAX_KEY_LENGTH || !raw.iter().all(u8::is_ascii_graphic) {
-            return Err(MalformedKey);
+            return Err(MalformedKey::Syntax);
         }
         // Visible ASCII is UTF-8.
-        String::from_utf8(raw.to_vec())
-            .map(IdempotencyKey)
-            .map_err(|_| MalformedKey)
+        let key = String::from_utf8(raw.to_vec()).map_err(|_| MalformedKey::Syntax)?;
+        if crate::mask::would_mask(&key) {
+            return Err(MalformedKey::CardNumber);
+        }
+        Ok(IdempotencyKey(key))
     }
 
     pub fn as_str(&self) -> &str {
@@ -37,9 +45,23 @@ impl IdempotencyKey {
     }
 }
 
-/// Hex SHA-256 of the raw body: "the same body" means the same bytes.
+/// Hex SHA-256 of raw bytes.
 pub fn body_sha256(body: &[u8]) -> String {
     Sha256::digest(body).iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+/// The key's fingerprint of a message (contract 6.3): a SHA-256 of the body
+/// as the function reads it, its three fields with the message as kept
+/// (masked, section 23). Never of the raw body: an unkeyed hash of a card
+/// number gives it back to anyone who tries the few million that end in
+/// the same four digits. Fields the function ignores are not read.
+pub fn body_fingerprint(customer: &str, kept_message: &str, conversation_id: Option<&str>) -> String {
+    let read = serde_json::json!({
+        "conversation_id": conversation_id,
+        "message": kept_message,
+        "user_id": customer,
+    });
+    body_sha256(read.to_string().as_bytes())
 }
 
 /// What a live request record means for a request with the same key.
@@ -161,8 +183,21 @@ mod tests {
         assert!(IdempotencyKey::parse(&[b'k'; 255]).is_ok());
         assert!(IdempotencyKey::parse(b"550e8400-e29b-41d4-a716-446655440000").is_ok());
         for bad in [&b""[..], &[b'k'; 256], b"a b", b"tab\t", "é".as_bytes(), b"\x7f"] {
-            assert_eq!(IdempotencyKey::parse(bad), Err(MalformedKey), "{bad:?}");
+            assert_eq!(IdempotencyKey::parse(bad), Err(MalformedKey::Syntax), "{bad:?}");
         }
+        // A card number or an IBAN, in any spelling, is never kept as a key.
+        for card in [&b"4242424242424242"[..], b"4242-4242-4242-4242", b"key_4242.4242.4242.4242", b"GB82WEST12345698765432"] {
+            assert_eq!(IdempotencyKey::parse(card), Err(MalformedKey::CardNumber), "{card:?}");
+        }
+    }
+
+    #[test]
+    fn the_fingerprint_is_of_the_body_as_read_never_the_card() {
+        let masked = crate::mask::masked("refund my card 4242 4242 4242 4242");
+        let fingerprint = body_fingerprint("u1", &masked, None);
+        assert_eq!(fingerprint, body_fingerprint("u1", "refund my card [card ending 4242]", None));
+        assert_ne!(fingerprint, body_fingerprint("u1", "refund my card [card ending 4242]", Some("c-1")));
+        assert_ne!(fingerprint, body_fingerprint("u2", "refund my card [card ending 4242]", None));
     }
 
     #[test]
