@@ -317,6 +317,54 @@ fn the_ledger_table_keeps_every_record() {
 }
 
 #[test]
+fn a_deploy_leaves_the_accounts_other_stacks_as_they_were() {
+    let template = template();
+    let resources = &template["Resources"];
+    // The account-wide API Gateway logging role: a choice, kept on delete.
+    assert_eq!(template["Parameters"]["ApiGatewayLoggingRole"]["AllowedValues"], json!(["create", "existing"]));
+    for name in ["ApiGatewayLogsRole", "ApiGatewayAccount"] {
+        let resource = &resources[name];
+        assert_eq!(resource["Condition"], "CreatesApiGatewayLoggingRole", "{name}");
+        assert_eq!(resource["DeletionPolicy"], "Retain", "{name}");
+        assert_eq!(resource["UpdateReplacePolicy"], "Retain", "{name}");
+    }
+    let waits: Vec<&str> = resources["ApiGatewayAccount"]["DependsOn"]
+        .as_array()
+        .expect("DependsOn a list")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    // The role by its GetAtt; then the tables, whose creation outlasts IAM's propagation.
+    assert_eq!(
+        resources["ApiGatewayAccount"]["Properties"]["CloudWatchRoleArn"]["Fn::GetAtt"][0],
+        "ApiGatewayLogsRole"
+    );
+    assert_eq!(waits, ["RefundLedger", "ConversationTable"]);
+    assert!(
+        resources["RefundChatApi"]["DependsOn"].is_null(),
+        "the API does not depend on a resource that may not exist"
+    );
+    // A parameter change reaches the live stage.
+    assert_eq!(resources["RefundChatApi"]["Properties"]["AlwaysDeploy"], true);
+    // What holds the support team's context is kept when the stack goes.
+    for name in [
+        "ConversationTable",
+        "RefundAwaitingApprovalPipeDeadLetters",
+        "RefundOutcomeUnknownPipeDeadLetters",
+        "ConversationHandedOffPipeDeadLetters",
+    ] {
+        assert_eq!(resources[name]["DeletionPolicy"], "Retain", "{name}");
+        assert_eq!(resources[name]["UpdateReplacePolicy"], "Retain", "{name}");
+    }
+    // A secret ARN without its six random characters is refused at deploy
+    // time, not denied at run time.
+    let pattern = template["Parameters"]["OpenAiKeySecretArn"]["AllowedPattern"]
+        .as_str()
+        .expect("a pattern");
+    assert!(pattern.ends_with("-[A-Za-z0-9]{6}"), "{pattern}");
+}
+
+#[test]
 fn the_conversation_table_is_the_codes_encrypted_and_expiring() {
     let template = template();
     let table = &template["Resources"]["ConversationTable"];

@@ -46,10 +46,13 @@ pub fn warm_up() {
 /// The order id the model asked for, once it passed the schema.
 pub fn parse_arguments(raw: &str) -> Result<String, SchemaFailure> {
     let value = SCHEMA.parse(TOOL_NAME, raw)?;
-    value["order_id"]
+    let order_id = value["order_id"]
         .as_str()
-        .map(str::to_owned)
-        .ok_or_else(|| SchemaFailure::invalid_field(TOOL_NAME, "order_id"))
+        .ok_or_else(|| SchemaFailure::invalid_field(TOOL_NAME, "order_id"))?;
+    if crate::refund::tool::is_card_shaped(order_id) {
+        return Err(SchemaFailure::card_shaped_order_id(TOOL_NAME));
+    }
+    Ok(order_id.to_owned())
 }
 
 /// What the model reads for an order: exactly the contract's fields.
@@ -173,6 +176,11 @@ mod tests {
         }
         assert!(parse_arguments(&format!(r#"{{"order_id":"{}"}}"#, "A".repeat(65))).is_err());
         assert!(parse_arguments(&format!(r#"{{"order_id":"{}"}}"#, "A".repeat(64))).is_ok());
+        // A card number is never an order id, and the error names no digit.
+        let card = parse_arguments(r#"{"order_id":"4242 4242 4242 4242"}"#).unwrap_err();
+        assert!(!card.to_string().contains("4242"), "{card}");
+        assert_eq!(card.schema_paths(), "/properties/order_id/not_a_card_number");
+        assert!(parse_arguments(r#"{"order_id":"940-4242424-2424242"}"#).is_ok());
         let declared = declared_parameters().to_string();
         assert!(
             !declared.contains("\"maxLength\""),

@@ -201,6 +201,17 @@ impl SchemaFailure {
         }
     }
 
+    /// An order id that section 23's masking would change: a card number
+    /// or an IBAN is never an order id, and is never recorded, logged or
+    /// put in an event (contract 23). The message names no digit.
+    pub fn card_shaped_order_id(tool: &'static str) -> SchemaFailure {
+        SchemaFailure::Schema {
+            tool,
+            problems: CARD_SHAPED_ORDER_ID.to_owned(),
+            schema_paths: "/properties/order_id/not_a_card_number".to_owned(),
+        }
+    }
+
     /// A field the schema let through that code cannot read: a schema
     /// change must never become a panic.
     pub fn invalid_field(tool: &'static str, field: &str) -> SchemaFailure {
@@ -210,6 +221,15 @@ impl SchemaFailure {
             schema_paths: format!("/properties/{field}"),
         }
     }
+}
+
+/// What the model is told of an order id that is a card number or an IBAN.
+const CARD_SHAPED_ORDER_ID: &str =
+    "order_id is a card number or an IBAN, never an order id: ask the customer for the order's id";
+
+/// An `order_id` that holds a card number or an IBAN (contract 23).
+pub fn is_card_shaped(order_id: &str) -> bool {
+    crate::mask::would_mask(order_id)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -254,6 +274,12 @@ pub fn parse_arguments(raw: &str) -> Result<RefundArguments, ArgumentError> {
         problems: "order_id must be a string".into(),
         schema_paths: "/properties/order_id/type".into(),
     })?;
+    if is_card_shaped(order_id) {
+        return Err(ArgumentError::Schema {
+            problems: CARD_SHAPED_ORDER_ID.to_owned(),
+            schema_paths: "/properties/order_id/not_a_card_number".to_owned(),
+        });
+    }
     let amount = whole_cents(&value["amount_cents"])?;
     Ok(RefundArguments {
         order_id: order_id.to_owned(),
@@ -473,6 +499,15 @@ mod tests {
             parse_arguments(r#"{"order_id":"A-1","amount_cents":1250.0}"#).map(|a| a.amount),
             Ok(AmountCents::new(1250))
         );
+    }
+
+    #[test]
+    fn a_card_number_as_order_id_is_a_tool_error_that_names_no_digit() {
+        for card in ["4242424242424242", "4242.4242.4242.4242", "GB82 WEST 1234 5698 7654 32"] {
+            let error = parse_arguments(&format!(r#"{{"order_id":"{card}","amount_cents":1250}}"#)).unwrap_err();
+            assert_eq!(error.schema_paths(), "/properties/order_id/not_a_card_number");
+            assert!(!error.to_string().contains("4242") && !error.to_string().contains("5432"), "{error}");
+        }
     }
 
     #[test]

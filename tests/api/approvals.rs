@@ -222,7 +222,7 @@ async fn reject_makes_no_payments_call_and_approve_after_it_is_refused() {
     let id = desk.pending_refund("req-1").await;
 
     let rejected = desk
-        .run(&["reject", &id, "--by", "carol", "--reason", "torn by the customer"])
+        .run(&["reject", &id, "--by", "carol", "--reason", "torn by the customer, card 4242.4242.4242.4242"])
         .await;
     assert_eq!(rejected.status.code(), Some(0), "{}", stderr(&rejected));
     let approve = desk.run(&["approve", &id, "--by", "alice"]).await;
@@ -232,7 +232,11 @@ async fn reject_makes_no_payments_call_and_approve_after_it_is_refused() {
     assert!(desk.paid().await.is_empty());
     let record = desk.record(&id).await;
     assert_eq!(attr(&record, "state"), Some("rejected_by_staff"));
-    assert_eq!(attr(&record, "rejection_reason"), Some("torn by the customer"));
+    assert_eq!(
+        attr(&record, "rejection_reason"),
+        Some("torn by the customer, card [card ending 4242]"),
+        "a person's free text is masked as a customer's is"
+    );
     // A rejected refund moved no money: the order may be refunded again automatically.
     send_as(
         &desk.h.app,

@@ -210,7 +210,8 @@ impl DynamoLedger {
                  REMOVE waiting_for",
             )
             .expression_attribute_values(":rejected", s(RefundState::RejectedByStaff.as_str()))
-            .expression_attribute_values(":reason", s(reason));
+            // A person's free text is masked as a customer's is (contract 23).
+            .expression_attribute_values(":reason", s(crate::mask::masked(reason)));
         let releases = self.releases(&released(&before), &before.counts_for())?;
         let note = NoteOf {
             decision: Decision::Rejected,
@@ -263,7 +264,7 @@ impl DynamoLedger {
                      resolved_at = :at REMOVE waiting_for",
                 )
                 .expression_attribute_values(":executed", s("executed"))
-                .expression_attribute_values(":refund_id", s(refund_id)),
+                .expression_attribute_values(":refund_id", s(crate::mask::masked(refund_id))),
             Confirmed::NotExecuted => {
                 releases = self.releases(&released(&before), &before.counts_for())?;
                 update
