@@ -281,7 +281,7 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
         },
         Command::Forget { customer, by } => cmd::forget::run(&ledger, &conversations, &customer, &by).await,
         Command::Pending => cmd::pending::run(&ledger).await,
-        Command::Show { id } => cmd::show::run(&ledger, &id).await,
+        Command::Show { id } => cmd::show::run(&ledger, &conversations, &id).await,
         Command::Approve { id, by, intent } => {
             let decided = cmd::approve::pay(&ledger, config, &id, &by, Payment::Approval).await;
             cmd::verdict::after_record(&ledger, &conversations, decided, &id, intent, &by).await

@@ -29,6 +29,27 @@ pub fn print_handoff(handoff: &StoredHandoff) {
     }
 }
 
+/// People's verdicts on what the customer wanted, beside the router's labels.
+pub fn print_verdicts(transcript: &Transcript) {
+    for verdict in &transcript.verdicts {
+        println!(
+            "verdict       {} by {} at {}",
+            visible(&verdict.intent),
+            visible(&verdict.by),
+            verdict.at
+        );
+    }
+}
+
+/// The labels of the turn that handed the conversation off.
+pub fn handoff_labels<'a>(transcript: &'a Transcript, handoff: &StoredHandoff) -> Option<&'a str> {
+    transcript
+        .exchanges
+        .iter()
+        .find(|stored| stored.request_id == handoff.request_id)
+        .and_then(|stored| stored.router.as_deref())
+}
+
 pub fn print_exchanges(transcript: &Transcript) {
     for stored in &transcript.exchanges {
         println!();
@@ -55,6 +76,10 @@ pub fn print_exchanges(transcript: &Transcript) {
             visible(&stored.request_id),
             stored.status
         );
+        // What the router said of the turn (contract 21).
+        if let Some(labels) = &stored.router {
+            println!("  router: {}", visible(labels));
+        }
         for message in &stored.exchange.messages {
             for line in transcript_lines(message) {
                 println!("  {line}");

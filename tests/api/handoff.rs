@@ -255,6 +255,11 @@ async fn the_support_team_lists_open_handoffs_with_their_transcripts_and_closes_
         out.contains("customer: Please change my address"),
         "the transcript: {out}"
     );
+    // The labels of the turn that handed off (contract 21); the screen's
+    // handoff made no routing call.
+    let (of_a, of_b) = (&out[at_a..at_b], &out[at_b..]);
+    assert!(of_a.contains("  router: -"), "{of_a}");
+    assert!(of_b.contains("  router: refund;low;0.95"), "{of_b}");
     assert!(!out.contains('\u{1b}'));
 
     let closed = admin(vec!["close-handoff".into(), a.clone(), "--by".into(), "ana".into()]).await;

@@ -124,6 +124,17 @@ async fn a_persons_intent_is_kept_beside_the_routers_and_the_report_counts_both(
         .await;
     assert_eq!(closed.status.code(), Some(0), "{}", stderr(&closed));
 
+    // The support team reads the labels and the verdicts where it reads
+    // what they are recorded on (contract 21).
+    let shown = stdout(&desk.run(&["show", &approval]).await);
+    assert!(
+        shown.lines().any(|line| line.starts_with("verdict") && line.ends_with("return")),
+        "the person's verdict beside the router's labels: {shown}"
+    );
+    let conversation = stdout(&desk.run(&["conversation", &pending]).await);
+    assert!(conversation.contains("  router: refund;low;0.95"), "{conversation}");
+    assert!(conversation.contains("verdict       return by ann"), "{conversation}");
+
     let report = desk.run(&["routing", "--csv"]).await;
     assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
     let csv = stdout(&report);

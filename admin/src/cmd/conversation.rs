@@ -6,7 +6,7 @@ use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::dynamo::conversations::DynamoConversations;
 use refund_chat::untrusted::visible;
 
-use crate::print::{print_exchanges, print_handoff, print_table, row};
+use crate::print::{handoff_labels, print_exchanges, print_handoff, print_table, print_verdicts, row};
 use crate::{Ending, Outcome};
 
 pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, id: &str) -> Outcome {
@@ -27,7 +27,11 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, id:
     println!("exchanges     {}", transcript.exchanges.len());
     if let Some(handoff) = &transcript.handoff {
         print_handoff(handoff);
+        if let Some(labels) = handoff_labels(&transcript, handoff) {
+            println!("  router      {}", visible(labels));
+        }
     }
+    print_verdicts(&transcript);
     print_exchanges(&transcript);
     println!();
     // The facts, from the ledger: the records its turns wrote.

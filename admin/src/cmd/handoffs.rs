@@ -4,7 +4,7 @@ use refund_chat::clock::now_ms;
 use refund_chat::ledger::dynamo::conversations::DynamoConversations;
 use refund_chat::untrusted::visible;
 
-use crate::print::print_exchanges;
+use crate::print::{handoff_labels, print_exchanges, print_verdicts};
 use crate::{Ending, Outcome};
 
 pub async fn run(conversations: &DynamoConversations) -> Outcome {
@@ -26,6 +26,9 @@ pub async fn run(conversations: &DynamoConversations) -> Outcome {
             println!("  the model's summary: {}", visible(summary));
         }
         if let Some(transcript) = conversations.transcript(&handoff.conversation_id, now_ms()).await? {
+            // The router's labels of the turn that handed off, and any verdict (contract 21).
+            println!("  router: {}", visible(handoff_labels(&transcript, handoff).unwrap_or("-")));
+            print_verdicts(&transcript);
             print_exchanges(&transcript);
         }
         println!();

@@ -106,6 +106,17 @@ pub struct StoredExchange {
     /// record a decision's note is for.
     pub by: Option<String>,
     pub note_for: Option<String>,
+    /// The router's labels of the turn (contract 21), as recorded; none
+    /// where no routing call was made.
+    pub router: Option<String>,
+}
+
+/// A person's verdict on what the customer wanted (contract 21).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredVerdict {
+    pub intent: String,
+    pub by: String,
+    pub at: String,
 }
 
 /// A whole conversation, for the support team.
@@ -120,6 +131,8 @@ pub struct Transcript {
     pub refund_records: Vec<String>,
     pub handoff: Option<StoredHandoff>,
     pub exchanges: Vec<StoredExchange>,
+    /// People's verdicts, oldest first (the last one counts).
+    pub verdicts: Vec<StoredVerdict>,
 }
 
 /// A conversation gone quiet, as the review sample lists it.
@@ -275,6 +288,16 @@ impl DynamoConversations {
             .map(stored_exchange)
             .collect::<Result<Vec<_>, _>>()?;
         exchanges.sort_by_key(|stored| stored.seq);
+        // The sort key holds the time first: in key order is oldest first.
+        let verdicts = items
+            .iter()
+            .filter(|item| text(item, SORT_KEY).is_some_and(|sk| sk.starts_with(super::routing::VERDICT_PREFIX)))
+            .map(|item| StoredVerdict {
+                intent: text(item, "intent").unwrap_or_default().to_owned(),
+                by: text(item, "by").unwrap_or_default().to_owned(),
+                at: text(item, "at").unwrap_or_default().to_owned(),
+            })
+            .collect();
         let mut refund_records: Vec<String> = head
             .get("refund_records")
             .and_then(|v| v.as_ss().ok())
@@ -290,6 +313,7 @@ impl DynamoConversations {
             refund_records,
             handoff: stored_handoff(head),
             exchanges,
+            verdicts,
         }))
     }
 
@@ -470,6 +494,7 @@ fn stored_exchange(item: &Item) -> Result<StoredExchange, LedgerError> {
         exchange: item_exchange(item)?,
         by: text(item, "by").map(str::to_owned),
         note_for: text(item, "note_for").map(str::to_owned),
+        router: text(item, "router").filter(|labels| !labels.is_empty()).map(str::to_owned),
     })
 }
 
