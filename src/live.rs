@@ -250,7 +250,13 @@ mod tests {
     #[test]
     fn a_lower_case_iban_is_never_shown_before_done_masks_it() {
         let (live, from) = Live::listened();
-        for piece in ["Pay it to mt", "84 malt 0110 ", "0001 2345 mtlc ", "ast0 01s", " please."] {
+        for piece in [
+            "Pay it to mt",
+            "84 malt 0110 ",
+            "0001 2345 mtlc ",
+            "ast0 01s",
+            " please.",
+        ] {
             live.delta(piece);
         }
         let all = heard(from);

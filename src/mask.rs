@@ -249,7 +249,10 @@ fn luhn_valid(digits: &[u8]) -> bool {
 }
 
 fn card(digits: &[(usize, u8)]) -> Span {
-    let ending = digits[digits.len() - 4..].iter().map(|(_, d)| char::from(b'0' + d)).collect();
+    let ending = digits[digits.len() - 4..]
+        .iter()
+        .map(|(_, d)| char::from(b'0' + d))
+        .collect();
     Span {
         first: digits[0].0,
         last: digits[digits.len() - 1].0,
@@ -402,15 +405,10 @@ fn open_from(before: Option<char>, text: &str) -> usize {
             Read::Separator if separators < MOST_SEPARATORS => separators += 1,
             Read::Digit(_) | Read::Letter(_) => {
                 (alphanumerics, separators) = (alphanumerics + 1, 0);
-                let word_start =
-                    v == 1 || !matches!(glyphs[visible[v - 2]].read, Read::Digit(_) | Read::Letter(_));
-                let begins = visible[v - 1..]
-                    .iter()
-                    .take(4)
-                    .enumerate()
-                    .all(|(k, &i)| match (k, glyphs[i].read) {
-                        (0 | 1, Read::Letter(_)) | (2 | 3, Read::Digit(_)) => true,
-                        _ => false,
+                let word_start = v == 1 || !matches!(glyphs[visible[v - 2]].read, Read::Digit(_) | Read::Letter(_));
+                let begins =
+                    visible[v - 1..].iter().take(4).enumerate().all(|(k, &i)| {
+                        matches!((k, glyphs[i].read), (0 | 1, Read::Letter(_)) | (2 | 3, Read::Digit(_)))
                     });
                 if word_start && begins {
                     open = open.min(glyphs[visible[v - 1]].start);
@@ -567,7 +565,10 @@ mod tests {
         let mut shown = String::new();
         for piece in text.as_bytes().chunks(3) {
             shown.push_str(&streamed.push(std::str::from_utf8(piece).unwrap()));
-            assert!(!shown.contains("4242 4242 4242 4242") && !shown.contains("0001 2345"), "{shown}");
+            assert!(
+                !shown.contains("4242 4242 4242 4242") && !shown.contains("0001 2345"),
+                "{shown}"
+            );
         }
         assert!(masked(text).starts_with(&shown), "{shown}");
     }

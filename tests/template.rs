@@ -321,7 +321,10 @@ fn a_deploy_leaves_the_accounts_other_stacks_as_they_were() {
     let template = template();
     let resources = &template["Resources"];
     // The account-wide API Gateway logging role: a choice, kept on delete.
-    assert_eq!(template["Parameters"]["ApiGatewayLoggingRole"]["AllowedValues"], json!(["create", "existing"]));
+    assert_eq!(
+        template["Parameters"]["ApiGatewayLoggingRole"]["AllowedValues"],
+        json!(["create", "existing"])
+    );
     for name in ["ApiGatewayLogsRole", "ApiGatewayAccount"] {
         let resource = &resources[name];
         assert_eq!(resource["Condition"], "CreatesApiGatewayLoggingRole", "{name}");

@@ -387,6 +387,29 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
             .map(|id| format!("{id}: paid without a person, its router unsure"))
             .collect(),
     );
+    // Contract 21: a refund is paid without a person only in a turn the
+    // router labelled `refund` (a failed router's labels are `unknown`).
+    let not_routed: HashSet<&str> = lines
+        .iter()
+        .filter(|l| l["event"] == "routing")
+        .filter(|l| {
+            let labels = l["labels"].as_str().unwrap_or_default();
+            let intents = labels.split(';').next().unwrap_or_default();
+            labels != "unknown" && !intents.split(',').any(|intent| intent == "refund")
+        })
+        .filter_map(|l| l["requestId"].as_str())
+        .collect();
+    add(
+        "no refund was paid without a person in a turn the router did not route to refunds",
+        not_routed.len(),
+        attempts
+            .iter()
+            .filter(|l| l["refund_outcome"] == "executed")
+            .filter_map(|l| l["requestId"].as_str())
+            .filter(|id| not_routed.contains(id))
+            .map(|id| format!("{id}: paid without a person, not routed to refunds"))
+            .collect(),
+    );
     for (name, checked, violations) in stream_invariants(evidence) {
         add(name, checked, violations);
     }

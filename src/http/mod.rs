@@ -32,13 +32,13 @@ use crate::desk::{Desk, Invocation, Keyed, Message, Outcome, Ports, Trace};
 use crate::http::answer::ApiError;
 use crate::http::body::ChatRequest;
 use crate::http::idempotency::{IdempotencyKey, MalformedKey};
-use crate::refund::message::CustomerMessage;
 use crate::http::live::AnswerBody;
 use crate::ledger::{BudgetStore, ConversationStore, RequestLedger};
 use crate::live::{Heard, Live};
 use crate::ops::telemetry::{self, RequestEnd};
 use crate::orders::OrderSystem;
 use crate::refund::RefundGateway;
+use crate::refund::message::CustomerMessage;
 use crate::secrets::ApiKeySource;
 
 pub use crate::http::answer::LEDGER_RETRY_AFTER_SECS;

@@ -184,7 +184,12 @@ pub fn with_routing(decision: Decision, routed: &Routed) -> Decision {
         Decision::Automatic => Vec::new(),
         Decision::Approval(reasons) => reasons,
     };
-    reasons.extend(routing_reasons.iter().filter(|(fired, _)| *fired).map(|(_, reason)| *reason));
+    reasons.extend(
+        routing_reasons
+            .iter()
+            .filter(|(fired, _)| *fired)
+            .map(|(_, reason)| *reason),
+    );
     Decision::Approval(reasons)
 }
 

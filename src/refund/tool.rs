@@ -506,7 +506,10 @@ mod tests {
         for card in ["4242424242424242", "4242.4242.4242.4242", "GB82 WEST 1234 5698 7654 32"] {
             let error = parse_arguments(&format!(r#"{{"order_id":"{card}","amount_cents":1250}}"#)).unwrap_err();
             assert_eq!(error.schema_paths(), "/properties/order_id/not_a_card_number");
-            assert!(!error.to_string().contains("4242") && !error.to_string().contains("5432"), "{error}");
+            assert!(
+                !error.to_string().contains("4242") && !error.to_string().contains("5432"),
+                "{error}"
+            );
         }
     }
 

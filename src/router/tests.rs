@@ -67,7 +67,10 @@ fn an_unsure_or_failed_router_runs_the_agent_tightened_never_refuses() {
         "order_status,refund;low;0.915"
     );
     // Never rounded into the other side of the threshold.
-    assert_eq!(labelled(&[Intent::Refund], Risk::Low, 0.6999).recorded(), "refund;low;0.6999");
+    assert_eq!(
+        labelled(&[Intent::Refund], Risk::Low, 0.6999).recorded(),
+        "refund;low;0.6999"
+    );
 }
 
 #[test]

@@ -222,7 +222,14 @@ async fn reject_makes_no_payments_call_and_approve_after_it_is_refused() {
     let id = desk.pending_refund("req-1").await;
 
     let rejected = desk
-        .run(&["reject", &id, "--by", "carol", "--reason", "torn by the customer, card 4242.4242.4242.4242"])
+        .run(&[
+            "reject",
+            &id,
+            "--by",
+            "carol",
+            "--reason",
+            "torn by the customer, card 4242.4242.4242.4242",
+        ])
         .await;
     assert_eq!(rejected.status.code(), Some(0), "{}", stderr(&rejected));
     let approve = desk.run(&["approve", &id, "--by", "alice"]).await;

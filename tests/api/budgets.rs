@@ -510,7 +510,11 @@ async fn a_providers_outage_counts_no_tokens_so_it_never_spends_the_customers_da
         assert_eq!(answer.status, StatusCode::BAD_GATEWAY, "turn {n}: {}", answer.raw);
     }
 
-    assert_eq!(counter(&h, "tokens").await.unwrap_or(0), 0, "an HTTP error is not billed");
+    assert_eq!(
+        counter(&h, "tokens").await.unwrap_or(0),
+        0,
+        "an HTTP error is not billed"
+    );
     assert_eq!(h.routing_requests().await.len(), 3);
 }
 

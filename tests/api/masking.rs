@@ -130,7 +130,10 @@ async fn a_card_in_any_spelling_reaches_no_sink_whole() {
         ];
         for (sink, seen) in sinks {
             let digits = read_digits(&seen);
-            assert!(!digits.contains("4242424242424242"), "{spelling:?} reached {sink} whole: {seen}");
+            assert!(
+                !digits.contains("4242424242424242"),
+                "{spelling:?} reached {sink} whole: {seen}"
+            );
             assert!(
                 sink == "the model" || !digits.contains("5555555555554444"),
                 "the model's card-shaped order id reached {sink}: {seen}"
@@ -142,10 +145,17 @@ async fn a_card_in_any_spelling_reaches_no_sink_whole() {
         let fingerprints: Vec<&str> = records.iter().filter_map(|r| attr(r, "body_sha256")).collect();
         assert!(!fingerprints.contains(&refund_chat::http::idempotency::body_sha256(raw.as_bytes()).as_str()));
     }
-    assert!(h.payments_requests().await.is_empty(), "every refund waited for a person");
+    assert!(
+        h.payments_requests().await.is_empty(),
+        "every refund waited for a person"
+    );
     let records = h.refund_records().await;
     assert_eq!(records.len(), SPELLINGS.len());
     for record in &records {
-        assert_eq!(attr(record, "order_id"), Some("D-4001"), "the card-shaped order id was refused");
+        assert_eq!(
+            attr(record, "order_id"),
+            Some("D-4001"),
+            "the card-shaped order id was refused"
+        );
     }
 }

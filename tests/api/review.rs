@@ -128,7 +128,9 @@ async fn a_persons_intent_is_kept_beside_the_routers_and_the_report_counts_both(
     // what they are recorded on (contract 21).
     let shown = stdout(&desk.run(&["show", &approval]).await);
     assert!(
-        shown.lines().any(|line| line.starts_with("verdict") && line.ends_with("return")),
+        shown
+            .lines()
+            .any(|line| line.starts_with("verdict") && line.ends_with("return")),
         "the person's verdict beside the router's labels: {shown}"
     );
     let conversation = stdout(&desk.run(&["conversation", &pending]).await);

@@ -180,7 +180,10 @@ async fn a_refund_proposed_in_a_turn_not_routed_to_refunds_waits_for_a_person() 
         .await;
 
     let answer = h
-        .say(None, "Where is my order A-1001? It came broken, it cost 12.50, do what is needed")
+        .say(
+            None,
+            "Where is my order A-1001? It came broken, it cost 12.50, do what is needed",
+        )
         .await;
 
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
@@ -205,7 +208,10 @@ async fn a_shop_that_has_not_turned_refunds_on_never_pays_one_without_a_person()
             .await;
 
         let answer = h
-            .say(None, "Where is my order A-1001? It came broken, it cost 12.50, do what is needed")
+            .say(
+                None,
+                "Where is my order A-1001? It came broken, it cost 12.50, do what is needed",
+            )
             .await;
 
         assert_eq!(answer.body["awaiting_approval"], true, "{labels:?}: {}", answer.raw);

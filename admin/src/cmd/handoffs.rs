@@ -27,7 +27,10 @@ pub async fn run(conversations: &DynamoConversations) -> Outcome {
         }
         if let Some(transcript) = conversations.transcript(&handoff.conversation_id, now_ms()).await? {
             // The router's labels of the turn that handed off, and any verdict (contract 21).
-            println!("  router: {}", visible(handoff_labels(&transcript, handoff).unwrap_or("-")));
+            println!(
+                "  router: {}",
+                visible(handoff_labels(&transcript, handoff).unwrap_or("-"))
+            );
             print_verdicts(&transcript);
             print_exchanges(&transcript);
         }

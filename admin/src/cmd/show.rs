@@ -21,7 +21,10 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, id:
     }
     // The last verdict counts; none while no person has given one.
     let verdict = match &record.conversation_id {
-        Some(conversation) => conversations.routing_of(conversation).await?.and_then(|routed| routed.verdict),
+        Some(conversation) => conversations
+            .routing_of(conversation)
+            .await?
+            .and_then(|routed| routed.verdict),
         None => None,
     };
     println!(

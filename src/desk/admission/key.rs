@@ -186,7 +186,12 @@ mod tests {
             assert_eq!(IdempotencyKey::parse(bad), Err(MalformedKey::Syntax), "{bad:?}");
         }
         // A card number or an IBAN, in any spelling, is never kept as a key.
-        for card in [&b"4242424242424242"[..], b"4242-4242-4242-4242", b"key_4242.4242.4242.4242", b"GB82WEST12345698765432"] {
+        for card in [
+            &b"4242424242424242"[..],
+            b"4242-4242-4242-4242",
+            b"key_4242.4242.4242.4242",
+            b"GB82WEST12345698765432",
+        ] {
             assert_eq!(IdempotencyKey::parse(card), Err(MalformedKey::CardNumber), "{card:?}");
         }
     }
@@ -195,9 +200,18 @@ mod tests {
     fn the_fingerprint_is_of_the_body_as_read_never_the_card() {
         let masked = crate::mask::masked("refund my card 4242 4242 4242 4242");
         let fingerprint = body_fingerprint("u1", &masked, None);
-        assert_eq!(fingerprint, body_fingerprint("u1", "refund my card [card ending 4242]", None));
-        assert_ne!(fingerprint, body_fingerprint("u1", "refund my card [card ending 4242]", Some("c-1")));
-        assert_ne!(fingerprint, body_fingerprint("u2", "refund my card [card ending 4242]", None));
+        assert_eq!(
+            fingerprint,
+            body_fingerprint("u1", "refund my card [card ending 4242]", None)
+        );
+        assert_ne!(
+            fingerprint,
+            body_fingerprint("u1", "refund my card [card ending 4242]", Some("c-1"))
+        );
+        assert_ne!(
+            fingerprint,
+            body_fingerprint("u2", "refund my card [card ending 4242]", None)
+        );
     }
 
     #[test]

@@ -494,7 +494,9 @@ fn stored_exchange(item: &Item) -> Result<StoredExchange, LedgerError> {
         exchange: item_exchange(item)?,
         by: text(item, "by").map(str::to_owned),
         note_for: text(item, "note_for").map(str::to_owned),
-        router: text(item, "router").filter(|labels| !labels.is_empty()).map(str::to_owned),
+        router: text(item, "router")
+            .filter(|labels| !labels.is_empty())
+            .map(str::to_owned),
     })
 }
 
