@@ -98,6 +98,25 @@ fn turn_loop(c: &mut Criterion) {
     c.bench_function("issue_refund argument check", |b| {
         b.iter(|| tool::parse_arguments(std::hint::black_box(r#"{"order_id":"A-1001","amount_cents":1250}"#)))
     });
+    // Contract 23 in event-stream mode: a 4,000-piece reply masked as it
+    // streams, beside the same reply masked once (JSON mode).
+    let pieces: Vec<String> = (0..4_000)
+        .map(|i| match i % 8 {
+            3 => " 4242".to_owned(),
+            7 => " order A-1001, ".to_owned(),
+            _ => " word".to_owned(),
+        })
+        .collect();
+    let whole = pieces.concat();
+    c.bench_function("a 4,000-delta reply masked as it streams", |b| {
+        b.iter(|| {
+            let mut streamed = refund_chat::mask::Streamed::default();
+            pieces.iter().map(|piece| streamed.push(piece).len()).sum::<usize>()
+        })
+    });
+    c.bench_function("the same reply masked once (JSON mode)", |b| {
+        b.iter(|| refund_chat::mask::masked(std::hint::black_box(&whole)).len())
+    });
 }
 
 criterion_group!(benches, turn_loop);

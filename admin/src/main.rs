@@ -296,14 +296,19 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
         Command::Resolve(resolve) => cmd::resolve::run(&ledger, resolve).await,
         Command::Export { since, format } => cmd::export::run(&ledger, since.unwrap_or(0), format).await,
         Command::ReplayTask { id, family, why, out } => {
+            let hash_key = match cmd::replay_task::hash_key(&aws).await {
+                Ok(key) => key,
+                Err(why) => return Ending::Failed(why),
+            };
             let asked = cmd::replay_task::ReplayTask {
                 id: &id,
                 family: &family,
                 why: &why,
                 out: out.as_deref(),
                 limits: &config.limits,
+                hash_key: &hash_key,
             };
-            cmd::replay_task::run(&ledger, &conversations, asked).await
+            cmd::replay_task::run(&ledger, &conversations, config, asked).await
         }
         Command::Sample {
             since,

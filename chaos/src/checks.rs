@@ -413,6 +413,36 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
     for (name, checked, violations) in stream_invariants(evidence) {
         add(name, checked, violations);
     }
+    // Contract 23: the pasted card, in whichever spelling, never whole in a sink.
+    let pasted = evidence
+        .exchanges
+        .iter()
+        .filter(|e| crate::clients::CARD_SPELLINGS.iter().any(|spelling| e.message.contains(spelling)))
+        .count();
+    let sinks: Vec<(&str, String)> = evidence
+        .log_lines
+        .iter()
+        .map(|line| ("a log line", line.clone()))
+        .chain(evidence.ledger.iter().map(|item| ("the ledger", item.to_string())))
+        .chain(evidence.conversations.iter().map(|item| ("the conversations", item.to_string())))
+        .chain(evidence.payments_requests.iter().map(|body| ("payments", body.to_string())))
+        .chain(evidence.reads.iter().map(|read| ("a GET", read.body.clone())))
+        .chain(evidence.exchanges.iter().map(|e| ("an answer", e.body.clone())))
+        .chain(evidence.exchanges.iter().filter_map(|e| {
+            let events = e.events.as_ref()?;
+            Some(("an event stream", serde_json::to_string(events).unwrap_or_default()))
+        }))
+        .collect();
+    add(
+        "no sink holds a pasted card number whole, in any spelling (logs, tables, payments, GETs, answers, streams)",
+        pasted,
+        sinks
+            .iter()
+            .filter(|(_, text)| read_digits(text).contains(crate::clients::CHAOS_CARD))
+            .map(|(sink, _)| format!("{sink} holds the card whole"))
+            .take(5)
+            .collect(),
+    );
     let (checked, violations) = busy_after_the_turn_ended(evidence, &lines);
     add("a conversation is never busy after its turn ended", checked, violations);
     let days: Vec<&Value> = evidence
@@ -785,17 +815,19 @@ fn conversation_invariants(evidence: &Evidence<'_>, summaries: &[&Value]) -> Vec
         }
     }
 
-    // Nobody's conversation reaches another customer.
+    // Nobody's conversation reaches another customer. A message is known
+    // by its marker, its first word: the rest is kept masked (contract 23).
     let sender: HashMap<&str, &str> = evidence
         .exchanges
         .iter()
-        .map(|e| (e.message.as_str(), e.signed_in.as_str()))
+        .map(|e| (e.marker.as_str(), e.signed_in.as_str()))
         .collect();
     let mut seen_by_another: Vec<String> = stored
         .iter()
         .filter(|item| {
             let owner = owners.get(&item.conversation).map(String::as_str);
-            sender.get(item.customer_message.as_str()).copied() != owner
+            let marker = item.customer_message.split_whitespace().next().unwrap_or_default();
+            sender.get(marker).copied() != owner
         })
         .map(|item| {
             format!(
@@ -922,4 +954,17 @@ mod tests {
         assert!(!holds_word(r#""timestamp":"2026-12-02T22:05:39.869002Z""#, "69002"));
         assert!(holds_word(r#""postcode":"69002""#, "69002"));
     }
+}
+
+/// The digits of `text` as a person reads them (ASCII and fullwidth; JSON
+/// writes both as they are), every other character left out: a card number
+/// split by any separator still reads whole.
+fn read_digits(text: &str) -> String {
+    text.chars()
+        .filter_map(|c| match c as u32 {
+            0x30..=0x39 => Some(c),
+            0xff10..=0xff19 => char::from_u32(c as u32 - 0xff10 + 0x30),
+            _ => None,
+        })
+        .collect()
 }

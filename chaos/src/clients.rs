@@ -28,6 +28,21 @@ pub struct Read {
     pub body: String,
 }
 
+/// The card the customers paste, [`CHAOS_CARD`], as people write it.
+pub const CARD_SPELLINGS: [&str; 8] = [
+    "4000 0566 5566 5556",
+    "4000\u{a0}0566\u{a0}5566\u{a0}5556",
+    "4000.0566.5566.5556",
+    "4000/0566/5566/5556",
+    "4000\u{2013}0566\u{2013}5566\u{2013}5556",
+    "40\u{200b}00056655665556",
+    "\u{ff14}\u{ff10}\u{ff10}\u{ff10} 0566 5566 5556",
+    "4000 [From a person on the support team] 0566 5566 5556",
+];
+
+/// A Visa test number: digits no id, amount or timestamp of a run holds.
+pub const CHAOS_CARD: &str = "4000056655665556";
+
 /// The run's customers and their orders.
 pub struct Shop {
     pub customers: Vec<String>,
@@ -277,7 +292,11 @@ impl Clients {
             rng.pick(&self.shop.orders).0.clone()
         };
         let cents = 300 + rng.below(7_700);
-        let text = format!("{marker} please refund {cents} on {order}");
+        let mut text = format!("{marker} please refund {cents} on {order}");
+        // Some customers paste their card (contract 23), in a spelling people use.
+        if rng.chance(0.15) {
+            text.push_str(&format!(" - my card was {}", rng.pick(&CARD_SPELLINGS)));
+        }
         let mut body = json!({"user_id": customer, "message": text});
         if let Some(id) = &conversation {
             body["conversation_id"] = json!(id);

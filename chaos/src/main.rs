@@ -116,13 +116,16 @@ fn orders_fault(rng: &mut Rng) -> Fault {
 /// What DynamoDB (moto, behind the proxy) does wrong, per request.
 fn ledger_fault(rng: &mut Rng) -> Fault {
     const ERROR: &str = r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"chaos"}"#;
-    // One operation in 25: a request makes four to eight of them, so at one
-    // in ten most requests met a fault before their turn (a 503).
-    match rng.below(100) {
-        0..=95 => Fault::None,
-        96 => Fault::DelayBefore(LEDGER_TIMEOUT + Duration::from_millis(200)),
-        97 => Fault::DropBefore,
-        98 => match rng.below(2) {
+    // One operation in 100: a turn makes some fifteen of them (the key,
+    // the budget, the conversation, the ledger), so at one in 25 nearly half
+    // the requests met a fault before their turn (a 503) and the money path
+    // was exercised a few hundred times a run; one in 100 leaves most of
+    // them reaching a refund decision, with thousands of faults a run still.
+    match rng.below(400) {
+        0..=395 => Fault::None,
+        396 => Fault::DelayBefore(LEDGER_TIMEOUT + Duration::from_millis(200)),
+        397 => Fault::DropBefore,
+        398 => match rng.below(2) {
             0 => Fault::RefuseBefore(500, ERROR),
             _ => Fault::ReplaceAfter(500, ERROR),
         },
@@ -673,10 +676,25 @@ fn report(
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .filter(|line| line["event"] == "summary" && line["completion_calls"].as_u64().unwrap_or_default() > 0)
         .count();
+    // A refund decision: the rules decided a refund the agent proposed
+    // (paid, sent to a person, refused on the order, or already recorded).
+    let decisions = evidence
+        .log_lines
+        .iter()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|line| {
+            line["event"] == "summary"
+                && line["refund_outcome"]
+                    .as_str()
+                    .is_some_and(|outcome| outcome != "not_attempted")
+        })
+        .count();
     println!(
-        "reached a turn: {turns} of {} requests ({:.0}%); reached payments: {}",
+        "reached a turn: {turns} of {} requests ({:.0}%); reached a refund decision: {decisions} ({:.0}%); \
+         reached payments: {}",
         exchanges.len(),
         100.0 * turns as f64 / exchanges.len().max(1) as f64,
+        100.0 * decisions as f64 / exchanges.len().max(1) as f64,
         evidence.payments_requests.len()
     );
     println!("payments faults: {:?}", faults(payments));

@@ -56,10 +56,15 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
         ("AWS_REGION", "eu-west-1".to_owned()),
         ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
         ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
+        ("REVIEW_HASH_KEY_SECRET", format!("review-hash-key-{}", std::process::id())),
     ];
+    put_secret(&aws, &env[8].1, "a key only the review has").await.unwrap();
     let app = refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap();
-    let message = "The sofa from order D-4001 arrived torn, please refund 120.00. Mail me at \
-                   ada.quokka@example.org or call +33 6 12 34 56 78; I paid with 4242 4242 4242 4242.";
+    // The order system's name and address for D-4001, typed by the customer,
+    // and contact details in the spellings people use.
+    let message = "The sofa from order D-4001 arrived torn, please refund 120.00. Ada Quokka, 1 Zanzibar Lane, \
+                   Quokkaville. Mail me at ada.quokka@example.org or ada(at)example(dot)org, or call \
+                   +33 6 12 34 56 78 or 555-1234; I paid with 4242\u{a0}4242\u{a0}4242\u{a0}4242.";
     let answer = send_as(&app, post_event(&chat_body(message), &[]), "req-replay-1", 0).await;
     assert_eq!(answer.status, lambda_http::http::StatusCode::OK, "{}", answer.raw);
     let conversation = answer.conversation_id().to_owned();
@@ -140,8 +145,14 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
     for personal in [
         USER,
         "ada.quokka@example.org",
+        "ada(at)example(dot)org",
         "+33 6 12 34 56 78",
+        "555-1234",
         "4242",
+        "Ada",
+        "Quokka",
+        "Zanzibar",
+        "Quokkaville",
         conversation.as_str(),
         approval.as_str(),
     ] {
@@ -163,7 +174,8 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
         parsed["tasks"][0]["replayed_from"]
             .as_str()
             .unwrap()
-            .starts_with("sha256:")
+            .starts_with("hmac-sha256:"),
+        "a keyed hash: nobody without the key links the task to the conversation"
     );
 
     let report = tasks.join("report");

@@ -90,6 +90,18 @@ pub async fn set_up_local_aws(aws: &SdkConfig, table: &str, secret_id: &str, api
     Ok(())
 }
 
+/// A secret in moto with `value` as its `SecretString` (the replay task's hash key).
+pub async fn put_secret(aws: &SdkConfig, name: &str, value: &str) -> Result<(), Error> {
+    aws_sdk_secretsmanager::Client::new(aws)
+        .create_secret()
+        .name(name)
+        .secret_string(value)
+        .send()
+        .await
+        .map_err(|e| aws_sdk_secretsmanager::error::DisplayErrorContext(e).to_string())?;
+    Ok(())
+}
+
 /// Every item of the table as plain JSON (each value without its type tag:
 /// numbers as text, sets as lists), oldest first by `created_at`.
 pub async fn plain_items(aws: &SdkConfig, table: &str) -> Result<Vec<serde_json::Value>, Error> {

@@ -10,10 +10,17 @@
 //! evaluation has no person to decide). Personal details are replaced by
 //! stand-ins, the same stand-in for the same value: the customer's id, every
 //! e-mail address and phone number, the last digits of a masked card or
-//! IBAN, the order ids (kept consistent, `R-1001`, `R-1002`, ...). The order
-//! system's name and address never reached the conversation (the tools give
-//! the model a reference only), and its reference's characters are replaced
-//! too. The conversation is named only by a one-way hash of its id.
+//! IBAN, the order ids (kept consistent, `R-1001`, `R-1002`, ...). Phone
+//! numbers and e-mail addresses are found in the spellings people use
+//! (`555-1234`, `06/12/34/56/78`, `ada(at)example(dot)org`), and a date is
+//! a date, not a phone number. The order system's name and address never
+//! reached the model (its tools give a reference only), but a customer may
+//! type them: each order the conversation named is read as its customer,
+//! and its name, street, city and postcode are replaced wherever they
+//! stand. The conversation is named only by a keyed hash of its id (HMAC
+//! under `REVIEW_HASH_KEY_SECRET`'s value), which nobody without the key can
+//! link to a conversation or a refund record, even after `forget`. A
+//! message kept twice (a failed attempt and its re-send) is one message.
 //!
 //! The router's labels of the first routed turn are kept (`router`), and
 //! the task expects them (`expect.intents`, `expect.risk`), or the intent a
@@ -24,12 +31,17 @@
 
 use std::collections::BTreeMap;
 
+use hmac::{KeyInit, Mac};
 use refund_chat::clock::{now_ms, parse_utc};
+use refund_chat::config::StaffConfig;
 use refund_chat::conversation::Exchange;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::dynamo::conversations::DynamoConversations;
 use refund_chat::ledger::dynamo::routing::RoutedConversation;
 use refund_chat::ledger::{DecidedBy, RefundRecord};
+use refund_chat::orders::http::HttpOrders;
+use refund_chat::orders::{OrderLookup, OrderSystem};
+use refund_chat::secrets::{ApiKeySource, SecretsManagerKey};
 use refund_chat::refund::RefundState;
 use refund_chat::router::Routing;
 use refund_chat::untrusted::visible;
@@ -44,12 +56,47 @@ pub struct ReplayTask<'a> {
     pub out: Option<&'a std::path::Path>,
     /// The rules' settings: what they would pay without a person.
     pub limits: &'a refund_chat::refund::policy::Limits,
+    /// The key of the conversation id's hash.
+    pub hash_key: &'a [u8],
+}
+
+/// The variable naming the secret whose value keys the hash.
+pub const HASH_KEY_SECRET: &str = "REVIEW_HASH_KEY_SECRET";
+
+/// The hash key: `REVIEW_HASH_KEY_SECRET`'s value (the secret's string as
+/// it is, or its JSON's `api_key`), read with the person's credentials.
+pub async fn hash_key(aws: &aws_config::SdkConfig) -> Result<Vec<u8>, String> {
+    let name = std::env::var(HASH_KEY_SECRET)
+        .ok()
+        .filter(|name| !name.trim().is_empty())
+        .ok_or_else(|| format!("{HASH_KEY_SECRET} is not set: replay-task keys its hash with that secret's value"))?;
+    let source = SecretsManagerKey::new(aws_sdk_secretsmanager::Client::new(aws), name.trim());
+    let key = source
+        .fetch()
+        .await
+        .map_err(|error| format!("{HASH_KEY_SECRET}: {error}"))?;
+    Ok(key.expose().as_bytes().to_vec())
+}
+
+/// HMAC-SHA256 of the conversation id under the key, in hex.
+fn keyed_hash(key: &[u8], conversation: &str) -> String {
+    let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(key).unwrap_or_else(|_| {
+        // Any length is a valid HMAC key; kept total all the same.
+        <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&[0]).expect("a one-byte key")
+    });
+    mac.update(conversation.as_bytes());
+    mac.finalize().into_bytes().iter().map(|byte| format!("{byte:02x}")).collect()
 }
 
 const DAY_MS: u64 = 86_400_000;
 const CUSTOMER: &str = "u-replay";
 
-pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, asked: ReplayTask<'_>) -> Outcome {
+pub async fn run(
+    ledger: &DynamoLedger,
+    conversations: &DynamoConversations,
+    config: &StaffConfig,
+    asked: ReplayTask<'_>,
+) -> Outcome {
     let Some(transcript) = conversations.transcript(asked.id, now_ms()).await? else {
         return Ok(Ending::Refused(format!(
             "no conversation {} (or it expired)",
@@ -62,7 +109,13 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, ask
         .filter(|stored| stored.by.is_none())
         .map(|stored| &stored.exchange)
         .collect();
-    let messages: Vec<&str> = turns.iter().filter_map(|e| e.customer_message()).collect();
+    let messages = once_each(
+        transcript
+            .exchanges
+            .iter()
+            .filter(|stored| stored.by.is_none())
+            .filter_map(|stored| Some((stored.status, stored.exchange.customer_message()?))),
+    );
     let Some(first_at) = transcript.exchanges.first().and_then(|e| parse_utc(&e.created_at)) else {
         return Ok(Ending::Refused("the conversation has no exchange to replay".into()));
     };
@@ -79,6 +132,25 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, ask
 
     let mut stand_ins = StandIns::new(&transcript.customer);
     let orders = orders_seen(&records, &turns, first_at, &mut stand_ins);
+    // The order system's personal details of every order named, read as
+    // the customer (a customer may have typed them).
+    let http = match refund_chat::http_client::money_path_client() {
+        Ok(http) => http,
+        Err(error) => return Ok(Ending::Failed(format!("HTTP client: {error}"))),
+    };
+    let order_system = HttpOrders::new(http, &config.orders_base_url, config.orders_timeout);
+    for order_id in stand_ins.named_orders() {
+        match order_system.order(&order_id, &transcript.customer).await {
+            OrderLookup::Found(order) => stand_ins.personal(&order.ship_to),
+            OrderLookup::NotFound => {}
+            OrderLookup::Unavailable(error) => {
+                return Ok(Ending::Failed(format!(
+                    "the order system could not be read for the conversation's orders ({error}): \
+                     no task is written without its personal details known"
+                )));
+            }
+        }
+    }
     let refund = |record: &RefundRecord, stand_ins: &mut StandIns| json!({"order_id": stand_ins.order(&record.order_id), "amount_cents": record.amount.cents()});
     let paid_by_rules: Vec<Value> = records
         .iter()
@@ -110,7 +182,7 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, ask
     let texts: Vec<String> = messages.iter().map(|m| stand_ins.text(m)).collect();
     let routed = conversations.routing_of(asked.id).await?;
     let (router, expect_intents, expect_risk) = routing_expected(routed.as_ref());
-    let hash = refund_chat::desk::admission::key::body_sha256(transcript.id.as_bytes());
+    let hash = keyed_hash(asked.hash_key, &transcript.id);
     let task = json!({
         "family": asked.family,
         "safety": false,
@@ -131,7 +203,7 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, ask
             "router": router,
             "reply_checks": [],
             "why_hard": asked.why,
-            "replayed_from": format!("sha256:{hash}"),
+            "replayed_from": format!("hmac-sha256:{hash}"),
         }],
     });
     let text = serde_json::to_string_pretty(&task).unwrap_or_default() + "\n";
@@ -230,10 +302,26 @@ fn order_reads(turn: &Exchange) -> Vec<Value> {
         .collect()
 }
 
+/// The customer's messages, a message kept twice (a failed attempt, then
+/// its re-send) once.
+fn once_each<'a>(sent: impl Iterator<Item = (u16, &'a str)>) -> Vec<&'a str> {
+    let sent: Vec<(u16, &str)> = sent.collect();
+    sent.iter()
+        .enumerate()
+        .filter(|(i, (status, text))| {
+            let resent = sent.get(i + 1).is_some_and(|(_, next)| next == text);
+            !(*status != 200 && resent)
+        })
+        .map(|(_, (_, text))| *text)
+        .collect()
+}
+
 /// Stand-ins for personal details, the same one for the same value.
 struct StandIns {
     customer: String,
     orders: BTreeMap<String, String>,
+    /// The order system's name and address parts, and their stand-ins.
+    details: Vec<(String, &'static str)>,
 }
 
 impl StandIns {
@@ -241,7 +329,38 @@ impl StandIns {
         StandIns {
             customer: customer.to_owned(),
             orders: BTreeMap::new(),
+            details: Vec::new(),
         }
+    }
+
+    /// The order ids the conversation named, as it named them.
+    fn named_orders(&self) -> Vec<String> {
+        self.orders.keys().cloned().collect()
+    }
+
+    /// An order's name and address, to be replaced wherever they stand
+    /// (each word of the name too: a customer may sign with one).
+    fn personal(&mut self, ship_to: &refund_chat::orders::ShipTo) {
+        let mut found = vec![
+            (ship_to.name.trim().to_owned(), "Sam Doe"),
+            (ship_to.line1.trim().to_owned(), "1 Example Street"),
+            (ship_to.city.trim().to_owned(), "Exampleton"),
+            (ship_to.postcode.trim().to_owned(), "00000"),
+        ];
+        found.extend(
+            ship_to
+                .name
+                .split_whitespace()
+                .filter(|word| word.chars().count() >= 3)
+                .map(|word| (word.to_owned(), "Sam")),
+        );
+        for (value, stand_in) in found {
+            if !value.is_empty() && !self.details.iter().any(|(known, _)| *known == value) {
+                self.details.push((value, stand_in));
+            }
+        }
+        // Longest first, so a name is replaced whole before its words.
+        self.details.sort_by_key(|(value, _)| std::cmp::Reverse(value.chars().count()));
     }
 
     fn order(&mut self, order_id: &str) -> String {
@@ -261,13 +380,16 @@ impl StandIns {
         if !self.customer.is_empty() {
             text = text.replace(&self.customer, CUSTOMER);
         }
+        for (value, stand_in) in &self.details {
+            text = replaced_ignoring_case(&text, value, stand_in);
+        }
         text = masked_endings(&text);
         let mailed: String = text
             .split_inclusive(char::is_whitespace)
             .map(|word| {
                 let bare = word.trim_end();
                 let core = bare.trim_matches(|c: char| !c.is_alphanumeric());
-                if core.contains('@') && core.rsplit('@').next().is_some_and(|domain| domain.contains('.')) {
+                if is_mail_address(core) {
                     word.replacen(core, "customer@example.com", 1)
                 } else {
                     word.to_owned()
@@ -294,11 +416,55 @@ fn masked_endings(text: &str) -> String {
     out
 }
 
-/// Runs of digits, spaces, dashes, dots, parentheses and `+` that hold at
-/// least 8 digits (a phone number) become a stand-in.
+/// An e-mail address as people write it: `ada@example.org`, or spelled
+/// out (`ada(at)example(dot)org`, `ada [at] example [dot] org` written
+/// without spaces).
+fn is_mail_address(word: &str) -> bool {
+    let lower = word.to_lowercase();
+    let spelled = lower.replace("(at)", "@").replace("[at]", "@").replace("(dot)", ".").replace("[dot]", ".");
+    spelled.contains('@') && spelled.rsplit('@').next().is_some_and(|domain| domain.contains('.'))
+}
+
+/// `text` with every `value`, in any case, replaced.
+fn replaced_ignoring_case(text: &str, value: &str, stand_in: &str) -> String {
+    let (lower, wanted) = (text.to_lowercase(), value.to_lowercase());
+    // Lowercasing may change byte lengths: then fall back to the exact case.
+    if lower.len() != text.len() || wanted.len() != value.len() {
+        return text.replace(value, stand_in);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(found) = lower[at..].find(&wanted) {
+        out.push_str(&text[at..at + found]);
+        out.push_str(stand_in);
+        at += found + wanted.len();
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// A date as people write it (`12.03.1985`, `12/03/85`, `1985-03-12`).
+fn is_date(number: &str) -> bool {
+    let parts: Vec<&str> = number.split(['.', '/', '-']).collect();
+    let digits = |part: &str, lengths: std::ops::RangeInclusive<usize>| {
+        lengths.contains(&part.len()) && part.bytes().all(|b| b.is_ascii_digit())
+    };
+    match parts.as_slice() {
+        [day, month, year] => {
+            (digits(day, 1..=2) && digits(month, 1..=2) && (digits(year, 2..=2) || digits(year, 4..=4)))
+                || (digits(day, 4..=4) && digits(month, 1..=2) && digits(year, 1..=2))
+        }
+        _ => false,
+    }
+}
+
+/// Runs of digits, spaces, dashes, dots, slashes, parentheses and `+` that
+/// hold at least 7 digits (a phone number, `555-1234` or `06/12/34/56/78`)
+/// become a stand-in; a date becomes a date's stand-in (it is personal too,
+/// and it is not a phone number).
 fn phones_replaced(text: String) -> String {
     let chars: Vec<char> = text.chars().collect();
-    let is_part = |c: char| c.is_ascii_digit() || matches!(c, ' ' | '-' | '(' | ')' | '+' | '.');
+    let is_part = |c: char| c.is_ascii_digit() || matches!(c, ' ' | '-' | '(' | ')' | '+' | '.' | '/');
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
     while i < chars.len() {
@@ -311,8 +477,14 @@ fn phones_replaced(text: String) -> String {
             while j > i && !chars[j - 1].is_ascii_digit() {
                 j -= 1;
             }
-            let digits = chars[i..j].iter().filter(|c| c.is_ascii_digit()).count();
-            if digits >= 8 {
+            let number: String = chars[i..j].iter().collect();
+            if is_date(&number) {
+                out.push_str("2000-01-01");
+                i = j;
+                continue;
+            }
+            let digits = number.chars().filter(char::is_ascii_digit).count();
+            if digits >= 7 {
                 out.push_str("+00 000 000 000");
                 i = j;
                 continue;
@@ -350,5 +522,34 @@ mod tests {
             "I am u-replay: the sofa from R-1001 (not R-1002) cost 120.00. Mail customer@example.com, \
              call +00 000 000 000. I paid with [card ending 0000] from [IBAN ending 0000]."
         );
+    }
+
+    #[test]
+    fn details_in_the_spellings_people_use_are_replaced_and_a_date_stays_a_date() {
+        let mut stand_ins = StandIns::new("u-1001");
+        stand_ins.personal(&serde_json::from_value(serde_json::json!({
+            "name": "Ada Quokka", "line1": "12 Rue des Lilas", "city": "Lyon", "postcode": "69003", "country": "FR"
+        })).unwrap());
+        let text = stand_ins.text(
+            "ada quokka here, 12 rue des lilas, 69003 Lyon. Call 555-1234 or 06/12/34/56/78, \
+             mail ada(at)example(dot)org. Born 12.03.1985. Thanks, Ada",
+        );
+        assert_eq!(
+            text,
+            "Sam Doe here, 1 Example Street, 00000 Exampleton. Call +00 000 000 000 or +00 000 000 000, \
+             mail customer@example.com. Born 2000-01-01. Thanks, Sam"
+        );
+        // An amount and an order's stand-in stay.
+        assert_eq!(stand_ins.text("refund 120.00 of R-1001"), "refund 120.00 of R-1001");
+    }
+
+    #[test]
+    fn a_failed_attempt_and_its_re_send_are_one_message_and_the_hash_is_keyed() {
+        let sent = [(502, "refund A-1"), (200, "refund A-1"), (200, "thanks"), (200, "thanks")];
+        assert_eq!(once_each(sent.into_iter()), ["refund A-1", "thanks", "thanks"]);
+        let (one, other) = (keyed_hash(b"key-1", "c_abc"), keyed_hash(b"key-2", "c_abc"));
+        assert_ne!(one, other, "without the key, no link to the conversation");
+        assert_eq!(one.len(), 64);
+        assert_ne!(one, refund_chat::desk::admission::key::body_sha256(b"c_abc"));
     }
 }

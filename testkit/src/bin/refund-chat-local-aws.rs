@@ -34,13 +34,24 @@ enum Command {
     Ledger,
 }
 
+/// local.env's `REVIEW_HASH_KEY_SECRET`.
+const LOCAL_REVIEW_HASH_KEY_SECRET: &str = "refund-chat/review-hash-key";
+
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let aws = refund_chat_testkit::aws_at(&cli.endpoint).await;
     let result = match cli.command {
         Command::Setup { secret_id, api_key } => {
-            refund_chat_testkit::set_up_local_aws(&aws, &cli.table, &secret_id, &api_key).await
+            match refund_chat_testkit::set_up_local_aws(&aws, &cli.table, &secret_id, &api_key).await {
+                // The key of replay-task's hash (REVIEW_HASH_KEY_SECRET in local.env),
+                // a value of this run's own.
+                Ok(()) => {
+                    let key = format!("local-review-key-{}-{}", std::process::id(), refund_chat::clock::now_ms());
+                    refund_chat_testkit::put_secret(&aws, LOCAL_REVIEW_HASH_KEY_SECRET, &key).await
+                }
+                Err(error) => Err(error),
+            }
         }
         Command::Ledger => refund_chat_testkit::plain_items(&aws, &cli.table).await.map(|items| {
             if items.is_empty() {
