@@ -417,15 +417,29 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
     let pasted = evidence
         .exchanges
         .iter()
-        .filter(|e| crate::clients::CARD_SPELLINGS.iter().any(|spelling| e.message.contains(spelling)))
+        .filter(|e| {
+            crate::clients::CARD_SPELLINGS
+                .iter()
+                .any(|spelling| e.message.contains(spelling))
+        })
         .count();
     let sinks: Vec<(&str, String)> = evidence
         .log_lines
         .iter()
         .map(|line| ("a log line", line.clone()))
         .chain(evidence.ledger.iter().map(|item| ("the ledger", item.to_string())))
-        .chain(evidence.conversations.iter().map(|item| ("the conversations", item.to_string())))
-        .chain(evidence.payments_requests.iter().map(|body| ("payments", body.to_string())))
+        .chain(
+            evidence
+                .conversations
+                .iter()
+                .map(|item| ("the conversations", item.to_string())),
+        )
+        .chain(
+            evidence
+                .payments_requests
+                .iter()
+                .map(|body| ("payments", body.to_string())),
+        )
         .chain(evidence.reads.iter().map(|read| ("a GET", read.body.clone())))
         .chain(evidence.exchanges.iter().map(|e| ("an answer", e.body.clone())))
         .chain(evidence.exchanges.iter().filter_map(|e| {

@@ -96,8 +96,8 @@ async fn complete(State(model): State<ChaoticModel>, Json(request): Json<Value>)
     }
 }
 
-/// The routing call (contract 21), chaotic: sure labels mostly, and now
-/// and then unsure ones, a high risk, labels outside the schema, garbage, a
+/// The routing call (contract 21), chaotic: sure labels mostly (now and
+/// then sure of an order question alone), unsure ones, a high risk, labels outside the schema, garbage, a
 /// stall past its timeout or a 500. Drawn from the message and how often it
 /// was routed.
 async fn route(model: &ChaoticModel, request: &Value) -> Response {
@@ -115,7 +115,9 @@ async fn route(model: &ChaoticModel, request: &Value) -> Response {
         Rng::derived(model.seed, &[key, *count, 0x2007])
     };
     let labels = match rng.below(100) {
-        0..=69 => json!({"intents": ["refund"], "risk": "low", "confidence": 0.95}),
+        0..=61 => json!({"intents": ["refund"], "risk": "low", "confidence": 0.95}),
+        // Sure, and not a refund: whatever the agent proposes waits (contract 21).
+        62..=69 => json!({"intents": ["order_status"], "risk": "low", "confidence": 0.97}),
         70..=79 => json!({"intents": ["refund", "order_status"], "risk": "low", "confidence": 0.4}),
         80..=83 => json!({"intents": ["refund"], "risk": "high", "confidence": 0.9}),
         84..=87 => json!({"intents": ["refund", "refund"], "risk": "low", "confidence": 1.0}),

@@ -56,7 +56,10 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
         ("AWS_REGION", "eu-west-1".to_owned()),
         ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
         ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
-        ("REVIEW_HASH_KEY_SECRET", format!("review-hash-key-{}", std::process::id())),
+        (
+            "REVIEW_HASH_KEY_SECRET",
+            format!("review-hash-key-{}", std::process::id()),
+        ),
     ];
     put_secret(&aws, &env[8].1, "a key only the review has").await.unwrap();
     let app = refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap();

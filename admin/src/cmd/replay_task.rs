@@ -41,9 +41,9 @@ use refund_chat::ledger::dynamo::routing::RoutedConversation;
 use refund_chat::ledger::{DecidedBy, RefundRecord};
 use refund_chat::orders::http::HttpOrders;
 use refund_chat::orders::{OrderLookup, OrderSystem};
-use refund_chat::secrets::{ApiKeySource, SecretsManagerKey};
 use refund_chat::refund::RefundState;
 use refund_chat::router::Routing;
+use refund_chat::secrets::{ApiKeySource, SecretsManagerKey};
 use refund_chat::untrusted::visible;
 use serde_json::{Value, json};
 
@@ -85,7 +85,11 @@ fn keyed_hash(key: &[u8], conversation: &str) -> String {
         <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&[0]).expect("a one-byte key")
     });
     mac.update(conversation.as_bytes());
-    mac.finalize().into_bytes().iter().map(|byte| format!("{byte:02x}")).collect()
+    mac.finalize()
+        .into_bytes()
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 const DAY_MS: u64 = 86_400_000;
@@ -360,7 +364,8 @@ impl StandIns {
             }
         }
         // Longest first, so a name is replaced whole before its words.
-        self.details.sort_by_key(|(value, _)| std::cmp::Reverse(value.chars().count()));
+        self.details
+            .sort_by_key(|(value, _)| std::cmp::Reverse(value.chars().count()));
     }
 
     fn order(&mut self, order_id: &str) -> String {
@@ -421,7 +426,11 @@ fn masked_endings(text: &str) -> String {
 /// without spaces).
 fn is_mail_address(word: &str) -> bool {
     let lower = word.to_lowercase();
-    let spelled = lower.replace("(at)", "@").replace("[at]", "@").replace("(dot)", ".").replace("[dot]", ".");
+    let spelled = lower
+        .replace("(at)", "@")
+        .replace("[at]", "@")
+        .replace("(dot)", ".")
+        .replace("[dot]", ".");
     spelled.contains('@') && spelled.rsplit('@').next().is_some_and(|domain| domain.contains('.'))
 }
 
@@ -527,9 +536,12 @@ mod tests {
     #[test]
     fn details_in_the_spellings_people_use_are_replaced_and_a_date_stays_a_date() {
         let mut stand_ins = StandIns::new("u-1001");
-        stand_ins.personal(&serde_json::from_value(serde_json::json!({
-            "name": "Ada Quokka", "line1": "12 Rue des Lilas", "city": "Lyon", "postcode": "69003", "country": "FR"
-        })).unwrap());
+        stand_ins.personal(
+            &serde_json::from_value(serde_json::json!({
+                "name": "Ada Quokka", "line1": "12 Rue des Lilas", "city": "Lyon", "postcode": "69003", "country": "FR"
+            }))
+            .unwrap(),
+        );
         let text = stand_ins.text(
             "ada quokka here, 12 rue des lilas, 69003 Lyon. Call 555-1234 or 06/12/34/56/78, \
              mail ada(at)example(dot)org. Born 12.03.1985. Thanks, Ada",
@@ -545,7 +557,12 @@ mod tests {
 
     #[test]
     fn a_failed_attempt_and_its_re_send_are_one_message_and_the_hash_is_keyed() {
-        let sent = [(502, "refund A-1"), (200, "refund A-1"), (200, "thanks"), (200, "thanks")];
+        let sent = [
+            (502, "refund A-1"),
+            (200, "refund A-1"),
+            (200, "thanks"),
+            (200, "thanks"),
+        ];
         assert_eq!(once_each(sent.into_iter()), ["refund A-1", "thanks", "thanks"]);
         let (one, other) = (keyed_hash(b"key-1", "c_abc"), keyed_hash(b"key-2", "c_abc"));
         assert_ne!(one, other, "without the key, no link to the conversation");

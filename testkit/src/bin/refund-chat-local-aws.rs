@@ -47,7 +47,11 @@ async fn main() -> ExitCode {
                 // The key of replay-task's hash (REVIEW_HASH_KEY_SECRET in local.env),
                 // a value of this run's own.
                 Ok(()) => {
-                    let key = format!("local-review-key-{}-{}", std::process::id(), refund_chat::clock::now_ms());
+                    let key = format!(
+                        "local-review-key-{}-{}",
+                        std::process::id(),
+                        refund_chat::clock::now_ms()
+                    );
                     refund_chat_testkit::put_secret(&aws, LOCAL_REVIEW_HASH_KEY_SECRET, &key).await
                 }
                 Err(error) => Err(error),
