@@ -942,6 +942,19 @@ fn guard_violations(ledger: &[Value], refunds: &[&Value]) -> Vec<String> {
     violations
 }
 
+/// The digits of `text` as a person reads them (ASCII and fullwidth; JSON
+/// writes both as they are), every other character left out: a card number
+/// split by any separator still reads whole.
+fn read_digits(text: &str) -> String {
+    text.chars()
+        .filter_map(|c| match c as u32 {
+            0x30..=0x39 => Some(c),
+            0xff10..=0xff19 => char::from_u32(c as u32 - 0xff10 + 0x30),
+            _ => None,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::{holds_the_address, holds_word};
@@ -968,17 +981,4 @@ mod tests {
         assert!(!holds_word(r#""timestamp":"2026-12-02T22:05:39.869002Z""#, "69002"));
         assert!(holds_word(r#""postcode":"69002""#, "69002"));
     }
-}
-
-/// The digits of `text` as a person reads them (ASCII and fullwidth; JSON
-/// writes both as they are), every other character left out: a card number
-/// split by any separator still reads whole.
-fn read_digits(text: &str) -> String {
-    text.chars()
-        .filter_map(|c| match c as u32 {
-            0x30..=0x39 => Some(c),
-            0xff10..=0xff19 => char::from_u32(c as u32 - 0xff10 + 0x30),
-            _ => None,
-        })
-        .collect()
 }

@@ -87,7 +87,7 @@ impl Exchange {
     /// holds (contract 23): the model's words and its tools' arguments too,
     /// which may repeat what the customer pasted.
     pub fn masked(self) -> Exchange {
-        let mask = |text: String| match crate::mask::masked(&text) {
+        let mask = |text: String| match person::kept(&text) {
             std::borrow::Cow::Owned(masked) => masked,
             std::borrow::Cow::Borrowed(_) => text,
         };

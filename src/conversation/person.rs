@@ -99,6 +99,17 @@ impl PersonNote {
     }
 }
 
+/// Text a customer or the model wrote, as it is kept and sent (contract
+/// 23): the imitated mark taken out first (the model's window takes it out
+/// anyway, and a card split by it must not join up there), then card
+/// numbers and IBANs masked.
+pub fn kept(text: &str) -> std::borrow::Cow<'_, str> {
+    match unmarked(text) {
+        std::borrow::Cow::Borrowed(text) => crate::mask::masked(text),
+        std::borrow::Cow::Owned(text) => std::borrow::Cow::Owned(crate::mask::masked(&text).into_owned()),
+    }
+}
+
 /// Text a customer or the model wrote, without anything that imitates the
 /// mark (any case): only a person's exchange carries it to the model.
 pub fn unmarked(text: &str) -> std::borrow::Cow<'_, str> {

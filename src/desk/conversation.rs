@@ -281,12 +281,12 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 trace,
             )
             .await;
-        // What the model wrote is masked as the customer's words are (contract 23).
+        // What the model wrote is kept as the customer's words are (contract 23).
         if let Ok(reply) = &mut turn.reply {
-            *reply = crate::mask::masked(reply).into_owned();
+            *reply = crate::conversation::person::kept(reply).into_owned();
         }
         if let Some(summary) = turn.handoff.as_mut().and_then(|handoff| handoff.summary.as_mut()) {
-            *summary = crate::mask::masked(summary).into_owned();
+            *summary = crate::conversation::person::kept(summary).into_owned();
         }
         let tokens = turn_taken.map(|reservation| TokenSettlement {
             used: trace.stats.as_ref().map_or(routed.tokens, |stats| {
