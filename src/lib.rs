@@ -41,10 +41,11 @@
 //!   header, and the one error-to-status map. [`startup`]: the one place the
 //!   ports are wired.
 //!
-//! At the ground, used from any floor: [`clock`], [`live`] (what a turn
-//! shows while it runs, for event-stream mode), [`untrusted`] (customer-
-//! and model-written text made safe for a terminal, a spreadsheet or a
-//! log), [`http_client`], [`secrets`].
+//! At the ground, used from any floor: [`clock`], [`mask`] (card numbers
+//! and IBANs, read as a person reads them), [`live`] (what a turn shows
+//! while it runs, for event-stream mode), [`untrusted`] (customer- and
+//! model-written text made safe for a terminal, a spreadsheet or a log),
+//! [`http_client`], [`secrets`].
 //!
 //! Binaries: `refund-chat` (the function, `src/main.rs`) and
 //! `refund-chat-sweep` (`src/bin/`). The support team's `refund-chat-admin`

@@ -18,9 +18,9 @@
 //!   digits passing the Luhn check (the `luhn` crate), becomes
 //!   `[card ending DDDD]`. When the whole run passes, it is one card;
 //!   otherwise its groups (the digits between separators) are tried, whole
-//!   groups only, longest first: one group of 13 to 19 digits, or groups of
-//!   at most six digits as cards are written (4-4-4-4, 4-6-5). So a card
-//!   written beside an amount is found, and a 16-digit reference, a 17-digit order id or a tracking
+//!   groups only, longest first, where they are written as a card's are
+//!   (one group, groups of at most six digits, 4-4-4-4 or 4-6-5, or two
+//!   halves). So a card written beside an amount is found, and a 16-digit reference, a 17-digit order id or a tracking
 //!   number whose digits would pass on their own in some window stays as
 //!   it is. A group is never split.
 //! - An IBAN: a country code and two check digits at the start of a word,
@@ -41,6 +41,21 @@ const CARD_DIGITS: std::ops::RangeInclusive<usize> = 13..=19;
 const IBAN_MOST: usize = 34;
 /// An IBAN's letters and digits, at the fewest that is worth a parse.
 const IBAN_FEWEST: usize = 8;
+/// The countries that give IBANs, as `iban_validate` knows them (a test
+/// checks the list against the crate): an IBAN begins with one of them, so
+/// "of 12.50" is not held back in a stream as an IBAN's beginning.
+const IBAN_COUNTRIES: [&str; 87] = [
+    "AD", "AE", "AL", "AT", "AZ", "BA", "BE", "BG", "BH", "BI", "BR", "BY", "CH", "CR", "CY", "CZ", "DE", "DJ", "DK",
+    "DO", "EE", "EG", "ES", "FI", "FK", "FO", "FR", "GB", "GE", "GI", "GL", "GR", "GT", "HR", "HU", "IE", "IL", "IQ",
+    "IS", "IT", "JO", "KW", "KZ", "LB", "LC", "LI", "LT", "LU", "LV", "LY", "MC", "MD", "ME", "MK", "MN", "MR", "MT",
+    "MU", "NI", "NL", "NO", "OM", "PL", "PS", "PT", "QA", "RO", "RS", "RU", "SA", "SC", "SD", "SE", "SI", "SK", "SM",
+    "SO", "ST", "SV", "TL", "TN", "TR", "UA", "VA", "VG", "XK", "YE",
+];
+
+fn iban_country(first: u8, second: u8) -> bool {
+    IBAN_COUNTRIES.contains(&std::str::from_utf8(&[first, second]).unwrap_or_default())
+}
+
 /// The longest group of a card written in groups (Amex's 4-6-5).
 const MOST_CARD_GROUP: usize = 6;
 /// Separators that may stand between two digits (or an IBAN's characters).
@@ -243,6 +258,18 @@ fn runs(glyphs: &[Glyph], visible: &[usize], taken: &[bool]) -> Vec<Run> {
     runs
 }
 
+/// Whether some of a run's groups are written as a card's are, to be tried
+/// as one apart from the rest: one group, groups of at most six digits
+/// (4-4-4-4, 4-6-5, 4-4-4-4-3), or two halves (8-8). A 3-7-7 order id's
+/// last two groups are not, whatever the Luhn check says of their digits.
+fn card_grouped(groups: &[Vec<(usize, u8)>]) -> bool {
+    match groups {
+        [_] => true,
+        [a, b] if a.len() == 8 && b.len() == 8 => true,
+        _ => groups.iter().all(|group| group.len() <= MOST_CARD_GROUP),
+    }
+}
+
 fn luhn_valid(digits: &[u8]) -> bool {
     let text: String = digits.iter().map(|d| char::from(b'0' + d)).collect();
     luhn::valid(&text)
@@ -287,9 +314,7 @@ fn cards_in(run: &Run) -> Vec<Span> {
             if length > *CARD_DIGITS.end() {
                 break;
             }
-            // Several groups are a card only as cards are written (4-4-4-4,
-            // 4-6-5): a 3-7-7 order id's last two groups are not one.
-            if end - first > 1 && run[first..end].iter().any(|group| group.len() > MOST_CARD_GROUP) {
+            if !card_grouped(&run[first..end]) {
                 continue;
             }
             if CARD_DIGITS.contains(&length) && luhn_valid(&digits[starts[first]..starts[end]]) {
@@ -323,18 +348,15 @@ fn ibans(glyphs: &[Glyph], visible: &[usize]) -> Vec<Span> {
     let mut found = Vec::new();
     let mut v = 0;
     while v + 4 <= visible.len() {
-        let starts = matches!(read(v), Read::Letter(_))
-            && matches!(read(v + 1), Read::Letter(_))
-            && matches!(read(v + 2), Read::Digit(_))
-            && matches!(read(v + 3), Read::Digit(_))
-            && (v == 0 || !alphanumeric(read(v - 1)));
-        if !starts {
+        let word_start = v == 0 || !alphanumeric(read(v - 1));
+        if !word_start || !matches!(read(v), Read::Letter(_)) {
             v += 1;
             continue;
         }
-        // The candidate's letters and digits: (visible index, character).
-        let mut kept: Vec<(usize, char)> = (v..v + 4).map(|w| (w, character(read(w)))).collect();
-        let mut w = v + 4;
+        // The candidate's letters and digits, at most three separators
+        // between two of them: (visible index, character).
+        let mut kept: Vec<(usize, char)> = vec![(v, character(read(v)))];
+        let mut w = v + 1;
         while kept.len() < IBAN_MOST && w < visible.len() {
             if alphanumeric(read(w)) {
                 kept.push((w, character(read(w))));
@@ -348,6 +370,16 @@ fn ibans(glyphs: &[Glyph], visible: &[usize]) -> Vec<Span> {
             } else {
                 break;
             }
+        }
+        // A country code and two check digits first.
+        let header = kept.len() >= 4
+            && kept[1].1.is_ascii_alphabetic()
+            && iban_country(kept[0].1 as u8, kept[1].1 as u8)
+            && kept[2].1.is_ascii_digit()
+            && kept[3].1.is_ascii_digit();
+        if !header {
+            v += 1;
+            continue;
         }
         let accepted = (IBAN_FEWEST..=kept.len()).rev().find(|&length| {
             let electronic: String = kept[..length].iter().map(|(_, c)| *c).collect();
@@ -406,10 +438,22 @@ fn open_from(before: Option<char>, text: &str) -> usize {
             Read::Digit(_) | Read::Letter(_) => {
                 (alphanumerics, separators) = (alphanumerics + 1, 0);
                 let word_start = v == 1 || !matches!(glyphs[visible[v - 2]].read, Read::Digit(_) | Read::Letter(_));
-                let begins =
-                    visible[v - 1..].iter().take(4).enumerate().all(|(k, &i)| {
-                        matches!((k, glyphs[i].read), (0 | 1, Read::Letter(_)) | (2 | 3, Read::Digit(_)))
-                    });
+                // Separators may stand inside the header too; two letters
+                // must be a country that gives IBANs.
+                let header: Vec<Read> = visible[v - 1..]
+                    .iter()
+                    .map(|&i| glyphs[i].read)
+                    .filter(|read| *read != Read::Separator)
+                    .take(4)
+                    .collect();
+                let begins = header
+                    .iter()
+                    .enumerate()
+                    .all(|(k, read)| matches!((k, read), (0 | 1, Read::Letter(_)) | (2 | 3, Read::Digit(_))))
+                    && match header.as_slice() {
+                        [Read::Letter(a), Read::Letter(b), ..] => iban_country(*a, *b),
+                        _ => true,
+                    };
                 if word_start && begins {
                     open = open.min(glyphs[visible[v - 1]].start);
                 }
@@ -559,6 +603,30 @@ mod tests {
     }
 
     #[test]
+    fn the_iban_countries_are_the_crates() {
+        // A code the crate knows answers an IBAN of it with its BBAN's
+        // error, one it does not with an unknown country; the check digits
+        // are tried until the base form (mod 97) passes.
+        let mut known = Vec::new();
+        for first in b'A'..=b'Z' {
+            for second in b'A'..=b'Z' {
+                let code = String::from_utf8(vec![first, second]).unwrap();
+                let unknown = (0..100).find_map(|check| {
+                    match format!("{code}{check:02}0000000000000000").parse::<iban::Iban>() {
+                        Err(iban::ParseIbanError::UnknownCountry(_)) => Some(true),
+                        Err(iban::ParseIbanError::InvalidBban(_)) | Ok(_) => Some(false),
+                        Err(_) => None,
+                    }
+                });
+                if unknown == Some(false) {
+                    known.push(code);
+                }
+            }
+        }
+        assert_eq!(known, super::IBAN_COUNTRIES);
+    }
+
+    #[test]
     fn streamed_pieces_settle_to_the_whole_texts_mask() {
         let text = "Card 4242 4242 4242 4242, IBAN mt84 malt 0110 0001 2345 mtlc ast0 01s, order 940-4242424-2424242.";
         let mut streamed = Streamed::default();
@@ -667,6 +735,56 @@ mod tests {
                 prop_assert!(whole.starts_with(&shown), "{text:?}: shown {shown:?}, whole {whole:?}");
             }
             prop_assert!(!read_digits(&shown).contains(CARDS[card]), "{text:?} -> {shown:?}");
+        }
+
+        #[test]
+        fn an_iban_in_any_spelling_never_survives(
+            before in "[ -~]{0,30}",
+            after in "[ -~]{0,30}",
+            iban in 0usize..IBANS.len(),
+            separators in proptest::collection::vec(any::<u8>(), 34),
+            lower in any::<bool>(),
+        ) {
+            let mut spelled = String::new();
+            for (i, c) in IBANS[iban].chars().enumerate() {
+                let drawn = separators[i];
+                if i > 0 && drawn % 3 == 1 {
+                    spelled.push_str(SEPARATORS[usize::from(drawn) % SEPARATORS.len()]);
+                }
+                spelled.push(if lower { c.to_ascii_lowercase() } else { c });
+            }
+            let text = format!("{before} x {spelled} y {after}");
+            let out = masked(&text);
+            let read: String = out
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric())
+                .collect::<String>()
+                .to_ascii_uppercase();
+            prop_assert!(!read.contains(IBANS[iban]), "{text:?} -> {out:?}");
+        }
+
+        #[test]
+        fn ids_that_fail_their_check_stay_whatever_their_digits(
+            first in 100u32..1000,
+            second in 1_000_000u32..10_000_000,
+            third in 1_000_000u32..10_000_000,
+            long in "[0-9]{20,22}",
+            reference in "[0-9]{16}",
+        ) {
+            // A 3-7-7 order id never is a card: its groups are not a card's.
+            let order = format!("{first}-{second}-{third}");
+            // A 3-7-7 order id is a card only when its 17 digits pass whole.
+            let sentence = format!("order {order} please");
+            let out = masked(&sentence);
+            let digits: String = order.chars().filter(char::is_ascii_digit).collect();
+            prop_assert_eq!(out.as_ref() == sentence.as_str(), !luhn::valid(&digits));
+            // A tracking number longer than any card is one number.
+            let tracking = format!("tracking {long}");
+            let out = masked(&tracking);
+            prop_assert_eq!(out.as_ref(), tracking.as_str());
+            // A 16-digit reference stays unless it is, whole, a card number.
+            let kept = masked(&format!("ref {reference}")) == format!("ref {reference}");
+            prop_assert_eq!(kept, !luhn::valid(&reference));
         }
 
         #[test]

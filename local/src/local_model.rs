@@ -590,6 +590,37 @@ pub fn route(message: &str) -> Value {
     json!({"intents": intents, "risk": risk, "confidence": 0.9})
 }
 
+/// The routing call's labels: the newest message's, and, as a model that
+/// reads the conversation would, a refund the earlier messages asked for
+/// carried on into an answer that only names the order ("It is order
+/// A-1002."): the router sees the customer's earlier messages for this.
+fn route_conversation(request: &Value) -> Value {
+    let said: Vec<&str> = request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    let Some((newest, earlier)) = said.split_last() else {
+        return route("");
+    };
+    let mut labels = route(newest);
+    let asked_before = route(&earlier.join("\n"));
+    let carried_on = asked_before["intents"]
+        .as_array()
+        .is_some_and(|intents| intents.iter().any(|i| i == "refund"));
+    if let Some(intents) = labels["intents"].as_array_mut()
+        && carried_on
+        && !intents.iter().any(|i| i == "refund")
+        && intents.iter().all(|i| i == "order_status" || i == "other")
+    {
+        intents.retain(|i| i != "other");
+        intents.push(json!("refund"));
+    }
+    labels
+}
+
 /// The newest message the customer wrote.
 fn newest_customer_message(request: &Value) -> &str {
     request["messages"]
@@ -613,7 +644,7 @@ async fn complete(State(model): State<LocalModel>, Json(request): Json<Value>) -
     }
     if request["response_format"]["type"] == "json_schema" {
         // The routing call (contract 21): labels by keyword, never streamed.
-        return Json(text(&route(newest_customer_message(&request)).to_string())).into_response();
+        return Json(text(&route_conversation(&request).to_string())).into_response();
     }
     let streamed = request["stream"].as_bool() == Some(true);
     match model.behave(&request) {
@@ -637,6 +668,24 @@ mod tests {
 
     fn user(text: &str) -> Value {
         json!({"role": "user", "content": text})
+    }
+
+    #[test]
+    fn a_refund_asked_before_is_carried_into_an_answer_that_names_the_order() {
+        let routing = |said: &[&str]| {
+            let messages: Vec<Value> = said.iter().map(|text| user(text)).collect();
+            route_conversation(&json!({"messages": messages}))["intents"].clone()
+        };
+        assert_eq!(
+            routing(&["My vase arrived broken, please refund 12.50", "It is order A-1002."]),
+            json!(["refund"])
+        );
+        assert_eq!(routing(&["It is order A-1002."]), json!(["other"]));
+        assert_eq!(
+            routing(&["please refund 12.50", "please change the delivery address of A-1002"]),
+            json!(["address_change"]),
+            "a new request is its own"
+        );
     }
 
     fn assistant(text: &str) -> Value {

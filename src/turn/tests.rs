@@ -580,7 +580,7 @@ async fn a_draft_cut_by_a_timeout_is_discarded_before_the_retry_writes_and_a_mis
         heard_all(from),
         [
             Heard::Begun,
-            Heard::Delta("Your refund ".into()),
+            Heard::Delta("Your refund of".into()),
             Heard::Discard,
             Heard::Delta("Hello.".into()),
         ]

@@ -43,7 +43,6 @@ use refund_chat::orders::http::HttpOrders;
 use refund_chat::orders::{OrderLookup, OrderSystem};
 use refund_chat::refund::RefundState;
 use refund_chat::router::Routing;
-use refund_chat::secrets::{ApiKeySource, SecretsManagerKey};
 use refund_chat::untrusted::visible;
 use serde_json::{Value, json};
 
@@ -64,18 +63,29 @@ pub struct ReplayTask<'a> {
 pub const HASH_KEY_SECRET: &str = "REVIEW_HASH_KEY_SECRET";
 
 /// The hash key: `REVIEW_HASH_KEY_SECRET`'s value (the secret's string as
-/// it is, or its JSON's `api_key`), read with the person's credentials.
+/// it is), read with the person's credentials.
 pub async fn hash_key(aws: &aws_config::SdkConfig) -> Result<Vec<u8>, String> {
     let name = std::env::var(HASH_KEY_SECRET)
         .ok()
         .filter(|name| !name.trim().is_empty())
         .ok_or_else(|| format!("{HASH_KEY_SECRET} is not set: replay-task keys its hash with that secret's value"))?;
-    let source = SecretsManagerKey::new(aws_sdk_secretsmanager::Client::new(aws), name.trim());
-    let key = source
-        .fetch()
+    let secret = aws_sdk_secretsmanager::Client::new(aws)
+        .get_secret_value()
+        .secret_id(name.trim())
+        .send()
         .await
-        .map_err(|error| format!("{HASH_KEY_SECRET}: {error}"))?;
-    Ok(key.expose().as_bytes().to_vec())
+        .map_err(|error| {
+            format!(
+                "{HASH_KEY_SECRET}: reading the secret failed: {}",
+                aws_sdk_secretsmanager::error::DisplayErrorContext(error)
+            )
+        })?;
+    match secret.secret_string() {
+        Some(value) if !value.is_empty() => Ok(value.as_bytes().to_vec()),
+        _ => Err(format!(
+            "{HASH_KEY_SECRET}: the secret has no SecretString to key the hash with"
+        )),
+    }
 }
 
 /// HMAC-SHA256 of the conversation id under the key, in hex.

@@ -291,7 +291,7 @@ impl DynamoConversations {
         // The sort key holds the time first: in key order is oldest first.
         let verdicts = items
             .iter()
-            .filter(|item| text(item, SORT_KEY).is_some_and(|sk| sk.starts_with(super::routing::VERDICT_PREFIX)))
+            .filter(|item| text(item, SORT_KEY).is_some_and(|sk| sk.starts_with(super::schema::VERDICT_PREFIX)))
             .map(|item| StoredVerdict {
                 intent: text(item, "intent").unwrap_or_default().to_owned(),
                 by: text(item, "by").unwrap_or_default().to_owned(),

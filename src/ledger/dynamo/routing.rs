@@ -15,12 +15,11 @@
 
 use super::conversations::{DynamoConversations, SORT_KEY};
 use super::schema::EXCHANGE_PREFIX;
+pub use super::schema::VERDICT_PREFIX;
 use super::{Item, every_item, n, number, s, text, unavailable};
 use crate::clock::rfc3339;
 use crate::ledger::LedgerError;
 use crate::router::Intent;
-
-pub const VERDICT_PREFIX: &str = "v#";
 
 /// A conversation as the router and the people saw it.
 #[derive(Debug, Clone, PartialEq)]

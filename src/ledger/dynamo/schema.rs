@@ -30,6 +30,8 @@ pub const CONVERSATION_SORT_KEY: &str = "sk";
 pub const CONVERSATION_HEAD: &str = "head";
 /// An exchange's sort key: this, then its sequence number in 6 digits.
 pub const EXCHANGE_PREFIX: &str = "x#";
+/// A person's verdict on a conversation (contract 21): `v#<ms>#<by>`.
+pub const VERDICT_PREFIX: &str = "v#";
 
 /// The sort key of a conversation's exchange `seq`.
 pub fn exchange_sk(seq: u64) -> String {
