@@ -563,7 +563,25 @@ pub fn route(message: &str) -> Value {
             "order_status",
             &["where is", "status", "track", "has it shipped", "when will"][..],
         ),
-        ("refund", &["refund", "money back", "charged twice"][..]),
+        // As the screen reads four languages, so does the local router; an
+        // item that arrived broken is a refund to a model reading it.
+        (
+            "refund",
+            &[
+                "refund",
+                "money back",
+                "charged twice",
+                "broken",
+                "damaged",
+                "torn",
+                "erstatt",
+                "kaputt",
+                "rembours",
+                "cassé",
+                "reembols",
+                "roto",
+            ][..],
+        ),
         ("return", &["return it", "send it back", "return the", "a return"][..]),
         ("address_change", &["address"][..]),
         (
@@ -681,6 +699,13 @@ mod tests {
             json!(["refund"])
         );
         assert_eq!(routing(&["It is order A-1002."]), json!(["other"]));
+        for asked in [
+            "Meine Tasse aus Bestellung A-1001 kam kaputt an, bitte erstatten Sie 12,50 €.",
+            "La commande A-1003 est arrivée cassée, remboursez 5,00 s'il vous plaît.",
+            "Por favor reembolse 12,50 del pedido A-1001.",
+        ] {
+            assert_eq!(routing(&[asked]), json!(["refund"]), "{asked}");
+        }
         assert_eq!(
             routing(&["please refund 12.50", "please change the delivery address of A-1002"]),
             json!(["address_change"]),
