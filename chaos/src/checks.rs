@@ -413,6 +413,20 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
     for (name, checked, violations) in stream_invariants(evidence) {
         add(name, checked, violations);
     }
+    // Contract 13: a routing call answered with an HTTP error was not billed.
+    let routing_errors: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "routing" && l["failure"] == "error")
+        .collect();
+    add(
+        "no tokens were counted for a routing call answered with an HTTP error",
+        routing_errors.len(),
+        routing_errors
+            .iter()
+            .filter(|l| l["tokens"].as_u64() != Some(0))
+            .map(|l| format!("{}: {} tokens for an HTTP error", text(l, "requestId"), l["tokens"]))
+            .collect(),
+    );
     // Contract 23: the pasted card, in whichever spelling, never whole in a sink.
     let pasted = evidence
         .exchanges

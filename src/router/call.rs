@@ -117,7 +117,8 @@ pub async fn route<M: RoutingModel>(
         // An HTTP error status was not billed (contract 13): an outage never
         // spends the customer's day.
         Err(CompletionError::Status { .. }) => (Routing::Failed("error"), Some(Usage::default())),
-        Err(_) => (Routing::Failed("error"), None),
+        // Nothing, or something unusable, came back: it may have been billed.
+        Err(_) => (Routing::Failed("unreachable"), None),
         Ok(completion) => {
             let routing = match completion.content.as_deref().map(parse) {
                 Some(Ok(labels)) => Routing::Labelled(labels),
