@@ -241,8 +241,10 @@ fn runs(glyphs: &[Glyph], visible: &[usize], taken: &[bool]) -> Vec<Run> {
             if v < visible.len() && digit(visible[v]).is_some() {
                 continue;
             }
+            // Counted only as far as decides it: a long run of spaces is read once.
             let separators = visible[v..]
                 .iter()
+                .take(MOST_SEPARATORS + 1)
                 .take_while(|&&i| glyphs[i].read == Read::Separator)
                 .count();
             let next = v + separators;
@@ -363,7 +365,10 @@ fn ibans(glyphs: &[Glyph], visible: &[usize]) -> Vec<Span> {
                 w += 1;
                 continue;
             }
-            let separators = (w..visible.len()).take_while(|&x| read(x) == Read::Separator).count();
+            let separators = (w..visible.len())
+                .take(MOST_SEPARATORS + 1)
+                .take_while(|&x| read(x) == Read::Separator)
+                .count();
             let next = w + separators;
             if separators <= MOST_SEPARATORS && next < visible.len() && alphanumeric(read(next)) {
                 w = next;
@@ -489,7 +494,7 @@ impl Streamed {
     }
 
     /// Whether nothing was written since the draft began.
-    pub fn settled_nothing(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.written.is_empty()
     }
 }
