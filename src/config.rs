@@ -436,6 +436,98 @@ impl StaffConfig {
     }
 }
 
+/// Who the desk's person is (contract 24).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StaffIdentity {
+    /// The staff pool's Cognito authorizer: its verified claims. With an
+    /// issuer, a token of any other pool is refused too (the authorizer
+    /// already does; this is the function's own check).
+    Authorizer { issuer: Option<String> },
+    /// Local development and tests only: the person from request headers.
+    Header,
+}
+
+/// The desk's settings (contracts 24 and 25), beside the decisions' own.
+#[derive(Debug, Clone)]
+pub struct DeskConfig {
+    pub staff: StaffConfig,
+    pub staff_group: String,
+    pub approver_group: String,
+    pub identity: StaffIdentity,
+    pub trace_url_template: Option<String>,
+    pub order_url_template: Option<String>,
+    /// The desk's origin when the page is hosted elsewhere; none: same origin only.
+    pub allow_origin: Option<String>,
+    /// How long a click's answer is kept for its `Idempotency-Key`.
+    pub idempotency_ttl: Duration,
+    /// Where the page signs in: the Cognito identity provider's endpoint
+    /// (`https://cognito-idp.REGION.amazonaws.com/`), and the app client.
+    pub sign_in_url: Option<String>,
+    pub client_id: Option<String>,
+    pub response_mode: ResponseMode,
+}
+
+impl DeskConfig {
+    pub fn from_env() -> Result<DeskConfig, ConfigError> {
+        DeskConfig::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String> + Clone) -> Result<DeskConfig, ConfigError> {
+        let staff = StaffConfig::from_lookup(lookup.clone())?;
+        let vars = Vars(lookup);
+        let template = |name: &'static str, placeholder: &'static str| -> Result<Option<String>, ConfigError> {
+            match vars.get(name) {
+                None => Ok(None),
+                Some(value) if value.contains(placeholder) => parse_url(name, value).map(Some),
+                Some(value) => Err(ConfigError::Malformed {
+                    name,
+                    expected: if placeholder == "{request_id}" {
+                        "an http(s) URL with {request_id}"
+                    } else {
+                        "an http(s) URL with {order_id}"
+                    },
+                    value,
+                }),
+            }
+        };
+        Ok(DeskConfig {
+            staff,
+            staff_group: vars.get("STAFF_GROUP").unwrap_or_else(|| "support-staff".into()),
+            approver_group: vars.get("APPROVER_GROUP").unwrap_or_else(|| "refund-approvers".into()),
+            identity: match vars.get("STAFF_IDENTITY").as_deref() {
+                None | Some("authorizer") => StaffIdentity::Authorizer {
+                    issuer: vars.get("STAFF_POOL_ISSUER"),
+                },
+                Some("header") => StaffIdentity::Header,
+                Some(other) => {
+                    return Err(ConfigError::Malformed {
+                        name: "STAFF_IDENTITY",
+                        expected: "authorizer or header",
+                        value: other.to_owned(),
+                    });
+                }
+            },
+            trace_url_template: template("TRACE_URL_TEMPLATE", "{request_id}")?,
+            order_url_template: template("ORDER_URL_TEMPLATE", "{order_id}")?,
+            allow_origin: vars.get("STAFF_ALLOW_ORIGIN"),
+            idempotency_ttl: vars.hours("IDEMPOTENCY_TTL_HOURS", DEFAULT_IDEMPOTENCY_TTL)?,
+            sign_in_url: vars.get("STAFF_SIGN_IN_URL").map(|url| parse_url("STAFF_SIGN_IN_URL", url)).transpose()?,
+            client_id: vars.get("STAFF_POOL_CLIENT_ID"),
+            response_mode: match vars.get("RESPONSE_MODE").as_deref() {
+                None | Some("streaming") => ResponseMode::Streaming,
+                Some("buffered") => ResponseMode::Buffered,
+                Some(other) => {
+                    return Err(ConfigError::Malformed {
+                        name: "RESPONSE_MODE",
+                        expected: "streaming or buffered",
+                        value: other.to_owned(),
+                    });
+                }
+            },
+        })
+    }
+}
+
 /// The function's timeout in `template.yaml` (`tests/template.rs` checks
 /// that they agree): an `executing` record older than this has no
 /// invocation left that could still record its outcome.

@@ -74,6 +74,7 @@ pub mod record_then_pay;
 pub mod refund;
 pub mod router;
 pub mod secrets;
+pub mod staff;
 pub mod startup;
 pub mod turn;
 pub mod untrusted;

@@ -27,12 +27,10 @@ use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use refund_chat::clock::parse_utc;
 use refund_chat::config::StaffConfig;
 use refund_chat::ledger::LedgerError;
-use refund_chat::ledger::dynamo::DynamoLedger;
-use refund_chat::ledger::dynamo::conversations::DynamoConversations;
-use refund_chat::ledger::dynamo::notes::PersonNotes;
+use refund_chat::conversation::person::Person;
+use refund_chat::ledger::Confirmed;
 use refund_chat::router::Intent;
-
-use crate::cmd::approve::Payment;
+use refund_chat::staff::{Staff, decide};
 
 /// Approve, reject and resolve refunds, and export the audit trail.
 ///
@@ -58,7 +56,7 @@ enum Command {
         #[arg(long, value_name = "NAME")]
         by: String,
         /// The intent a person found (contract 21), from the router's list.
-        #[arg(long, value_name = "INTENT", value_parser = cmd::verdict::parse_intent)]
+        #[arg(long, value_name = "INTENT", value_parser = cmd::decide::parse_intent)]
         intent: Option<Intent>,
     },
     /// Reject a refund awaiting approval: no money moves.
@@ -69,7 +67,7 @@ enum Command {
         #[arg(long, value_name = "TEXT")]
         reason: String,
         /// The intent a person found (contract 21), from the router's list.
-        #[arg(long, value_name = "INTENT", value_parser = cmd::verdict::parse_intent)]
+        #[arg(long, value_name = "INTENT", value_parser = cmd::decide::parse_intent)]
         intent: Option<Intent>,
     },
     /// Refunds whose outcome is not known (state unknown, or executing for
@@ -98,7 +96,7 @@ enum Command {
         #[arg(long, value_name = "TEXT")]
         text: Option<String>,
         /// The intent a person found (contract 21), from the router's list.
-        #[arg(long, value_name = "INTENT", value_parser = cmd::verdict::parse_intent)]
+        #[arg(long, value_name = "INTENT", value_parser = cmd::decide::parse_intent)]
         intent: Option<Intent>,
     },
     /// Write to the customer in their chat: a person's message in the
@@ -252,49 +250,67 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
     // The standard chain (profiles, SSO): a person's machine. Loading it
     // makes no network call; the ledger sets its own timeouts.
     let aws = aws_config::from_env().load().await;
-    // A person's note or reply keeps the conversation alive as an exchange
-    // does (the TTL); the maximum age is the header's own `ends_by`.
-    let conversations = DynamoConversations::from_sdk_config(
-        &aws,
-        &config.conversation_table,
-        &config.ledger_table,
-        refund_chat::conversation::Lifetime {
-            ttl: config.conversation_ttl,
-            max_age: Duration::ZERO,
-        },
-        config.ledger_timeout,
-    );
-    // Decisions leave their notes in the record's conversation (contract 18).
-    let ledger = DynamoLedger::from_sdk_config(&aws, &config.ledger_table, config.ledger_timeout)
-        .with_notes(PersonNotes::of(&conversations));
+    let http = match refund_chat::http_client::money_path_client() {
+        Ok(http) => http,
+        Err(error) => return Ending::Failed(format!("HTTP client: {error}")),
+    };
+    let staff = Staff::new(config, &aws, http);
+    let (ledger, conversations) = (&staff.ledger, &staff.conversations);
     let result = match command {
-        Command::Conversation { id } => cmd::conversation::run(&ledger, &conversations, &id).await,
-        Command::Handoffs => cmd::handoffs::run(&conversations).await,
+        Command::Conversation { id } => cmd::conversation::run(ledger, conversations, &id).await,
+        Command::Handoffs => cmd::handoffs::run(conversations).await,
         Command::CloseHandoff { id, by, text, intent } => {
-            let closed = cmd::close_handoff::run(&conversations, &id, &by, text.as_deref()).await;
+            let by = Person::named(&by);
             let conversation = refund_chat::handoff::conversation_of(&id);
-            cmd::verdict::after(&conversations, closed, conversation.as_deref(), intent, &by).await
+            match decide::close_handoff(&staff, &id, by, text.as_deref()).await {
+                Ok(closed) => decide::with_verdict(&staff, closed, conversation.as_deref(), intent, by)
+                    .await
+                    .map(cmd::decide::ending),
+                Err(error) => Err(error),
+            }
         }
         Command::Reply(reply) => match reply_text(&reply) {
-            Ok(text) => cmd::reply::run(&PersonNotes::of(&conversations), &reply.id, &reply.by, &text).await,
+            Ok(text) => decide::reply(&staff, &reply.id, Person::named(&reply.by), &text)
+                .await
+                .map(cmd::decide::ending),
             Err(why) => Ok(Ending::Failed(why)),
         },
-        Command::Forget { customer, by } => cmd::forget::run(&ledger, &conversations, &customer, &by).await,
-        Command::Pending => cmd::pending::run(&ledger).await,
-        Command::Show { id } => cmd::show::run(&ledger, &conversations, &id).await,
+        Command::Forget { customer, by } => cmd::forget::run(ledger, conversations, &customer, &by).await,
+        Command::Pending => cmd::pending::run(ledger).await,
+        Command::Show { id } => cmd::show::run(ledger, conversations, &id).await,
         Command::Approve { id, by, intent } => {
-            let decided = cmd::approve::pay(&ledger, config, &id, &by, Payment::Approval).await;
-            cmd::verdict::after_record(&ledger, &conversations, decided, &id, intent, &by).await
+            let by = Person::named(&by);
+            match decide::approve(&staff, &id, by).await {
+                Ok(decided) => decide::with_verdict_on_record(&staff, decided, &id, intent, by)
+                    .await
+                    .map(cmd::decide::ending),
+                Err(error) => Err(error),
+            }
         }
-        Command::Reissue { id, by } => cmd::reissue::run(&ledger, config, &id, &by).await,
+        Command::Reissue { id, by } => decide::reissue(&staff, &id, Person::named(&by))
+            .await
+            .map(cmd::decide::ending),
         Command::Reject { id, by, reason, intent } => {
-            let decided = cmd::reject::run(&ledger, &id, &by, &reason).await;
-            cmd::verdict::after_record(&ledger, &conversations, decided, &id, intent, &by).await
+            let by = Person::named(&by);
+            match decide::reject(&staff, &id, by, &reason).await {
+                Ok(decided) => decide::with_verdict_on_record(&staff, decided, &id, intent, by)
+                    .await
+                    .map(cmd::decide::ending),
+                Err(error) => Err(error),
+            }
         }
-        Command::Routing { since, csv } => cmd::routing::run(&ledger, &conversations, since, csv).await,
-        Command::Unknown => cmd::unknown::run(&ledger).await,
-        Command::Resolve(resolve) => cmd::resolve::run(&ledger, resolve).await,
-        Command::Export { since, format } => cmd::export::run(&ledger, since.unwrap_or(0), format).await,
+        Command::Routing { since, csv } => cmd::routing::run(ledger, conversations, since, csv).await,
+        Command::Unknown => cmd::unknown::run(&staff).await,
+        Command::Resolve(resolve) => {
+            let confirmed = match resolve.executed {
+                Some(refund_id) => Confirmed::Executed { refund_id },
+                None => Confirmed::NotExecuted,
+            };
+            decide::resolve(&staff, &resolve.id, Person::named(&resolve.by), &confirmed)
+                .await
+                .map(cmd::decide::ending)
+        }
+        Command::Export { since, format } => cmd::export::run(ledger, since.unwrap_or(0), format).await,
         Command::ReplayTask { id, family, why, out } => {
             let hash_key = match cmd::replay_task::hash_key(&aws).await {
                 Ok(key) => key,
@@ -308,7 +324,7 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
                 limits: &config.limits,
                 hash_key: &hash_key,
             };
-            cmd::replay_task::run(&ledger, &conversations, config, asked).await
+            cmd::replay_task::run(ledger, conversations, config, asked).await
         }
         Command::Sample {
             since,
@@ -322,7 +338,7 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
                 n,
                 seed: seed.unwrap_or_else(refund_chat::clock::now_ms),
             };
-            cmd::sample::run(&ledger, &conversations, sample).await
+            cmd::sample::run(ledger, conversations, sample).await
         }
     };
     result.unwrap_or_else(|error| Ending::Failed(format!("the ledger: {error}")))

@@ -1,14 +1,13 @@
 //! What every verb prints with: the visible-text rule (a record's text
 //! fields hold what a customer or the model wrote, so every cell and line
 //! passes through [`visible`]), tables whose last column wraps, a
-//! transcript's lines, and the refusal of a decision already taken.
+//! and a transcript's lines.
 
 use refund_chat::chat::Message;
 use refund_chat::ledger::dynamo::conversations::{StoredHandoff, Transcript};
-use refund_chat::ledger::{RefundRecord, StaffDecision};
+use refund_chat::ledger::RefundRecord;
 use refund_chat::untrusted::visible;
 
-use crate::Ending;
 
 pub fn print_handoff(handoff: &StoredHandoff) {
     println!("handoff       {}", visible(&handoff.id));
@@ -111,34 +110,6 @@ pub fn transcript_lines(message: &Message) -> Vec<String> {
             )
             .collect(),
         Message::Tool { content, .. } => vec![format!("tool result: {}", visible(content))],
-    }
-}
-
-pub fn claim_name(claim: &StaffDecision) -> &'static str {
-    match claim {
-        StaffDecision::Done(_) => "done",
-        StaffDecision::Refused(_) => "refused",
-        StaffDecision::NotFound => "not_found",
-        StaffDecision::OrderMoved => "order_moved",
-    }
-}
-
-pub fn refused(id: &str, claim: StaffDecision, expected: &str) -> Ending {
-    match claim {
-        StaffDecision::Refused(found) => Ending::Refused(format!(
-            "refund {} is {}{}: not {expected}",
-            visible(id),
-            found.state,
-            found
-                .decided_by
-                .or(found.resolved_by)
-                .map(|by| format!(", decided by {}", visible(&by)))
-                .unwrap_or_default()
-        )),
-        StaffDecision::NotFound => Ending::Refused(format!("no refund record {}", visible(id))),
-        // Only a claim that pays is conditioned on the order's guard.
-        StaffDecision::OrderMoved => Ending::Refused(format!("refund {}: its order moved; try again", visible(id))),
-        StaffDecision::Done(_) => Ending::Done,
     }
 }
 

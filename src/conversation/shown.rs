@@ -87,7 +87,7 @@ pub fn after<'a>(
 mod tests {
     use super::*;
     use crate::chat::{Message, ToolCall};
-    use crate::conversation::person::PersonNote;
+    use crate::conversation::person::{Person, PersonNote};
 
     fn refund_turn() -> Exchange {
         Exchange::of_turn(
@@ -113,7 +113,7 @@ mod tests {
     #[test]
     fn tool_calls_and_results_are_never_shown_and_a_persons_words_are_a_persons() {
         let turn = refund_turn();
-        let note = PersonNote::reply("sam", "Approved.").exchange();
+        let note = PersonNote::reply(Person::named("sam"), "Approved.").exchange();
         let failed = Exchange::of_turn(&[Message::User("still there?".into())], None);
         let stored = [(0, "t0", &turn), (1, "t1", &note), (2, "t2", &failed)];
         let shown = after(stored, None);

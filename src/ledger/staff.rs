@@ -2,6 +2,7 @@
 
 use std::future::Future;
 
+use crate::conversation::person::Person;
 use crate::refund::money::AmountCents;
 use crate::refund::policy::{Limits, OrderFacts, OrderSnapshot, Reason};
 use crate::refund::{Attempt, RefundRequest, RefundScope, RefundState, Resolution, WriterMark};
@@ -97,7 +98,7 @@ pub trait StaffLedger: RefundLedger {
 #[derive(Debug, Clone, Copy)]
 pub struct Claim<'a> {
     pub record_id: &'a str,
-    pub by: &'a str,
+    pub by: Person<'a>,
     pub writer: &'a WriterMark,
     pub now_ms: u64,
     pub limits: &'a Limits,
@@ -155,11 +156,14 @@ pub struct RefundRecord {
     pub payments_detail: Option<String>,
     pub failure: Option<String>,
     pub decided_by: Option<String>,
+    /// The staff pool's verified `sub` of who decided (contract 24); none from the CLI.
+    pub decided_by_sub: Option<String>,
     pub decided_at: Option<String>,
     pub rejection_reason: Option<String>,
     /// What a person confirmed with payments, for an outcome that was unknown.
     pub resolution: Option<Resolution>,
     pub resolved_by: Option<String>,
+    pub resolved_by_sub: Option<String>,
     pub resolved_at: Option<String>,
     /// On a reissue: the approved record that never reached payments.
     pub reissue_of: Option<String>,
@@ -180,7 +184,7 @@ pub struct RefundRecord {
 
 impl RefundRecord {
     /// The columns of the audit trail, in order.
-    pub const COLUMNS: [&'static str; 37] = [
+    pub const COLUMNS: [&'static str; 39] = [
         "record_id",
         "state",
         "user_id",
@@ -201,11 +205,13 @@ impl RefundRecord {
         "payments_detail",
         "failure",
         "decided_by",
+        "decided_by_sub",
         "decided_at",
         "rejection_reason",
         "resolution",
         "resolved_refund_id",
         "resolved_by",
+        "resolved_by_sub",
         "resolved_at",
         "reissue_of",
         "reissued_as",
@@ -221,7 +227,7 @@ impl RefundRecord {
     ];
 
     /// Every field as text, in [`RefundRecord::COLUMNS`] order; empty when unset.
-    pub fn values(&self) -> [String; 37] {
+    pub fn values(&self) -> [String; 39] {
         let opt = |value: &Option<String>| value.clone().unwrap_or_default();
         let num = |value: Option<u64>| value.map(|n| n.to_string()).unwrap_or_default();
         let order = |fact: fn(&OrderSnapshot) -> String| self.order.as_ref().map(fact).unwrap_or_default();
@@ -246,6 +252,7 @@ impl RefundRecord {
             opt(&self.payments_detail),
             opt(&self.failure),
             opt(&self.decided_by),
+            opt(&self.decided_by_sub),
             opt(&self.decided_at),
             opt(&self.rejection_reason),
             self.resolution
@@ -258,6 +265,7 @@ impl RefundRecord {
                 _ => String::new(),
             },
             opt(&self.resolved_by),
+            opt(&self.resolved_by_sub),
             opt(&self.resolved_at),
             opt(&self.reissue_of),
             opt(&self.reissued_as),

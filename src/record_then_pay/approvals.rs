@@ -33,6 +33,7 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::clock::now_ms;
+use crate::conversation::person::Person;
 use crate::ledger::{Claim, CountsFor, LedgerError, OrderInFlight, RefundRecord, StaffDecision, StaffLedger};
 use crate::orders::{OrderLookup, OrderSystem, OrdersError};
 use crate::refund::money::AmountCents;
@@ -58,6 +59,8 @@ pub enum ApprovalError {
         record_id: String,
         state: String,
         by: String,
+        /// When it was decided (none for the rules' own decisions).
+        at: Option<String>,
     },
     #[error(
         "refund {record_id} cannot be reissued: only an approved refund that a person resolved as not executed \
@@ -151,7 +154,7 @@ pub async fn approve<L: StaffLedger, G: Payments, O: OrderSystem>(
     payments: &G,
     orders: &O,
     record_id: &str,
-    by: &str,
+    by: Person<'_>,
     writer: &WriterMark,
     limits: &Limits,
 ) -> Result<Approved, ApprovalError> {
@@ -196,7 +199,7 @@ pub async fn reissue<L: StaffLedger, G: Payments, O: OrderSystem>(
     payments: &G,
     orders: &O,
     record_id: &str,
-    by: &str,
+    by: Person<'_>,
     writer: &WriterMark,
     limits: &Limits,
 ) -> Result<Approved, ApprovalError> {
@@ -351,6 +354,7 @@ fn already_decided(record_id: &str, found: RefundRecord) -> ApprovalError {
             .clone()
             .unwrap_or_else(|| "the refund assistant".to_owned()),
         state: found.state.to_string(),
+        at: found.decided_at.clone().or_else(|| found.updated_at.clone()),
     }
 }
 

@@ -2,6 +2,7 @@
 //! reaches payments, and how often, when the ledger fails, refuses, or two
 //! people approve at once.
 
+use crate::conversation::person::Person;
 use super::RecordedRefunds;
 use super::approvals::{self, ApprovalError};
 use crate::config::DEFAULT_LIMITS;
@@ -106,7 +107,7 @@ async fn two_approvers_make_one_payment() {
             &payments,
             &AnyOrder,
             &approval_id,
-            "alice",
+            Person::named("alice"),
             &alice_mark,
             &DEFAULT_LIMITS
         ),
@@ -115,7 +116,7 @@ async fn two_approvers_make_one_payment() {
             &payments,
             &AnyOrder,
             &approval_id,
-            "bob",
+            Person::named("bob"),
             &bob_mark,
             &DEFAULT_LIMITS
         ),
@@ -180,7 +181,7 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
             &payments,
             &AnyOrder,
             &approval_id,
-            by,
+            Person::named(by),
             &mark,
             &DEFAULT_LIMITS,
         )

@@ -223,7 +223,7 @@ async fn approver(
         &payments,
         &orders,
         id,
-        "sam",
+        refund_chat::conversation::person::Person::named("sam"),
         &refund_chat::refund::WriterMark::fixed("staff:sam/laptop"),
         &refund_chat::config::DEFAULT_LIMITS,
     )
@@ -300,7 +300,7 @@ async fn a_slow_approver_clock_never_lets_the_sweep_call_a_live_approval_unknown
     let an_hour_ago = refund_chat::clock::now_ms() - 3_600_000;
     let claim = refund_chat::ledger::Claim {
         record_id: &id,
-        by: "sam",
+        by: refund_chat::conversation::person::Person::named("sam"),
         writer: &writer,
         now_ms: an_hour_ago,
         limits: &refund_chat::config::DEFAULT_LIMITS,
@@ -324,7 +324,7 @@ async fn a_slow_approver_clock_never_lets_the_sweep_call_a_live_approval_unknown
         "the approval goes on to payments"
     );
     let resolved = ledger
-        .resolve(&id, &refund_chat::ledger::Confirmed::NotExecuted, "dan", now, now)
+        .resolve(&id, &refund_chat::ledger::Confirmed::NotExecuted, refund_chat::conversation::person::Person::named("dan"), now, now)
         .await
         .unwrap();
     assert!(

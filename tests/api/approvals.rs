@@ -26,7 +26,7 @@ pub(crate) async fn claim(
     let writer = refund_chat::refund::WriterMark::fixed(writer);
     let claim = refund_chat::ledger::Claim {
         record_id: id,
-        by,
+        by: refund_chat::conversation::person::Person::named(by),
         writer: &writer,
         now_ms: refund_chat::clock::now_ms(),
         limits: &refund_chat::config::DEFAULT_LIMITS,
@@ -612,7 +612,7 @@ async fn a_stuck_approval_is_paid_only_after_a_person_resolved_it_and_only_once(
     }
     assert_eq!(attr(&desk.record(&id).await, "state"), Some("unknown"));
     let resolved = ledger
-        .resolve(&id, &refund_chat::ledger::Confirmed::NotExecuted, "dan", now + 1, now)
+        .resolve(&id, &refund_chat::ledger::Confirmed::NotExecuted, refund_chat::conversation::person::Person::named("dan"), now + 1, now)
         .await;
     assert!(matches!(resolved, Ok(refund_chat::ledger::StaffDecision::Done(_))));
 

@@ -1,25 +1,14 @@
 //! `unknown`: refunds whose outcome is not known (state unknown, or
 //! executing for longer than the function's timeout), to check with payments.
 
-use refund_chat::clock::now_ms;
-use refund_chat::config::FUNCTION_TIMEOUT;
-use refund_chat::ledger::dynamo::DynamoLedger;
-use refund_chat::refund::RefundState;
+use refund_chat::staff::Staff;
 
 use crate::print::{print_table, row};
 use crate::{Ending, Outcome};
 
-pub async fn run(ledger: &DynamoLedger) -> Outcome {
-    let stale_before = now_ms().saturating_sub(FUNCTION_TIMEOUT.as_millis() as u64);
-    let mut records = ledger.waiting(RefundState::Unknown).await?;
-    records.extend(
-        ledger
-            .waiting(RefundState::Executing)
-            .await?
-            .into_iter()
-            .filter(|r| r.executing_since_ms.unwrap_or(r.created_at_ms) < stale_before),
-    );
-    records.sort_by_key(|r| r.created_at_ms);
+pub async fn run(staff: &Staff) -> Outcome {
+    // The same list as the desk's queue shows.
+    let records = refund_chat::staff::read::unknown_outcomes(staff).await?;
     if records.is_empty() {
         println!("no refunds with an unknown outcome");
         return Ok(Ending::Done);

@@ -54,6 +54,7 @@ use super::{
     update_item,
 };
 use crate::clock::rfc3339;
+use crate::conversation::person::Person;
 use crate::conversation::shown::{self, Shown};
 use crate::conversation::{ConversationId, Exchange, Lifetime};
 use crate::ledger::{
@@ -160,6 +161,8 @@ pub struct StoredHandoff {
     pub request_id: String,
     /// Who closed it and when; `None` while it is open.
     pub closed: Option<(String, String)>,
+    /// The router's labels of the turn that handed off (contract 21).
+    pub router: Option<String>,
 }
 
 /// What closing a handoff found.
@@ -182,6 +185,7 @@ fn stored_handoff(head: &Item) -> Option<StoredHandoff> {
         closed: text(head, "handoff_closed_by")
             .zip(text(head, "handoff_closed_at"))
             .map(|(by, at)| (by.to_owned(), at.to_owned())),
+        router: text(head, "handoff_router").map(str::to_owned),
     })
 }
 
@@ -377,24 +381,34 @@ impl DynamoConversations {
 
     /// Closes an open handoff, recording who and when. The conversation stays
     /// with the people: its later messages still get the fixed reply.
-    pub async fn close_handoff(&self, handoff_id: &str, by: &str, now_ms: u64) -> Result<Closed, LedgerError> {
+    pub async fn close_handoff(&self, handoff_id: &str, by: Person<'_>, now_ms: u64) -> Result<Closed, LedgerError> {
         let Some(conversation) = crate::handoff::conversation_of(handoff_id) else {
             return Ok(Closed::NotFound);
         };
-        let result = self
+        let update = self
             .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(self.key(&conversation, HEAD).into_iter().collect()))
-            .update_expression("SET handoff_closed_by = :by, handoff_closed_at = :now REMOVE handoff_open")
+            .update_expression(match by.sub {
+                Some(_) => {
+                    "SET handoff_closed_by = :by, handoff_closed_by_sub = :by_sub, handoff_closed_at = :now \
+                     REMOVE handoff_open"
+                }
+                None => "SET handoff_closed_by = :by, handoff_closed_at = :now REMOVE handoff_open",
+            })
             .condition_expression("handoff_id = :id AND attribute_exists(handoff_open)")
-            .expression_attribute_values(":by", s(by))
+            .expression_attribute_values(":by", s(by.name))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
             .expression_attribute_values(":id", s(handoff_id))
             .return_values(ReturnValue::AllNew)
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-            .send()
-            .await;
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        let result = match by.sub {
+            Some(sub) => update.expression_attribute_values(":by_sub", s(sub)),
+            None => update,
+        }
+        .send()
+        .await;
         match result {
             Ok(output) => Ok(output
                 .attributes()

@@ -49,6 +49,7 @@
 //! apply twice.
 
 mod budgets;
+pub mod clicks;
 pub mod conversations;
 pub mod forget;
 pub mod notes;

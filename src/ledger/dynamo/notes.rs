@@ -142,6 +142,9 @@ impl PersonNotes {
             .item("from", s("person"))
             .item("by", s(&note.by))
             .condition_expression("attribute_not_exists(pk)");
+        if let Some(sub) = &note.by_sub {
+            put = put.item("by_sub", s(sub));
+        }
         if let Some(record_id) = &note.note_for {
             put = put.item("note_for", s(record_id));
         }

@@ -14,6 +14,7 @@
 //! holds no customer text; `forget` deletes it with the conversation.
 
 use super::conversations::{DynamoConversations, SORT_KEY};
+use crate::conversation::person::Person;
 use super::schema::EXCHANGE_PREFIX;
 pub use super::schema::VERDICT_PREFIX;
 use super::{Item, every_item, n, number, s, text, unavailable};
@@ -53,7 +54,7 @@ impl DynamoConversations {
         &self,
         conversation: &str,
         intent: Intent,
-        by: &str,
+        by: Person<'_>,
         now_ms: u64,
     ) -> Result<Verdict, LedgerError> {
         let first = self
@@ -78,13 +79,19 @@ impl DynamoConversations {
         else {
             return Ok(Verdict::NoConversation);
         };
-        self.client()
+        let put = self
+            .client()
             .put_item()
             .table_name(self.table())
             .item("pk", s(conversation))
-            .item(SORT_KEY, s(format!("{VERDICT_PREFIX}{now_ms:013}#{by}")))
+            .item(SORT_KEY, s(format!("{VERDICT_PREFIX}{now_ms:013}#{}", by.name)))
             .item("intent", s(intent.as_str()))
-            .item("by", s(by))
+            .item("by", s(by.name));
+        let put = match by.sub {
+            Some(sub) => put.item("by_sub", s(sub)),
+            None => put,
+        };
+        put
             .item("at", s(rfc3339(now_ms)))
             .item("expires_at", n(ends_by))
             .condition_expression("attribute_not_exists(pk)")

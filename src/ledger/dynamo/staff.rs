@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 
 use super::{DynamoLedger, Released, WAITING_INDEX, every_item, number, refund_pk_of, text};
 use crate::clock::rfc3339;
-use crate::conversation::person::{Decision, PersonNote};
+use crate::conversation::person::{Decision, Person, PersonNote};
 use crate::ledger::{
     APPROVAL_CLAIMED, APPROVAL_PAYING, Claim, Confirmed, DecidedBy, LedgerError, OrderInFlight, RefundRecord,
     StaffDecision,
@@ -61,7 +61,7 @@ impl<'a> Decide<'a> {
 #[derive(Clone, Copy)]
 struct NoteOf<'a> {
     decision: Decision,
-    by: &'a str,
+    by: Person<'a>,
     now_ms: u64,
 }
 
@@ -69,6 +69,27 @@ type Item = std::collections::HashMap<String, AttributeValue>;
 
 fn s(value: impl Into<String>) -> AttributeValue {
     AttributeValue::S(value.into())
+}
+
+/// `expression` (one `SET` clause) also setting `attribute` to who
+/// decided's verified `sub` (`:by_sub`, [`with_sub`]), when there is one.
+fn setting_sub(expression: &str, attribute: &str, by: Person<'_>) -> String {
+    match by.sub {
+        Some(_) => expression.replacen("SET ", &format!("SET {attribute} = :by_sub, "), 1),
+        None => expression.to_owned(),
+    }
+}
+
+/// The update with `:by_sub`, when who decided has a `sub` (DynamoDB
+/// refuses a value that its expression does not use).
+fn with_sub(
+    update: aws_sdk_dynamodb::types::builders::UpdateBuilder,
+    by: Person<'_>,
+) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
+    match by.sub {
+        Some(sub) => update.expression_attribute_values(":by_sub", s(sub)),
+        None => update,
+    }
 }
 
 fn n(value: u64) -> AttributeValue {
@@ -114,10 +135,12 @@ pub fn record_of(item: &Item) -> Result<RefundRecord, LedgerError> {
         payments_detail: opt(item, "payments_detail"),
         failure: opt(item, "failure"),
         decided_by: opt(item, "decided_by"),
+        decided_by_sub: opt(item, "decided_by_sub"),
         decided_at: opt(item, "decided_at"),
         rejection_reason: opt(item, "rejection_reason"),
         resolution: super::resolution_of(item),
         resolved_by: opt(item, "resolved_by"),
+        resolved_by_sub: opt(item, "resolved_by_sub"),
         resolved_at: opt(item, "resolved_at"),
         reissue_of: opt(item, "reissue_of"),
         reissued_as: opt(item, "reissued_as"),
@@ -196,7 +219,7 @@ impl DynamoLedger {
     pub async fn reject(
         &self,
         record_id: &str,
-        by: &str,
+        by: Person<'_>,
         reason: &str,
         now_ms: u64,
     ) -> Result<StaffDecision, LedgerError> {
@@ -205,10 +228,12 @@ impl DynamoLedger {
         };
         let update = self
             .decision(record_id, RefundState::AwaitingApproval, by, now_ms)
-            .update_expression(
+            .update_expression(setting_sub(
                 "SET #state = :rejected, decided_by = :by, decided_at = :at, rejection_reason = :reason \
                  REMOVE waiting_for",
-            )
+                "decided_by_sub",
+                by,
+            ))
             .expression_attribute_values(":rejected", s(RefundState::RejectedByStaff.as_str()))
             // A person's free text is masked as a customer's is (contract 23).
             .expression_attribute_values(":reason", s(crate::mask::masked(reason)));
@@ -233,7 +258,7 @@ impl DynamoLedger {
         &self,
         record_id: &str,
         confirmed: &Confirmed,
-        by: &str,
+        by: Person<'_>,
         stale_before_ms: u64,
         now_ms: u64,
     ) -> Result<StaffDecision, LedgerError> {
@@ -253,24 +278,29 @@ impl DynamoLedger {
             .expression_attribute_values(":unknown", s(RefundState::Unknown.as_str()))
             .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
             .expression_attribute_values(":stale_before", n(stale_before_ms))
-            .expression_attribute_values(":by", s(by))
+            .expression_attribute_values(":by", s(by.name))
             .expression_attribute_values(":at", s(rfc3339(now_ms)))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        update = with_sub(update, by);
         let mut releases = Vec::new();
         update = match confirmed {
             Confirmed::Executed { refund_id } => update
-                .update_expression(
+                .update_expression(setting_sub(
                     "SET resolution = :executed, resolved_refund_id = :refund_id, resolved_by = :by, \
                      resolved_at = :at REMOVE waiting_for",
-                )
+                    "resolved_by_sub",
+                    by,
+                ))
                 .expression_attribute_values(":executed", s("executed"))
                 .expression_attribute_values(":refund_id", s(crate::mask::masked(refund_id))),
             Confirmed::NotExecuted => {
                 releases = self.releases(&released(&before), &before.counts_for())?;
                 update
-                    .update_expression(
+                    .update_expression(setting_sub(
                         "SET resolution = :not_executed, resolved_by = :by, resolved_at = :at REMOVE waiting_for",
-                    )
+                        "resolved_by_sub",
+                        by,
+                    ))
                     .expression_attribute_values(":not_executed", s("not_executed"))
             }
         };
@@ -292,18 +322,19 @@ impl DynamoLedger {
         &self,
         record_id: &str,
         from: RefundState,
-        by: &str,
+        by: Person<'_>,
         now_ms: u64,
     ) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
-        Update::builder()
+        let update = Update::builder()
             .table_name(self.table())
             .key("pk", s(refund_pk_of(record_id)))
             .condition_expression("#state = :from")
             .expression_attribute_names("#state", "state")
             .expression_attribute_values(":from", s(from.as_str()))
-            .expression_attribute_values(":by", s(by))
+            .expression_attribute_values(":by", s(by.name))
             .expression_attribute_values(":at", s(rfc3339(now_ms)))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld);
+        with_sub(update, by)
     }
 
     /// Applies a decision in one transaction. Of two people deciding at
@@ -503,10 +534,12 @@ impl crate::ledger::StaffLedger for DynamoLedger {
         };
         let update = self
             .decision(record_id, RefundState::AwaitingApproval, by, now_ms)
-            .update_expression(
+            .update_expression(setting_sub(
                 "SET #state = :executing, waiting_for = :executing, decided_by = :by, decided_at = :at, \
                  writer = :writer, executing_since_ms = :now_ms, approval_step = :claimed",
-            )
+                "decided_by_sub",
+                by,
+            ))
             .expression_attribute_values(":executing", s(RefundState::Executing.as_str()))
             .expression_attribute_values(":writer", s(writer.as_str()))
             .expression_attribute_values(":now_ms", n(now_ms))
@@ -565,7 +598,10 @@ impl crate::ledger::StaffLedger for DynamoLedger {
             "reasons".into(),
             AttributeValue::L(original.reasons.iter().map(s).collect()),
         );
-        item.insert("decided_by".into(), s(by));
+        item.insert("decided_by".into(), s(by.name));
+        if let Some(sub) = by.sub {
+            item.insert("decided_by_sub".into(), s(sub));
+        }
         item.insert("decided_at".into(), s(rfc3339(now_ms)));
         item.insert("reissue_of".into(), s(&original.record_id));
         item.insert("writer".into(), s(writer.as_str()));

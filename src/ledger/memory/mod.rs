@@ -424,7 +424,8 @@ impl StaffLedger for MemoryLedger {
         };
         let before = record.clone();
         record.state = RefundState::Executing;
-        record.decided_by = Some(by.to_owned());
+        record.decided_by = Some(by.name.to_owned());
+        record.decided_by_sub = by.sub.map(str::to_owned);
         record.decided_at = Some(rfc3339(now_ms));
         record.executing_since_ms = Some(now_ms);
         *held_by = writer.as_str().to_owned();
@@ -474,7 +475,8 @@ impl StaffLedger for MemoryLedger {
         reissue.attempt.scope = scope;
         let mut record = new_record(&reissue, DecidedBy::Approval, RefundState::Executing, &[], now_ms);
         record.reasons = original.reasons.clone();
-        record.decided_by = Some(by.to_owned());
+        record.decided_by = Some(by.name.to_owned());
+        record.decided_by_sub = by.sub.map(str::to_owned);
         record.decided_at = Some(rfc3339(now_ms));
         record.reissue_of = Some(original.record_id.clone());
         original.reissued_as = Some(record.record_id.clone());

@@ -1,0 +1,404 @@
+//! `refund-chat-staff`'s edge (contract 24): the support team's desk under
+//! `/support/staff/` on the customers' REST API, behind the staff pool's
+//! Cognito authorizer. It routes, checks who is asking (no data is read
+//! for anyone outside `STAFF_GROUP`; money also needs `APPROVER_GROUP`),
+//! holds each click's `Idempotency-Key`, and hands the decision to
+//! [`crate::staff::decide`], the code `refund-chat-admin` runs too.
+
+pub mod answer;
+pub mod identity;
+pub mod page;
+
+use lambda_http::http::{Method, StatusCode, header};
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde_json::{Value, json};
+
+use crate::config::DeskConfig;
+use crate::ledger::Confirmed;
+use crate::ledger::dynamo::clicks::Click;
+use crate::router::Intent;
+use crate::staff::decide::{self, Decided};
+use crate::staff::read::{self, Links};
+use crate::staff::{Staff, decide::Outcome};
+
+use answer::Answer;
+use identity::{Member, Role};
+
+pub const PREFIX: &str = "/support/staff";
+
+/// The desk for the life of the container.
+pub struct StaffApp {
+    pub staff: Staff,
+    config: DeskConfig,
+    page: page::PageConfig,
+    links: Links,
+}
+
+/// A decision a POST asks for, its fields checked.
+#[derive(Debug, Clone, PartialEq)]
+enum Asked {
+    Approve { id: String, intent: Option<Intent> },
+    Reject { id: String, reason: String, intent: Option<Intent> },
+    Resolve { id: String, confirmed: Confirmed },
+    Reply { id: String, text: String },
+    Close { id: String, text: Option<String>, intent: Option<Intent> },
+}
+
+impl Asked {
+    fn needs(&self) -> Role {
+        match self {
+            Asked::Approve { .. } | Asked::Reject { .. } | Asked::Resolve { .. } => Role::Approver,
+            Asked::Reply { .. } | Asked::Close { .. } => Role::Staff,
+        }
+    }
+}
+
+/// The request's path below [`PREFIX`], in decoded segments.
+fn segments(path: &str) -> Option<Vec<String>> {
+    let rest = path.strip_prefix(PREFIX)?;
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return None;
+    }
+    Some(
+        rest.split('/')
+            .filter(|s| !s.is_empty())
+            .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+            .collect(),
+    )
+}
+
+fn intent_field(body: &Value) -> Result<Option<Intent>, String> {
+    match &body["intent"] {
+        Value::Null => Ok(None),
+        Value::String(name) => Intent::parse(name).map(Some).ok_or_else(|| {
+            let names: Vec<&str> = Intent::ALL.iter().map(|i| i.as_str()).collect();
+            format!("intent {name:?} is not one of {}", names.join(", "))
+        }),
+        _ => Err("intent must be a string".into()),
+    }
+}
+
+fn text_field(body: &Value, name: &str) -> Result<Option<String>, String> {
+    match &body[name] {
+        Value::Null => Ok(None),
+        Value::String(text) => Ok(Some(text.clone())),
+        _ => Err(format!("{name} must be a string")),
+    }
+}
+
+/// The decision a POST names, its body read: `Err` a 422's words.
+fn asked(parts: &[&str], body: &Value) -> Result<Option<Asked>, String> {
+    let id = |i: usize| parts[i].to_owned();
+    Ok(Some(match parts {
+        ["refunds", _, "approve"] => Asked::Approve {
+            id: id(1),
+            intent: intent_field(body)?,
+        },
+        ["refunds", _, "reject"] => Asked::Reject {
+            id: id(1),
+            reason: text_field(body, "reason")?.ok_or("reason is required")?,
+            intent: intent_field(body)?,
+        },
+        ["refunds", _, "resolve"] => {
+            let executed = text_field(body, "executed")?;
+            let not_executed = match &body["not_executed"] {
+                Value::Null => false,
+                Value::Bool(flag) => *flag,
+                _ => return Err("not_executed must be true".into()),
+            };
+            let confirmed = match (executed, not_executed) {
+                (Some(refund_id), false) => Confirmed::Executed { refund_id },
+                (None, true) => Confirmed::NotExecuted,
+                _ => return Err("give either executed (the refund id payments gave) or not_executed: true".into()),
+            };
+            Asked::Resolve { id: id(1), confirmed }
+        }
+        ["conversations", _, "reply"] => Asked::Reply {
+            id: id(1),
+            text: text_field(body, "text")?.ok_or("text is required")?,
+        },
+        ["handoffs", _, "close"] => Asked::Close {
+            id: id(1),
+            text: text_field(body, "text")?,
+            intent: intent_field(body)?,
+        },
+        _ => return Ok(None),
+    }))
+}
+
+impl StaffApp {
+    pub fn new(config: DeskConfig, staff: Staff, help_origins: Vec<String>) -> StaffApp {
+        let links = Links {
+            trace: config.trace_url_template.clone(),
+            order: config.order_url_template.clone(),
+        };
+        let page = page::PageConfig {
+            sign_in_url: config.sign_in_url.clone(),
+            client_id: config.client_id.clone(),
+            link_origins: page::link_origins(
+                help_origins,
+                [config.trace_url_template.as_deref(), config.order_url_template.as_deref()],
+            ),
+            approver_group: config.approver_group.clone(),
+        };
+        StaffApp {
+            staff,
+            config,
+            page,
+            links,
+        }
+    }
+
+    pub fn config(&self) -> &DeskConfig {
+        &self.config
+    }
+
+    /// One request, answered.
+    pub async fn answer(&self, request: Request) -> Response<Body> {
+        let request_id = request
+            .lambda_context_ref()
+            .map(|context| context.request_id.clone())
+            .filter(|id| !id.is_empty())
+            .unwrap_or_else(|| "unknown".to_owned());
+        let origin = self.config.allow_origin.as_deref();
+        let Some(parts) = segments(request.raw_http_path()) else {
+            return Answer::error(StatusCode::NOT_FOUND, "no such route").response(&request_id, origin, false);
+        };
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+        // The page and its files hold no data: no person needed.
+        if parts.len() <= 1 && matches!(parts.first().copied(), None | Some("index.html" | "desk.js" | "desk.css")) {
+            if request.method() != Method::GET && request.method() != Method::HEAD {
+                return method_not_allowed("GET", &request_id, origin);
+            }
+            return page::serve(parts.first().copied().unwrap_or(""), &self.page)
+                .unwrap_or_else(|| Answer::error(StatusCode::NOT_FOUND, "no such file").response(&request_id, origin, false));
+        }
+        // Nothing is read for anyone outside the support team.
+        let member = match identity::member(&request, &self.config) {
+            Ok(member) => member,
+            Err(refused @ identity::Refused::Unauthenticated) => {
+                return Answer::error(StatusCode::UNAUTHORIZED, refused.to_string()).response(&request_id, origin, false);
+            }
+            Err(refused) => {
+                return Answer::error(StatusCode::FORBIDDEN, refused.to_string()).response(&request_id, origin, false);
+            }
+        };
+        let Some(role) = member.role(&self.config) else {
+            tracing::warn!(event = "staff_refused", sub = %crate::untrusted::visible(&member.sub), why = "no staff group");
+            return Answer::error(StatusCode::FORBIDDEN, identity::Refused::NotStaff.to_string())
+                .response(&request_id, origin, false);
+        };
+        let (answer, replayed) = match *request.method() {
+            Method::GET => (self.read(&parts, &member, role).await, false),
+            Method::POST => self.decide(&request, &parts, &member, role).await,
+            _ => return method_not_allowed("GET, POST", &request_id, origin),
+        };
+        answer.response(&request_id, origin, replayed)
+    }
+
+    async fn read(&self, parts: &[&str], member: &Member, role: Role) -> Answer {
+        let read = match parts {
+            ["queue"] => read::queue(&self.staff).await.map(|queue| {
+                metrics::gauge!("StaffQueueOldestWait").set(queue.oldest_wait_secs as f64);
+                let mut body = json!(queue);
+                body["you"] = json!({"name": member.name, "approver": role == Role::Approver});
+                Some(body)
+            }),
+            ["refunds", id] => read::refund(&self.staff, id).await.map(|view| view.map(|v| json!(v))),
+            ["conversations", id] => read::conversation(&self.staff, &decide::conversation_named(id), &self.links)
+                .await
+                .map(|view| view.map(|v| json!(v))),
+            _ => return Answer::error(StatusCode::NOT_FOUND, "no such route"),
+        };
+        match read {
+            Ok(Some(body)) => Answer::ok(body),
+            Ok(None) => Answer::error(StatusCode::NOT_FOUND, format!("no {} with that id (or it expired)", parts[0].trim_end_matches('s'))),
+            Err(error) => Answer::ledger(&error),
+        }
+    }
+
+    async fn decide(&self, request: &Request, parts: &[&str], member: &Member, role: Role) -> (Answer, bool) {
+        let body: Value = match request.body().as_ref() {
+            [] => Value::Object(Default::default()),
+            bytes => match serde_json::from_slice::<Value>(bytes) {
+                Ok(value @ Value::Object(_)) => value,
+                _ => return (Answer::error(StatusCode::BAD_REQUEST, "the body must be a JSON object"), false),
+            },
+        };
+        let asked = match asked(parts, &body) {
+            Ok(Some(asked)) => asked,
+            Ok(None) => return (Answer::error(StatusCode::NOT_FOUND, "no such route"), false),
+            Err(why) => return (Answer::error(StatusCode::UNPROCESSABLE_ENTITY, why), false),
+        };
+        if role < asked.needs() {
+            tracing::warn!(event = "staff_refused", sub = %crate::untrusted::visible(&member.sub), why = "not an approver");
+            return (
+                Answer::error(StatusCode::FORBIDDEN, "deciding money needs the approvers' group"),
+                false,
+            );
+        }
+        let key = match request
+            .headers()
+            .get(crate::http::idempotency::HEADER)
+            .map(|value| crate::http::idempotency::IdempotencyKey::parse(value.as_bytes()))
+        {
+            Some(Ok(key)) => key,
+            Some(Err(malformed)) => return (Answer::error(StatusCode::BAD_REQUEST, malformed.to_string()), false),
+            None => {
+                return (
+                    Answer::error(StatusCode::BAD_REQUEST, "every decision needs an Idempotency-Key header (one per click)"),
+                    false,
+                );
+            }
+        };
+        // Of the body as read, masked: never a hash of a card number.
+        let fingerprint = crate::http::idempotency::body_sha256(
+            format!("POST {}\n{}", parts.join("/"), crate::mask::masked(&body.to_string())).as_bytes(),
+        );
+        let ttl = self.config.idempotency_ttl;
+        match self.staff.ledger.begin_click(&member.sub, key.as_str(), &fingerprint, ttl).await {
+            Ok(Click::Fresh) => {}
+            Ok(Click::Answered { status, body }) => {
+                let body = serde_json::from_str(&body).unwrap_or(Value::Null);
+                let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+                return (Answer { status, body }, true);
+            }
+            Ok(Click::Mismatch) => {
+                return (
+                    Answer::error(StatusCode::UNPROCESSABLE_ENTITY, "this Idempotency-Key was sent with another request"),
+                    false,
+                );
+            }
+            Ok(Click::Running) => {
+                return (
+                    Answer::error(
+                        StatusCode::CONFLICT,
+                        "this click is still being decided, or its outcome is not known: open the item again to see it",
+                    ),
+                    false,
+                );
+            }
+            Err(error) => return (Answer::ledger(&error), false),
+        }
+        let is_reply = matches!(asked, Asked::Reply { .. });
+        let answer = match self.run(asked, member).await {
+            Ok(decided) => Answer::decided(&decided),
+            Err(error) => {
+                // A reply whose append may have landed keeps its key: the
+                // same click never posts it twice. Any other decision is
+                // one conditional write, safe to run again.
+                if !is_reply && let Err(error) = self.staff.ledger.release_click(&member.sub, key.as_str()).await {
+                    tracing::error!(event = "ledger", op = "release_click", error = %error);
+                }
+                return (Answer::ledger(&error), false);
+            }
+        };
+        if let Err(error) = self
+            .staff
+            .ledger
+            .answer_click(&member.sub, key.as_str(), answer.status.as_u16(), &answer.body.to_string())
+            .await
+        {
+            tracing::error!(event = "ledger", op = "answer_click", error = %error, "the click's answer is not kept");
+        }
+        (answer, false)
+    }
+
+    async fn run(&self, asked: Asked, member: &Member) -> Result<Decided, crate::ledger::LedgerError> {
+        let staff = &self.staff;
+        let by = member.person();
+        match asked {
+            Asked::Approve { id, intent } => {
+                let decided = decide::approve(staff, &id, by).await?;
+                decide::with_verdict_on_record(staff, decided, &id, intent, by).await
+            }
+            Asked::Reject { id, reason, intent } => {
+                let decided = decide::reject(staff, &id, by, &reason).await?;
+                decide::with_verdict_on_record(staff, decided, &id, intent, by).await
+            }
+            Asked::Resolve { id, confirmed } => decide::resolve(staff, &id, by, &confirmed).await,
+            Asked::Reply { id, text } => decide::reply(staff, &id, by, &text).await,
+            Asked::Close { id, text, intent } => {
+                let decided = decide::close_handoff(staff, &id, by, text.as_deref()).await?;
+                let conversation = crate::handoff::conversation_of(&id);
+                if decided.outcome == Outcome::Done {
+                    decide::with_verdict(staff, decided, conversation.as_deref(), intent, by).await
+                } else {
+                    Ok(decided)
+                }
+            }
+        }
+    }
+}
+
+/// The desk as deployed: the function's own HTTP client (the SDK's calls
+/// too), its AWS configuration from the environment, the help centre's
+/// origins for the page's links.
+pub async fn build(config: DeskConfig) -> Result<StaffApp, Box<dyn std::error::Error + Send + Sync>> {
+    let http = crate::http_client::money_path_client()?;
+    let aws = crate::startup::function_aws_config(&http).await;
+    let placeholders = crate::help::Placeholders::of_limits(&config.staff.limits);
+    let dir = std::env::var("HELP_ARTICLES_DIR").ok().filter(|d| !d.trim().is_empty());
+    let origins = crate::help::link_origins(dir.as_deref().map(std::path::Path::new), &placeholders)?;
+    let staff = Staff::new(&config.staff, &aws, http);
+    Ok(StaffApp::new(config, staff, origins))
+}
+
+fn method_not_allowed(allow: &'static str, request_id: &str, origin: Option<&str>) -> Response<Body> {
+    let mut response = Answer::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").response(request_id, origin, false);
+    if let Ok(value) = header::HeaderValue::from_str(allow) {
+        response.headers_mut().insert(header::ALLOW, value);
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_read_their_segments() {
+        assert_eq!(segments("/support/staff"), Some(vec![]));
+        assert_eq!(segments("/support/staff/"), Some(vec![]));
+        assert_eq!(
+            segments("/support/staff/refunds/r%5F1/approve"),
+            Some(vec!["refunds".to_owned(), "r_1".to_owned(), "approve".to_owned()])
+        );
+        assert_eq!(segments("/support/staffing"), None);
+        assert_eq!(segments("/support/refund-chat"), None);
+    }
+
+    #[test]
+    fn a_bad_field_is_refused_before_anything_is_written() {
+        let parts = ["refunds", "r_1", "approve"];
+        assert!(asked(&parts, &json!({"intent": "refund"})).is_ok());
+        assert!(asked(&parts, &json!({"intent": "groceries"})).unwrap_err().contains("groceries"));
+        let resolve = ["refunds", "r_1", "resolve"];
+        assert!(asked(&resolve, &json!({})).is_err());
+        assert!(asked(&resolve, &json!({"executed": "rf_1", "not_executed": true})).is_err());
+        assert_eq!(
+            asked(&resolve, &json!({"not_executed": true})),
+            Ok(Some(Asked::Resolve {
+                id: "r_1".into(),
+                confirmed: Confirmed::NotExecuted
+            }))
+        );
+        assert!(asked(&["refunds", "r_1", "reject"], &json!({})).is_err());
+        assert!(asked(&["conversations", "c_1", "reply"], &json!({"text": 3})).is_err());
+        assert_eq!(asked(&["refunds", "r_1", "pay"], &json!({})), Ok(None));
+    }
+
+    #[test]
+    fn money_needs_the_approvers() {
+        let approve = Asked::Approve {
+            id: "r".into(),
+            intent: None,
+        };
+        let reply = Asked::Reply {
+            id: "c".into(),
+            text: "hi".into(),
+        };
+        assert!(Role::Staff < approve.needs());
+        assert!(Role::Staff >= reply.needs());
+    }
+}

@@ -1,0 +1,133 @@
+//! The desk's page (contract 24): one HTML file, its script and its style,
+//! compiled into the function. The page holds no data; what it needs to
+//! sign in (the identity provider's endpoint and the app client) and the
+//! origins it may link to travel in a `<meta>` element, never in an inline
+//! script, and the content-security-policy allows only the page's own
+//! files, the API (same origin) and the identity provider.
+
+use lambda_http::http::{StatusCode, header};
+use lambda_http::{Body, Response};
+
+const HTML: &str = include_str!("../../../web/staff/index.html");
+const SCRIPT: &str = include_str!("../../../web/staff/desk.js");
+const STYLE: &str = include_str!("../../../web/staff/desk.css");
+
+/// What the page is told.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PageConfig {
+    /// Cognito's `InitiateAuth` endpoint; none: the page cannot sign in.
+    pub sign_in_url: Option<String>,
+    pub client_id: Option<String>,
+    /// Origins a link may go to: the help centre's and the two URL templates'.
+    pub link_origins: Vec<String>,
+    pub approver_group: String,
+}
+
+fn origin_of(url: &str) -> Option<String> {
+    reqwest::Url::parse(url).ok().map(|url| url.origin().ascii_serialization())
+}
+
+/// The origins of the URL templates, beside the help centre's.
+pub fn link_origins(help: Vec<String>, templates: [Option<&str>; 2]) -> Vec<String> {
+    let mut origins: Vec<String> = help
+        .into_iter()
+        .chain(templates.into_iter().flatten().filter_map(|t| origin_of(&t.replace(['{', '}'], ""))))
+        .filter(|origin| origin != "null")
+        .collect();
+    origins.sort();
+    origins.dedup();
+    origins
+}
+
+/// Text for an HTML attribute's value.
+fn attribute(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// The policy: the page's own script and style, the API, the identity provider.
+pub fn content_security_policy(config: &PageConfig) -> String {
+    let sign_in = config
+        .sign_in_url
+        .as_deref()
+        .and_then(origin_of)
+        .map(|origin| format!(" {origin}"))
+        .unwrap_or_default();
+    format!(
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'{sign_in}; \
+         base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    )
+}
+
+fn file(content_type: &str, body: String, policy: Option<String>) -> Response<Body> {
+    let mut response = Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, content_type)
+        .header(header::CACHE_CONTROL, "no-cache")
+        .header("x-content-type-options", "nosniff")
+        .header("referrer-policy", "no-referrer");
+    if let Some(policy) = policy {
+        response = response.header("content-security-policy", policy);
+    }
+    response
+        .body(Body::Text(body))
+        .unwrap_or_else(|_| Response::new(Body::Empty))
+}
+
+/// The page, its script or its style, by the path's last part; none for
+/// any other name.
+pub fn serve(name: &str, config: &PageConfig) -> Option<Response<Body>> {
+    match name {
+        "" | "index.html" => {
+            let meta = serde_json::to_string(config).unwrap_or_default();
+            let html = HTML.replace("{{DESK_CONFIG}}", &attribute(&meta));
+            Some(file("text/html; charset=utf-8", html, Some(content_security_policy(config))))
+        }
+        "desk.js" => Some(file("text/javascript; charset=utf-8", SCRIPT.to_owned(), None)),
+        "desk.css" => Some(file("text/css; charset=utf-8", STYLE.to_owned(), None)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_allows_no_inline_script_and_only_the_sign_in_origin_besides() {
+        let config = PageConfig {
+            sign_in_url: Some("https://cognito-idp.eu-west-1.amazonaws.com/".into()),
+            ..PageConfig::default()
+        };
+        let policy = content_security_policy(&config);
+        assert!(policy.contains("script-src 'self';"), "{policy}");
+        assert!(!policy.contains("unsafe-inline"), "{policy}");
+        assert!(policy.contains("connect-src 'self' https://cognito-idp.eu-west-1.amazonaws.com;"));
+    }
+
+    #[test]
+    fn the_page_carries_its_settings_escaped_and_no_inline_script() {
+        let config = PageConfig {
+            client_id: Some("c\"><script>alert(1)</script>".into()),
+            ..PageConfig::default()
+        };
+        let Some(page) = serve("", &config) else { panic!("no page") };
+        let Body::Text(html) = page.body() else { panic!("not text") };
+        assert!(!html.contains("<script>alert"), "{html}");
+        assert_eq!(html.matches("<script").count(), html.matches("<script src=").count());
+        assert!(serve("../secret", &config).is_none());
+    }
+
+    #[test]
+    fn links_go_to_the_help_centre_and_the_templates_origins() {
+        let origins = link_origins(
+            vec!["https://help.shop.example".into()],
+            [Some("https://logs.example/q/{request_id}"), None],
+        );
+        assert_eq!(origins, ["https://help.shop.example", "https://logs.example"]);
+    }
+}

@@ -1,0 +1,71 @@
+//! The support team's decisions and reads (contracts 9, 12, 18, 21 and 24),
+//! one library with two front ends: `refund-chat-admin` in a terminal and
+//! `refund-chat-staff`, the desk in a browser ([`desk`]). A rule or a race
+//! is fixed here once: an approval reads the order afresh and pays at most
+//! once ([`crate::record_then_pay::approvals`]); a rejection, a resolution
+//! and a closed handoff are one conditional write each; a reply is
+//! checked, masked and appended.
+//!
+//! Each decision ends in a [`decide::Decided`]: what happened, in the words
+//! a person reads, and who decided first when someone did. The terminal
+//! prints it and maps it to an exit status; the desk maps it to an HTTP
+//! status ([`desk::answer`]). Who decides is a
+//! [`crate::conversation::person::Person`]: a name, and from the desk the
+//! `sub` the staff pool's authorizer verified, recorded beside it.
+
+pub mod decide;
+pub mod desk;
+pub mod read;
+
+use std::time::Duration;
+
+use aws_config::SdkConfig;
+
+use crate::config::StaffConfig;
+use crate::conversation::Lifetime;
+use crate::ledger::dynamo::DynamoLedger;
+use crate::ledger::dynamo::conversations::DynamoConversations;
+use crate::ledger::dynamo::notes::PersonNotes;
+use crate::orders::http::HttpOrders;
+use crate::refund::payments::HttpPayments;
+use crate::refund::policy::Limits;
+
+/// What the support team's decisions use: the ledger (with the notes a
+/// decision leaves in the conversation), the conversations, payments, the
+/// order system and the rules' limits.
+pub struct Staff {
+    pub ledger: DynamoLedger,
+    pub conversations: DynamoConversations,
+    pub payments: HttpPayments,
+    pub orders: HttpOrders,
+    pub limits: Limits,
+}
+
+impl Staff {
+    /// Wired from `config`, with `aws` for the tables and `http` for
+    /// payments and the order system.
+    pub fn new(config: &StaffConfig, aws: &SdkConfig, http: reqwest::Client) -> Staff {
+        // A person's note or reply keeps the conversation alive as an
+        // exchange does (the TTL); the maximum age is the header's own `ends_by`.
+        let conversations = DynamoConversations::from_sdk_config(
+            aws,
+            &config.conversation_table,
+            &config.ledger_table,
+            Lifetime {
+                ttl: config.conversation_ttl,
+                max_age: Duration::ZERO,
+            },
+            config.ledger_timeout,
+        );
+        // Decisions leave their notes in the record's conversation (contract 18).
+        let ledger = DynamoLedger::from_sdk_config(aws, &config.ledger_table, config.ledger_timeout)
+            .with_notes(PersonNotes::of(&conversations));
+        Staff {
+            ledger,
+            conversations,
+            payments: HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout),
+            orders: HttpOrders::new(http, &config.orders_base_url, config.orders_timeout),
+            limits: config.limits,
+        }
+    }
+}

@@ -1,0 +1,606 @@
+//! What the support team reads (contract 24): the queue of what waits for
+//! a person, one refund with its order read afresh, and a conversation in
+//! words. Plain data for the desk's JSON; every text a customer or the
+//! model wrote is carried as text, for the page to show as text.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::chat::Message;
+use crate::clock::now_ms;
+use crate::config::FUNCTION_TIMEOUT;
+use crate::ledger::dynamo::conversations::{StoredExchange, StoredHandoff, Transcript};
+use crate::ledger::{LedgerError, RefundRecord};
+use crate::orders::{OrderLookup, OrderSystem};
+use crate::refund::RefundState;
+
+use super::Staff;
+
+/// One thing that waits for a person.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueueItem {
+    pub id: String,
+    /// `approval`, `handoff` or `unknown_outcome`.
+    pub kind: &'static str,
+    /// Since when it waits (RFC 3339): a refund's recording, a handoff's
+    /// moment (the customer's later messages never move it).
+    pub since: String,
+    pub waited_secs: u64,
+    pub customer: String,
+    pub conversation_id: Option<String>,
+    pub order_id: Option<String>,
+    pub amount: Option<String>,
+    pub reasons: Vec<String>,
+    /// The router's labels (contract 21), as recorded.
+    pub router: Option<String>,
+    /// The two first lines of the model's summary (a handoff's), or of the order's facts.
+    pub summary: Vec<String>,
+}
+
+/// What waits for a person, oldest first, each kind in its own list.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Queue {
+    pub approvals: Vec<QueueItem>,
+    pub handoffs: Vec<QueueItem>,
+    pub unknown_outcomes: Vec<QueueItem>,
+    /// How long the oldest item of any kind has waited (0: nothing waits).
+    pub oldest_wait_secs: u64,
+}
+
+fn waited(since_ms: u64, now: u64) -> u64 {
+    now.saturating_sub(since_ms) / 1000
+}
+
+fn record_item(record: &RefundRecord, kind: &'static str, now: u64) -> QueueItem {
+    QueueItem {
+        id: record.record_id.clone(),
+        kind,
+        since: record.created_at.clone(),
+        waited_secs: waited(record.created_at_ms, now),
+        customer: record.user_id.clone(),
+        conversation_id: record.conversation_id.clone(),
+        order_id: Some(record.order_id.clone()),
+        amount: Some(record.amount.to_string()),
+        reasons: record.reasons.clone(),
+        router: record.router.clone(),
+        summary: vec![record.order_facts()],
+    }
+}
+
+fn handoff_item(handoff: &StoredHandoff, now: u64) -> QueueItem {
+    let since_ms = crate::clock::parse_utc(&handoff.at).unwrap_or(now);
+    QueueItem {
+        id: handoff.id.clone(),
+        kind: "handoff",
+        since: handoff.at.clone(),
+        waited_secs: waited(since_ms, now),
+        customer: handoff.customer.clone(),
+        conversation_id: Some(handoff.conversation_id.clone()),
+        order_id: None,
+        amount: None,
+        reasons: vec![handoff.reason.clone()],
+        router: handoff.router.clone(),
+        summary: handoff
+            .summary
+            .as_deref()
+            .map(|summary| summary.lines().filter(|l| !l.trim().is_empty()).take(2).map(str::to_owned).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// Refunds whose outcome is not known: `unknown`, or `executing` for
+/// longer than the function's timeout (what `refund-chat-admin unknown` lists).
+pub async fn unknown_outcomes(staff: &Staff) -> Result<Vec<RefundRecord>, LedgerError> {
+    let stale_before = now_ms().saturating_sub(FUNCTION_TIMEOUT.as_millis() as u64);
+    let mut records = staff.ledger.waiting(RefundState::Unknown).await?;
+    records.extend(
+        staff
+            .ledger
+            .waiting(RefundState::Executing)
+            .await?
+            .into_iter()
+            .filter(|r| r.executing_since_ms.unwrap_or(r.created_at_ms) < stale_before),
+    );
+    records.sort_by_key(|r| r.created_at_ms);
+    Ok(records)
+}
+
+/// The queue, oldest first.
+pub async fn queue(staff: &Staff) -> Result<Queue, LedgerError> {
+    let now = now_ms();
+    let approvals: Vec<QueueItem> = staff
+        .ledger
+        .waiting(RefundState::AwaitingApproval)
+        .await?
+        .iter()
+        .map(|record| record_item(record, "approval", now))
+        .collect();
+    let mut handoffs: Vec<QueueItem> = staff
+        .conversations
+        .open_handoffs()
+        .await?
+        .iter()
+        .map(|handoff| handoff_item(handoff, now))
+        .collect();
+    handoffs.sort_by(|a, b| (b.waited_secs, &a.id).cmp(&(a.waited_secs, &b.id)));
+    let unknown: Vec<QueueItem> = unknown_outcomes(staff)
+        .await?
+        .iter()
+        .map(|record| record_item(record, "unknown_outcome", now))
+        .collect();
+    let oldest_wait_secs = approvals
+        .iter()
+        .chain(&handoffs)
+        .chain(&unknown)
+        .map(|item| item.waited_secs)
+        .max()
+        .unwrap_or(0);
+    Ok(Queue {
+        approvals,
+        handoffs,
+        unknown_outcomes: unknown,
+        oldest_wait_secs,
+    })
+}
+
+/// The order as an approval would read it now (contract 16), its address held back.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "read", rename_all = "snake_case")]
+pub enum OrderNow {
+    Found {
+        status: String,
+        placed_at: String,
+        delivered_at: Option<String>,
+        paid: String,
+        refunded: String,
+        currency: String,
+        items: Vec<String>,
+    },
+    NotFound,
+    Unavailable {
+        why: String,
+    },
+}
+
+/// A help-centre passage the turn's searches showed the model (contract 17).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Passage {
+    pub article_id: String,
+    pub version: String,
+    pub title: String,
+    pub url: String,
+    pub passage: String,
+}
+
+/// One refund, as an approver decides it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RefundView {
+    /// Every field, as `refund-chat-admin show` prints it (empty ones left out).
+    pub record: serde_json::Map<String, Value>,
+    pub state: String,
+    pub amount: String,
+    pub order_now: OrderNow,
+    pub cited: Vec<Passage>,
+    pub router: Option<String>,
+    /// The last intent a person gave for its conversation.
+    pub verdict: Option<String>,
+    pub conversation_id: Option<String>,
+}
+
+fn money(cents: u64) -> String {
+    crate::refund::money::AmountCents::new(cents).to_string()
+}
+
+/// The order read afresh as the record's customer.
+pub async fn order_now(staff: &Staff, order_id: &str, customer: &str) -> OrderNow {
+    match staff.orders.order(order_id, customer).await {
+        OrderLookup::Found(order) => OrderNow::Found {
+            status: order.status.as_str().to_owned(),
+            placed_at: order.placed_at.clone(),
+            delivered_at: order.delivered_at.clone(),
+            paid: money(order.paid_cents),
+            refunded: money(order.refunded_cents),
+            currency: order.currency.clone(),
+            items: order
+                .items
+                .iter()
+                .map(|item| format!("{} x {}", item.quantity, item.name))
+                .collect(),
+        },
+        OrderLookup::NotFound => OrderNow::NotFound,
+        OrderLookup::Unavailable(error) => OrderNow::Unavailable { why: error.to_string() },
+    }
+}
+
+/// The passages the searches of an exchange showed the model.
+pub fn passages(stored: &StoredExchange) -> Vec<Passage> {
+    let searches: Vec<&str> = stored
+        .exchange
+        .messages
+        .iter()
+        .flat_map(|message| match message {
+            Message::Assistant { tool_calls, .. } => tool_calls.as_slice(),
+            _ => &[],
+        })
+        .filter(|call| call.name == crate::help::tool::TOOL_NAME)
+        .map(|call| call.id.as_str())
+        .collect();
+    let mut found: Vec<Passage> = Vec::new();
+    for message in &stored.exchange.messages {
+        let Message::Tool { tool_call_id, content } = message else {
+            continue;
+        };
+        if !searches.contains(&tool_call_id.as_str()) {
+            continue;
+        }
+        let Ok(value) = serde_json::from_str::<Value>(content) else {
+            continue;
+        };
+        for result in value["results"].as_array().into_iter().flatten() {
+            let field = |name: &str| result[name].as_str().unwrap_or_default().to_owned();
+            let passage = Passage {
+                article_id: field("article_id"),
+                version: field("version"),
+                title: field("title"),
+                url: field("url"),
+                passage: field("passage"),
+            };
+            if !found.contains(&passage) {
+                found.push(passage);
+            }
+        }
+    }
+    found
+}
+
+/// One refund record with what an approver needs beside it; none when unknown.
+pub async fn refund(staff: &Staff, id: &str) -> Result<Option<RefundView>, LedgerError> {
+    let Some(record) = staff.ledger.record(id).await? else {
+        return Ok(None);
+    };
+    let fields: serde_json::Map<String, Value> = RefundRecord::COLUMNS
+        .iter()
+        .zip(record.values())
+        .filter(|(_, value)| !value.is_empty())
+        .map(|(column, value)| ((*column).to_owned(), Value::String(value)))
+        .collect();
+    let (cited, verdict) = match &record.conversation_id {
+        Some(conversation) => {
+            let transcript = staff.conversations.transcript(conversation, now_ms()).await?;
+            let cited = transcript
+                .as_ref()
+                .and_then(|t| t.exchanges.iter().find(|e| e.request_id == record.request_id))
+                .map(passages)
+                .unwrap_or_default();
+            let verdict = transcript.and_then(|t| t.verdicts.last().map(|v| v.intent.clone()));
+            (cited, verdict)
+        }
+        None => (Vec::new(), None),
+    };
+    Ok(Some(RefundView {
+        record: fields,
+        state: record.state.as_str().to_owned(),
+        amount: record.amount.to_string(),
+        order_now: order_now(staff, &record.order_id, &record.user_id).await,
+        cited,
+        router: record.router.clone(),
+        verdict,
+        conversation_id: record.conversation_id.clone(),
+    }))
+}
+
+/// One line of a transcript: who wrote it, and what.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Line {
+    /// `customer`, `agent`, `person`, `tool` (what code did for a tool call) or `model_summary`.
+    pub who: &'static str,
+    pub text: String,
+    /// The person's name, for a person's line.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+}
+
+/// One exchange, in words.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ExchangeView {
+    pub seq: u64,
+    pub at: String,
+    pub request_id: String,
+    pub status: u16,
+    pub router: Option<String>,
+    /// `TRACE_URL_TEMPLATE` with the request id; none when unset or for a person's words.
+    pub trace_url: Option<String>,
+    pub lines: Vec<Line>,
+    pub cited: Vec<Passage>,
+}
+
+/// The handoff, with the model's summary marked as the model's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HandoffView {
+    pub id: String,
+    pub reason: String,
+    pub at: String,
+    pub router: Option<String>,
+    pub model_summary: Option<String>,
+    pub closed_by: Option<String>,
+    pub closed_at: Option<String>,
+}
+
+/// A refund record of the conversation, in a line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecordLine {
+    pub id: String,
+    pub state: String,
+    pub order_id: String,
+    pub amount: String,
+    pub order_url: Option<String>,
+}
+
+/// A person's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VerdictView {
+    pub intent: String,
+    pub by: String,
+    pub at: String,
+}
+
+/// A whole conversation as the support team reads it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConversationView {
+    pub id: String,
+    pub customer: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub handoff: Option<HandoffView>,
+    pub exchanges: Vec<ExchangeView>,
+    pub refunds: Vec<RecordLine>,
+    pub verdicts: Vec<VerdictView>,
+    /// Each order the conversation named, with its link (`ORDER_URL_TEMPLATE`).
+    pub orders: Vec<OrderLink>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OrderLink {
+    pub order_id: String,
+    pub url: Option<String>,
+}
+
+/// The two link templates (contract 25).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Links {
+    pub trace: Option<String>,
+    pub order: Option<String>,
+}
+
+impl Links {
+    fn fill(template: Option<&String>, name: &str, value: &str) -> Option<String> {
+        let encoded = percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC).to_string();
+        template.map(|template| template.replace(name, &encoded))
+    }
+
+    pub fn trace(&self, request_id: &str) -> Option<String> {
+        Links::fill(self.trace.as_ref(), "{request_id}", request_id)
+    }
+
+    pub fn order(&self, order_id: &str) -> Option<String> {
+        Links::fill(self.order.as_ref(), "{order_id}", order_id)
+    }
+}
+
+/// A tool call and its result, in words: what code did, never the raw JSON.
+fn tool_words(name: &str, arguments: &str, result: Option<&str>) -> String {
+    let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    let result: Value = result
+        .and_then(|r| serde_json::from_str(r).ok())
+        .unwrap_or(Value::Null);
+    let arg = |field: &str| args[field].as_str().map(str::to_owned).unwrap_or_else(|| args[field].to_string());
+    let outcome = result["status"]
+        .as_str()
+        .or_else(|| result["error"].as_str())
+        .map(str::to_owned);
+    let detail = ["message", "detail", "error"]
+        .iter()
+        .find_map(|field| result[*field].as_str())
+        .filter(|d| Some(*d) != outcome.as_deref());
+    let said = match (outcome, detail) {
+        (Some(outcome), Some(detail)) => format!(": {outcome} ({detail})"),
+        (Some(outcome), None) => format!(": {outcome}"),
+        (None, Some(detail)) => format!(": {detail}"),
+        (None, None) => String::new(),
+    };
+    match name {
+        "get_order" => format!("read order {}{said}", arg("order_id")),
+        "issue_refund" => {
+            let cents = args["amount_cents"].as_u64().map(money);
+            let amount = cents.unwrap_or_else(|| arg("amount"));
+            format!("refund check of {amount} on order {}{said}", arg("order_id"))
+        }
+        "hand_off_to_person" => format!("handed the conversation to a person{said}"),
+        n if n == crate::help::tool::TOOL_NAME => {
+            let shown = result["results"].as_array().map_or(0, Vec::len);
+            format!("searched the help centre for \"{}\": {shown} passages", arg("query"))
+        }
+        other => format!("called {other}{said}"),
+    }
+}
+
+fn exchange_view(stored: &StoredExchange, links: &Links) -> ExchangeView {
+    let mut lines = Vec::new();
+    if let Some(text) = stored.exchange.person_text() {
+        lines.push(Line {
+            who: "person",
+            text: text.to_owned(),
+            by: stored.by.clone(),
+        });
+    } else {
+        let results: Vec<(&str, &str)> = stored
+            .exchange
+            .messages
+            .iter()
+            .filter_map(|message| match message {
+                Message::Tool { tool_call_id, content } => Some((tool_call_id.as_str(), content.as_str())),
+                _ => None,
+            })
+            .collect();
+        for message in &stored.exchange.messages {
+            match message {
+                Message::User(text) => lines.push(Line {
+                    who: "customer",
+                    text: text.clone(),
+                    by: None,
+                }),
+                Message::Assistant { content, tool_calls } => {
+                    for call in tool_calls {
+                        let result = results.iter().find(|(id, _)| *id == call.id).map(|(_, r)| *r);
+                        lines.push(Line {
+                            who: "tool",
+                            text: tool_words(&call.name, &call.arguments, result),
+                            by: None,
+                        });
+                    }
+                    if let Some(text) = content.as_deref().filter(|t| !t.is_empty()) {
+                        lines.push(Line {
+                            who: "agent",
+                            text: text.to_owned(),
+                            by: None,
+                        });
+                    }
+                }
+                Message::System(_) | Message::Tool { .. } => {}
+            }
+        }
+    }
+    let person = stored.exchange.person_text().is_some();
+    ExchangeView {
+        seq: stored.seq,
+        at: stored.created_at.clone(),
+        request_id: stored.request_id.clone(),
+        status: stored.status,
+        router: stored.router.clone(),
+        trace_url: if person || stored.request_id.is_empty() {
+            None
+        } else {
+            links.trace(&stored.request_id)
+        },
+        lines,
+        cited: passages(stored),
+    }
+}
+
+/// The orders a conversation named: its refund records' and its order reads'.
+fn orders_named(transcript: &Transcript, records: &[RefundRecord]) -> Vec<String> {
+    let mut orders: Vec<String> = records.iter().map(|r| r.order_id.clone()).collect();
+    for stored in &transcript.exchanges {
+        for message in &stored.exchange.messages {
+            if let Message::Assistant { tool_calls, .. } = message {
+                for call in tool_calls.iter().filter(|c| c.name == "get_order" || c.name == "issue_refund") {
+                    if let Some(id) = serde_json::from_str::<Value>(&call.arguments)
+                        .ok()
+                        .and_then(|args| args["order_id"].as_str().map(str::to_owned))
+                    {
+                        orders.push(id);
+                    }
+                }
+            }
+        }
+    }
+    orders.sort();
+    orders.dedup();
+    orders.retain(|id| !id.is_empty() && !crate::refund::tool::is_card_shaped(id));
+    orders
+}
+
+/// A conversation as the support team reads it; none when unknown or expired.
+pub async fn conversation(staff: &Staff, id: &str, links: &Links) -> Result<Option<ConversationView>, LedgerError> {
+    let Some(transcript) = staff.conversations.transcript(id, now_ms()).await? else {
+        return Ok(None);
+    };
+    let mut record_ids: Vec<&str> = transcript.refund_records.iter().map(String::as_str).collect();
+    record_ids.extend(transcript.exchanges.iter().map(|e| e.refund_record.as_str()));
+    record_ids.sort_unstable();
+    record_ids.dedup();
+    let mut records = Vec::new();
+    for record_id in record_ids.into_iter().filter(|id| !id.is_empty()) {
+        if let Some(record) = staff.ledger.record(record_id).await? {
+            records.push(record);
+        }
+    }
+    let handoff = transcript.handoff.as_ref().map(|handoff| HandoffView {
+        id: handoff.id.clone(),
+        reason: handoff.reason.clone(),
+        at: handoff.at.clone(),
+        router: handoff.router.clone(),
+        model_summary: handoff.summary.clone(),
+        closed_by: handoff.closed.as_ref().map(|(by, _)| by.clone()),
+        closed_at: handoff.closed.as_ref().map(|(_, at)| at.clone()),
+    });
+    Ok(Some(ConversationView {
+        id: transcript.id.clone(),
+        customer: transcript.customer.clone(),
+        created_at: transcript.created_at.clone(),
+        updated_at: transcript.updated_at.clone(),
+        handoff,
+        exchanges: transcript.exchanges.iter().map(|e| exchange_view(e, links)).collect(),
+        refunds: records
+            .iter()
+            .map(|r| RecordLine {
+                id: r.record_id.clone(),
+                state: r.state.as_str().to_owned(),
+                order_id: r.order_id.clone(),
+                amount: r.amount.to_string(),
+                order_url: links.order(&r.order_id),
+            })
+            .collect(),
+        verdicts: transcript
+            .verdicts
+            .iter()
+            .map(|v| VerdictView {
+                intent: v.intent.clone(),
+                by: v.by.clone(),
+                at: v.at.clone(),
+            })
+            .collect(),
+        orders: orders_named(&transcript, &records)
+            .into_iter()
+            .map(|order_id| OrderLink {
+                url: links.order(&order_id),
+                order_id,
+            })
+            .collect(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tool_call_reads_as_words() {
+        assert_eq!(
+            tool_words("get_order", r#"{"order_id":"A-1001"}"#, Some(r#"{"status":"found"}"#)),
+            "read order A-1001: found"
+        );
+        assert_eq!(
+            tool_words(
+                "issue_refund",
+                r#"{"order_id":"A-1001","amount_cents":12000}"#,
+                Some(r#"{"status":"awaiting_approval","message":"a person decides"}"#)
+            ),
+            "refund check of 120.00 on order A-1001: awaiting_approval (a person decides)"
+        );
+    }
+
+    #[test]
+    fn links_fill_their_templates_encoded() {
+        let links = Links {
+            trace: Some("https://logs.example/#q={request_id}".into()),
+            order: Some("https://shop.example/orders/{order_id}".into()),
+        };
+        assert_eq!(links.trace("r-1").as_deref(), Some("https://logs.example/#q=r%2D1"));
+        assert_eq!(
+            links.order("A 1/2").as_deref(),
+            Some("https://shop.example/orders/A%201%2F2")
+        );
+        assert_eq!(Links::default().order("A-1"), None);
+    }
+}

@@ -1,0 +1,345 @@
+// The support team's desk (contract 24). Every text a customer or the model
+// wrote is shown with textContent, never as markup; a link is made only to an
+// origin the function lists (the help centre's and the URL templates').
+"use strict";
+
+const config = JSON.parse(document.querySelector('meta[name="desk-config"]').content || "{}");
+const $ = (id) => document.getElementById(id);
+const TOKEN = "desk-id-token";
+const REFRESH_MS = 10000;
+const MAX_BACKOFF_MS = 300000;
+
+let token = sessionStorage.getItem(TOKEN);
+let me = null;
+let selected = null;
+let timer = null;
+let backoff = REFRESH_MS;
+
+function el(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+}
+
+// A link only to an allowed origin; otherwise the address as text.
+function link(url, text) {
+  try {
+    const parsed = new URL(url);
+    if ((parsed.protocol === "https:" || parsed.protocol === "http:") &&
+        (config.linkOrigins || []).includes(parsed.origin)) {
+      const a = el("a", text);
+      a.href = parsed.href;
+      a.rel = "noopener noreferrer";
+      a.target = "_blank";
+      return a;
+    }
+  } catch (_) { /* not a URL */ }
+  return el("span", text);
+}
+
+function api(path) {
+  return new URL(path, window.location.href).href;
+}
+
+async function call(method, path, body, key) {
+  const headers = { "Authorization": token || "" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (key) headers["Idempotency-Key"] = key;
+  const response = await fetch(api(path), { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  let data = {};
+  try { data = await response.json(); } catch (_) { data = {}; }
+  if (response.status === 401) signOut("Your sign-in has ended: sign in again.");
+  return { status: response.status, data };
+}
+
+// --- Sign-in: Cognito's InitiateAuth, one JSON POST, no SDK.
+async function signIn(event) {
+  event.preventDefault();
+  $("sign-in-error").textContent = "";
+  if (!config.signInUrl || !config.clientId) {
+    $("sign-in-error").textContent = "This desk has no sign-in configured.";
+    return;
+  }
+  try {
+    const response = await fetch(config.signInUrl, {
+      method: "POST",
+      headers: {
+        "Content-Type": "application/x-amz-json-1.1",
+        "X-Amz-Target": "AWSCognitoIdentityProviderService.InitiateAuth",
+      },
+      body: JSON.stringify({
+        AuthFlow: "USER_PASSWORD_AUTH",
+        ClientId: config.clientId,
+        AuthParameters: { USERNAME: $("username").value, PASSWORD: $("password").value },
+      }),
+    });
+    const data = await response.json();
+    const idToken = data && data.AuthenticationResult && data.AuthenticationResult.IdToken;
+    if (!response.ok || !idToken) {
+      $("sign-in-error").textContent = "Sign-in refused: check the user name and the password.";
+      return;
+    }
+    token = idToken;
+    sessionStorage.setItem(TOKEN, token);
+    $("password").value = "";
+    start();
+  } catch (_) {
+    $("sign-in-error").textContent = "The sign-in service could not be reached. Try again.";
+  }
+}
+
+function signOut(why) {
+  token = null;
+  me = null;
+  sessionStorage.removeItem(TOKEN);
+  clearTimeout(timer);
+  $("desk").hidden = true;
+  $("sign-in").hidden = false;
+  $("sign-out").hidden = true;
+  $("whoami").textContent = "";
+  if (why) $("sign-in-error").textContent = why;
+}
+
+function start() {
+  $("sign-in").hidden = true;
+  $("desk").hidden = false;
+  $("sign-out").hidden = false;
+  refresh();
+}
+
+// --- The queue: at most every 10 s, backing off on failure, and when the tab is shown again.
+function schedule(ms) {
+  clearTimeout(timer);
+  timer = setTimeout(refresh, ms);
+}
+
+function waited(secs) {
+  if (secs < 60) return secs + " s";
+  if (secs < 3600) return Math.floor(secs / 60) + " min";
+  return Math.floor(secs / 3600) + " h " + Math.floor((secs % 3600) / 60) + " min";
+}
+
+function queueEntry(item) {
+  const li = el("li");
+  const button = el("button");
+  button.type = "button";
+  button.dataset.id = item.id;
+  button.dataset.kind = item.kind;
+  const head = item.kind === "handoff"
+    ? (item.reasons || []).join(", ") + " · " + item.customer
+    : item.amount + " · order " + item.order_id + " · " + item.customer;
+  button.append(el("strong", head), el("br"), el("span", "waiting " + waited(item.waited_secs), "hint"));
+  if (item.router) button.append(el("br"), el("span", "router: " + item.router, "hint"));
+  for (const line of item.summary || []) button.append(el("br"), el("span", line, "hint"));
+  if (selected && selected.id === item.id) button.setAttribute("aria-current", "true");
+  button.addEventListener("click", () => open(item));
+  li.append(button);
+  return li;
+}
+
+async function refresh() {
+  if (!token) return;
+  if (document.hidden) return; // refreshed again when the tab is shown
+  try {
+    const { status, data } = await call("GET", "queue");
+    if (status !== 200) throw new Error(data.detail || ("HTTP " + status));
+    me = data.you;
+    $("whoami").textContent = "Signed in as " + me.name + (me.approver ? " (approver)" : "");
+    for (const [list, items] of [["approvals", data.approvals], ["handoffs", data.handoffs], ["unknown", data.unknown_outcomes]]) {
+      const ul = $(list);
+      ul.replaceChildren(...items.map(queueEntry));
+      if (!items.length) ul.append(el("li", "Nothing waits.", "hint"));
+    }
+    $("queue-status").textContent = "Updated " + new Date().toLocaleTimeString();
+    backoff = REFRESH_MS;
+    schedule(REFRESH_MS);
+  } catch (error) {
+    if (!token) return;
+    $("queue-status").textContent = "The queue could not be read (" + error.message + "); trying again.";
+    backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+    schedule(backoff);
+  }
+}
+
+document.addEventListener("visibilitychange", () => { if (!document.hidden && token) refresh(); });
+
+// --- An item, opened beside the queue.
+function facts(pairs) {
+  const dl = el("dl", null, "facts");
+  for (const [name, value] of pairs) {
+    if (value === undefined || value === null || value === "") continue;
+    dl.append(el("dt", name));
+    const dd = el("dd");
+    if (value instanceof Node) dd.append(value); else dd.textContent = String(value);
+    dl.append(dd);
+  }
+  return dl;
+}
+
+function passages(cited) {
+  const box = el("div");
+  for (const p of cited || []) {
+    box.append(el("h4", "Help centre: " + p.title + " (" + p.article_id + "@" + p.version + ")"));
+    box.append(el("blockquote", p.passage));
+    box.append(link(p.url, p.url));
+  }
+  return box;
+}
+
+function transcript(view) {
+  const box = el("div");
+  if (view.handoff) {
+    const h = view.handoff;
+    box.append(el("h3", "Handed off: " + h.reason));
+    box.append(facts([["at", h.at], ["router", h.router], ["closed", h.closed_by ? h.closed_by + " at " + h.closed_at : "open"]]));
+    if (h.model_summary) {
+      const summary = el("p", null, "who-model_summary");
+      summary.append(el("strong", "The model's summary (the model's words): "), el("span", h.model_summary));
+      box.append(summary);
+    }
+  }
+  for (const v of view.verdicts || []) box.append(el("p", "Verdict: " + v.intent + " by " + v.by + " at " + v.at, "hint"));
+  if ((view.orders || []).length) {
+    const p = el("p", "Orders: ");
+    for (const o of view.orders) { p.append(o.url ? link(o.url, o.order_id) : el("span", o.order_id), " "); }
+    box.append(p);
+  }
+  const ol = el("ol", null, "transcript");
+  ol.setAttribute("aria-label", "Transcript");
+  for (const x of view.exchanges || []) {
+    const meta = el("li", null, "hint");
+    meta.append("#" + x.seq + " · " + x.at + (x.router ? " · router: " + x.router : "") + (x.request_id ? " · request " : ""));
+    if (x.request_id) meta.append(x.trace_url ? link(x.trace_url, x.request_id) : el("span", x.request_id));
+    ol.append(meta);
+    for (const line of x.lines) {
+      const who = { customer: "Customer", agent: "Agent", person: "Person" + (line.by ? " (" + line.by + ")" : ""), tool: "Code" }[line.who] || line.who;
+      const li = el("li", null, "who-" + line.who);
+      li.append(el("strong", who + ": "), el("span", line.text));
+      ol.append(li);
+    }
+    if ((x.cited || []).length) { const li = el("li"); li.append(passages(x.cited)); ol.append(li); }
+  }
+  box.append(ol);
+  if ((view.refunds || []).length) {
+    box.append(el("h3", "Refunds"));
+    const ul = el("ul");
+    for (const r of view.refunds) {
+      const li = el("li", r.amount + " on order " + r.order_id + ": " + r.state + " (" + r.id + ") ");
+      if (r.order_url) li.append(link(r.order_url, "order page"));
+      ul.append(li);
+    }
+    box.append(ul);
+  }
+  return box;
+}
+
+function say(text) {
+  $("outcome").textContent = text;
+}
+
+// A button that sends one decision: one Idempotency-Key per click, kept for a
+// re-send until an answer comes, and the button disabled while it is sent.
+function decision(label, path, bodyOf, className) {
+  const button = el("button", label, className);
+  button.type = "button";
+  let key = null;
+  button.addEventListener("click", async () => {
+    if (button.disabled) return;
+    const body = bodyOf();
+    if (body === null) return;
+    button.disabled = true;
+    key = key || crypto.randomUUID();
+    say("Sending…");
+    try {
+      const { status, data } = await call("POST", path, body, key);
+      key = null;
+      if (status === 200) say(data.text);
+      else if (status === 409 && data.decided_by) say("Already decided by " + data.decided_by + (data.decided_at ? " at " + data.decided_at : "") + ". " + (data.detail || ""));
+      else if (status === 403) say("You may not do this: " + (data.detail || ""));
+      else say((data.detail || "HTTP " + status));
+      refresh();
+    } catch (_) {
+      say("No answer came: press again to send the same decision once more.");
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return button;
+}
+
+function field(id, label, multiline) {
+  const wrap = el("p", null, "field");
+  const l = el("label", label);
+  l.htmlFor = id;
+  const input = el(multiline ? "textarea" : "input");
+  input.id = id;
+  if (multiline) input.rows = 3;
+  wrap.append(l, input);
+  return wrap;
+}
+
+async function open(item) {
+  selected = item;
+  document.querySelectorAll(".items button").forEach((b) => b.setAttribute("aria-current", String(b.dataset.id === item.id)));
+  say("");
+  $("item-title").textContent = item.kind === "handoff" ? "Conversation " + item.conversation_id : "Refund " + item.id;
+  $("item-body").replaceChildren(el("p", "Reading…", "hint"));
+  $("actions").replaceChildren();
+  const body = $("item-body");
+  if (item.kind === "handoff") {
+    const { status, data } = await call("GET", "conversations/" + encodeURIComponent(item.conversation_id));
+    if (status !== 200) { body.replaceChildren(el("p", data.detail || ("HTTP " + status), "error")); return; }
+    body.replaceChildren(transcript(data));
+    const actions = $("actions");
+    actions.append(field("reply-text", "Reply to the customer", true));
+    actions.append(decision("Send reply", "conversations/" + encodeURIComponent(item.conversation_id) + "/reply", () => {
+      const text = $("reply-text").value.trim();
+      if (!text) { say("Write the reply first."); return null; }
+      return { text };
+    }));
+    actions.append(decision("Close handoff", "handoffs/" + encodeURIComponent(item.id) + "/close", () => ({}), "secondary"));
+  } else {
+    const { status, data } = await call("GET", "refunds/" + encodeURIComponent(item.id));
+    if (status !== 200) { body.replaceChildren(el("p", data.detail || ("HTTP " + status), "error")); return; }
+    const r = data.record;
+    const order = data.order_now || {};
+    const orderNow = order.read === "found"
+      ? order.status + ", paid " + order.paid + " " + order.currency + ", refunded " + order.refunded + (order.delivered_at ? ", delivered " + order.delivered_at : "")
+      : order.read === "not_found" ? "no such order for this customer now" : "could not be read now (" + (order.why || "") + ")";
+    body.replaceChildren(
+      facts([
+        ["amount", data.amount], ["state", data.state], ["customer", r.user_id], ["order", r.order_id],
+        ["the order now", orderNow], ["reasons", (r.reasons || "").split(" ").join(", ")],
+        ["router", data.router], ["verdict", data.verdict], ["customer's message", r.customer_message],
+        ["decided by", r.decided_by], ["conversation", data.conversation_id],
+      ]),
+      passages(data.cited),
+    );
+    const actions = $("actions");
+    if (me && me.approver && data.state === "awaiting_approval") {
+      actions.append(decision("Approve", "refunds/" + encodeURIComponent(item.id) + "/approve", () => ({})));
+      actions.append(field("reject-reason", "Reason to reject (kept for the audit trail)"));
+      actions.append(decision("Reject", "refunds/" + encodeURIComponent(item.id) + "/reject", () => {
+        const reason = $("reject-reason").value.trim();
+        if (!reason) { say("Give a reason to reject."); return null; }
+        return { reason };
+      }, "danger"));
+    } else if (me && me.approver && item.kind === "unknown_outcome") {
+      actions.append(field("refund-id", "Refund id payments confirmed"));
+      actions.append(decision("Resolve: executed", "refunds/" + encodeURIComponent(item.id) + "/resolve", () => {
+        const executed = $("refund-id").value.trim();
+        if (!executed) { say("Give the refund id payments confirmed."); return null; }
+        return { executed };
+      }));
+      actions.append(decision("Resolve: not executed", "refunds/" + encodeURIComponent(item.id) + "/resolve", () => ({ not_executed: true }), "secondary"));
+    } else if (me && !me.approver) {
+      actions.append(el("p", "Only an approver decides refunds.", "hint"));
+    }
+  }
+  $("item").focus();
+}
+
+$("sign-in").addEventListener("submit", signIn);
+$("sign-out").addEventListener("click", () => signOut());
+if (token) start();
