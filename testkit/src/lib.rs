@@ -9,6 +9,7 @@
 pub mod admin;
 pub mod answers;
 pub mod app;
+pub mod desk;
 pub mod aws;
 pub mod keys;
 pub mod openapi;
@@ -17,6 +18,7 @@ pub mod proxy;
 pub use admin::*;
 pub use answers::*;
 pub use app::*;
+pub use desk::*;
 pub use aws::*;
 pub use keys::*;
 pub use openapi::*;

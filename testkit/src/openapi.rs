@@ -42,6 +42,30 @@ pub fn operation_of(path: &str) -> Operation {
     }
 }
 
+/// The desk's operation (contract 24) a request's path and method belong
+/// to; none for the page and its files (HTML, script, style: not JSON).
+pub fn staff_operation(path: &str, method: &str) -> Option<Operation> {
+    let rest = path.strip_prefix("/support/staff/")?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    let documented: &'static str = match parts.as_slice() {
+        ["queue"] => "/support/staff/queue",
+        ["refunds", _] => "/support/staff/refunds/{id}",
+        ["conversations", _] => "/support/staff/conversations/{id}",
+        ["refunds", _, "approve"] => "/support/staff/refunds/{id}/approve",
+        ["refunds", _, "reject"] => "/support/staff/refunds/{id}/reject",
+        ["refunds", _, "resolve"] => "/support/staff/refunds/{id}/resolve",
+        ["conversations", _, "reply"] => "/support/staff/conversations/{id}/reply",
+        ["handoffs", _, "close"] => "/support/staff/handoffs/{id}/close",
+        _ => return None,
+    };
+    let method: &'static str = match method {
+        "get" => "get",
+        "post" => "post",
+        _ => return None,
+    };
+    Some(Operation { path: documented, method })
+}
+
 /// The documented response of `operation` for `status`.
 pub fn documented_response(operation: Operation, status: u16) -> Option<&'static Value> {
     openapi()["paths"][operation.path][operation.method]["responses"]

@@ -104,7 +104,7 @@ impl Desk {
     }
 
     /// A refund the rules send to a person; its approval id.
-    async fn pending_refund(&self, request_id: &str) -> String {
+    pub(crate) async fn pending_refund(&self, request_id: &str) -> String {
         self.pending_refund_saying(request_id, BIG_REFUND).await
     }
 

@@ -33,3 +33,4 @@ mod review;
 mod router;
 mod routing;
 mod secrets;
+mod staff_desk;

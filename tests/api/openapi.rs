@@ -24,8 +24,31 @@ fn documented(operation: Operation) -> Vec<u16> {
 fn every_status_of_the_contract_is_documented_and_no_other() {
     assert_eq!(documented(CHAT), CHAT_STATUSES);
     assert_eq!(documented(READ), READ_STATUSES);
-    let paths: Vec<&String> = openapi()["paths"].as_object().unwrap().keys().collect();
-    assert_eq!(paths, [CHAT.path, READ.path], "no other path");
+    let mut paths: Vec<&String> = openapi()["paths"].as_object().unwrap().keys().collect();
+    paths.sort();
+    let mut expected = vec![CHAT.path, READ.path];
+    expected.extend(STAFF.iter().map(|(operation, _)| operation.path));
+    expected.sort();
+    assert_eq!(paths, expected, "no other path");
+    for (operation, statuses) in STAFF {
+        assert_eq!(documented(operation), statuses, "{}", operation.path);
+    }
+}
+
+/// The desk's operations (contract 24) and their statuses.
+const STAFF: [(Operation, &[u16]); 8] = [
+    (op("/support/staff/queue", "get"), &[200, 401, 403, 503]),
+    (op("/support/staff/refunds/{id}", "get"), &[200, 401, 403, 404, 503]),
+    (op("/support/staff/conversations/{id}", "get"), &[200, 401, 403, 404, 503]),
+    (op("/support/staff/refunds/{id}/approve", "post"), &[200, 400, 401, 403, 404, 409, 422, 502, 503]),
+    (op("/support/staff/refunds/{id}/reject", "post"), &[200, 400, 401, 403, 404, 409, 422, 503]),
+    (op("/support/staff/refunds/{id}/resolve", "post"), &[200, 400, 401, 403, 404, 409, 422, 503]),
+    (op("/support/staff/conversations/{id}/reply", "post"), &[200, 400, 401, 403, 404, 409, 422, 503]),
+    (op("/support/staff/handoffs/{id}/close", "post"), &[200, 400, 401, 403, 404, 409, 422, 503]),
+];
+
+const fn op(path: &'static str, method: &'static str) -> Operation {
+    Operation { path, method }
 }
 
 #[test]
@@ -33,7 +56,12 @@ fn every_example_is_valid() {
     let statuses = CHAT_STATUSES
         .iter()
         .map(|&status| (CHAT, status))
-        .chain(READ_STATUSES.iter().map(|&status| (READ, status)));
+        .chain(READ_STATUSES.iter().map(|&status| (READ, status)))
+        .chain(
+            STAFF
+                .iter()
+                .flat_map(|(operation, statuses)| statuses.iter().map(|&status| (*operation, status))),
+        );
     for (operation, status) in statuses {
         let content = &documented_response(operation, status).unwrap()["content"]["application/json"];
         let examples: Vec<Value> = match content.get("examples") {
