@@ -363,6 +363,9 @@ pub struct SweepConfig {
     pub ledger_timeout: Duration,
     /// `SWEEP_EXECUTING_AFTER_SECS`: the function's timeout by default.
     pub executing_after: Duration,
+    /// Where the open handoffs are, for the queue's oldest wait (contract
+    /// 24); none: the wait counts refunds alone.
+    pub conversation_table: Option<String>,
 }
 
 impl SweepConfig {
@@ -376,6 +379,7 @@ impl SweepConfig {
             ledger_table: vars.required("LEDGER_TABLE")?,
             ledger_timeout: vars.secs("LEDGER_TIMEOUT_SECS", DEFAULT_LEDGER_TIMEOUT, false)?,
             executing_after: vars.secs("SWEEP_EXECUTING_AFTER_SECS", FUNCTION_TIMEOUT, false)?,
+            conversation_table: vars.get("CONVERSATION_TABLE"),
         };
         // Sooner, and a refund still being paid would be called unknown.
         if config.executing_after < FUNCTION_TIMEOUT {

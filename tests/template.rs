@@ -447,10 +447,11 @@ fn every_variable_the_code_reads_is_documented_and_deployed() {
     let template = template();
     let env = &function(&template)["Properties"]["Environment"]["Variables"];
     let sweep = &template["Resources"]["RefundChatSweepFunction"]["Properties"]["Environment"]["Variables"];
+    let desk = &template["Resources"]["RefundChatStaffFunction"]["Properties"]["Environment"]["Variables"];
     for name in names {
         assert!(docs.contains(&format!("`{name}`")), "{name} is not documented");
         assert!(
-            !env[name].is_null() || !sweep[name].is_null(),
+            !env[name].is_null() || !sweep[name].is_null() || !desk[name].is_null(),
             "{name} is not in template.yaml's environment"
         );
     }
@@ -693,6 +694,11 @@ fn a_refund_left_executing_is_swept_to_unknown_on_a_schedule_with_least_privileg
                 json!("dynamodb:Query").to_string(),
                 json!({"Fn::Sub": "${RefundLedger.Arn}/index/waiting"}).to_string()
             ),
+            // The support team's queue's oldest wait (contract 24): the open handoffs.
+            (
+                json!("dynamodb:Query").to_string(),
+                json!({"Fn::Sub": "${ConversationTable.Arn}/index/open_handoffs"}).to_string()
+            ),
             (
                 json!("dynamodb:UpdateItem").to_string(),
                 json!({"Fn::GetAtt": ["RefundLedger", "Arn"]}).to_string()
@@ -749,4 +755,97 @@ fn every_handoff_reason_and_every_intent_is_watched_and_routing_failures_alarm()
     assert_eq!(watched, ["RoutingCalls", "RoutingFailures"]);
     assert_eq!(alarm["Threshold"], json!({"Ref": "RoutingFailureShareAlarm"}));
     assert_eq!(template["Parameters"]["RoutingFailureShareAlarm"]["Default"], 0.1);
+}
+
+/// Contract 24: the desk is a function of its own on the same API, behind
+/// the staff's own pool, with a role of its own; the customers' function
+/// gains nothing.
+#[test]
+fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
+    let template = template();
+    let resources = &template["Resources"];
+    let desk = &resources["RefundChatStaffFunction"];
+    assert_eq!(desk["Metadata"]["BuildProperties"]["Binary"], "refund-chat-staff");
+    let env = &desk["Properties"]["Environment"]["Variables"];
+    assert_eq!(env["STAFF_IDENTITY"], "authorizer", "never the headers");
+    assert_eq!(
+        env["STAFF_POOL_ISSUER"],
+        json!({"Fn::Sub": "https://cognito-idp.${AWS::Region}.amazonaws.com/${StaffUserPool}"})
+    );
+    assert_eq!(env["STAFF_POOL_CLIENT_ID"], json!({"Ref": "StaffUserPoolClient"}));
+    // The groups the code defaults to are the ones the pool has.
+    let defaults = refund_chat::config::DeskConfig::from_lookup(|name| match name {
+        "LEDGER_TABLE" | "CONVERSATION_TABLE" => Some("t".to_owned()),
+        "PAYMENTS_BASE_URL" | "ORDERS_BASE_URL" => Some("https://x.internal".to_owned()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(env["STAFF_GROUP"], defaults.staff_group.as_str());
+    assert_eq!(env["APPROVER_GROUP"], defaults.approver_group.as_str());
+    assert_eq!(resources["StaffGroup"]["Properties"]["GroupName"], defaults.staff_group.as_str());
+    assert_eq!(resources["ApproverGroup"]["Properties"]["GroupName"], defaults.approver_group.as_str());
+    for group in ["StaffGroup", "ApproverGroup"] {
+        assert_eq!(resources[group]["Properties"]["UserPoolId"], json!({"Ref": "StaffUserPool"}));
+    }
+    let client = &resources["StaffUserPoolClient"]["Properties"];
+    assert_eq!(client["GenerateSecret"], false, "a page cannot keep a secret");
+    assert!(client["ExplicitAuthFlows"].as_array().unwrap().contains(&json!("ALLOW_USER_PASSWORD_AUTH")));
+    assert_eq!(
+        resources["StaffUserPool"]["Properties"]["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"],
+        true,
+        "nobody signs themselves up to the support team"
+    );
+
+    // The staff pool's authorizer on every route but the page's files; the customers' on none.
+    let auth = &resources["RefundChatApi"]["Properties"]["Auth"]["Authorizers"];
+    assert_eq!(auth["StaffCognito"]["UserPoolArn"], json!({"Fn::GetAtt": ["StaffUserPool", "Arn"]}));
+    let events = desk["Properties"]["Events"].as_object().unwrap();
+    assert_eq!(events.len(), 11);
+    for (name, event) in events {
+        let properties = &event["Properties"];
+        let path = properties["Path"].as_str().unwrap();
+        assert!(path.starts_with(refund_chat::staff::desk::PREFIX), "{name}");
+        assert_eq!(properties["RestApiId"], json!({"Ref": "RefundChatApi"}), "{name}: the same API and throttling");
+        assert_eq!(properties["ResponseTransferMode"], "RESPONSE_STREAM", "{name}");
+        let page = ["/support/staff/", "/support/staff/desk.js", "/support/staff/desk.css"].contains(&path);
+        assert_eq!(
+            properties["Auth"]["Authorizer"],
+            if page { "NONE" } else { "StaffCognito" },
+            "{name}"
+        );
+    }
+
+    // Its own role: the tables' items and indexes it reads, its logs, traces; no delete, no scan.
+    assert_eq!(desk["Properties"]["Role"], json!({"Fn::GetAtt": ["RefundChatStaffRole", "Arn"]}));
+    let role = serde_json::to_string(&resources["RefundChatStaffRole"]["Properties"]["Policies"]).unwrap();
+    for absent in ["Delete", "Scan", "secretsmanager", "BatchWrite"] {
+        assert!(!role.contains(absent), "the desk's role grants no {absent}");
+    }
+    assert_eq!(role.matches("\"*\"").count(), 1, "only X-Ray's segments on *");
+    let customers = serde_json::to_string(&resources["RefundChatFunctionRole"]).unwrap();
+    assert!(!customers.contains("Staff") && !customers.contains("cognito"), "the customers' function gains nothing");
+
+    // The timeout chain: the desk's worst case < its timeout < the integration's.
+    let lookup = |name: &str| match name {
+        "PAYMENTS_BASE_URL" | "ORDERS_BASE_URL" => Some("https://x.internal".to_owned()),
+        _ => env[name].as_str().map(str::to_owned).or(Some("t".to_owned())),
+    };
+    let config = refund_chat::config::StaffConfig::from_lookup(lookup).unwrap();
+    let timeout = secs(&desk["Properties"]["Timeout"]);
+    let worst = refund_chat::staff::worst_case(&config);
+    assert_eq!(worst, Duration::from_secs(70));
+    assert!(worst < timeout, "{worst:?} < {timeout:?}");
+    let integration = template["Parameters"]["IntegrationTimeoutMillis"]["Default"].as_u64().unwrap();
+    assert!(timeout < Duration::from_millis(integration));
+
+    // The queue's oldest wait is measured by the sweep, alarmed on, and on the dashboard.
+    let alarm = &resources["StaffQueueAgeAlarmResource"]["Properties"];
+    assert_eq!(alarm["MetricName"], "StaffQueueOldestWait");
+    assert_eq!(alarm["Threshold"], json!({"Ref": "StaffQueueAgeAlarm"}));
+    assert_eq!(
+        resources["RefundChatSweepFunction"]["Properties"]["Environment"]["Variables"]["CONVERSATION_TABLE"],
+        json!({"Ref": "ConversationTable"})
+    );
+    let dashboard = resources["RefundChatDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"].as_str().unwrap();
+    assert!(dashboard.contains("StaffDecisions") && dashboard.contains("StaffQueueOldestWait"));
 }

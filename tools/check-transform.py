@@ -62,8 +62,19 @@ def main(path):
             check(integration.get("responseTransferMode") == "STREAM", f"{method.upper()} {path}: responseTransferMode STREAM")
             timeout = integration.get("timeoutInMillis")
             check(timeout == {"Ref": "IntegrationTimeoutMillis"}, f"{method.upper()} {path}: the integration timeout parameter")
-    check(methods == 2, f"both routes integrate the function ({methods})")
+            # Who may call it: the customers' pool on the chat's routes, the
+            # staff's on the desk's (contract 24), nobody's on the page's files.
+            security = [name for entry in operation.get("security", []) for name in entry]
+            staff = path.startswith("/support/staff")
+            page = path in ("/support/staff/", "/support/staff/desk.js", "/support/staff/desk.css")
+            expected = ["NONE"] if page else ["StaffCognito"] if staff else ["CustomerCognito"]
+            check(security == expected, f"{method.upper()} {path}: authorizer {expected[0]} ({security})")
+            called = "RefundChatStaffFunction" if staff else "RefundChatFunction"
+            check(called in uri, f"{method.upper()} {path}: integrates {called}")
+    check(methods == 13, f"the chat's 2 routes and the desk's 11 integrate their functions ({methods})")
     check(function_timeout * 1000 < timeout_default <= 900000, f"function {function_timeout} s < integration {timeout_default} ms <= 900 s")
+    staff_timeout = resources["RefundChatStaffFunction"]["Properties"]["Timeout"]
+    check(staff_timeout * 1000 < timeout_default, f"the desk's function {staff_timeout} s < integration {timeout_default} ms")
 
     stages = [r for r in resources.values() if r["Type"] == "AWS::ApiGateway::Stage"]
     check([s["Properties"]["StageName"] for s in stages] == ["Prod"], "only the named stage (Prod), no 'Stage'")

@@ -64,8 +64,11 @@ pub const COUNTERS: &[&str] = &[
     "RoutingCalls",
     "RoutedTurns",
     "RoutingFailures",
+    // The desk (contract 24): decisions by kind and outcome.
+    "StaffDecisions",
 ];
-pub const HISTOGRAMS: &[&str] = &["TurnDuration"];
+/// `StaffQueueOldestWait`: the sweep's measure of the support team's queue, in seconds.
+pub const HISTOGRAMS: &[&str] = &["TurnDuration", "StaffQueueOldestWait"];
 
 /// Installs the EMF recorder: one document per invocation, flushed to stdout
 /// by the runtime layer in `main`, carrying the request id as a property.
@@ -78,6 +81,7 @@ pub fn init_metrics() -> Result<&'static Collector, metrics_cloudwatch_embedded:
         .with_lambda_xray_trace_id("xrayTraceId")
         .init()?;
     metrics::describe_histogram!("TurnDuration", metrics::Unit::Milliseconds, "duration of one request");
+    metrics::describe_histogram!("StaffQueueOldestWait", metrics::Unit::Seconds, "the queue's oldest wait");
     for counter in COUNTERS {
         metrics::describe_counter!(*counter, metrics::Unit::Count, "");
     }

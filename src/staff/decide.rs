@@ -119,7 +119,10 @@ fn noted(kind: Kind, id: &str, by: Person<'_>, decided: &Decided) {
         by_sub = by.sub.map(|sub| visible(sub).into_owned()).unwrap_or_default(),
         result = %outcome,
     );
-    metrics::counter!("StaffDecisions", "Kind" => kind.as_str(), "Outcome" => outcome).increment(1);
+    // Per person: the verified `sub` (opaque; the log line has the name), a terminal's "cli".
+    let person = by.sub.map_or_else(|| "cli".to_owned(), str::to_owned);
+    metrics::counter!("StaffDecisions", "Kind" => kind.as_str(), "Outcome" => outcome, "Person" => person)
+        .increment(1);
 }
 
 /// Approves a refund awaiting approval: the order read afresh, one

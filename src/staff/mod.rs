@@ -27,6 +27,7 @@ use crate::ledger::dynamo::DynamoLedger;
 use crate::ledger::dynamo::conversations::DynamoConversations;
 use crate::ledger::dynamo::notes::PersonNotes;
 use crate::orders::http::HttpOrders;
+use crate::record_then_pay::approvals;
 use crate::refund::payments::HttpPayments;
 use crate::refund::policy::Limits;
 
@@ -39,6 +40,19 @@ pub struct Staff {
     pub payments: HttpPayments,
     pub orders: HttpOrders,
     pub limits: Limits,
+}
+
+/// The longest one desk request can take, from its settings: an approval
+/// with an intent. Each of [`approvals::ORDER_CHECKS`] checks reads the
+/// record and the refunds in flight and claims (three ledger operations)
+/// around the order's read (two tries); then the last step before payments,
+/// payments, the outcome, the verdict's two operations and the click's two.
+/// `template.yaml`'s `Timeout` of the staff function is above it
+/// (`tests/template.rs`).
+pub fn worst_case(config: &StaffConfig) -> Duration {
+    let ledger = config.ledger_timeout;
+    let per_check = ledger * 3 + config.orders_timeout * 2;
+    per_check * approvals::ORDER_CHECKS as u32 + ledger * 2 + config.payments_timeout + ledger * 4
 }
 
 impl Staff {

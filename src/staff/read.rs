@@ -105,6 +105,29 @@ pub async fn unknown_outcomes(staff: &Staff) -> Result<Vec<RefundRecord>, Ledger
     Ok(records)
 }
 
+/// How long the oldest of what waits for a person has waited, in seconds
+/// (refunds awaiting approval or of unknown outcome, open handoffs): the
+/// sweep's `StaffQueueOldestWait`, watched by `StaffQueueAgeAlarm` whether
+/// anyone has the desk open or not.
+pub async fn oldest_wait_secs(
+    ledger: &crate::ledger::dynamo::DynamoLedger,
+    conversations: Option<&crate::ledger::dynamo::conversations::DynamoConversations>,
+    now: u64,
+) -> Result<u64, LedgerError> {
+    let mut oldest = now;
+    for state in [RefundState::AwaitingApproval, RefundState::Unknown] {
+        if let Some(first) = ledger.waiting(state).await?.first() {
+            oldest = oldest.min(first.created_at_ms);
+        }
+    }
+    if let Some(conversations) = conversations {
+        for handoff in conversations.open_handoffs().await? {
+            oldest = oldest.min(crate::clock::parse_utc(&handoff.at).unwrap_or(now));
+        }
+    }
+    Ok(waited(oldest, now))
+}
+
 /// The queue, oldest first.
 pub async fn queue(staff: &Staff) -> Result<Queue, LedgerError> {
     let now = now_ms();

@@ -199,7 +199,7 @@ impl StaffApp {
     async fn read(&self, parts: &[&str], member: &Member, role: Role) -> Answer {
         let read = match parts {
             ["queue"] => read::queue(&self.staff).await.map(|queue| {
-                metrics::gauge!("StaffQueueOldestWait").set(queue.oldest_wait_secs as f64);
+                metrics::histogram!("StaffQueueOldestWait").record(queue.oldest_wait_secs as f64);
                 let mut body = json!(queue);
                 body["you"] = json!({"name": member.name, "approver": role == Role::Approver});
                 Some(body)
