@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 VENV=.venv
 STATE=${REFUND_CHAT_STATE:-.local}
-MOTO_PORT=5005 PAYMENTS_PORT=8081 MODEL_PORT=8082 FUNCTION_PORT=9000 PAGE_PORT=8080
+MOTO_PORT=5005 PAYMENTS_PORT=8081 MODEL_PORT=8082 FUNCTION_PORT=9000 PAGE_PORT=8080 DESK_PORT=9001
 SECRET_ID=refund-chat/openai-api-key
 mkdir -p "$STATE"
 
@@ -38,7 +38,7 @@ wait_for_port() {
   exit 1
 }
 
-for port in $MOTO_PORT $PAYMENTS_PORT $MODEL_PORT $FUNCTION_PORT $PAGE_PORT; do
+for port in $MOTO_PORT $PAYMENTS_PORT $MODEL_PORT $FUNCTION_PORT $PAGE_PORT $DESK_PORT; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "port $port on 127.0.0.1 is in use: stop whatever runs there (an earlier make run?) and try again" >&2
     exit 1
@@ -65,20 +65,43 @@ wait_for_port model "$MODEL_PORT"
 target/debug/refund-chat-local-aws --endpoint "http://127.0.0.1:$MOTO_PORT" setup \
   --secret-id "$SECRET_ID" --api-key "${OPENAI_API_KEY:-sk-local-not-a-real-key}"
 
+# The support team's desk (contract 24): the staff pool in moto's Cognito
+# (two people, new passwords every run), and the staff function under a
+# second watch, reading the person from the headers the page server sets
+# once a token has passed its door (as API Gateway's authorizer would).
+"$VENV/bin/python" tools/local-staff-pool.py --endpoint "http://127.0.0.1:$MOTO_PORT" >"$STATE/staff-pool.json"
+pool() { "$VENV/bin/python" -c "import json,sys; d=json.load(open('$STATE/staff-pool.json')); print(eval(sys.argv[1]))" "$1"; }
+{
+  cat local.env
+  echo "STAFF_IDENTITY=header"
+  echo "STAFF_POOL_CLIENT_ID=$(pool "d['client_id']")"
+  echo "STAFF_SIGN_IN_URL=$(pool "d['sign_in_url']")"
+} >"$STATE/staff.env"
+
 start function "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --bin refund-chat --env-file local.env \
   --invoke-address 127.0.0.1 --invoke-port "$FUNCTION_PORT"
 wait_for_port function "$FUNCTION_PORT"
+start desk "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --bin refund-chat-staff --env-file "$STATE/staff.env" \
+  --invoke-address 127.0.0.1 --invoke-port "$DESK_PORT"
+wait_for_port desk "$DESK_PORT"
 URL="http://127.0.0.1:$FUNCTION_PORT/support/refund-chat"
-start page target/debug/refund-chat-local widget --port "$PAGE_PORT" --web web --function "$URL"
+start page target/debug/refund-chat-local widget --port "$PAGE_PORT" --web web --function "$URL" \
+  --desk-function "http://127.0.0.1:$DESK_PORT" --staff-endpoint "http://127.0.0.1:$MOTO_PORT" \
+  --staff-pool-id "$(pool "d['pool_id']")" --staff-issuer "$(pool "d['issuer']")" --staff-client-id "$(pool "d['client_id']")"
 wait_for_port page "$PAGE_PORT"
 # Warm-up: the first invocation waits for watch to start the function; a GET
-# is answered 405 without touching the model, payments or the secret.
+# is answered 405 without touching the model, payments or the secret. The
+# desk's page holds no data: its first GET starts the staff function.
 curl -s -o /dev/null --max-time 900 -X GET "$URL"
+curl -s -o /dev/null --max-time 900 "http://127.0.0.1:$PAGE_PORT/staff/"
 cat <<TXT
 
 refund-chat is running at $URL
 
   Chat page:  http://127.0.0.1:$PAGE_PORT/   (pick a customer, type a message, press Enter)
+  The desk:   http://127.0.0.1:$PAGE_PORT/staff/   (the support team: approvals, handoffs, replies)
+              ann / $(pool "d['people'][0]['password']")   an approver
+              sam / $(pool "d['people'][1]['password']")   the support staff group alone (reads, replies, closes)
 
   Secrets Manager (moto)  http://127.0.0.1:$MOTO_PORT   secret $SECRET_ID
   DynamoDB (moto)         http://127.0.0.1:$MOTO_PORT   refund ledger table refund-chat-ledger
@@ -86,7 +109,9 @@ refund-chat is running at $URL
   local model             http://127.0.0.1:$MODEL_PORT/v1
   chat page               http://127.0.0.1:$PAGE_PORT/   (same origin as the function: it passes chat requests on;
                           curl -X POST http://127.0.0.1:$PAGE_PORT/__faults/drop-next-answer drops the next answer)
-  logs                    $STATE/*.log  (the function's trace: $STATE/function.log)
+  the desk's function     http://127.0.0.1:$DESK_PORT/support/staff/   (behind the page server's door only)
+  staff pool (moto)       $(pool "d['pool_id']")   $STATE/staff-pool.json
+  logs                    $STATE/*.log  (the function's trace: $STATE/function.log; the desk's: $STATE/desk.log)
 
 Refund a seeded order (u-1001 paid 12.50 for order A-1001):
 

@@ -17,6 +17,7 @@ pub mod moto;
 pub mod order_text;
 pub mod payments_sandbox;
 pub mod proxy;
+pub mod staff_gate;
 pub mod runtime_api;
 pub mod widget;
 

@@ -33,6 +33,18 @@ enum Cli {
         web: PathBuf,
         #[arg(long, default_value = "http://127.0.0.1:9000/support/refund-chat")]
         function: String,
+        /// The desk's function (`refund-chat-staff` under watch): serves the desk at /staff/.
+        #[arg(long, requires_all = ["staff_endpoint", "staff_pool_id", "staff_issuer", "staff_client_id"])]
+        desk_function: Option<String>,
+        /// Where the staff pool lives (moto), its id, its tokens' issuer and its app client.
+        #[arg(long)]
+        staff_endpoint: Option<String>,
+        #[arg(long)]
+        staff_pool_id: Option<String>,
+        #[arg(long)]
+        staff_issuer: Option<String>,
+        #[arg(long)]
+        staff_client_id: Option<String>,
     },
 }
 
@@ -47,10 +59,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .streaming_within(std::time::Duration::from_millis(stream_within_ms))
                 .router(),
         ),
-        Cli::Widget { port, web, function } => {
+        Cli::Widget {
+            port,
+            web,
+            function,
+            desk_function,
+            staff_endpoint,
+            staff_pool_id,
+            staff_issuer,
+            staff_client_id,
+        } => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
             println!("chat page on http://{}", listener.local_addr()?);
-            let widget = refund_chat_local::widget::Widget::new(web, function);
+            let widget = match (desk_function, staff_endpoint, staff_pool_id, staff_issuer, staff_client_id) {
+                (Some(desk), Some(endpoint), Some(pool), Some(issuer), Some(client)) => {
+                    println!("the desk on http://{}/staff/", listener.local_addr()?);
+                    let gate = refund_chat_local::staff_gate::StaffGate::new(&endpoint, &pool, &issuer, &client);
+                    let door = refund_chat_local::widget::DeskDoor { gate, function: desk };
+                    refund_chat_local::widget::Widget::with_desk(web, function, None, door)
+                }
+                _ => refund_chat_local::widget::Widget::new(web, function),
+            };
             tokio::select! {
                 () = refund_chat_local::widget::serve(listener, widget) => {}
                 _ = tokio::signal::ctrl_c() => {}

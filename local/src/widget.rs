@@ -9,6 +9,12 @@
 //! connection to the browser is closed without the answer, the way a mobile
 //! network drops one. The passing on and the fault are the project's one
 //! proxy ([`crate::proxy`]).
+//!
+//! With a desk ([`DeskDoor`], contract 24) it also serves the support
+//! team's desk at `/staff/`: the page and its files as the staff function
+//! serves them, and every other `/staff/...` request passed on to
+//! `/support/staff/...` once the staff pool's token has passed the door
+//! ([`crate::staff_gate`]), as API Gateway's authorizer would let it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -47,7 +53,21 @@ pub struct Widget {
     function_url: String,
     http: reqwest::Client,
     faults: Arc<Faults>,
+    desk: Option<DeskDoor>,
 }
+
+/// The desk behind the page server: the staff function (under `cargo
+/// lambda watch`, `STAFF_IDENTITY=header`) and the door that checks tokens.
+pub struct DeskDoor {
+    pub gate: crate::staff_gate::StaffGate,
+    /// `http://127.0.0.1:9001`: requests go on to `{function}/support/staff/...`.
+    pub function: String,
+}
+
+/// Where the page server serves the desk.
+pub const DESK_PREFIX: &str = "/staff";
+/// The headers the door sets, and drops from what a browser sent.
+const PERSON_HEADERS: [&str; 3] = ["x-staff-sub", "x-staff-name", "x-staff-groups"];
 
 #[derive(Default)]
 struct Faults {
@@ -59,16 +79,28 @@ impl Widget {
     /// `function_url` is the function's endpoint (`http://127.0.0.1:9000/support/refund-chat`,
     /// or under `cargo lambda watch` `.../lambda-url/refund-chat/support/refund-chat`).
     pub fn new(web_dir: PathBuf, function_url: impl Into<String>) -> Arc<Widget> {
-        Widget::build(web_dir, function_url.into(), None)
+        Arc::new(Widget::build(web_dir, function_url.into(), None))
+    }
+
+    /// The same, with the support team's desk at `/staff/`.
+    pub fn with_desk(
+        web_dir: PathBuf,
+        function_url: impl Into<String>,
+        poll_seconds: Option<f64>,
+        desk: DeskDoor,
+    ) -> Arc<Widget> {
+        let mut widget = Widget::build(web_dir, function_url.into(), poll_seconds);
+        widget.desk = Some(desk);
+        Arc::new(widget)
     }
 
     /// The same, serving the page with another polling interval (the
     /// browser tests: a person's note shows within a second, not ten).
     pub fn polling_every(web_dir: PathBuf, function_url: impl Into<String>, seconds: f64) -> Arc<Widget> {
-        Widget::build(web_dir, function_url.into(), Some(seconds))
+        Arc::new(Widget::build(web_dir, function_url.into(), Some(seconds)))
     }
 
-    fn build(web_dir: PathBuf, function_url: String, poll_seconds: Option<f64>) -> Arc<Widget> {
+    fn build(web_dir: PathBuf, function_url: String, poll_seconds: Option<f64>) -> Widget {
         let faults: Arc<Faults> = Arc::default();
         let armed = Arc::clone(&faults);
         let hook: Hook = Arc::new(move |seen| {
@@ -83,7 +115,7 @@ impl Widget {
         });
         // The proxy keeps the request's path, which is the chat path.
         let target = function_url.strip_suffix(CHAT_PATH).unwrap_or(&function_url);
-        Arc::new(Widget {
+        Widget {
             web_dir,
             link_origins: link_origins(),
             poll_seconds,
@@ -91,7 +123,8 @@ impl Widget {
             function_url,
             http: reqwest::Client::new(),
             faults,
-        })
+            desk: None,
+        }
     }
 
     /// How many answers were dropped so far.
@@ -144,6 +177,9 @@ impl Widget {
 
     async fn serve_whole(self: Arc<Self>, request: Request<Incoming>) -> Result<Response<Full<Bytes>>, Dropped> {
         let (method, path) = (request.method().clone(), request.uri().path().to_owned());
+        if let (Some(desk), Some(rest)) = (&self.desk, path.strip_prefix(DESK_PREFIX)) {
+            return Ok(self.desk(desk, rest, request).await);
+        }
         match (method, path.as_str()) {
             (Method::POST, CHAT_PATH) => self.function.handle(request).await,
             (Method::GET, read) if read.starts_with(READ_PREFIX) => self.function.handle(request).await,
@@ -180,6 +216,65 @@ impl Widget {
                 "text/plain",
             ),
         }
+    }
+
+    /// A desk request: the page's files as they are, anything else only
+    /// with a token of the staff pool, the person in the door's headers.
+    async fn desk(&self, desk: &DeskDoor, rest: &str, request: Request<Incoming>) -> Response<Full<Bytes>> {
+        if rest.is_empty() {
+            let mut moved = plain(StatusCode::PERMANENT_REDIRECT, "", "text/plain");
+            moved
+                .headers_mut()
+                .insert(hyper::header::LOCATION, HeaderValue::from_static("/staff/"));
+            return moved;
+        }
+        let page = matches!(rest, "/" | "/index.html" | "/desk.js" | "/desk.css");
+        let (parts, body) = request.into_parts();
+        let query = parts.uri.query().map(|q| format!("?{q}")).unwrap_or_default();
+        let url = format!("{}/support/staff{rest}{query}", desk.function.trim_end_matches('/'));
+        let mut outgoing = self.http.request(parts.method.clone(), &url);
+        for (name, value) in parts.headers.iter() {
+            let dropped = name == "host" || PERSON_HEADERS.contains(&name.as_str());
+            if !dropped {
+                outgoing = outgoing.header(name, value);
+            }
+        }
+        if !page {
+            let authorization = parts
+                .headers
+                .get(hyper::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok());
+            match desk.gate.person(authorization).await {
+                Ok(person) => {
+                    outgoing = outgoing
+                        .header(PERSON_HEADERS[0], person.sub)
+                        .header(PERSON_HEADERS[1], person.name)
+                        .header(PERSON_HEADERS[2], person.groups.join(","));
+                }
+                Err(refused) => {
+                    eprintln!("desk: a request refused at the door: {refused}");
+                    return plain(StatusCode::UNAUTHORIZED, r#"{"detail":"Unauthorized"}"#, "application/json");
+                }
+            }
+        }
+        let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+        let Ok(answer) = outgoing.body(body).send().await else {
+            return plain(
+                StatusCode::BAD_GATEWAY,
+                r#"{"detail":"the desk's function is down"}"#,
+                "application/json",
+            );
+        };
+        let mut response = Response::builder().status(answer.status());
+        for (name, value) in answer.headers() {
+            if name != hyper::header::TRANSFER_ENCODING && name != hyper::header::CONTENT_LENGTH {
+                response = response.header(name, value);
+            }
+        }
+        let bytes = answer.bytes().await.unwrap_or_default();
+        response
+            .body(Full::new(bytes))
+            .unwrap_or_else(|_| plain(StatusCode::BAD_GATEWAY, "", "text/plain"))
     }
 
     async fn file(&self, name: &str, content_type: &'static str) -> Response<Full<Bytes>> {

@@ -22,7 +22,7 @@ pub const GROUPS_HEADER: &str = "x-staff-groups";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Member {
     pub sub: String,
-    /// `name`, else `email`, else the `sub`.
+    /// `name`, else `email`, else the user name, else the `sub`.
     pub name: String,
     pub groups: Vec<String>,
 }
@@ -96,7 +96,11 @@ pub fn from_claims(claims: &Value, issuer: Option<&str>) -> Result<Member, Refus
     }
     Ok(Member {
         sub: sub.to_owned(),
-        name: claim("name").or_else(|| claim("email")).unwrap_or(sub).to_owned(),
+        name: claim("name")
+            .or_else(|| claim("email"))
+            .or_else(|| claim("cognito:username"))
+            .unwrap_or(sub)
+            .to_owned(),
         groups: claims.get("cognito:groups").map(groups).unwrap_or_default(),
     })
 }

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""The staff's user pool in moto's Cognito, for `make run` and the browser
+test (contract 24): a pool, its app client (no secret, USER_PASSWORD_AUTH),
+the two groups, and two people: Ann, an approver (both groups), and Sam, of
+the staff group alone. Passwords are new on every run. Prints one JSON
+object: the pool, the client, the issuer, the sign-in URL and the people."""
+import argparse
+import json
+import secrets
+
+import boto3
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--endpoint", required=True)
+    parser.add_argument("--region", default="eu-west-1")
+    parser.add_argument("--staff-group", default="support-staff")
+    parser.add_argument("--approver-group", default="refund-approvers")
+    args = parser.parse_args()
+    idp = boto3.client(
+        "cognito-idp",
+        endpoint_url=args.endpoint,
+        region_name=args.region,
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    pool = idp.create_user_pool(PoolName="refund-chat-staff")["UserPool"]["Id"]
+    client = idp.create_user_pool_client(
+        UserPoolId=pool,
+        ClientName="refund-chat-desk",
+        GenerateSecret=False,
+        ExplicitAuthFlows=["ALLOW_USER_PASSWORD_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"],
+    )["UserPoolClient"]["ClientId"]
+    for group in (args.staff_group, args.approver_group):
+        idp.create_group(UserPoolId=pool, GroupName=group)
+    people = []
+    for username, name, groups in (
+        ("ann", "Ann Approver", (args.staff_group, args.approver_group)),
+        ("sam", "Sam Staff", (args.staff_group,)),
+    ):
+        # Long, random, and in every class a real pool's policy asks for.
+        password = "Desk-" + secrets.token_urlsafe(12) + "9a"
+        idp.admin_create_user(
+            UserPoolId=pool,
+            Username=username,
+            UserAttributes=[
+                {"Name": "name", "Value": name},
+                {"Name": "email", "Value": f"{username}@shop.example"},
+            ],
+            MessageAction="SUPPRESS",
+        )
+        idp.admin_set_user_password(UserPoolId=pool, Username=username, Password=password, Permanent=True)
+        for group in groups:
+            idp.admin_add_user_to_group(UserPoolId=pool, Username=username, GroupName=group)
+        people.append({"username": username, "name": name, "password": password, "groups": list(groups)})
+    print(
+        json.dumps(
+            {
+                "pool_id": pool,
+                "client_id": client,
+                "issuer": f"https://cognito-idp.{args.region}.amazonaws.com/{pool}",
+                "sign_in_url": args.endpoint.rstrip("/") + "/",
+                "people": people,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
