@@ -102,6 +102,8 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
 
 struct Stack {
     page: String,
+    /// The staff pool's people (`tools/local-staff-pool.py`'s answer).
+    staff_pool: Value,
     widget: Arc<Widget>,
     sandbox: Sandbox,
     /// What `refund-chat-admin` needs to act on this stack's ledger.
@@ -152,15 +154,43 @@ impl Stack {
             },
             LEDGER_TIMEOUT,
         );
+        // The desk (contract 24) as make run has it: the staff pool in moto,
+        // the staff function reading the person from the door's headers.
+        let staff_pool = staff_pool();
+        let desk_config = desk_config(
+            &config.ledger_table,
+            &config.payments_base_url,
+            &[
+                ("STAFF_IDENTITY", "header"),
+                ("STAFF_SIGN_IN_URL", staff_pool["sign_in_url"].as_str().unwrap()),
+                ("STAFF_POOL_CLIENT_ID", staff_pool["client_id"].as_str().unwrap()),
+            ],
+        );
+        let desk = serve_desk(StaffDesk::new(&aws, desk_config)).await;
         let app = Arc::new(refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap());
         let function = serve_function(app).await;
         let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
+        let door = refund_chat_local::widget::DeskDoor {
+            gate: refund_chat_local::staff_gate::StaffGate::new(
+                &moto().endpoint,
+                staff_pool["pool_id"].as_str().unwrap(),
+                staff_pool["issuer"].as_str().unwrap(),
+                staff_pool["client_id"].as_str().unwrap(),
+            ),
+            function: format!("http://{desk}"),
+        };
         // The page asks for a person's words every 0.2 s here, not every 10 s.
-        let widget = Widget::polling_every(web, format!("http://{function}{}", refund_chat::http::ROUTE), 0.2);
+        let widget = Widget::with_desk(
+            web,
+            format!("http://{function}{}", refund_chat::http::ROUTE),
+            Some(0.2),
+            door,
+        );
         let page = refund_chat_local::widget::spawn(0, Arc::clone(&widget)).await.unwrap();
         let (chromedriver, browser, profile) = browser().await;
         Stack {
             page: format!("http://{page}/"),
+            staff_pool,
             widget,
             sandbox,
             admin_env,
@@ -314,6 +344,137 @@ impl Stack {
             .unwrap();
         let kept: Value = serde_json::from_str(kept.as_str().unwrap()).unwrap();
         kept["id"].as_str().unwrap().to_owned()
+    }
+}
+
+/// The staff pool in the suite's moto, made as `make run` makes it.
+fn staff_pool() -> Value {
+    let output = std::process::Command::new(root().join(".venv/bin/python"))
+        .arg(root().join("tools/local-staff-pool.py"))
+        .args(["--endpoint", &moto().endpoint])
+        .output()
+        .expect("tools/local-staff-pool.py (make test installs .venv)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The staff function behind an HTTP port, as `cargo lambda watch` serves
+/// it: each request becomes an event of the real handler, the person in
+/// the headers the page server's door set.
+async fn serve_desk(desk: StaffDesk) -> SocketAddr {
+    let app = Arc::clone(&desk.app);
+    let handler = move |request: axum::extract::Request| {
+        let app = Arc::clone(&app);
+        async move {
+            let (parts, body) = request.into_parts();
+            let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+            let headers: Vec<(String, String)> = parts
+                .headers
+                .iter()
+                .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+                .collect();
+            let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+            let body = serde_json::from_slice::<Value>(&body).ok();
+            let event = staff_event(parts.method.as_str(), parts.uri.path(), body, &headers, None);
+            let answer = send_staff(&app, event).await;
+            let mut response = axum::response::Response::builder().status(answer.status);
+            for (name, value) in &answer.headers {
+                response = response.header(name, value);
+            }
+            response.body(axum::body::Body::from(answer.raw)).unwrap_or_default()
+        }
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let router = axum::Router::new()
+        .route("/support/staff/", axum::routing::any(handler.clone()))
+        .route("/support/staff/{*rest}", axum::routing::any(handler));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    address
+}
+
+/// A person of the support team at the desk, in a browser of their own.
+struct AtTheDesk {
+    _chromedriver: tokio::process::Child,
+    browser: Client,
+    profile: PathBuf,
+}
+
+impl Drop for AtTheDesk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("pkill")
+            .arg("-f")
+            .arg(self.profile.as_os_str())
+            .status();
+    }
+}
+
+impl AtTheDesk {
+    /// Signed in as `username` (ann: an approver; sam: the staff group alone).
+    async fn sign_in(stack: &Stack, username: &str) -> AtTheDesk {
+        let (chromedriver, browser, profile) = browser().await;
+        let desk = AtTheDesk {
+            _chromedriver: chromedriver,
+            browser,
+            profile,
+        };
+        desk.browser.goto(&format!("{}staff/", stack.page)).await.unwrap();
+        let password = stack.staff_pool["people"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["username"] == username)
+            .unwrap()["password"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let field = |id: &'static str| desk.browser.find(Locator::Id(id));
+        field("username").await.unwrap().send_keys(username).await.unwrap();
+        field("password").await.unwrap().send_keys(&password).await.unwrap();
+        field("password").await.unwrap().send_keys(ENTER).await.unwrap();
+        desk.element("#whoami").await;
+        desk.wait_text("#whoami", "Signed in as").await;
+        desk
+    }
+
+    async fn element(&self, css: &str) -> fantoccini::elements::Element {
+        self.browser
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css}: {e}"))
+    }
+
+    /// The text of `css` once it contains `part`.
+    async fn wait_text(&self, css: &str, part: &str) -> String {
+        let started = std::time::Instant::now();
+        loop {
+            if let Ok(element) = self.browser.find(Locator::Css(css)).await
+                && let Ok(text) = element.text().await
+                && text.contains(part)
+            {
+                return text;
+            }
+            assert!(started.elapsed() < WAIT, "{css} never said {part:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Opens the first item of the queue's list `list` (approvals, handoffs).
+    async fn open_first(&self, list: &str) {
+        self.element(&format!("#{list} li button")).await.click().await.unwrap();
+        self.wait_text("#item-body", "").await;
+    }
+
+    async fn button(&self, label: &str) -> Option<fantoccini::elements::Element> {
+        let xpath = format!("//div[@id='actions']//button[normalize-space(.)='{label}']");
+        self.browser.find(Locator::XPath(&xpath)).await.ok()
+    }
+
+    async fn close(&self) {
+        self.browser.clone().close().await.unwrap();
+        let _ = std::fs::remove_dir_all(&self.profile);
     }
 }
 
@@ -737,5 +898,117 @@ async fn the_reply_is_seen_as_it_is_written_with_its_step_and_announced_once() {
     assert!(!draft_left, "the draft is gone once the message is in the log");
     assert_eq!(stack.refunds().await, 1);
 
+    stack.close().await;
+}
+
+/// Contract 24 in a browser: an approver signs in, sees the refund with its
+/// order's facts and labels, approves it, and the customer's page shows the
+/// note; a member of the staff group alone sees no approve button, and a
+/// forged POST from their page is refused; two browsers approving at once
+/// make one payment, and the other page says who decided.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approver_approves_from_the_desk_and_a_member_of_the_staff_group_cannot() {
+    let stack = Stack::on_the_page().await;
+    stack
+        .type_message("The sofa from order D-4001 arrived torn. Please refund 120.00.")
+        .await;
+    stack.nth("pending-approval", 1).await;
+
+    let sam = AtTheDesk::sign_in(&stack, "sam").await;
+    let item = sam.wait_text("#approvals", "120.00").await;
+    assert!(item.contains("order D-4001") && item.contains("router: refund"), "{item}");
+    sam.open_first("approvals").await;
+    sam.wait_text("#item-body", "the order now").await;
+    assert!(sam.button("Approve").await.is_none(), "no approve button for the staff group alone");
+    sam.wait_text("#actions", "Only an approver decides refunds").await;
+    // A forged POST with Sam's own token: refused, nothing paid.
+    let forged = sam
+        .browser
+        .execute_async(
+            "const [done] = [arguments[arguments.length - 1]];
+             const id = document.querySelector('#approvals li button').dataset.id;
+             fetch('refunds/' + id + '/approve', {method: 'POST', headers: {
+                 'Authorization': sessionStorage.getItem('desk-id-token'),
+                 'Idempotency-Key': 'forged-1', 'Content-Type': 'application/json'}, body: '{}'})
+               .then(r => done(r.status));",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(forged, serde_json::json!(403));
+    assert_eq!(stack.refunds().await, 0);
+
+    // Two browsers of approvers, approving at once.
+    let (ann, ann_again) = tokio::join!(AtTheDesk::sign_in(&stack, "ann"), AtTheDesk::sign_in(&stack, "ann"));
+    for desk in [&ann, &ann_again] {
+        desk.wait_text("#approvals", "120.00").await;
+        desk.open_first("approvals").await;
+        let facts = desk.wait_text("#item-body", "paid").await;
+        assert!(facts.contains("refund;low"), "the labels: {facts}");
+    }
+    let (one, two) = (ann.button("Approve").await.unwrap(), ann_again.button("Approve").await.unwrap());
+    let (a, b) = tokio::join!(one.click(), two.click());
+    a.unwrap();
+    b.unwrap();
+    let (first, second) = tokio::join!(ann.wait_text("#outcome", "d "), ann_again.wait_text("#outcome", "d "));
+    let outcomes = [first, second];
+    assert!(outcomes.iter().any(|o| o.contains("approved") && o.contains("refunded 120.00")), "{outcomes:?}");
+    assert!(outcomes.iter().any(|o| o.contains("Already decided by ann")), "{outcomes:?}");
+    assert_eq!(stack.refunds().await, 1, "one payments call");
+    let png = ann.browser.screenshot().await.unwrap();
+    std::fs::write(artifact("desk-approved.png"), &png).unwrap();
+
+    let note = stack.nth("person", 1).await;
+    assert!(note.contains("A person approved your refund of 120.00 for order D-4001."), "{note}");
+    for desk in [&sam, &ann, &ann_again] {
+        desk.close().await;
+    }
+    stack.close().await;
+}
+
+/// A reply typed at the desk reaches the customer's page once, however
+/// often the button is clicked; the page is usable at 360 px with the
+/// keyboard, and customers' words stay text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_from_the_desk_reaches_the_customer_once_after_a_double_click() {
+    let stack = Stack::on_the_page().await;
+    stack.type_message("I want to talk to a person <img src=x onerror=alert(1)>").await;
+    stack.nth("assistant", 1).await;
+
+    let sam = AtTheDesk::sign_in(&stack, "sam").await;
+    sam.browser.set_window_size(360, 740).await.unwrap();
+    sam.wait_text("#handoffs", "customer_asked").await;
+    sam.open_first("handoffs").await;
+    let transcript = sam.wait_text("#item-body", "Customer:").await;
+    assert!(transcript.contains("<img src=x onerror=alert(1)>"), "shown as text: {transcript}");
+    let images = sam.browser.find_all(Locator::Css("#item-body img")).await.unwrap();
+    assert!(images.is_empty(), "never as markup");
+    let reply = sam.browser.find(Locator::Id("reply-text")).await.unwrap();
+    reply.send_keys("Hello, this is Sam from the support team.").await.unwrap();
+    // A double click: two clicks before the first answer.
+    sam.browser
+        .execute(
+            "const b = [...document.querySelectorAll('#actions button')].find(b => b.textContent === 'Send reply');
+             b.click(); b.click();",
+            vec![],
+        )
+        .await
+        .unwrap();
+    sam.wait_text("#outcome", "replied in").await;
+    let said = stack.nth("person", 1).await;
+    assert!(said.contains("Hello, this is Sam"), "{said}");
+    // Polled again and again: still one.
+    stack.polling_is("1.6").await;
+    let people = stack.browser.find_all(Locator::Css("li.person")).await.unwrap();
+    assert_eq!(people.len(), 1, "the reply reached the customer once");
+    let width: Value = sam
+        .browser
+        .execute("return document.documentElement.scrollWidth;", vec![])
+        .await
+        .unwrap();
+    assert!(width.as_u64().unwrap() <= 360, "usable at 360 px: {width}");
+    let png = sam.browser.screenshot().await.unwrap();
+    std::fs::write(artifact("desk-reply-360px.png"), &png).unwrap();
+    sam.close().await;
     stack.close().await;
 }

@@ -258,6 +258,8 @@ function decision(label, path, bodyOf, className) {
       else if (status === 409 && data.decided_by) say("Already decided by " + data.decided_by + (data.decided_at ? " at " + data.decided_at : "") + ". " + (data.detail || ""));
       else if (status === 403) say("You may not do this: " + (data.detail || ""));
       else say((data.detail || "HTTP " + status));
+      // The item as it is now (its state, the buttons that still apply), the outcome kept.
+      if (selected && (status === 200 || status === 409)) open(selected, true);
       refresh();
     } catch (_) {
       say("No answer came: press again to send the same decision once more.");
@@ -279,10 +281,10 @@ function field(id, label, multiline) {
   return wrap;
 }
 
-async function open(item) {
+async function open(item, keepOutcome) {
   selected = item;
   document.querySelectorAll(".items button").forEach((b) => b.setAttribute("aria-current", String(b.dataset.id === item.id)));
-  say("");
+  if (!keepOutcome) say("");
   $("item-title").textContent = item.kind === "handoff" ? "Conversation " + item.conversation_id : "Refund " + item.id;
   $("item-body").replaceChildren(el("p", "Reading…", "hint"));
   $("actions").replaceChildren();
@@ -337,7 +339,7 @@ async function open(item) {
       actions.append(el("p", "Only an approver decides refunds.", "hint"));
     }
   }
-  $("item").focus();
+  if (!keepOutcome) $("item").focus();
 }
 
 $("sign-in").addEventListener("submit", signIn);
