@@ -515,7 +515,10 @@ impl DeskConfig {
             order_url_template: template("ORDER_URL_TEMPLATE", "{order_id}")?,
             allow_origin: vars.get("STAFF_ALLOW_ORIGIN"),
             idempotency_ttl: vars.hours("IDEMPOTENCY_TTL_HOURS", DEFAULT_IDEMPOTENCY_TTL)?,
-            sign_in_url: vars.get("STAFF_SIGN_IN_URL").map(|url| parse_url("STAFF_SIGN_IN_URL", url)).transpose()?,
+            sign_in_url: vars
+                .get("STAFF_SIGN_IN_URL")
+                .map(|url| parse_url("STAFF_SIGN_IN_URL", url))
+                .transpose()?,
             client_id: vars.get("STAFF_POOL_CLIENT_ID"),
             response_mode: match vars.get("RESPONSE_MODE").as_deref() {
                 None | Some("streaming") => ResponseMode::Streaming,

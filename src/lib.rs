@@ -38,8 +38,10 @@
 //! - [`desk`]: one checked message through admission, the conversation,
 //!   the screen, the budget, the turn and the append.
 //! - [`http`]: the edge: routing, the body, identity, the `Idempotency-Key`
-//!   header, and the one error-to-status map. [`startup`]: the one place the
-//!   ports are wired.
+//!   header, and the one error-to-status map. [`staff`]: the support team's
+//!   decisions and reads, one library that `refund-chat-admin` and the desk
+//!   (`refund-chat-staff`, its edge in [`staff::desk`]) both call.
+//!   [`startup`]: the one place the function's ports are wired.
 //!
 //! At the ground, used from any floor: [`clock`], [`mask`] (card numbers
 //! and IBANs, read as a person reads them), [`live`] (what a turn shows
@@ -47,8 +49,8 @@
 //! model-written text made safe for a terminal, a spreadsheet or a log),
 //! [`http_client`], [`secrets`].
 //!
-//! Binaries: `refund-chat` (the function, `src/main.rs`) and
-//! `refund-chat-sweep` (`src/bin/`). The support team's `refund-chat-admin`
+//! Binaries: `refund-chat` (the function, `src/main.rs`),
+//! `refund-chat-sweep` and `refund-chat-staff` (the desk) in `src/bin/`. The support team's `refund-chat-admin`
 //! is a package of its own (`admin/`). With the `test-support` feature (and
 //! in unit tests), `doubles` holds in-memory stand-ins for tests and
 //! benchmarks.

@@ -782,30 +782,50 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
     .unwrap();
     assert_eq!(env["STAFF_GROUP"], defaults.staff_group.as_str());
     assert_eq!(env["APPROVER_GROUP"], defaults.approver_group.as_str());
-    assert_eq!(resources["StaffGroup"]["Properties"]["GroupName"], defaults.staff_group.as_str());
-    assert_eq!(resources["ApproverGroup"]["Properties"]["GroupName"], defaults.approver_group.as_str());
+    assert_eq!(
+        resources["StaffGroup"]["Properties"]["GroupName"],
+        defaults.staff_group.as_str()
+    );
+    assert_eq!(
+        resources["ApproverGroup"]["Properties"]["GroupName"],
+        defaults.approver_group.as_str()
+    );
     for group in ["StaffGroup", "ApproverGroup"] {
-        assert_eq!(resources[group]["Properties"]["UserPoolId"], json!({"Ref": "StaffUserPool"}));
+        assert_eq!(
+            resources[group]["Properties"]["UserPoolId"],
+            json!({"Ref": "StaffUserPool"})
+        );
     }
     let client = &resources["StaffUserPoolClient"]["Properties"];
     assert_eq!(client["GenerateSecret"], false, "a page cannot keep a secret");
-    assert!(client["ExplicitAuthFlows"].as_array().unwrap().contains(&json!("ALLOW_USER_PASSWORD_AUTH")));
+    assert!(
+        client["ExplicitAuthFlows"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("ALLOW_USER_PASSWORD_AUTH"))
+    );
     assert_eq!(
-        resources["StaffUserPool"]["Properties"]["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"],
-        true,
+        resources["StaffUserPool"]["Properties"]["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"], true,
         "nobody signs themselves up to the support team"
     );
 
     // The staff pool's authorizer on every route but the page's files; the customers' on none.
     let auth = &resources["RefundChatApi"]["Properties"]["Auth"]["Authorizers"];
-    assert_eq!(auth["StaffCognito"]["UserPoolArn"], json!({"Fn::GetAtt": ["StaffUserPool", "Arn"]}));
+    assert_eq!(
+        auth["StaffCognito"]["UserPoolArn"],
+        json!({"Fn::GetAtt": ["StaffUserPool", "Arn"]})
+    );
     let events = desk["Properties"]["Events"].as_object().unwrap();
     assert_eq!(events.len(), 11);
     for (name, event) in events {
         let properties = &event["Properties"];
         let path = properties["Path"].as_str().unwrap();
         assert!(path.starts_with(refund_chat::staff::desk::PREFIX), "{name}");
-        assert_eq!(properties["RestApiId"], json!({"Ref": "RefundChatApi"}), "{name}: the same API and throttling");
+        assert_eq!(
+            properties["RestApiId"],
+            json!({"Ref": "RefundChatApi"}),
+            "{name}: the same API and throttling"
+        );
         assert_eq!(properties["ResponseTransferMode"], "RESPONSE_STREAM", "{name}");
         let page = ["/support/staff/", "/support/staff/desk.js", "/support/staff/desk.css"].contains(&path);
         assert_eq!(
@@ -816,14 +836,20 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
     }
 
     // Its own role: the tables' items and indexes it reads, its logs, traces; no delete, no scan.
-    assert_eq!(desk["Properties"]["Role"], json!({"Fn::GetAtt": ["RefundChatStaffRole", "Arn"]}));
+    assert_eq!(
+        desk["Properties"]["Role"],
+        json!({"Fn::GetAtt": ["RefundChatStaffRole", "Arn"]})
+    );
     let role = serde_json::to_string(&resources["RefundChatStaffRole"]["Properties"]["Policies"]).unwrap();
     for absent in ["Delete", "Scan", "secretsmanager", "BatchWrite"] {
         assert!(!role.contains(absent), "the desk's role grants no {absent}");
     }
     assert_eq!(role.matches("\"*\"").count(), 1, "only X-Ray's segments on *");
     let customers = serde_json::to_string(&resources["RefundChatFunctionRole"]).unwrap();
-    assert!(!customers.contains("Staff") && !customers.contains("cognito"), "the customers' function gains nothing");
+    assert!(
+        !customers.contains("Staff") && !customers.contains("cognito"),
+        "the customers' function gains nothing"
+    );
 
     // The timeout chain: the desk's worst case < its timeout < the integration's.
     let lookup = |name: &str| match name {
@@ -835,7 +861,9 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
     let worst = refund_chat::staff::worst_case(&config);
     assert_eq!(worst, Duration::from_secs(70));
     assert!(worst < timeout, "{worst:?} < {timeout:?}");
-    let integration = template["Parameters"]["IntegrationTimeoutMillis"]["Default"].as_u64().unwrap();
+    let integration = template["Parameters"]["IntegrationTimeoutMillis"]["Default"]
+        .as_u64()
+        .unwrap();
     assert!(timeout < Duration::from_millis(integration));
 
     // The queue's oldest wait is measured by the sweep, alarmed on, and on the dashboard.
@@ -846,6 +874,8 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
         resources["RefundChatSweepFunction"]["Properties"]["Environment"]["Variables"]["CONVERSATION_TABLE"],
         json!({"Ref": "ConversationTable"})
     );
-    let dashboard = resources["RefundChatDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"].as_str().unwrap();
+    let dashboard = resources["RefundChatDashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+        .as_str()
+        .unwrap();
     assert!(dashboard.contains("StaffDecisions") && dashboard.contains("StaffQueueOldestWait"));
 }

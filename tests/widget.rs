@@ -916,10 +916,16 @@ async fn an_approver_approves_from_the_desk_and_a_member_of_the_staff_group_cann
 
     let sam = AtTheDesk::sign_in(&stack, "sam").await;
     let item = sam.wait_text("#approvals", "120.00").await;
-    assert!(item.contains("order D-4001") && item.contains("router: refund"), "{item}");
+    assert!(
+        item.contains("order D-4001") && item.contains("router: refund"),
+        "{item}"
+    );
     sam.open_first("approvals").await;
     sam.wait_text("#item-body", "the order now").await;
-    assert!(sam.button("Approve").await.is_none(), "no approve button for the staff group alone");
+    assert!(
+        sam.button("Approve").await.is_none(),
+        "no approve button for the staff group alone"
+    );
     sam.wait_text("#actions", "Only an approver decides refunds").await;
     // A forged POST with Sam's own token: refused, nothing paid.
     let forged = sam
@@ -946,20 +952,34 @@ async fn an_approver_approves_from_the_desk_and_a_member_of_the_staff_group_cann
         let facts = desk.wait_text("#item-body", "paid").await;
         assert!(facts.contains("refund;low"), "the labels: {facts}");
     }
-    let (one, two) = (ann.button("Approve").await.unwrap(), ann_again.button("Approve").await.unwrap());
+    let (one, two) = (
+        ann.button("Approve").await.unwrap(),
+        ann_again.button("Approve").await.unwrap(),
+    );
     let (a, b) = tokio::join!(one.click(), two.click());
     a.unwrap();
     b.unwrap();
     let (first, second) = tokio::join!(ann.wait_text("#outcome", "d "), ann_again.wait_text("#outcome", "d "));
     let outcomes = [first, second];
-    assert!(outcomes.iter().any(|o| o.contains("approved") && o.contains("refunded 120.00")), "{outcomes:?}");
-    assert!(outcomes.iter().any(|o| o.contains("Already decided by ann")), "{outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .any(|o| o.contains("approved") && o.contains("refunded 120.00")),
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes.iter().any(|o| o.contains("Already decided by ann")),
+        "{outcomes:?}"
+    );
     assert_eq!(stack.refunds().await, 1, "one payments call");
     let png = ann.browser.screenshot().await.unwrap();
     std::fs::write(artifact("desk-approved.png"), &png).unwrap();
 
     let note = stack.nth("person", 1).await;
-    assert!(note.contains("A person approved your refund of 120.00 for order D-4001."), "{note}");
+    assert!(
+        note.contains("A person approved your refund of 120.00 for order D-4001."),
+        "{note}"
+    );
     for desk in [&sam, &ann, &ann_again] {
         desk.close().await;
     }
@@ -972,7 +992,9 @@ async fn an_approver_approves_from_the_desk_and_a_member_of_the_staff_group_cann
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_from_the_desk_reaches_the_customer_once_after_a_double_click() {
     let stack = Stack::on_the_page().await;
-    stack.type_message("I want to talk to a person <img src=x onerror=alert(1)>").await;
+    stack
+        .type_message("I want to talk to a person <img src=x onerror=alert(1)>")
+        .await;
     stack.nth("assistant", 1).await;
 
     let sam = AtTheDesk::sign_in(&stack, "sam").await;
@@ -980,11 +1002,17 @@ async fn a_reply_from_the_desk_reaches_the_customer_once_after_a_double_click() 
     sam.wait_text("#handoffs", "customer_asked").await;
     sam.open_first("handoffs").await;
     let transcript = sam.wait_text("#item-body", "Customer:").await;
-    assert!(transcript.contains("<img src=x onerror=alert(1)>"), "shown as text: {transcript}");
+    assert!(
+        transcript.contains("<img src=x onerror=alert(1)>"),
+        "shown as text: {transcript}"
+    );
     let images = sam.browser.find_all(Locator::Css("#item-body img")).await.unwrap();
     assert!(images.is_empty(), "never as markup");
     let reply = sam.browser.find(Locator::Id("reply-text")).await.unwrap();
-    reply.send_keys("Hello, this is Sam from the support team.").await.unwrap();
+    reply
+        .send_keys("Hello, this is Sam from the support team.")
+        .await
+        .unwrap();
     // A double click: two clicks before the first answer.
     sam.browser
         .execute(

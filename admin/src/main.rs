@@ -26,9 +26,9 @@ use std::time::Duration;
 use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 use refund_chat::clock::parse_utc;
 use refund_chat::config::StaffConfig;
-use refund_chat::ledger::LedgerError;
 use refund_chat::conversation::person::Person;
 use refund_chat::ledger::Confirmed;
+use refund_chat::ledger::LedgerError;
 use refund_chat::router::Intent;
 use refund_chat::staff::{Staff, decide};
 
@@ -310,7 +310,7 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
                 .await
                 .map(cmd::decide::ending)
         }
-        Command::Export { since, format } => cmd::export::run(ledger, since.unwrap_or(0), format).await,
+        Command::Export { since, format } => cmd::export::run(ledger, conversations, since.unwrap_or(0), format).await,
         Command::ReplayTask { id, family, why, out } => {
             let hash_key = match cmd::replay_task::hash_key(&aws).await {
                 Ok(key) => key,

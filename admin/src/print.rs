@@ -4,10 +4,9 @@
 //! and a transcript's lines.
 
 use refund_chat::chat::Message;
-use refund_chat::ledger::dynamo::conversations::{StoredHandoff, Transcript};
 use refund_chat::ledger::RefundRecord;
+use refund_chat::ledger::dynamo::conversations::{StoredHandoff, Transcript};
 use refund_chat::untrusted::visible;
-
 
 pub fn print_handoff(handoff: &StoredHandoff) {
     println!("handoff       {}", visible(&handoff.id));

@@ -82,7 +82,16 @@ impl Staff {
             } else if rng.chance(0.6) {
                 self.approve(&record.record_id, &by).await
             } else {
-                match self.ledger.reject(&record.record_id, refund_chat::conversation::person::Person::named(&by), "chaos", now_ms()).await {
+                match self
+                    .ledger
+                    .reject(
+                        &record.record_id,
+                        refund_chat::conversation::person::Person::named(&by),
+                        "chaos",
+                        now_ms(),
+                    )
+                    .await
+                {
                     Ok(refund_chat::ledger::StaffDecision::Done(_)) => "reject: done".into(),
                     Ok(_) => "reject: refused".into(),
                     Err(_) => "reject: ledger error".into(),
@@ -90,7 +99,10 @@ impl Staff {
             };
             self.count(&ending);
             if let Some(conversation) = record.conversation_id.as_deref().filter(|_| rng.chance(0.3)) {
-                let reply = PersonNote::reply(refund_chat::conversation::person::Person::named(&by), "A person from the support team looked at this.");
+                let reply = PersonNote::reply(
+                    refund_chat::conversation::person::Person::named(&by),
+                    "A person from the support team looked at this.",
+                );
                 let ending = match self.notes.reply(conversation, &reply, now_ms()).await {
                     Ok(Replied::Appended { .. }) => "reply: appended",
                     Ok(Replied::NotFound) => "reply: no conversation",

@@ -17,8 +17,8 @@ pub mod moto;
 pub mod order_text;
 pub mod payments_sandbox;
 pub mod proxy;
-pub mod staff_gate;
 pub mod runtime_api;
+pub mod staff_gate;
 pub mod widget;
 
 use std::net::SocketAddr;

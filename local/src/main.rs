@@ -71,7 +71,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         } => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
             println!("chat page on http://{}", listener.local_addr()?);
-            let widget = match (desk_function, staff_endpoint, staff_pool_id, staff_issuer, staff_client_id) {
+            let widget = match (
+                desk_function,
+                staff_endpoint,
+                staff_pool_id,
+                staff_issuer,
+                staff_client_id,
+            ) {
                 (Some(desk), Some(endpoint), Some(pool), Some(issuer), Some(client)) => {
                     println!("the desk on http://{}/staff/", listener.local_addr()?);
                     let gate = refund_chat_local::staff_gate::StaffGate::new(&endpoint, &pool, &issuer, &client);

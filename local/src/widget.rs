@@ -253,7 +253,11 @@ impl Widget {
                 }
                 Err(refused) => {
                     eprintln!("desk: a request refused at the door: {refused}");
-                    return plain(StatusCode::UNAUTHORIZED, r#"{"detail":"Unauthorized"}"#, "application/json");
+                    return plain(
+                        StatusCode::UNAUTHORIZED,
+                        r#"{"detail":"Unauthorized"}"#,
+                        "application/json",
+                    );
                 }
             }
         }

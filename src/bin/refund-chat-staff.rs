@@ -8,6 +8,8 @@ use std::sync::Arc;
 use http_body_util::BodyExt;
 use lambda_http::{Body, Error, Request, Response, StreamAdapter, service_fn};
 use refund_chat::config::{DeskConfig, ResponseMode, StaffIdentity};
+use refund_chat::staff::Staff;
+use refund_chat::staff::desk::StaffApp;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {
@@ -15,7 +17,7 @@ async fn main() -> Result<(), Error> {
     let config = DeskConfig::from_env().inspect_err(|error| {
         tracing::error!(event = "configuration_error", error = %error);
     })?;
-    let app = Arc::new(refund_chat::staff::desk::build(config).await?);
+    let app = Arc::new(build(config).await?);
     if app.config().identity == StaffIdentity::Header {
         tracing::warn!(
             event = "configuration",
@@ -47,4 +49,17 @@ async fn main() -> Result<(), Error> {
             metrics_cloudwatch_embedded::lambda::service::run_http(metrics, handler).await
         }
     }
+}
+
+/// The desk as deployed: the function's own HTTP client (the SDK's calls
+/// too), its AWS configuration from the environment, the help centre's
+/// origins for the page's links.
+async fn build(config: DeskConfig) -> Result<StaffApp, Error> {
+    let http = refund_chat::http_client::money_path_client()?;
+    let aws = refund_chat::startup::function_aws_config(&http).await;
+    let placeholders = refund_chat::help::Placeholders::of_limits(&config.staff.limits);
+    let dir = std::env::var("HELP_ARTICLES_DIR").ok().filter(|d| !d.trim().is_empty());
+    let origins = refund_chat::help::link_origins(dir.as_deref().map(std::path::Path::new), &placeholders)?;
+    let staff = Staff::new(&config.staff, &aws, http);
+    Ok(StaffApp::new(config, staff, origins))
 }

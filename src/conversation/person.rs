@@ -89,7 +89,13 @@ pub struct PersonNote {
 
 impl PersonNote {
     /// The note of `decision` on a record.
-    pub fn of_decision(decision: Decision, by: Person<'_>, record_id: &str, amount: AmountCents, order_id: &str) -> Self {
+    pub fn of_decision(
+        decision: Decision,
+        by: Person<'_>,
+        record_id: &str,
+        amount: AmountCents,
+        order_id: &str,
+    ) -> Self {
         PersonNote {
             by: by.name.to_owned(),
             by_sub: by.sub.map(str::to_owned),
@@ -195,7 +201,13 @@ mod tests {
 
     #[test]
     fn a_decisions_note_is_fixed_words_from_the_record() {
-        let note = PersonNote::of_decision(Decision::Approved, Person::named("sam"), "r_1", AmountCents::new(12000), "D-4001");
+        let note = PersonNote::of_decision(
+            Decision::Approved,
+            Person::named("sam"),
+            "r_1",
+            AmountCents::new(12000),
+            "D-4001",
+        );
         assert_eq!(note.text, "A person approved your refund of 120.00 for order D-4001.");
         assert_eq!(note.note_for.as_deref(), Some("r_1"));
         for decision in [Decision::Rejected, Decision::ConfirmedMade, Decision::ConfirmedNotMade] {

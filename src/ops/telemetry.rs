@@ -81,7 +81,11 @@ pub fn init_metrics() -> Result<&'static Collector, metrics_cloudwatch_embedded:
         .with_lambda_xray_trace_id("xrayTraceId")
         .init()?;
     metrics::describe_histogram!("TurnDuration", metrics::Unit::Milliseconds, "duration of one request");
-    metrics::describe_histogram!("StaffQueueOldestWait", metrics::Unit::Seconds, "the queue's oldest wait");
+    metrics::describe_histogram!(
+        "StaffQueueOldestWait",
+        metrics::Unit::Seconds,
+        "the queue's oldest wait"
+    );
     for counter in COUNTERS {
         metrics::describe_counter!(*counter, metrics::Unit::Count, "");
     }

@@ -2,10 +2,10 @@
 //! reaches payments, and how often, when the ledger fails, refuses, or two
 //! people approve at once.
 
-use crate::conversation::person::Person;
 use super::RecordedRefunds;
 use super::approvals::{self, ApprovalError};
 use crate::config::DEFAULT_LIMITS;
+use crate::conversation::person::Person;
 use crate::doubles::{AnyOrder, RecordingPayments, a_delivered_order};
 use crate::ledger::memory::MemoryLedger;
 use crate::refund::message::CustomerMessage;

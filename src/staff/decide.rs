@@ -121,8 +121,7 @@ fn noted(kind: Kind, id: &str, by: Person<'_>, decided: &Decided) {
     );
     // Per person: the verified `sub` (opaque; the log line has the name), a terminal's "cli".
     let person = by.sub.map_or_else(|| "cli".to_owned(), str::to_owned);
-    metrics::counter!("StaffDecisions", "Kind" => kind.as_str(), "Outcome" => outcome, "Person" => person)
-        .increment(1);
+    metrics::counter!("StaffDecisions", "Kind" => kind.as_str(), "Outcome" => outcome, "Person" => person).increment(1);
 }
 
 /// Approves a refund awaiting approval: the order read afresh, one
@@ -286,10 +285,7 @@ pub async fn resolve(staff: &Staff, id: &str, by: Person<'_>, confirmed: &Confir
         return Ok(decided);
     }
     let stale_before = now_ms().saturating_sub(FUNCTION_TIMEOUT.as_millis() as u64);
-    let claim = staff
-        .ledger
-        .resolve(id, confirmed, by, stale_before, now_ms())
-        .await?;
+    let claim = staff.ledger.resolve(id, confirmed, by, stale_before, now_ms()).await?;
     let decided = match claim {
         StaffDecision::Done(_) => Decided::done(match confirmed {
             Confirmed::Executed { refund_id } => format!(
@@ -488,7 +484,10 @@ pub async fn with_verdict(
                 by = %visible(by.name),
                 by_sub = by.sub.map(|sub| visible(sub).into_owned()).unwrap_or_default(),
             );
-            format!("recorded the intent {intent} for conversation {}", visible(conversation))
+            format!(
+                "recorded the intent {intent} for conversation {}",
+                visible(conversation)
+            )
         }
         Ok(Verdict::NoConversation) => format!(
             "conversation {} has expired: the intent {intent} is not recorded",

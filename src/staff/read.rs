@@ -83,7 +83,14 @@ fn handoff_item(handoff: &StoredHandoff, now: u64) -> QueueItem {
         summary: handoff
             .summary
             .as_deref()
-            .map(|summary| summary.lines().filter(|l| !l.trim().is_empty()).take(2).map(str::to_owned).collect())
+            .map(|summary| {
+                summary
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                    .take(2)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default(),
     }
 }
@@ -413,10 +420,13 @@ impl Links {
 /// A tool call and its result, in words: what code did, never the raw JSON.
 fn tool_words(name: &str, arguments: &str, result: Option<&str>) -> String {
     let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
-    let result: Value = result
-        .and_then(|r| serde_json::from_str(r).ok())
-        .unwrap_or(Value::Null);
-    let arg = |field: &str| args[field].as_str().map(str::to_owned).unwrap_or_else(|| args[field].to_string());
+    let result: Value = result.and_then(|r| serde_json::from_str(r).ok()).unwrap_or(Value::Null);
+    let arg = |field: &str| {
+        args[field]
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| args[field].to_string())
+    };
     let outcome = result["status"]
         .as_str()
         .or_else(|| result["error"].as_str())
@@ -516,7 +526,10 @@ fn orders_named(transcript: &Transcript, records: &[RefundRecord]) -> Vec<String
     for stored in &transcript.exchanges {
         for message in &stored.exchange.messages {
             if let Message::Assistant { tool_calls, .. } = message {
-                for call in tool_calls.iter().filter(|c| c.name == "get_order" || c.name == "issue_refund") {
+                for call in tool_calls
+                    .iter()
+                    .filter(|c| c.name == "get_order" || c.name == "issue_refund")
+                {
                     if let Some(id) = serde_json::from_str::<Value>(&call.arguments)
                         .ok()
                         .and_then(|args| args["order_id"].as_str().map(str::to_owned))

@@ -71,15 +71,27 @@ pub fn desk_config(table: &str, payments: &str, more: &[(&str, &str)]) -> DeskCo
         ("LEDGER_TABLE".into(), table.to_owned()),
         ("CONVERSATION_TABLE".into(), conversation_table(table)),
         ("PAYMENTS_BASE_URL".into(), payments.to_owned()),
-        ("PAYMENTS_TIMEOUT_SECS".into(), PAYMENTS_TIMEOUT.as_secs_f64().to_string()),
+        (
+            "PAYMENTS_TIMEOUT_SECS".into(),
+            PAYMENTS_TIMEOUT.as_secs_f64().to_string(),
+        ),
         ("ORDERS_BASE_URL".into(), payments.to_owned()),
         ("ORDERS_TIMEOUT_SECS".into(), ORDERS_TIMEOUT.as_secs_f64().to_string()),
         ("LEDGER_TIMEOUT_SECS".into(), LEDGER_TIMEOUT.as_secs_f64().to_string()),
         ("STAFF_POOL_ISSUER".into(), STAFF_ISSUER.to_owned()),
-        ("STAFF_SIGN_IN_URL".into(), "https://cognito-idp.eu-west-1.amazonaws.com/".to_owned()),
+        (
+            "STAFF_SIGN_IN_URL".into(),
+            "https://cognito-idp.eu-west-1.amazonaws.com/".to_owned(),
+        ),
         ("STAFF_POOL_CLIENT_ID".into(), "staffclient".to_owned()),
-        ("TRACE_URL_TEMPLATE".into(), "https://logs.example/trace?id={request_id}".to_owned()),
-        ("ORDER_URL_TEMPLATE".into(), "https://shop.example/admin/orders/{order_id}".to_owned()),
+        (
+            "TRACE_URL_TEMPLATE".into(),
+            "https://logs.example/trace?id={request_id}".to_owned(),
+        ),
+        (
+            "ORDER_URL_TEMPLATE".into(),
+            "https://shop.example/admin/orders/{order_id}".to_owned(),
+        ),
     ];
     for (name, value) in more {
         vars.retain(|(n, _)| n != name);
@@ -105,8 +117,14 @@ impl StaffDesk {
 
     /// A click: `body` POSTed with `key` as its `Idempotency-Key`.
     pub async fn post(&self, path: &str, body: Value, key: &str, who: Who) -> Answer {
-        self.send(staff_event("POST", path, Some(body), &[("Idempotency-Key", key)], Some(who)))
-            .await
+        self.send(staff_event(
+            "POST",
+            path,
+            Some(body),
+            &[("Idempotency-Key", key)],
+            Some(who),
+        ))
+        .await
     }
 
     pub async fn send(&self, event: Value) -> Answer {
@@ -151,7 +169,11 @@ pub fn staff_event(method: &str, path: &str, body: Option<Value>, headers: &[(&s
 
 /// The same person as the local page server passes them (`STAFF_IDENTITY=header`).
 pub fn with_staff_headers(mut event: Value, who: Who) -> Value {
-    for (name, value) in [("x-staff-sub", who.sub), ("x-staff-name", who.name), ("x-staff-groups", who.groups)] {
+    for (name, value) in [
+        ("x-staff-sub", who.sub),
+        ("x-staff-name", who.name),
+        ("x-staff-groups", who.groups),
+    ] {
         event["headers"][name] = json!(value);
         event["multiValueHeaders"][name] = json!([value]);
     }

@@ -63,7 +63,10 @@ pub fn staff_operation(path: &str, method: &str) -> Option<Operation> {
         "post" => "post",
         _ => return None,
     };
-    Some(Operation { path: documented, method })
+    Some(Operation {
+        path: documented,
+        method,
+    })
 }
 
 /// The documented response of `operation` for `status`.

@@ -324,7 +324,13 @@ async fn a_slow_approver_clock_never_lets_the_sweep_call_a_live_approval_unknown
         "the approval goes on to payments"
     );
     let resolved = ledger
-        .resolve(&id, &refund_chat::ledger::Confirmed::NotExecuted, refund_chat::conversation::person::Person::named("dan"), now, now)
+        .resolve(
+            &id,
+            &refund_chat::ledger::Confirmed::NotExecuted,
+            refund_chat::conversation::person::Person::named("dan"),
+            now,
+            now,
+        )
         .await
         .unwrap();
     assert!(

@@ -357,8 +357,17 @@ async fn export_lists_every_state_with_who_decided_in_both_formats() {
         let told = tool_content(&tool_messages(desk.h.model_requests().await.last().unwrap())[0]);
         told["approval_id"].as_str().unwrap().to_owned()
     };
-    desk.run(&["reject", &rejected, "--by", "carol", "--reason", "duplicate"])
-        .await;
+    desk.run(&[
+        "reject",
+        &rejected,
+        "--by",
+        "carol",
+        "--reason",
+        "duplicate",
+        "--intent",
+        "return",
+    ])
+    .await;
     send_as(
         &desk.h.app,
         post_event(&chat_body("refund A-1001 1250"), &[]),
@@ -381,15 +390,17 @@ async fn export_lists_every_state_with_who_decided_in_both_formats() {
     assert!(by_id(&approved)["decided_at"].is_string());
     assert_eq!(by_id(&rejected)["decided_by"], "carol");
     assert_eq!(by_id(&rejected)["rejection_reason"], "duplicate");
+    // The person's verdict beside the router's labels (contract 21).
+    assert_eq!(by_id(&rejected)["verdict"], "return");
+    assert!(by_id(&approved).get("verdict").is_none());
     assert!(by_id(&still_pending).get("decided_by").is_none());
 
     let csv_export = desk.run(&["export", "--format", "csv"]).await;
     let mut reader = csv::Reader::from_reader(csv_export.stdout.as_slice());
     let headers = reader.headers().unwrap().clone();
-    assert_eq!(
-        headers.iter().collect::<Vec<_>>(),
-        refund_chat::ledger::RefundRecord::COLUMNS.to_vec()
-    );
+    let mut columns = refund_chat::ledger::RefundRecord::COLUMNS.to_vec();
+    columns.push("verdict");
+    assert_eq!(headers.iter().collect::<Vec<_>>(), columns);
     assert_eq!(reader.records().count(), 4);
 
     let future = desk.run(&["export", "--since", "2999-01-01"]).await;
@@ -612,7 +623,13 @@ async fn a_stuck_approval_is_paid_only_after_a_person_resolved_it_and_only_once(
     }
     assert_eq!(attr(&desk.record(&id).await, "state"), Some("unknown"));
     let resolved = ledger
-        .resolve(&id, &refund_chat::ledger::Confirmed::NotExecuted, refund_chat::conversation::person::Person::named("dan"), now + 1, now)
+        .resolve(
+            &id,
+            &refund_chat::ledger::Confirmed::NotExecuted,
+            refund_chat::conversation::person::Person::named("dan"),
+            now + 1,
+            now,
+        )
         .await;
     assert!(matches!(resolved, Ok(refund_chat::ledger::StaffDecision::Done(_))));
 

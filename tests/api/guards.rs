@@ -78,7 +78,12 @@ async fn a_rejection_after_the_guard_expired_lets_no_two_automatic_refunds_of_th
     expire_guards(&h).await;
     // Monday 09:00: staff reject it.
     let rejected = staff_ledger(&h)
-        .reject(&approval, refund_chat::conversation::person::Person::named("carol"), "not eligible", now_ms())
+        .reject(
+            &approval,
+            refund_chat::conversation::person::Person::named("carol"),
+            "not eligible",
+            now_ms(),
+        )
         .await;
     assert!(matches!(rejected, Ok(StaffDecision::Done(_))), "{rejected:?}");
 
@@ -98,7 +103,14 @@ async fn a_release_never_goes_below_zero_nor_brings_back_a_removed_guard() {
     let approval = last_approval_id(&h).await;
     expire_guards(&h).await;
 
-    let rejected = staff_ledger(&h).reject(&approval, refund_chat::conversation::person::Person::named("carol"), "duplicate", now_ms()).await;
+    let rejected = staff_ledger(&h)
+        .reject(
+            &approval,
+            refund_chat::conversation::person::Person::named("carol"),
+            "duplicate",
+            now_ms(),
+        )
+        .await;
 
     assert!(matches!(rejected, Ok(StaffDecision::Done(_))), "{rejected:?}");
     assert!(guards(&h).await.is_empty(), "{:?}", guards(&h).await);
@@ -114,7 +126,14 @@ async fn a_late_rejection_never_releases_a_later_refunds_guard() {
     chat_as(&h, "req-monday-1", "refund X-3 2000").await;
     assert_eq!(h.payments_requests().await.len(), 1);
     // Monday 09:00: Friday's is rejected; its release must not free Monday's guard.
-    let rejected = staff_ledger(&h).reject(&friday, refund_chat::conversation::person::Person::named("carol"), "late", now_ms()).await;
+    let rejected = staff_ledger(&h)
+        .reject(
+            &friday,
+            refund_chat::conversation::person::Person::named("carol"),
+            "late",
+            now_ms(),
+        )
+        .await;
     assert!(matches!(rejected, Ok(StaffDecision::Done(_))), "{rejected:?}");
 
     chat_as(&h, "req-monday-2", "refund X-3 2000").await;
@@ -249,7 +268,13 @@ async fn a_late_outcome_never_lands_on_a_resolved_record() {
         let id = request.scope().record_id();
         // A person checked with payments and resolved it while the answer was on its way.
         let resolved = ledger
-            .resolve(&id, &Confirmed::NotExecuted, refund_chat::conversation::person::Person::named("dan"), now_ms() + 1, now_ms())
+            .resolve(
+                &id,
+                &Confirmed::NotExecuted,
+                refund_chat::conversation::person::Person::named("dan"),
+                now_ms() + 1,
+                now_ms(),
+            )
             .await;
         assert!(matches!(resolved, Ok(StaffDecision::Done(_))), "{resolved:?}");
         let before = ledger.record(&id).await.unwrap().unwrap();

@@ -39,12 +39,30 @@ fn every_status_of_the_contract_is_documented_and_no_other() {
 const STAFF: [(Operation, &[u16]); 8] = [
     (op("/support/staff/queue", "get"), &[200, 401, 403, 503]),
     (op("/support/staff/refunds/{id}", "get"), &[200, 401, 403, 404, 503]),
-    (op("/support/staff/conversations/{id}", "get"), &[200, 401, 403, 404, 503]),
-    (op("/support/staff/refunds/{id}/approve", "post"), &[200, 400, 401, 403, 404, 409, 422, 502, 503]),
-    (op("/support/staff/refunds/{id}/reject", "post"), &[200, 400, 401, 403, 404, 409, 422, 503]),
-    (op("/support/staff/refunds/{id}/resolve", "post"), &[200, 400, 401, 403, 404, 409, 422, 503]),
-    (op("/support/staff/conversations/{id}/reply", "post"), &[200, 400, 401, 403, 404, 409, 422, 503]),
-    (op("/support/staff/handoffs/{id}/close", "post"), &[200, 400, 401, 403, 404, 409, 422, 503]),
+    (
+        op("/support/staff/conversations/{id}", "get"),
+        &[200, 401, 403, 404, 503],
+    ),
+    (
+        op("/support/staff/refunds/{id}/approve", "post"),
+        &[200, 400, 401, 403, 404, 409, 422, 502, 503],
+    ),
+    (
+        op("/support/staff/refunds/{id}/reject", "post"),
+        &[200, 400, 401, 403, 404, 409, 422, 503],
+    ),
+    (
+        op("/support/staff/refunds/{id}/resolve", "post"),
+        &[200, 400, 401, 403, 404, 409, 422, 503],
+    ),
+    (
+        op("/support/staff/conversations/{id}/reply", "post"),
+        &[200, 400, 401, 403, 404, 409, 422, 503],
+    ),
+    (
+        op("/support/staff/handoffs/{id}/close", "post"),
+        &[200, 400, 401, 403, 404, 409, 422, 503],
+    ),
 ];
 
 const fn op(path: &'static str, method: &'static str) -> Operation {

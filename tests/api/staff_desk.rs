@@ -33,9 +33,15 @@ async fn an_approver_approves_once_from_the_queue_and_the_customer_reads_the_not
     assert_eq!(queue.status, StatusCode::OK, "{}", queue.raw);
     let item = &queue.body["approvals"][0];
     assert_eq!(item["id"], id.as_str());
-    assert_eq!((item["amount"].as_str(), item["order_id"].as_str()), (Some("120.00"), Some("D-4001")));
+    assert_eq!(
+        (item["amount"].as_str(), item["order_id"].as_str()),
+        (Some("120.00"), Some("D-4001"))
+    );
     assert_eq!(item["router"], "refund;low;0.95", "the router's labels beside it");
-    assert!(item["summary"][0].as_str().unwrap().contains("paid"), "the order's facts: {item}");
+    assert!(
+        item["summary"][0].as_str().unwrap().contains("paid"),
+        "the order's facts: {item}"
+    );
     assert_eq!(queue.body["you"], json!({"name": "Ann Approver", "approver": true}));
 
     let refund = desk.get(&format!("/support/staff/refunds/{id}"), ANN).await;
@@ -44,25 +50,60 @@ async fn an_approver_approves_once_from_the_queue_and_the_customer_reads_the_not
     assert!(refund.body["order_now"].get("ship_to").is_none() && !refund.raw.contains("street"));
     assert_eq!(refund.body["state"], "awaiting_approval");
 
-    let first = desk.post(&approve_path(&id), json!({"intent": "refund"}), "click-1", ANN).await;
+    let first = desk
+        .post(&approve_path(&id), json!({"intent": "refund"}), "click-1", ANN)
+        .await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
-    assert!(first.body["text"].as_str().unwrap().contains("refunded 120.00"), "{}", first.raw);
+    assert!(
+        first.body["text"].as_str().unwrap().contains("refunded 120.00"),
+        "{}",
+        first.raw
+    );
     // The same click again (a double click, a re-send after a lost answer): the first answer.
-    let again = desk.post(&approve_path(&id), json!({"intent": "refund"}), "click-1", ANN).await;
-    assert_eq!((again.status, again.header("idempotent-replayed")), (StatusCode::OK, Some("true")));
+    let again = desk
+        .post(&approve_path(&id), json!({"intent": "refund"}), "click-1", ANN)
+        .await;
+    assert_eq!(
+        (again.status, again.header("idempotent-replayed")),
+        (StatusCode::OK, Some("true"))
+    );
     assert_eq!(again.body, first.body);
     assert_eq!(shop.paid().await.len(), 1, "one payments call");
 
     let record = shop.record(&id).await;
     assert_eq!(attr(&record, "decided_by"), Some("Ann Approver"));
-    assert_eq!(attr(&record, "decided_by_sub"), Some(ANN.sub), "the verified person beside the name");
+    assert_eq!(
+        attr(&record, "decided_by_sub"),
+        Some(ANN.sub),
+        "the verified person beside the name"
+    );
     let conversation = attr(&record, "conversation_id").unwrap().to_owned();
     let read = shop.h.read(&conversation, "").await;
-    let notes: Vec<&Value> = read.body["messages"].as_array().unwrap().iter().filter(|m| m["from"] == "person").collect();
+    let notes: Vec<&Value> = read.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["from"] == "person")
+        .collect();
     assert_eq!(notes.len(), 1, "{}", read.raw);
-    assert!(notes[0]["text"].as_str().unwrap().contains("approved your refund of 120.00"));
-    let verdicts = shop.h.conversations().transcript(&conversation, refund_chat::clock::now_ms()).await.unwrap().unwrap().verdicts;
-    assert_eq!((verdicts[0].intent.as_str(), verdicts[0].by.as_str()), ("refund", "Ann Approver"));
+    assert!(
+        notes[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("approved your refund of 120.00")
+    );
+    let verdicts = shop
+        .h
+        .conversations()
+        .transcript(&conversation, refund_chat::clock::now_ms())
+        .await
+        .unwrap()
+        .unwrap()
+        .verdicts;
+    assert_eq!(
+        (verdicts[0].intent.as_str(), verdicts[0].by.as_str()),
+        ("refund", "Ann Approver")
+    );
     let queue = desk.get("/support/staff/queue", ANN).await;
     assert_eq!(queue.body["approvals"], json!([]), "decided: gone from the queue");
 }
@@ -99,7 +140,10 @@ async fn a_member_of_the_staff_group_alone_reads_but_cannot_decide_money() {
     for (path, body) in [
         (approve_path(&id), json!({})),
         (format!("/support/staff/refunds/{id}/reject"), json!({"reason": "no"})),
-        (format!("/support/staff/refunds/{id}/resolve"), json!({"not_executed": true})),
+        (
+            format!("/support/staff/refunds/{id}/resolve"),
+            json!({"not_executed": true}),
+        ),
     ] {
         let forged = desk.post(&path, body, &format!("sam-{path}"), SAM).await;
         assert_eq!(forged.status, StatusCode::FORBIDDEN, "{path}: {}", forged.raw);
@@ -114,8 +158,16 @@ async fn a_customers_token_no_group_or_no_person_is_refused_before_anything_is_r
     let nowhere = aws_at(&format!("http://127.0.0.1:{}", free_port())).await;
     let desk = StaffDesk::new(&nowhere, desk_config("no-table", "http://127.0.0.1:9", &[]));
     for who in [CUSTOMER, NOBODY] {
-        for path in ["/support/staff/queue", "/support/staff/refunds/r_1", "/support/staff/conversations/c_1"] {
-            assert_eq!(desk.get(path, who).await.status, StatusCode::FORBIDDEN, "{who:?} {path}");
+        for path in [
+            "/support/staff/queue",
+            "/support/staff/refunds/r_1",
+            "/support/staff/conversations/c_1",
+        ] {
+            assert_eq!(
+                desk.get(path, who).await.status,
+                StatusCode::FORBIDDEN,
+                "{who:?} {path}"
+            );
         }
         let approve = desk.post(&approve_path("r_1"), json!({}), "k", who).await;
         assert_eq!(approve.status, StatusCode::FORBIDDEN, "{who:?}");
@@ -125,9 +177,16 @@ async fn a_customers_token_no_group_or_no_person_is_refused_before_anything_is_r
         .await;
     assert_eq!(nobody.status, StatusCode::UNAUTHORIZED);
     let forged = desk.post(&approve_path("r_1"), json!({}), "k", SAM).await;
-    assert_eq!(forged.status, StatusCode::FORBIDDEN, "money needs an approver, checked before any read");
+    assert_eq!(
+        forged.status,
+        StatusCode::FORBIDDEN,
+        "money needs an approver, checked before any read"
+    );
     // The same desk does read for a person of the team: this is what a read costs here.
-    assert_eq!(desk.get("/support/staff/queue", ANN).await.status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        desk.get("/support/staff/queue", ANN).await.status,
+        StatusCode::SERVICE_UNAVAILABLE
+    );
 }
 
 #[tokio::test]
@@ -149,26 +208,41 @@ async fn a_reply_clicked_twice_reaches_the_customer_once() {
     );
     let again = desk.post(&path, text.clone(), "reply-click", SAM).await;
     let statuses = [one.status.as_u16(), two.status.as_u16(), again.status.as_u16()];
-    assert!(statuses.contains(&200) && statuses.iter().all(|s| [200, 409].contains(s)), "{statuses:?}");
+    assert!(
+        statuses.contains(&200) && statuses.iter().all(|s| [200, 409].contains(s)),
+        "{statuses:?}"
+    );
     assert_eq!(again.header("idempotent-replayed"), Some("true"));
     let read = shop.h.read(&conversation, "").await;
-    let replies: Vec<&Value> = read.body["messages"].as_array().unwrap().iter().filter(|m| m["from"] == "person").collect();
+    let replies: Vec<&Value> = read.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["from"] == "person")
+        .collect();
     assert_eq!(replies.len(), 1, "posted once: {}", read.raw);
-    assert!(replies[0]["text"].as_str().unwrap().contains("[card ending 4242]"), "masked");
+    assert!(
+        replies[0]["text"].as_str().unwrap().contains("[card ending 4242]"),
+        "masked"
+    );
     let stored = shop.h.exchanges(&conversation).await;
     let person = stored.iter().find(|e| e.by.is_some()).unwrap();
     assert_eq!(person.by.as_deref(), Some("Sam Staff"));
 
     // The same key with other words is another request: refused, nothing written.
-    let other = desk.post(&path, json!({"text": "Something else"}), "reply-click", SAM).await;
-    assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let no_key = desk
-        .send(staff_event("POST", &path, Some(text), &[], Some(SAM)))
+    let other = desk
+        .post(&path, json!({"text": "Something else"}), "reply-click", SAM)
         .await;
+    assert_eq!(other.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let no_key = desk.send(staff_event("POST", &path, Some(text), &[], Some(SAM))).await;
     assert_eq!(no_key.status, StatusCode::BAD_REQUEST);
     let too_long = desk.post(&path, json!({"text": "x".repeat(4001)}), "long", SAM).await;
     assert_eq!(too_long.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(shop.h.exchanges(&conversation).await.len(), stored.len(), "nothing more written");
+    assert_eq!(
+        shop.h.exchanges(&conversation).await.len(),
+        stored.len(),
+        "nothing more written"
+    );
 }
 
 #[tokio::test]
@@ -182,35 +256,75 @@ async fn the_transcript_reads_in_words_and_a_handoff_closes_once() {
 
     let refund_conversation = shop.h.refund_records().await[0].clone();
     let refund_conversation = attr(&refund_conversation, "conversation_id").unwrap().to_owned();
-    let read = desk.get(&format!("/support/staff/conversations/{refund_conversation}"), SAM).await;
+    let read = desk
+        .get(&format!("/support/staff/conversations/{refund_conversation}"), SAM)
+        .await;
     assert_eq!(read.status, StatusCode::OK, "{}", read.raw);
     let exchange = &read.body["exchanges"][0];
-    let who: Vec<&str> = exchange["lines"].as_array().unwrap().iter().map(|l| l["who"].as_str().unwrap()).collect();
+    let who: Vec<&str> = exchange["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["who"].as_str().unwrap())
+        .collect();
     assert_eq!(who, ["customer", "tool", "agent"], "{}", read.raw);
     let tool = exchange["lines"][1]["text"].as_str().unwrap();
-    assert!(tool.starts_with("refund check of 120.00 on order D-4001"), "in words, not JSON: {tool}");
+    assert!(
+        tool.starts_with("refund check of 120.00 on order D-4001"),
+        "in words, not JSON: {tool}"
+    );
     assert_eq!(exchange["router"], "refund;low;0.95");
     assert_eq!(
         exchange["trace_url"],
-        format!("https://logs.example/trace?id={}", exchange["request_id"].as_str().unwrap().replace('-', "%2D")).as_str()
+        format!(
+            "https://logs.example/trace?id={}",
+            exchange["request_id"].as_str().unwrap().replace('-', "%2D")
+        )
+        .as_str()
     );
-    assert_eq!(read.body["orders"][0]["url"], "https://shop.example/admin/orders/D%2D4001");
+    assert_eq!(
+        read.body["orders"][0]["url"],
+        "https://shop.example/admin/orders/D%2D4001"
+    );
 
     let closed = desk
-        .post(&format!("/support/staff/handoffs/{handoff}/close"), json!({"intent": "other"}), "close-1", SAM)
+        .post(
+            &format!("/support/staff/handoffs/{handoff}/close"),
+            json!({"intent": "other"}),
+            "close-1",
+            SAM,
+        )
         .await;
     assert_eq!(closed.status, StatusCode::OK, "{}", closed.raw);
-    let twice = desk.post(&format!("/support/staff/handoffs/{handoff}/close"), json!({}), "close-2", ANN).await;
+    let twice = desk
+        .post(
+            &format!("/support/staff/handoffs/{handoff}/close"),
+            json!({}),
+            "close-2",
+            ANN,
+        )
+        .await;
     assert_eq!(twice.status, StatusCode::CONFLICT, "{}", twice.raw);
     assert_eq!(twice.body["decided_by"], "Sam Staff");
     let bad = desk
-        .post(&format!("/support/staff/handoffs/{handoff}/close"), json!({"intent": "groceries"}), "close-3", SAM)
+        .post(
+            &format!("/support/staff/handoffs/{handoff}/close"),
+            json!({"intent": "groceries"}),
+            "close-3",
+            SAM,
+        )
         .await;
     assert_eq!(bad.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let unknown = desk.post("/support/staff/handoffs/h_nothing/close", json!({}), "close-4", SAM).await;
+    let unknown = desk
+        .post("/support/staff/handoffs/h_nothing/close", json!({}), "close-4", SAM)
+        .await;
     assert_eq!(unknown.status, StatusCode::NOT_FOUND);
     let by_handoff = desk.get(&format!("/support/staff/conversations/{handoff}"), SAM).await;
-    assert_eq!(by_handoff.body["handoff"]["closed_by"], "Sam Staff", "{}", by_handoff.raw);
+    assert_eq!(
+        by_handoff.body["handoff"]["closed_by"], "Sam Staff",
+        "{}",
+        by_handoff.raw
+    );
 }
 
 #[tokio::test]
@@ -221,10 +335,23 @@ async fn a_rejection_needs_a_reason_records_the_verdict_and_a_second_decision_is
     let path = format!("/support/staff/refunds/{id}/reject");
     let no_reason = desk.post(&path, json!({}), "r-1", ANN).await;
     assert_eq!(no_reason.status, StatusCode::UNPROCESSABLE_ENTITY);
-    let bad_intent = desk.post(&path, json!({"reason": "x", "intent": "groceries"}), "r-2", ANN).await;
+    let bad_intent = desk
+        .post(&path, json!({"reason": "x", "intent": "groceries"}), "r-2", ANN)
+        .await;
     assert_eq!(bad_intent.status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!(attr(&shop.record(&id).await, "state"), Some("awaiting_approval"), "nothing written");
-    let rejected = desk.post(&path, json!({"reason": "refunded by bank transfer", "intent": "return"}), "r-3", ANN).await;
+    assert_eq!(
+        attr(&shop.record(&id).await, "state"),
+        Some("awaiting_approval"),
+        "nothing written"
+    );
+    let rejected = desk
+        .post(
+            &path,
+            json!({"reason": "refunded by bank transfer", "intent": "return"}),
+            "r-3",
+            ANN,
+        )
+        .await;
     assert_eq!(rejected.status, StatusCode::OK, "{}", rejected.raw);
     let record = shop.record(&id).await;
     assert_eq!(attr(&record, "state"), Some("rejected_by_staff"));
@@ -251,14 +378,27 @@ async fn an_outcome_payments_left_unknown_is_listed_and_resolved_without_a_payme
     assert_eq!(queue.body["unknown_outcomes"][0]["id"], id.as_str(), "{}", queue.raw);
     let calls = shop.paid().await.len();
     let resolved = desk
-        .post(&format!("/support/staff/refunds/{id}/resolve"), json!({"not_executed": true}), "u-2", ANN)
+        .post(
+            &format!("/support/staff/refunds/{id}/resolve"),
+            json!({"not_executed": true}),
+            "u-2",
+            ANN,
+        )
         .await;
     assert_eq!(resolved.status, StatusCode::OK, "{}", resolved.raw);
     assert_eq!(shop.paid().await.len(), calls, "resolving never calls payments");
     let record = shop.record(&id).await;
-    assert_eq!((attr(&record, "resolved_by"), attr(&record, "resolved_by_sub")), (Some("Ann Approver"), Some(ANN.sub)));
+    assert_eq!(
+        (attr(&record, "resolved_by"), attr(&record, "resolved_by_sub")),
+        (Some("Ann Approver"), Some(ANN.sub))
+    );
     let both = desk
-        .post(&format!("/support/staff/refunds/{id}/resolve"), json!({"executed": "rf_1", "not_executed": true}), "u-3", ANN)
+        .post(
+            &format!("/support/staff/refunds/{id}/resolve"),
+            json!({"executed": "rf_1", "not_executed": true}),
+            "u-3",
+            ANN,
+        )
         .await;
     assert_eq!(both.status, StatusCode::UNPROCESSABLE_ENTITY);
 }
@@ -269,8 +409,18 @@ async fn with_header_identity_the_person_comes_from_the_local_page_servers_heade
     let config = desk_config(&shop.h.table, &shop.payments.uri(), &[("STAFF_IDENTITY", "header")]);
     let desk = StaffDesk::new(&shop.h.aws, config);
     let id = shop.pending_refund("req-desk-7").await;
-    let event = staff_event("POST", &approve_path(&id), Some(json!({})), &[("Idempotency-Key", "h-1")], None);
-    assert_eq!(desk.send(event.clone()).await.status, StatusCode::UNAUTHORIZED, "no headers, nobody");
+    let event = staff_event(
+        "POST",
+        &approve_path(&id),
+        Some(json!({})),
+        &[("Idempotency-Key", "h-1")],
+        None,
+    );
+    assert_eq!(
+        desk.send(event.clone()).await.status,
+        StatusCode::UNAUTHORIZED,
+        "no headers, nobody"
+    );
     let approved = desk.send(with_staff_headers(event, ANN)).await;
     assert_eq!(approved.status, StatusCode::OK, "{}", approved.raw);
     assert_eq!(attr(&shop.record(&id).await, "decided_by_sub"), Some(ANN.sub));
@@ -283,12 +433,20 @@ async fn the_page_holds_no_data_and_allows_no_inline_script() {
     let page = desk.send(load_event("staff/page.json")).await;
     assert_eq!(page.status, StatusCode::OK);
     let policy = page.header("content-security-policy").unwrap();
-    assert!(policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"), "{policy}");
-    assert!(policy.contains("connect-src 'self' https://cognito-idp.eu-west-1.amazonaws.com"), "{policy}");
+    assert!(
+        policy.contains("script-src 'self'") && !policy.contains("unsafe-inline"),
+        "{policy}"
+    );
+    assert!(
+        policy.contains("connect-src 'self' https://cognito-idp.eu-west-1.amazonaws.com"),
+        "{policy}"
+    );
     assert!(page.raw.contains(r#"<script src="desk.js"></script>"#));
     assert!(page.raw.contains("staffclient"), "the app client, for the sign-in");
     for file in ["desk.js", "desk.css"] {
-        let asset = desk.send(staff_event("GET", &format!("/support/staff/{file}"), None, &[], None)).await;
+        let asset = desk
+            .send(staff_event("GET", &format!("/support/staff/{file}"), None, &[], None))
+            .await;
         assert_eq!(asset.status, StatusCode::OK, "{file}");
     }
     // The script shows customers' and models' words as text, never as markup.

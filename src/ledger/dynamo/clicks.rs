@@ -55,7 +55,9 @@ impl DynamoLedger {
             .item("started_ms", n(now))
             .item("expires_at", n((now + ttl.as_millis() as u64) / 1000))
             // A key let go (its decision could not reach the ledger) may run again.
-            .condition_expression("attribute_not_exists(pk) OR (click_state = :released AND fingerprint = :fingerprint)")
+            .condition_expression(
+                "attribute_not_exists(pk) OR (click_state = :released AND fingerprint = :fingerprint)",
+            )
             .expression_attribute_values(":released", s("released"))
             .expression_attribute_values(":fingerprint", s(fingerprint))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)

@@ -14,11 +14,11 @@
 //! holds no customer text; `forget` deletes it with the conversation.
 
 use super::conversations::{DynamoConversations, SORT_KEY};
-use crate::conversation::person::Person;
 use super::schema::EXCHANGE_PREFIX;
 pub use super::schema::VERDICT_PREFIX;
 use super::{Item, every_item, n, number, s, text, unavailable};
 use crate::clock::rfc3339;
+use crate::conversation::person::Person;
 use crate::ledger::LedgerError;
 use crate::router::Intent;
 
@@ -91,8 +91,7 @@ impl DynamoConversations {
             Some(sub) => put.item("by_sub", s(sub)),
             None => put,
         };
-        put
-            .item("at", s(rfc3339(now_ms)))
+        put.item("at", s(rfc3339(now_ms)))
             .item("expires_at", n(ends_by))
             .condition_expression("attribute_not_exists(pk)")
             .send()

@@ -8,6 +8,13 @@ use serde_json::{Value, json};
 use crate::ledger::LedgerError;
 use crate::staff::decide::{Decided, Outcome};
 
+/// The headers the chat's edge names too (the desk is an edge of its own
+/// and does not import the chat's).
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+pub const REPLAYED_HEADER: &str = "idempotent-replayed";
+pub const KEY_HEADER: &str = "idempotency-key";
+const EXPOSED_HEADERS: &str = "x-request-id, idempotent-replayed, retry-after";
+
 /// Seconds a person's page waits before trying again after a 503.
 pub const RETRY_AFTER_SECS: u64 = 2;
 
@@ -69,18 +76,18 @@ impl Answer {
             .status(self.status)
             .header(header::CONTENT_TYPE, "application/json")
             .header(header::CACHE_CONTROL, "no-store")
-            .header(crate::http::REQUEST_ID_HEADER, request_id);
+            .header(REQUEST_ID_HEADER, request_id);
         if self.status == StatusCode::SERVICE_UNAVAILABLE {
             response = response.header(header::RETRY_AFTER, RETRY_AFTER_SECS);
         }
         if replayed {
-            response = response.header(crate::http::idempotency::REPLAYED_HEADER, "true");
+            response = response.header(REPLAYED_HEADER, "true");
         }
         if let Some(origin) = allow_origin {
             response = response
                 .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin)
                 .header(header::VARY, "Origin")
-                .header(header::ACCESS_CONTROL_EXPOSE_HEADERS, crate::http::EXPOSED_HEADERS);
+                .header(header::ACCESS_CONTROL_EXPOSE_HEADERS, EXPOSED_HEADERS);
         }
         response
             .body(Body::Text(self.body.to_string()))

@@ -122,7 +122,9 @@ pub fn member(request: &Request, config: &DeskConfig) -> Result<Member, Refused>
             Ok(Member {
                 sub: sub.to_owned(),
                 name: header(request, NAME_HEADER).unwrap_or(sub).to_owned(),
-                groups: groups(&Value::String(header(request, GROUPS_HEADER).unwrap_or_default().to_owned())),
+                groups: groups(&Value::String(
+                    header(request, GROUPS_HEADER).unwrap_or_default().to_owned(),
+                )),
             })
         }
         StaffIdentity::Authorizer { issuer } => {

@@ -37,11 +37,28 @@ pub struct StaffApp {
 /// A decision a POST asks for, its fields checked.
 #[derive(Debug, Clone, PartialEq)]
 enum Asked {
-    Approve { id: String, intent: Option<Intent> },
-    Reject { id: String, reason: String, intent: Option<Intent> },
-    Resolve { id: String, confirmed: Confirmed },
-    Reply { id: String, text: String },
-    Close { id: String, text: Option<String>, intent: Option<Intent> },
+    Approve {
+        id: String,
+        intent: Option<Intent>,
+    },
+    Reject {
+        id: String,
+        reason: String,
+        intent: Option<Intent>,
+    },
+    Resolve {
+        id: String,
+        confirmed: Confirmed,
+    },
+    Reply {
+        id: String,
+        text: String,
+    },
+    Close {
+        id: String,
+        text: Option<String>,
+        intent: Option<Intent>,
+    },
 }
 
 impl Asked {
@@ -137,7 +154,10 @@ impl StaffApp {
             client_id: config.client_id.clone(),
             link_origins: page::link_origins(
                 help_origins,
-                [config.trace_url_template.as_deref(), config.order_url_template.as_deref()],
+                [
+                    config.trace_url_template.as_deref(),
+                    config.order_url_template.as_deref(),
+                ],
             ),
             approver_group: config.approver_group.clone(),
         };
@@ -166,18 +186,28 @@ impl StaffApp {
         };
         let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
         // The page and its files hold no data: no person needed.
-        if parts.len() <= 1 && matches!(parts.first().copied(), None | Some("index.html" | "desk.js" | "desk.css")) {
+        if parts.len() <= 1
+            && matches!(
+                parts.first().copied(),
+                None | Some("index.html" | "desk.js" | "desk.css")
+            )
+        {
             if request.method() != Method::GET && request.method() != Method::HEAD {
                 return method_not_allowed("GET", &request_id, origin);
             }
-            return page::serve(parts.first().copied().unwrap_or(""), &self.page)
-                .unwrap_or_else(|| Answer::error(StatusCode::NOT_FOUND, "no such file").response(&request_id, origin, false));
+            return page::serve(parts.first().copied().unwrap_or(""), &self.page).unwrap_or_else(|| {
+                Answer::error(StatusCode::NOT_FOUND, "no such file").response(&request_id, origin, false)
+            });
         }
         // Nothing is read for anyone outside the support team.
         let member = match identity::member(&request, &self.config) {
             Ok(member) => member,
             Err(refused @ identity::Refused::Unauthenticated) => {
-                return Answer::error(StatusCode::UNAUTHORIZED, refused.to_string()).response(&request_id, origin, false);
+                return Answer::error(StatusCode::UNAUTHORIZED, refused.to_string()).response(
+                    &request_id,
+                    origin,
+                    false,
+                );
             }
             Err(refused) => {
                 return Answer::error(StatusCode::FORBIDDEN, refused.to_string()).response(&request_id, origin, false);
@@ -185,8 +215,11 @@ impl StaffApp {
         };
         let Some(role) = member.role(&self.config) else {
             tracing::warn!(event = "staff_refused", sub = %crate::untrusted::visible(&member.sub), why = "no staff group");
-            return Answer::error(StatusCode::FORBIDDEN, identity::Refused::NotStaff.to_string())
-                .response(&request_id, origin, false);
+            return Answer::error(StatusCode::FORBIDDEN, identity::Refused::NotStaff.to_string()).response(
+                &request_id,
+                origin,
+                false,
+            );
         };
         let (answer, replayed) = match *request.method() {
             Method::GET => (self.read(&parts, &member, role).await, false),
@@ -212,7 +245,10 @@ impl StaffApp {
         };
         match read {
             Ok(Some(body)) => Answer::ok(body),
-            Ok(None) => Answer::error(StatusCode::NOT_FOUND, format!("no {} with that id (or it expired)", parts[0].trim_end_matches('s'))),
+            Ok(None) => Answer::error(
+                StatusCode::NOT_FOUND,
+                format!("no {} with that id (or it expired)", parts[0].trim_end_matches('s')),
+            ),
             Err(error) => Answer::ledger(&error),
         }
     }
@@ -222,7 +258,12 @@ impl StaffApp {
             [] => Value::Object(Default::default()),
             bytes => match serde_json::from_slice::<Value>(bytes) {
                 Ok(value @ Value::Object(_)) => value,
-                _ => return (Answer::error(StatusCode::BAD_REQUEST, "the body must be a JSON object"), false),
+                _ => {
+                    return (
+                        Answer::error(StatusCode::BAD_REQUEST, "the body must be a JSON object"),
+                        false,
+                    );
+                }
             },
         };
         let asked = match asked(parts, &body) {
@@ -239,24 +280,32 @@ impl StaffApp {
         }
         let key = match request
             .headers()
-            .get(crate::http::idempotency::HEADER)
-            .map(|value| crate::http::idempotency::IdempotencyKey::parse(value.as_bytes()))
+            .get(answer::KEY_HEADER)
+            .map(|value| crate::desk::admission::key::IdempotencyKey::parse(value.as_bytes()))
         {
             Some(Ok(key)) => key,
             Some(Err(malformed)) => return (Answer::error(StatusCode::BAD_REQUEST, malformed.to_string()), false),
             None => {
                 return (
-                    Answer::error(StatusCode::BAD_REQUEST, "every decision needs an Idempotency-Key header (one per click)"),
+                    Answer::error(
+                        StatusCode::BAD_REQUEST,
+                        "every decision needs an Idempotency-Key header (one per click)",
+                    ),
                     false,
                 );
             }
         };
         // Of the body as read, masked: never a hash of a card number.
-        let fingerprint = crate::http::idempotency::body_sha256(
+        let fingerprint = crate::desk::admission::key::body_sha256(
             format!("POST {}\n{}", parts.join("/"), crate::mask::masked(&body.to_string())).as_bytes(),
         );
         let ttl = self.config.idempotency_ttl;
-        match self.staff.ledger.begin_click(&member.sub, key.as_str(), &fingerprint, ttl).await {
+        match self
+            .staff
+            .ledger
+            .begin_click(&member.sub, key.as_str(), &fingerprint, ttl)
+            .await
+        {
             Ok(Click::Fresh) => {}
             Ok(Click::Answered { status, body }) => {
                 let body = serde_json::from_str(&body).unwrap_or(Value::Null);
@@ -265,7 +314,10 @@ impl StaffApp {
             }
             Ok(Click::Mismatch) => {
                 return (
-                    Answer::error(StatusCode::UNPROCESSABLE_ENTITY, "this Idempotency-Key was sent with another request"),
+                    Answer::error(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        "this Idempotency-Key was sent with another request",
+                    ),
                     false,
                 );
             }
@@ -296,7 +348,12 @@ impl StaffApp {
         if let Err(error) = self
             .staff
             .ledger
-            .answer_click(&member.sub, key.as_str(), answer.status.as_u16(), &answer.body.to_string())
+            .answer_click(
+                &member.sub,
+                key.as_str(),
+                answer.status.as_u16(),
+                &answer.body.to_string(),
+            )
             .await
         {
             tracing::error!(event = "ledger", op = "answer_click", error = %error, "the click's answer is not kept");
@@ -331,21 +388,9 @@ impl StaffApp {
     }
 }
 
-/// The desk as deployed: the function's own HTTP client (the SDK's calls
-/// too), its AWS configuration from the environment, the help centre's
-/// origins for the page's links.
-pub async fn build(config: DeskConfig) -> Result<StaffApp, Box<dyn std::error::Error + Send + Sync>> {
-    let http = crate::http_client::money_path_client()?;
-    let aws = crate::startup::function_aws_config(&http).await;
-    let placeholders = crate::help::Placeholders::of_limits(&config.staff.limits);
-    let dir = std::env::var("HELP_ARTICLES_DIR").ok().filter(|d| !d.trim().is_empty());
-    let origins = crate::help::link_origins(dir.as_deref().map(std::path::Path::new), &placeholders)?;
-    let staff = Staff::new(&config.staff, &aws, http);
-    Ok(StaffApp::new(config, staff, origins))
-}
-
 fn method_not_allowed(allow: &'static str, request_id: &str, origin: Option<&str>) -> Response<Body> {
-    let mut response = Answer::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").response(request_id, origin, false);
+    let mut response =
+        Answer::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").response(request_id, origin, false);
     if let Ok(value) = header::HeaderValue::from_str(allow) {
         response.headers_mut().insert(header::ALLOW, value);
     }
@@ -372,7 +417,11 @@ mod tests {
     fn a_bad_field_is_refused_before_anything_is_written() {
         let parts = ["refunds", "r_1", "approve"];
         assert!(asked(&parts, &json!({"intent": "refund"})).is_ok());
-        assert!(asked(&parts, &json!({"intent": "groceries"})).unwrap_err().contains("groceries"));
+        assert!(
+            asked(&parts, &json!({"intent": "groceries"}))
+                .unwrap_err()
+                .contains("groceries")
+        );
         let resolve = ["refunds", "r_1", "resolve"];
         assert!(asked(&resolve, &json!({})).is_err());
         assert!(asked(&resolve, &json!({"executed": "rf_1", "not_executed": true})).is_err());

@@ -25,14 +25,21 @@ pub struct PageConfig {
 }
 
 fn origin_of(url: &str) -> Option<String> {
-    reqwest::Url::parse(url).ok().map(|url| url.origin().ascii_serialization())
+    reqwest::Url::parse(url)
+        .ok()
+        .map(|url| url.origin().ascii_serialization())
 }
 
 /// The origins of the URL templates, beside the help centre's.
 pub fn link_origins(help: Vec<String>, templates: [Option<&str>; 2]) -> Vec<String> {
     let mut origins: Vec<String> = help
         .into_iter()
-        .chain(templates.into_iter().flatten().filter_map(|t| origin_of(&t.replace(['{', '}'], ""))))
+        .chain(
+            templates
+                .into_iter()
+                .flatten()
+                .filter_map(|t| origin_of(&t.replace(['{', '}'], ""))),
+        )
         .filter(|origin| origin != "null")
         .collect();
     origins.sort();
@@ -85,7 +92,11 @@ pub fn serve(name: &str, config: &PageConfig) -> Option<Response<Body>> {
         "" | "index.html" => {
             let meta = serde_json::to_string(config).unwrap_or_default();
             let html = HTML.replace("{{DESK_CONFIG}}", &attribute(&meta));
-            Some(file("text/html; charset=utf-8", html, Some(content_security_policy(config))))
+            Some(file(
+                "text/html; charset=utf-8",
+                html,
+                Some(content_security_policy(config)),
+            ))
         }
         "desk.js" => Some(file("text/javascript; charset=utf-8", SCRIPT.to_owned(), None)),
         "desk.css" => Some(file("text/css; charset=utf-8", STYLE.to_owned(), None)),
@@ -115,8 +126,12 @@ mod tests {
             client_id: Some("c\"><script>alert(1)</script>".into()),
             ..PageConfig::default()
         };
-        let Some(page) = serve("", &config) else { panic!("no page") };
-        let Body::Text(html) = page.body() else { panic!("not text") };
+        let Some(page) = serve("", &config) else {
+            panic!("no page")
+        };
+        let Body::Text(html) = page.body() else {
+            panic!("not text")
+        };
         assert!(!html.contains("<script>alert"), "{html}");
         assert_eq!(html.matches("<script").count(), html.matches("<script src=").count());
         assert!(serve("../secret", &config).is_none());
