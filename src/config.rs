@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crate::budget::BudgetLimits;
 use crate::conversation::{Lifetime, Window};
-use crate::handoff::screen::{DEFAULT_HANDOFF_PHRASES, DEFAULT_RISK_TERMS, Screen};
+use crate::handoff::screen::{
+    DEFAULT_CONFIRM_PHRASES, DEFAULT_HANDOFF_PHRASES, DEFAULT_RISK_TERMS, Screen, YesPhrases,
+};
 use crate::help::{self, Article, HelpError, Placeholders};
 use crate::refund::money::AmountCents;
 use crate::refund::policy::Limits;
@@ -141,6 +143,10 @@ pub struct Config {
     pub conversation_window: Window,
     /// What hands a message to a person before the model (`HANDOFF_PHRASES`, `RISK_TERMS`).
     pub handoff_screen: Screen,
+    /// A change of address (contract 26): where an address may be changed
+    /// to (`SHIPPING_COUNTRIES`; none: the order's own country), how long a
+    /// proposal waits for the yes, and what a yes is.
+    pub address: AddressSettings,
     /// `CUSTOMER_TURNS_PER_HOUR`, `CUSTOMER_TOKENS_PER_DAY`.
     pub budget: BudgetLimits,
     /// `max_completion_tokens` of every completion call.
@@ -250,6 +256,40 @@ impl Config {
                     .unwrap_or_else(|| own(DEFAULT_HANDOFF_PHRASES)),
                 &vars.list("RISK_TERMS").unwrap_or_else(|| own(DEFAULT_RISK_TERMS)),
             ),
+            address: AddressSettings {
+                shipping_countries: match vars.list("SHIPPING_COUNTRIES") {
+                    None => None,
+                    Some(codes) => {
+                        let codes: Vec<String> = codes.iter().map(|code| code.to_ascii_uppercase()).collect();
+                        if let Some(bad) = codes
+                            .iter()
+                            .find(|code| code.len() != 2 || !code.chars().all(|c| c.is_ascii_uppercase()))
+                        {
+                            return Err(ConfigError::Malformed {
+                                name: "SHIPPING_COUNTRIES",
+                                expected: "comma-separated two-letter country codes",
+                                value: bad.clone(),
+                            });
+                        }
+                        Some(codes)
+                    }
+                },
+                confirm_within: match vars.count("ADDRESS_CONFIRM_MINUTES", 30)? {
+                    0 => {
+                        return Err(ConfigError::Malformed {
+                            name: "ADDRESS_CONFIRM_MINUTES",
+                            expected: "a whole number of minutes above 0",
+                            value: "0".into(),
+                        });
+                    }
+                    minutes => Duration::from_secs(minutes as u64 * 60),
+                },
+                yes: YesPhrases::new(
+                    &vars
+                        .list("CONFIRM_PHRASES")
+                        .unwrap_or_else(|| own(DEFAULT_CONFIRM_PHRASES)),
+                ),
+            },
             budget: BudgetLimits {
                 turns_per_hour: vars.count("CUSTOMER_TURNS_PER_HOUR", DEFAULT_BUDGET.turns_per_hour as usize)? as u64,
                 tokens_per_day: vars.count("CUSTOMER_TOKENS_PER_DAY", DEFAULT_BUDGET.tokens_per_day as usize)? as u64,
@@ -439,6 +479,27 @@ impl StaffConfig {
         })
     }
 }
+
+/// Contract 26's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddressSettings {
+    /// Country codes an address may be changed to; `None`: the order's own.
+    pub shipping_countries: Option<Vec<String>>,
+    pub confirm_within: Duration,
+    pub yes: YesPhrases,
+}
+
+impl Default for AddressSettings {
+    fn default() -> Self {
+        AddressSettings {
+            shipping_countries: None,
+            confirm_within: DEFAULT_ADDRESS_CONFIRM,
+            yes: YesPhrases::default(),
+        }
+    }
+}
+
+pub const DEFAULT_ADDRESS_CONFIRM: Duration = Duration::from_secs(30 * 60);
 
 /// Who the desk's person is (contract 24).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -93,7 +93,11 @@ impl ScriptedModel {
 }
 
 impl ChatModel for ScriptedModel {
-    async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
+    async fn complete(
+        &self,
+        messages: &[Message],
+        _offered: crate::chat::Offered,
+    ) -> Result<Completion, CompletionError> {
         if self.record
             && let Ok(mut calls) = self.calls.lock()
         {
@@ -189,7 +193,7 @@ pub fn a_delivered_order() -> OrderFacts {
     OrderFacts::Read(any_order("A-1", "u").snapshot())
 }
 
-fn any_order(order_id: &str, customer: &str) -> Order {
+pub fn any_order(order_id: &str, customer: &str) -> Order {
     // One moment for the whole process, so that two reads compare equal.
     static DELIVERED_AT_MS: std::sync::LazyLock<u64> =
         std::sync::LazyLock::new(|| crate::clock::now_ms().saturating_sub(86_400_000));
@@ -223,6 +227,17 @@ fn any_order(order_id: &str, customer: &str) -> Order {
 impl OrderSystem for AnyOrder {
     async fn order(&self, order_id: &str, customer: &str) -> OrderLookup {
         OrderLookup::Found(Box::new(any_order(order_id, customer)))
+    }
+
+    /// Every order is delivered: an address change is refused as shipped.
+    async fn change_address(
+        &self,
+        _order_id: &str,
+        _customer: &str,
+        _address: &crate::orders::address::Address,
+        _key: &str,
+    ) -> crate::orders::address::AddressWrite {
+        crate::orders::address::AddressWrite::Shipped
     }
 }
 

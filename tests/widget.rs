@@ -319,6 +319,7 @@ impl Stack {
         };
         let new = NewExchange {
             router: None,
+            address: Default::default(),
             exchange: refund_chat::conversation::Exchange::of_turn(
                 &[refund_chat::chat::Message::User(said.to_owned())],
                 Some(reply),

@@ -230,6 +230,17 @@ impl LocalModel {
         }
 
         let after_tools = this_turn.last().is_some_and(|m| m["role"] == "tool");
+        // A change of address (contract 26), when the function offers the tool.
+        if offered(request, "change_delivery_address") && !after_tools {
+            if let Some(arguments) = address_change(customer) {
+                return Behaviour::Answer(tool_calls(rounds, &[("change_delivery_address", arguments)]));
+            }
+            if says_yes(customer)
+                && let Some(arguments) = proposed_address(history)
+            {
+                return Behaviour::Answer(tool_calls(rounds, &[("change_delivery_address", arguments)]));
+            }
+        }
         if !after_tools && beyond_refunds(customer) {
             // Not a refund: a person must help (code already caught "a person, please").
             return Behaviour::Answer(tool_calls(
@@ -352,6 +363,102 @@ fn understand(newest: &str, history: &[Value]) -> (Option<String>, Option<u64>) 
             .flatten()
     });
     (order_id, amount)
+}
+
+/// Whether the request declares the tool `name` (the function offers the
+/// change of address only while it is served, contract 26).
+fn offered(request: &Value, name: &str) -> bool {
+    request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|tool| tool["function"]["name"] == name)
+}
+
+/// "change the delivery address of A-1004 to Ada Lovelace, 12 Byron Road,
+/// N1 7AA London, GB" (a line2 may come after line1): the tool's arguments.
+fn address_change(message: &str) -> Option<Value> {
+    let lower = message.to_lowercase();
+    if !lower.contains("address") {
+        return None;
+    }
+    let order_id = message
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .find(|word| is_order_id(word))?;
+    let after = message.get(lower.find(" to ")? + 4..)?;
+    let parts: Vec<&str> = after
+        .trim()
+        .trim_end_matches(['.', '!'])
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .collect();
+    let (name, line1, line2, town, country) = match parts.as_slice() {
+        [name, line1, town, country] => (*name, *line1, "", *town, *country),
+        [name, line1, line2, town, country] => (*name, *line1, *line2, *town, *country),
+        _ => return None,
+    };
+    // "N1 7AA London", "75002 Paris": the postcode is the words with digits before the city.
+    let words: Vec<&str> = town.split_whitespace().collect();
+    let split = words.iter().position(|w| !w.chars().any(|c| c.is_ascii_digit()))?;
+    let (postcode, city) = (words[..split].join(" "), words[split..].join(" "));
+    if postcode.is_empty() || city.is_empty() {
+        return None;
+    }
+    Some(json!({
+        "order_id": order_id, "name": name, "line1": line1, "line2": line2,
+        "postcode": postcode, "city": city, "country": country.to_uppercase(),
+    }))
+}
+
+fn is_order_id(word: &str) -> bool {
+    let mut parts = word.splitn(2, '-');
+    matches!(
+        (parts.next(), parts.next()),
+        (Some(letters), Some(digits)) if !letters.is_empty() && letters.chars().all(|c| c.is_ascii_uppercase())
+            && !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit())
+    )
+}
+
+/// A plain yes, as a model would take one.
+fn says_yes(message: &str) -> bool {
+    let first = message
+        .trim()
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or_default()
+        .to_lowercase();
+    ["yes", "yep", "correct", "confirm", "ja", "oui", "si", "sí"].contains(&first.as_str())
+}
+
+/// The arguments of the last change of address the agent proposed (its
+/// result asked for the customer's yes).
+fn proposed_address(history: &[Value]) -> Option<Value> {
+    let confirmed_calls: Vec<&str> = history
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .and_then(|c| serde_json::from_str::<Value>(c).ok())
+                .is_some_and(|c| c["status"] == "confirm")
+        })
+        .filter_map(|m| m["tool_call_id"].as_str())
+        .collect();
+    history
+        .iter()
+        .rev()
+        .filter(|m| m["role"] == "assistant")
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .find(|call| {
+            call["function"]["name"] == "change_delivery_address"
+                && call["id"].as_str().is_some_and(|id| confirmed_calls.contains(&id))
+        })
+        .and_then(|call| {
+            call["function"]["arguments"]
+                .as_str()
+                .and_then(|a| serde_json::from_str(a).ok())
+        })
 }
 
 /// A request the agent cannot serve: an address, a delivery, an account.
@@ -516,6 +623,18 @@ fn summarise_tool_results(messages: &[Value]) -> String {
             }
             if content["order_id"].is_string() && content["placed_at"].is_string() {
                 return describe_order(&content);
+            }
+            if content["status"] == "confirm" {
+                return format!(
+                    "I can change it: {}. Is that right? Answer yes to confirm, and I will make the change.",
+                    content["summary"].as_str().unwrap_or_default()
+                );
+            }
+            if content["status"] == "changed" {
+                return format!(
+                    "Done: the delivery address is changed ({}).",
+                    content["summary"].as_str().unwrap_or_default()
+                );
             }
             if content["status"] == "pending_approval" {
                 return format!(

@@ -9,7 +9,10 @@
 //! It is the shop's order system too (contract 16): `GET /orders/{id}` with
 //! `X-Customer-Id` answers the order as the contract describes it (its
 //! status, dates relative to now, what was paid and refunded, an address),
-//! or 404 for an unknown order or another customer's.
+//! or 404 for an unknown order or another customer's. Its one write,
+//! `POST /orders/{id}/address` (contract 26), changes a `placed` order's
+//! address (200), refuses any other (409), and answers a key it has seen
+//! with its first answer: one write per `Idempotency-Key`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -38,6 +41,8 @@ pub const SEED_ORDERS: &[(&str, &str, u64, u64)] = &[
     ("E-5001", "u-1001", 2500, 0),
     // Rule 5: delivered 45 days ago, outside the 30-day refund window.
     ("F-6001", "u-1001", 1800, 0),
+    // Placed, not shipped: its delivery address may still change (contract 26).
+    ("A-1004", "u-1001", 2200, 0),
 ];
 
 /// What the order system says of a seeded order beyond its money: status,
@@ -48,6 +53,7 @@ pub const ORDER_FACTS: &[(&str, &str, u64, Option<u64>)] = &[
     ("A-1002", "delivered", 20, Some(15)),
     ("E-5001", "shipped", 2, None),
     ("F-6001", "delivered", 50, Some(45)),
+    ("A-1004", "placed", 1, None),
 ];
 
 /// The address every seeded order went to: personal data the function must
@@ -88,6 +94,12 @@ struct Books {
     /// Facts set for an order beyond `ORDER_FACTS`: (status, days since
     /// placed, days since delivered).
     facts: BTreeMap<String, (String, u64, Option<u64>)>,
+    /// Addresses changed (contract 26), by order; the rest are `SHIP_TO`.
+    addresses: BTreeMap<String, Value>,
+    /// Each `Idempotency-Key` of an address write, with its answer.
+    address_keys: BTreeMap<String, (u16, Value)>,
+    /// The writes that changed an address, in order: (order id, body).
+    address_writes: Vec<(String, Value)>,
 }
 
 #[derive(Clone)]
@@ -141,6 +153,9 @@ impl Sandbox {
                 refunds_made,
                 overdrawn: Vec::new(),
                 facts: BTreeMap::new(),
+                addresses: BTreeMap::new(),
+                address_keys: BTreeMap::new(),
+                address_writes: Vec::new(),
             })),
             refunds_file,
         })
@@ -160,6 +175,11 @@ impl Sandbox {
         );
     }
 
+    /// Every address write that changed an order: (order id, the new address).
+    pub fn addresses_written(&self) -> Vec<(String, Value)> {
+        self.lock().address_writes.clone()
+    }
+
     /// The refunds refused for being more than their order had left.
     pub fn overdrawn(&self) -> Vec<RefundMade> {
         self.lock().overdrawn.clone()
@@ -170,6 +190,7 @@ impl Sandbox {
             .route("/refunds", post(refund).get(refunds_made))
             .route("/orders", get(orders))
             .route("/orders/{order_id}", get(order))
+            .route("/orders/{order_id}/address", post(change_address))
             .with_state(self.clone())
     }
 
@@ -272,8 +293,21 @@ fn days_ago(days: u64) -> String {
         .unwrap_or_default()
 }
 
+/// The order's status as the order system says it now.
+fn status_of(order_id: &str, facts: Option<&(String, u64, Option<u64>)>) -> String {
+    facts
+        .map(|(status, ..)| status.clone())
+        .or_else(|| {
+            ORDER_FACTS
+                .iter()
+                .find(|(id, ..)| *id == order_id)
+                .map(|&(_, status, ..)| status.to_owned())
+        })
+        .unwrap_or_else(|| "delivered".to_owned())
+}
+
 /// The order as the order system answers it (contract 16).
-fn order_json(order: &Order, facts: Option<&(String, u64, Option<u64>)>) -> Value {
+fn order_json(order: &Order, facts: Option<&(String, u64, Option<u64>)>, address: Option<&Value>) -> Value {
     let (status, placed, delivered) = facts
         .map(|(status, placed, delivered)| (status.as_str(), *placed, *delivered))
         .or_else(|| {
@@ -294,8 +328,68 @@ fn order_json(order: &Order, facts: Option<&(String, u64, Option<u64>)>) -> Valu
         "paid_cents": order.paid_cents,
         "refunded_cents": order.refunded_cents,
         "items": [{"name": "Item", "quantity": 1, "unit_price_cents": order.paid_cents}],
-        "ship_to": {"name": name, "line1": line1, "city": city, "postcode": postcode, "country": country},
+        "ship_to": address.cloned().unwrap_or_else(
+            || json!({"name": name, "line1": line1, "city": city, "postcode": postcode, "country": country})
+        ),
     })
+}
+
+/// `POST /orders/{id}/address` (contract 26): a `placed` order of the
+/// customer's gets the body's address; one write per key.
+async fn change_address(
+    State(sandbox): State<Sandbox>,
+    axum::extract::Path(order_id): axum::extract::Path<String>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> (StatusCode, Json<Value>) {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (customer, key) = (header("x-customer-id"), header("idempotency-key"));
+    let mut books = sandbox.lock();
+    if let Some((status, answer)) = books.address_keys.get(&key).filter(|_| !key.is_empty()) {
+        return (
+            StatusCode::from_u16(*status).unwrap_or(StatusCode::OK),
+            Json(answer.clone()),
+        );
+    }
+    let address: Option<Value> = serde_json::from_slice::<Value>(&body).ok().filter(|v| {
+        ["name", "line1", "line2", "postcode", "city", "country"]
+            .iter()
+            .all(|field| v[*field].is_string())
+    });
+    let (status, answer) = match (books.orders.get(&order_id), address) {
+        (Some(found), _) if found.user_id != customer => (
+            404,
+            json!({ "detail": format!("no order {order_id} for this customer") }),
+        ),
+        (None, _) => (
+            404,
+            json!({ "detail": format!("no order {order_id} for this customer") }),
+        ),
+        (Some(_), None) => (422, json!({ "detail": "the body is not an address" })),
+        (Some(_), Some(_)) if status_of(&order_id, books.facts.get(&order_id)) != "placed" => (
+            409,
+            json!({ "detail": format!("order {order_id} has shipped: its address cannot change") }),
+        ),
+        (Some(_), Some(address)) => {
+            let kept = json!({
+                "name": address["name"], "line1": address["line1"], "line2": address["line2"],
+                "city": address["city"], "postcode": address["postcode"], "country": address["country"],
+            });
+            books.addresses.insert(order_id.clone(), kept.clone());
+            books.address_writes.push((order_id.clone(), kept));
+            (200, json!({ "order_id": order_id, "status": "changed" }))
+        }
+    };
+    if !key.is_empty() {
+        books.address_keys.insert(key, (status, answer.clone()));
+    }
+    (StatusCode::from_u16(status).unwrap_or(StatusCode::OK), Json(answer))
 }
 
 async fn order(
@@ -310,9 +404,14 @@ async fn order(
         .unwrap_or_default();
     let books = sandbox.lock();
     match books.orders.get(&order_id) {
-        Some(found) if found.user_id == customer => {
-            (StatusCode::OK, Json(order_json(found, books.facts.get(&order_id))))
-        }
+        Some(found) if found.user_id == customer => (
+            StatusCode::OK,
+            Json(order_json(
+                found,
+                books.facts.get(&order_id),
+                books.addresses.get(&order_id),
+            )),
+        ),
         _ => (
             StatusCode::NOT_FOUND,
             Json(json!({ "detail": format!("no order {order_id} for this customer") })),

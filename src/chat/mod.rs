@@ -81,8 +81,19 @@ impl CompletionError {
 ///
 /// An implementation makes exactly one attempt per call and enforces the
 /// per-call timeout itself, reporting it as [`CompletionError::Timeout`].
+/// The tools a call declares beyond the four every call has: the change
+/// of address only while it is served and asked for (contract 26).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Offered {
+    pub address_change: bool,
+}
+
 pub trait ChatModel: Sync {
-    fn complete(&self, messages: &[Message]) -> impl Future<Output = Result<Completion, CompletionError>> + Send;
+    fn complete(
+        &self,
+        messages: &[Message],
+        offered: Offered,
+    ) -> impl Future<Output = Result<Completion, CompletionError>> + Send;
 
     /// The same call with the text streamed to `live` as it is read
     /// (contract 20's event-stream mode). A model that cannot stream
@@ -90,10 +101,11 @@ pub trait ChatModel: Sync {
     fn complete_live(
         &self,
         messages: &[Message],
+        offered: Offered,
         live: &Live,
     ) -> impl Future<Output = Result<Completion, CompletionError>> + Send {
         async move {
-            let completion = self.complete(messages).await?;
+            let completion = self.complete(messages, offered).await?;
             live.delta(completion.content.as_deref().unwrap_or_default());
             Ok(completion)
         }

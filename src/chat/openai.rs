@@ -29,10 +29,11 @@ use async_openai::types::chat::{
 use futures_util::StreamExt;
 use serde::Deserialize;
 
-use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall, Usage};
+use crate::chat::{ChatModel, Completion, CompletionError, Message, Offered, ToolCall, Usage};
 use crate::handoff::tool as handoff_tool;
 use crate::help::tool as help_tool;
 use crate::live::Live;
+use crate::orders::address as address_tool;
 use crate::orders::tool as order_tool;
 use crate::refund::tool;
 
@@ -104,13 +105,18 @@ fn client_for(http: &reqwest::Client, api_base: &str, api_key: &str) -> Client<O
 }
 
 impl ChatModel for OpenAiChat {
-    async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
-        self.call_once(&build_request(messages, self.max_output_tokens), self.timeout)
+    async fn complete(&self, messages: &[Message], offered: Offered) -> Result<Completion, CompletionError> {
+        self.call_once(&build_request(messages, self.max_output_tokens, offered), self.timeout)
             .await
     }
 
-    async fn complete_live(&self, messages: &[Message], live: &Live) -> Result<Completion, CompletionError> {
-        self.stream(messages, live).await
+    async fn complete_live(
+        &self,
+        messages: &[Message],
+        offered: Offered,
+        live: &Live,
+    ) -> Result<Completion, CompletionError> {
+        self.stream(messages, offered, live).await
     }
 }
 
@@ -120,8 +126,8 @@ impl OpenAiChat {
     /// by index. The timeout covers the whole stream. A stream that ends
     /// before any choice said how it finished broke off: a provider error,
     /// never a reply (its text may stop mid-sentence).
-    async fn stream(&self, messages: &[Message], live: &Live) -> Result<Completion, CompletionError> {
-        let mut request = build_request(messages, self.max_output_tokens);
+    async fn stream(&self, messages: &[Message], offered: Offered, live: &Live) -> Result<Completion, CompletionError> {
+        let mut request = build_request(messages, self.max_output_tokens, offered);
         request.stream = Some(true);
         request.stream_options = Some(ChatCompletionStreamOptions {
             include_usage: Some(true),
@@ -176,30 +182,39 @@ impl OpenAiChat {
 }
 
 /// The request for one completion call: the whole history, the tools
-/// (`issue_refund`, `hand_off_to_person`, `get_order`, `search_help_centre`), `strict` and no parallel tool
-/// calls (both defence in depth only).
-pub fn build_request(messages: &[Message], max_output_tokens: u32) -> CreateChatCompletionRequest {
+/// (`issue_refund`, `hand_off_to_person`, `get_order`, `search_help_centre`,
+/// and `change_delivery_address` when it is offered), `strict` and no
+/// parallel tool calls (both defence in depth only).
+pub fn build_request(messages: &[Message], max_output_tokens: u32, offered: Offered) -> CreateChatCompletionRequest {
+    let mut tools = vec![
+        declare(tool::TOOL_NAME, tool::TOOL_DESCRIPTION, tool::declared_parameters()),
+        declare(
+            handoff_tool::TOOL_NAME,
+            handoff_tool::TOOL_DESCRIPTION,
+            handoff_tool::declared_parameters(),
+        ),
+        declare(
+            order_tool::TOOL_NAME,
+            order_tool::TOOL_DESCRIPTION,
+            order_tool::declared_parameters(),
+        ),
+        declare(
+            help_tool::TOOL_NAME,
+            help_tool::TOOL_DESCRIPTION,
+            help_tool::declared_parameters(),
+        ),
+    ];
+    if offered.address_change {
+        tools.push(declare(
+            address_tool::TOOL_NAME,
+            address_tool::TOOL_DESCRIPTION,
+            address_tool::declared_parameters(),
+        ));
+    }
     CreateChatCompletionRequest {
         model: MODEL.to_owned(),
         messages: messages.iter().map(to_wire).collect(),
-        tools: Some(vec![
-            declare(tool::TOOL_NAME, tool::TOOL_DESCRIPTION, tool::declared_parameters()),
-            declare(
-                handoff_tool::TOOL_NAME,
-                handoff_tool::TOOL_DESCRIPTION,
-                handoff_tool::declared_parameters(),
-            ),
-            declare(
-                order_tool::TOOL_NAME,
-                order_tool::TOOL_DESCRIPTION,
-                order_tool::declared_parameters(),
-            ),
-            declare(
-                help_tool::TOOL_NAME,
-                help_tool::TOOL_DESCRIPTION,
-                help_tool::declared_parameters(),
-            ),
-        ]),
+        tools: Some(tools),
         parallel_tool_calls: Some(false),
         // Bounds what one call can cost (contract 13).
         max_completion_tokens: Some(max_output_tokens),
@@ -503,7 +518,10 @@ mod tests {
         ]});
         let (_server, chat) = answering(completion_json(message)).await;
 
-        let completion = chat.complete(&[Message::User("hi".into())]).await.unwrap();
+        let completion = chat
+            .complete(&[Message::User("hi".into())], Offered::default())
+            .await
+            .unwrap();
 
         let arguments: serde_json::Value = serde_json::from_str(&completion.tool_calls[0].arguments).unwrap();
         assert_eq!(arguments, json!({"order_id": "A-1", "amount_cents": 1250}));
@@ -516,7 +534,10 @@ mod tests {
                              "function_call": null, "refusal": null, "audio": {"x": 1}});
         let (_server, chat) = answering(completion_json(message)).await;
 
-        let completion = chat.complete(&[Message::User("hi".into())]).await.unwrap();
+        let completion = chat
+            .complete(&[Message::User("hi".into())], Offered::default())
+            .await
+            .unwrap();
 
         assert_eq!(completion.content.as_deref(), Some("hi"));
         assert!(completion.tool_calls.is_empty());
@@ -551,7 +572,10 @@ mod tests {
         let (server, chat) = streaming(&chunks(&whole, 2, 5), false).await;
         let (live, from) = Live::listened();
 
-        let completion = chat.complete_live(&[Message::User("hi".into())], &live).await.unwrap();
+        let completion = chat
+            .complete_live(&[Message::User("hi".into())], Offered::default(), &live)
+            .await
+            .unwrap();
 
         assert_eq!(
             completion.content.as_deref(),
@@ -588,7 +612,10 @@ mod tests {
         let (_server, chat) = streaming(&chunks(&asked, 1, 1), false).await;
         let (live, from) = Live::listened();
 
-        let completion = chat.complete_live(&[Message::User("hi".into())], &live).await.unwrap();
+        let completion = chat
+            .complete_live(&[Message::User("hi".into())], Offered::default(), &live)
+            .await
+            .unwrap();
 
         let calls: Vec<_> = completion
             .tool_calls
@@ -617,7 +644,9 @@ mod tests {
         let (_server, chat) = streaming(&events, true).await;
         let (live, _from) = Live::listened();
 
-        let result = chat.complete_live(&[Message::User("hi".into())], &live).await;
+        let result = chat
+            .complete_live(&[Message::User("hi".into())], Offered::default(), &live)
+            .await;
 
         assert!(matches!(result, Err(CompletionError::Unusable(_))), "{result:?}");
     }
@@ -629,7 +658,7 @@ mod tests {
         let (_server, chat) = streaming(&events, false).await;
 
         let completion = chat
-            .complete_live(&[Message::User("hi".into())], &Live::listened().0)
+            .complete_live(&[Message::User("hi".into())], Offered::default(), &Live::listened().0)
             .await
             .unwrap();
 
@@ -674,7 +703,10 @@ mod tests {
         let chat = trickling(body).await;
         let (live, from) = Live::listened();
 
-        let completion = chat.complete_live(&[Message::User("hi".into())], &live).await.unwrap();
+        let completion = chat
+            .complete_live(&[Message::User("hi".into())], Offered::default(), &live)
+            .await
+            .unwrap();
 
         assert_eq!(completion.content.as_deref(), Some(reply));
         assert_eq!(heard(from).concat(), reply);
@@ -692,7 +724,7 @@ mod tests {
         let (_server, chat) = serving_within(slow, Duration::from_millis(100)).await;
 
         let result = chat
-            .complete_live(&[Message::User("hi".into())], &Live::listened().0)
+            .complete_live(&[Message::User("hi".into())], Offered::default(), &Live::listened().0)
             .await;
 
         assert!(matches!(result, Err(CompletionError::Timeout)), "{result:?}");

@@ -10,17 +10,17 @@ use crate::clock::now_ms;
 use crate::conversation::{self, ConversationId, Exchange, NoRandomness};
 use crate::handoff::{self, Handoff, Reason};
 use crate::ledger::{
-    Begun, BudgetStore, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
-    RequestLedger, TakenTurn, TokenSettlement,
+    AddressAppend, Begun, BudgetStore, ConversationLease, ConversationStore, HeldConversation, LedgerError,
+    NewExchange, RequestLedger, TakenTurn, TokenSettlement,
 };
 use crate::live::Live;
 use crate::orders::OrderSystem;
 use crate::refund::{Attempt, RefundGateway, RefundScope, Routed};
-use crate::router::{self, Route, Routing};
+use crate::router::{self, Intent, Route, Routing};
 use crate::secrets::{ApiKeySource, SecretError};
 
 use super::model::KeyedModel;
-use crate::turn::{Tools, Turn};
+use crate::turn::{AddressTurn, Tools, Turn};
 
 use super::{Desk, Invocation, Message, Outcome, Refused, Reply, Trace};
 
@@ -90,6 +90,8 @@ struct RoutedTurn {
     labels: String,
     /// The labels leave refunds to a person ([`router::refund_not_routed`]).
     refund_not_routed: bool,
+    /// The labels include `address_change` (contract 26).
+    address_change: bool,
     tokens: u64,
 }
 
@@ -99,6 +101,7 @@ struct Steering<'a> {
     handoff_id: String,
     live: &'a Live,
     routed: Routed,
+    address: AddressTurn,
 }
 
 /// A fixed reply, with what the conversation keeps beside it.
@@ -263,6 +266,20 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             writer: invocation.writer.clone(),
             conversation: Some(lease.id.as_str().to_owned()),
         };
+        // A change of address (contract 26): offered while the shop serves it
+        // and the router saw one, or a proposal waits for the customer's yes,
+        // which code reads from the customer's own message.
+        let now = now_ms();
+        let served = self.config.router.served.contains(Intent::AddressChange);
+        let waiting = held.proposal.filter(|proposal| proposal.waits_at(now));
+        let address = AddressTurn {
+            offered: served && (routed.address_change || waiting.is_some()),
+            waiting,
+            said_yes: self.config.address.yes.says_yes(message.text.text()),
+            countries: self.config.address.shipping_countries.clone(),
+            confirm_within: self.config.address.confirm_within,
+            now_ms: now,
+        };
         let mut turn = self
             .run_turn(
                 model,
@@ -272,6 +289,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 Steering {
                     handoff_id: handoff_id.clone(),
                     live,
+                    address,
                     routed: Routed {
                         labels: Some(routed.labels.clone()),
                         unsure: matches!(routed.route, Route::Agent { unsure: true }),
@@ -342,6 +360,13 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 tokens,
                 key: None,
                 router: Some(routed.labels),
+                address: trace
+                    .stats
+                    .as_ref()
+                    .map_or_else(AddressAppend::default, |stats| AddressAppend {
+                        step: stats.proposal_step,
+                        records: stats.addresses.clone(),
+                    }),
             },
             lease,
             held,
@@ -388,12 +413,15 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             tokens,
             latency_ms = started.elapsed().as_secs_f64() * 1000.0,
         );
+        let address_change =
+            matches!(&routing, Routing::Labelled(labels) if labels.intents.contains(&Intent::AddressChange));
         // Counted and reported only when a routing call was made.
         trace.routing = model.is_some().then_some(routing);
         RoutedTurn {
             route,
             labels,
             refund_not_routed,
+            address_change,
             tokens,
         }
     }
@@ -475,6 +503,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 tokens,
                 key: None,
                 router,
+                address: AddressAppend::default(),
             },
             lease,
             held,
@@ -523,6 +552,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             handoff_id,
             live,
             routed,
+            address,
         } = steering;
         let model = match model {
             Ok(model) => model,
@@ -548,7 +578,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             &message.text,
         )
         .with_handoff(handoff_id)
-        .routed(routed);
+        .routed(routed)
+        .address(address);
         if live.is_listened() {
             turn = turn.with_live(live);
         }

@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::chat::openai::OpenAiChat;
-use crate::chat::{ChatModel, Completion, CompletionError, Message};
+use crate::chat::{ChatModel, Completion, CompletionError, Message, Offered};
 use crate::live::Live;
 use crate::secrets::{ApiKey, ApiKeySource};
 
@@ -112,12 +112,17 @@ impl<K: ApiKeySource> KeyedModel<'_, K> {
 }
 
 impl<K: ApiKeySource> ChatModel for KeyedModel<'_, K> {
-    async fn complete(&self, messages: &[Message]) -> Result<Completion, CompletionError> {
-        self.rotating(|| self.chat.complete(messages)).await
+    async fn complete(&self, messages: &[Message], offered: Offered) -> Result<Completion, CompletionError> {
+        self.rotating(|| self.chat.complete(messages, offered)).await
     }
 
     /// A 401 comes before any text: the retry has nothing to discard.
-    async fn complete_live(&self, messages: &[Message], live: &Live) -> Result<Completion, CompletionError> {
-        self.rotating(|| self.chat.complete_live(messages, live)).await
+    async fn complete_live(
+        &self,
+        messages: &[Message],
+        offered: Offered,
+        live: &Live,
+    ) -> Result<Completion, CompletionError> {
+        self.rotating(|| self.chat.complete_live(messages, offered, live)).await
     }
 }

@@ -136,6 +136,62 @@ pub const DEFAULT_RISK_TERMS: &[&str] = &[
     "matarme",
 ];
 
+/// An explicit yes (contract 26's `CONFIRM_PHRASES`), in the four
+/// languages: the whole message or its first words.
+pub const DEFAULT_CONFIRM_PHRASES: &[&str] = &[
+    // English
+    "yes",
+    "yep",
+    "yeah",
+    "correct",
+    "confirm",
+    "confirmed",
+    "that is right",
+    "that's right",
+    "go ahead",
+    // German
+    "ja",
+    "jawohl",
+    "korrekt",
+    "richtig",
+    "bestätigt",
+    "ich bestätige",
+    // French
+    "oui",
+    "d'accord",
+    "c'est correct",
+    "je confirme",
+    "confirmé",
+    // Spanish
+    "sí",
+    "correcto",
+    "confirmo",
+    "de acuerdo",
+];
+
+/// What counts as the customer's yes: a phrase that is the whole message
+/// or its first words, read as the screen reads (so "YES!", "Ｙｅｓ" and
+/// "oui, merci" are a yes, "yesterday" and "no, yes is wrong" are not).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct YesPhrases(Vec<String>);
+
+impl Default for YesPhrases {
+    fn default() -> Self {
+        YesPhrases::new(DEFAULT_CONFIRM_PHRASES)
+    }
+}
+
+impl YesPhrases {
+    pub fn new<P: AsRef<str>>(phrases: &[P]) -> YesPhrases {
+        YesPhrases(normalised(phrases))
+    }
+
+    pub fn says_yes(&self, message: &str) -> bool {
+        let text = normalise(message);
+        self.0.iter().any(|phrase| text.starts_with(phrase.as_str()))
+    }
+}
+
 /// The two lists, normalised once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Screen {
@@ -254,6 +310,37 @@ fn latin_look_alike(c: char) -> Option<String> {
     }
     let skeleton: String = unicode_security::skeleton(c.encode_utf8(&mut [0; 4])).collect();
     (!skeleton.is_empty() && skeleton.chars().all(|s| s.is_ascii_alphabetic())).then(|| skeleton.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod yes_tests {
+    use super::YesPhrases;
+
+    #[test]
+    fn a_yes_is_the_whole_message_or_its_first_words() {
+        let yes = YesPhrases::default();
+        for said in [
+            "yes",
+            "Yes!",
+            "YES please",
+            "Ｙｅｓ",
+            "oui, merci",
+            "Sí, correcto",
+            "ja bitte",
+            "That's right.",
+        ] {
+            assert!(yes.says_yes(said), "{said}");
+        }
+        for said in [
+            "yesterday it came",
+            "no, yes is wrong",
+            "please change it to 1 Yes Street",
+            "I said yes before",
+            "",
+        ] {
+            assert!(!yes.says_yes(said), "{said}");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ use std::future::Future;
 use crate::conversation::shown::Shown;
 use crate::conversation::{ConversationId, Exchange};
 use crate::handoff::Handoff;
+use crate::orders::address::{AddressProposal, AddressRecord, ProposalStep};
 use crate::refund::{RefundScope, WriterMark};
 
 use super::{LedgerError, RequestLease, StoredResponse, TokenSettlement};
@@ -37,6 +38,8 @@ pub struct HeldConversation {
     /// nobody else knows its id, so it needs no lease, and its first append
     /// creates it.
     pub stored: bool,
+    /// A change of address waiting for the customer's yes (contract 26).
+    pub proposal: Option<AddressProposal>,
 }
 
 impl HeldConversation {
@@ -48,6 +51,7 @@ impl HeldConversation {
             handed_off: false,
             last_failed: false,
             stored: false,
+            proposal: None,
         }
     }
 }
@@ -92,6 +96,16 @@ pub struct NewExchange {
     /// The router's labels of the turn (contract 21); none where no routing
     /// call was made (a screened message, a person's conversation).
     pub router: Option<String>,
+    /// What the turn did about addresses (contract 26), in the same step.
+    pub address: AddressAppend,
+}
+
+/// A turn's changes of address (contract 26): what becomes of the
+/// conversation's proposal, and each order's outcome, kept with the exchange.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AddressAppend {
+    pub step: ProposalStep,
+    pub records: Vec<AddressRecord>,
 }
 
 /// A request's key after its turn: its answer stored for replays, or the key

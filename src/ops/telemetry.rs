@@ -66,6 +66,8 @@ pub const COUNTERS: &[&str] = &[
     "RoutingFailures",
     // The desk (contract 24): decisions by kind and outcome.
     "StaffDecisions",
+    // Contract 26: address writes by outcome (changed, shipped_meanwhile, unknown).
+    "AddressChanges",
 ];
 /// `StaffQueueOldestWait`: the sweep's measure of the support team's queue, in seconds.
 pub const HISTOGRAMS: &[&str] = &["TurnDuration", "StaffQueueOldestWait"];
@@ -254,6 +256,8 @@ pub fn finish_request(end: RequestEnd<'_>) {
         invalid_tool_calls = stats.invalid_tool_calls,
         order_reads = stats.order_reads,
         refund_checks = stats.refund_checks,
+        // Changes of address (contract 26): outcomes only, never an address.
+        address_changes = %stats.addresses.iter().map(|record| record.outcome).collect::<Vec<_>>().join(" "),
         // Which rule was live: ids and versions, never passages (contract 17).
         articles = %stats.articles.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "),
         prompt_tokens = stats.prompt_tokens,

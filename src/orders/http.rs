@@ -1,5 +1,8 @@
 //! The order system's HTTP adapter (contract 16): `GET
-//! {ORDERS_BASE_URL}/orders/{order_id}` with `X-Customer-Id`, both
+//! {ORDERS_BASE_URL}/orders/{order_id}` with `X-Customer-Id`, and the one
+//! write, `POST .../orders/{order_id}/address` (contract 26) with an
+//! `Idempotency-Key` too, tried once more with the same key after a timeout
+//! or a broken connection (never after an answer). The id and customer are
 //! percent-encoded as UTF-8 with RFC 3986's unreserved characters kept. A
 //! read is safe to repeat, so a timeout, a broken connection or a 5xx is
 //! tried once more; each try has its own timeout. A 200 of another customer
@@ -16,6 +19,7 @@ use std::time::Duration;
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
+use super::address::{Address, AddressWrite};
 use super::{Order, OrderLookup, OrderSystem, OrdersError};
 
 /// Everything but RFC 3986's unreserved characters is encoded.
@@ -89,6 +93,47 @@ impl HttpOrders {
     }
 }
 
+impl HttpOrders {
+    /// One try of the address write.
+    async fn write_once(
+        &self,
+        order_id: &str,
+        customer: &str,
+        address: &Address,
+        key: &str,
+    ) -> Result<u16, OrdersError> {
+        let url = format!(
+            "{}{}/address",
+            self.orders_url,
+            utf8_percent_encode(order_id, NOT_UNRESERVED)
+        );
+        let exchange = async {
+            let response = self
+                .http
+                .post(&url)
+                .header(
+                    CUSTOMER_HEADER,
+                    utf8_percent_encode(customer, NOT_UNRESERVED).to_string(),
+                )
+                .header(IDEMPOTENCY_HEADER, key)
+                .json(&address.body())
+                .send()
+                .await
+                .map_err(|_| OrdersError::Unreachable)?;
+            let status = response.status().as_u16();
+            // The body says nothing code needs; it is not kept.
+            let _ = capped_body(response).await;
+            Ok::<_, OrdersError>(status)
+        };
+        tokio::time::timeout(self.timeout, exchange)
+            .await
+            .map_err(|_| OrdersError::Timeout)?
+    }
+}
+
+/// The write's key header (contract 26).
+pub const IDEMPOTENCY_HEADER: &str = "idempotency-key";
+
 /// The body, read chunk by chunk up to [`MAX_BODY_BYTES`].
 async fn capped_body(mut response: reqwest::Response) -> Result<Vec<u8>, OrdersError> {
     if response
@@ -125,6 +170,32 @@ fn retried(error: OrdersError) -> bool {
 }
 
 impl OrderSystem for HttpOrders {
+    async fn change_address(&self, order_id: &str, customer: &str, address: &Address, key: &str) -> AddressWrite {
+        if is_dot_segment(order_id) {
+            return AddressWrite::Unknown(OrdersError::Status(404));
+        }
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.write_once(order_id, customer, address, key).await {
+                Ok(200) => return AddressWrite::Changed,
+                Ok(409) => return AddressWrite::Shipped,
+                Ok(other) => {
+                    tracing::error!(event = "orders", op = "change_address", status = other);
+                    return AddressWrite::Unknown(OrdersError::Status(other));
+                }
+                // Not answered: the same key again, which writes at most once.
+                Err(error @ (OrdersError::Timeout | OrdersError::Unreachable)) if tries < TRIES => {
+                    tracing::warn!(event = "orders", op = "change_address", error = %error, "tried again");
+                }
+                Err(error) => {
+                    tracing::error!(event = "orders", op = "change_address", error = %error, tries);
+                    return AddressWrite::Unknown(error);
+                }
+            }
+        }
+    }
+
     async fn order(&self, order_id: &str, customer: &str) -> OrderLookup {
         if is_dot_segment(order_id) {
             return OrderLookup::NotFound;

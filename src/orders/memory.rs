@@ -1,17 +1,23 @@
 //! The order system in memory, for unit tests: orders by id and customer,
-//! a switch that makes it unavailable, and a count of its reads.
+//! a switch that makes it unavailable, a count of its reads, and the
+//! address writes it took (one per key, as the order system's own
+//! `Idempotency-Key` makes it).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use super::{Order, OrderLookup, OrderSystem, OrdersError};
+use super::address::{Address, AddressWrite};
+use super::{Order, OrderLookup, OrderStatus, OrderSystem, OrdersError, ShipTo};
 
 #[derive(Default)]
 pub struct MemoryOrders {
     orders: Mutex<HashMap<String, Order>>,
     down: AtomicBool,
     reads: AtomicUsize,
+    /// Each key's answer, and the writes that changed an address, in order.
+    keys: Mutex<HashMap<String, AddressWrite>>,
+    writes: Mutex<Vec<(String, Address)>>,
 }
 
 impl MemoryOrders {
@@ -44,7 +50,44 @@ impl MemoryOrders {
     }
 }
 
+impl MemoryOrders {
+    /// The addresses written, in order: (order id, address).
+    pub fn writes(&self) -> Vec<(String, Address)> {
+        self.writes.lock().map(|w| w.clone()).unwrap_or_default()
+    }
+}
+
 impl OrderSystem for MemoryOrders {
+    async fn change_address(&self, order_id: &str, customer: &str, address: &Address, key: &str) -> AddressWrite {
+        if self.down.load(Ordering::SeqCst) {
+            return AddressWrite::Unknown(OrdersError::Unreachable);
+        }
+        let mut keys = self.keys.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(answered) = keys.get(key) {
+            return answered.clone();
+        }
+        let mut orders = self.orders.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let answer = match orders.get_mut(order_id) {
+            Some(order) if order.customer_id == customer && order.status == OrderStatus::Placed => {
+                order.ship_to = ShipTo {
+                    name: address.name.clone(),
+                    line1: address.line1.clone(),
+                    city: address.city.clone(),
+                    postcode: address.postcode.clone(),
+                    country: address.country.clone(),
+                };
+                if let Ok(mut writes) = self.writes.lock() {
+                    writes.push((order_id.to_owned(), address.clone()));
+                }
+                AddressWrite::Changed
+            }
+            Some(order) if order.customer_id == customer => AddressWrite::Shipped,
+            _ => AddressWrite::Unknown(OrdersError::Status(404)),
+        };
+        keys.insert(key.to_owned(), answer.clone());
+        answer
+    }
+
     async fn order(&self, order_id: &str, customer: &str) -> OrderLookup {
         self.reads.fetch_add(1, Ordering::SeqCst);
         if self.down.load(Ordering::SeqCst) {

@@ -1,7 +1,8 @@
-//! The shop's order system (contract 16), read only: what was ordered, paid
-//! and refunded, whether and when it arrived, and where it went. Code reads
-//! it with the verified customer; what the model says about an order
-//! decides nothing.
+//! The shop's order system (contract 16): what was ordered, paid and
+//! refunded, whether and when it arrived, and where it went. Code reads it
+//! with the verified customer; what the model says about an order decides
+//! nothing. Its one write is a change of the delivery address (contract 26,
+//! [`address`]), made only once the customer's yes is held in code.
 //!
 //! The port is [`OrderSystem`]; its adapter is [`http::HttpOrders`] (on the
 //! function's one HTTP client) and its memory double [`memory::MemoryOrders`];
@@ -10,6 +11,7 @@
 //! [`ShipTo`]'s `Debug` shows none of them, and what a model or a log may see
 //! of the address is [`ShipTo::reference`], its postcode's last characters.
 
+pub mod address;
 pub mod http;
 pub mod memory;
 pub mod tool;
@@ -231,10 +233,30 @@ impl OrderLookup {
 /// The order system, read with the verified customer.
 pub trait OrderSystem: Send + Sync {
     fn order(&self, order_id: &str, customer: &str) -> impl Future<Output = OrderLookup> + Send;
+
+    /// Changes the order's delivery address (contract 26) as `customer`,
+    /// under `key` (the proposal's: the same key writes once).
+    fn change_address(
+        &self,
+        order_id: &str,
+        customer: &str,
+        address: &address::Address,
+        key: &str,
+    ) -> impl Future<Output = address::AddressWrite> + Send;
 }
 
 impl<T: OrderSystem> OrderSystem for &T {
     fn order(&self, order_id: &str, customer: &str) -> impl Future<Output = OrderLookup> + Send {
         (**self).order(order_id, customer)
+    }
+
+    fn change_address(
+        &self,
+        order_id: &str,
+        customer: &str,
+        address: &address::Address,
+        key: &str,
+    ) -> impl Future<Output = address::AddressWrite> + Send {
+        (**self).change_address(order_id, customer, address, key)
     }
 }

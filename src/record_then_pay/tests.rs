@@ -158,6 +158,7 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
     };
     let turn = NewExchange {
         router: None,
+        address: Default::default(),
         exchange: Exchange::of_turn(&[Message::User("refund D-4".into())], Some("A person will review it.")),
         status: 200,
         scope: asked.attempt.scope.clone(),

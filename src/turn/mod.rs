@@ -37,12 +37,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::chat::{ChatModel, Completion, CompletionError, Message, ToolCall};
+use crate::chat::{ChatModel, Completion, CompletionError, Message, Offered, ToolCall};
 use crate::handoff::tool as handoff_tool;
 use crate::handoff::{Handoff, Reason};
 use crate::help::search::HelpCentre;
 use crate::help::{Citation, tool as help_tool};
 use crate::live::{Live, Step};
+use crate::orders::address::{self as address_tool, AddressArguments, AddressProposal, AddressRecord, AddressWrite};
 use crate::orders::tool as order_tool;
 use crate::orders::{self, OrderLookup, OrderSystem};
 use crate::refund::message::{CustomerMessage, MAX_MESSAGE_CHARS};
@@ -174,6 +175,25 @@ pub struct TurnStats {
     /// turn counts as its reserved worst case (contracts 13 and 20). An HTTP
     /// error status was not billed and leaves this unset.
     pub usage_unreported: bool,
+    /// What the turn did about addresses (contract 26), one record a call
+    /// that passed the schema, and what becomes of the conversation's proposal.
+    pub addresses: Vec<AddressRecord>,
+    pub proposal_step: address_tool::ProposalStep,
+}
+
+/// What a turn knows of a change of address (contract 26): whether the
+/// tool is offered at all, the proposal the conversation holds, whether
+/// the customer's own message is an explicit yes (code reads it, never the
+/// model), where an address may go (none: the order's own country), how
+/// long a new proposal waits, and the turn's clock.
+#[derive(Debug, Clone, Default)]
+pub struct AddressTurn {
+    pub offered: bool,
+    pub waiting: Option<AddressProposal>,
+    pub said_yes: bool,
+    pub countries: Option<Vec<String>>,
+    pub confirm_within: Duration,
+    pub now_ms: u64,
 }
 
 /// What the turn does after a completion call.
@@ -243,6 +263,10 @@ pub struct Turn<'a, M, G, O> {
     live: Option<&'a Live>,
     /// The router's labels (contract 21), on every refund the turn proposes.
     routed: Routed,
+    /// A change of address (contract 26): what the turn may do.
+    address: AddressTurn,
+    /// The orders whose address this turn tried to write (at most once each).
+    addresses_written: Vec<String>,
 }
 
 impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
@@ -279,6 +303,20 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             },
             live: None,
             routed: Routed::default(),
+            address: AddressTurn::default(),
+            addresses_written: Vec::new(),
+        }
+    }
+
+    /// What the turn may do about an address (contract 26).
+    pub fn address(mut self, address: AddressTurn) -> Self {
+        self.address = address;
+        self
+    }
+
+    fn offered(&self) -> Offered {
+        Offered {
+            address_change: self.address.offered,
         }
     }
 
@@ -339,13 +377,13 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             let result = match self.live {
                 Some(live) => {
                     live.begin();
-                    let result = self.model.complete_live(&self.messages, live).await;
+                    let result = self.model.complete_live(&self.messages, self.offered(), live).await;
                     if matches!(&result, Ok(completion) if completion.usage.is_none()) {
                         self.stats.usage_unreported = true;
                     }
                     result
                 }
-                None => self.model.complete(&self.messages).await,
+                None => self.model.complete(&self.messages, self.offered()).await,
             };
             self.record_completion(&result, started.elapsed());
 
@@ -435,6 +473,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             order_tool::TOOL_NAME => Some(Step::Order),
             help_tool::TOOL_NAME => Some(Step::HelpCentre),
             TOOL_NAME => Some(Step::RefundCheck),
+            address_tool::TOOL_NAME if self.address.offered => Some(Step::Order),
             _ => None,
         };
         if let Some(step) = step {
@@ -444,7 +483,123 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             handoff_tool::TOOL_NAME => self.hand_off(call),
             order_tool::TOOL_NAME => self.look_up_order(call).await,
             help_tool::TOOL_NAME => self.search_help_centre(call),
+            // Not offered, it is no tool at all (an unknown tool's error).
+            address_tool::TOOL_NAME if self.address.offered => self.change_address(call).await,
             _ => self.run_refund_call(call).await.to_json(),
+        }
+    }
+
+    /// `change_delivery_address` (contract 26): checked against the order
+    /// read afresh as the verified customer; a first call proposes, and
+    /// only a call of a later turn whose customer said yes, with exactly the
+    /// proposed arguments, writes. Never logs the address.
+    async fn change_address(&mut self, call: &ToolCall) -> String {
+        let arguments = match address_tool::parse_arguments(&call.arguments) {
+            Ok(arguments) => arguments,
+            Err(error) => {
+                return self
+                    .rejected(address_tool::TOOL_NAME, error.schema_paths(), error.to_string())
+                    .to_json();
+            }
+        };
+        let started = Instant::now();
+        let (result, outcome) = self.address_outcome(&arguments).await;
+        tracing::info!(
+            event = "tool_call",
+            tool = address_tool::TOOL_NAME,
+            validation = "ok",
+            order_id = untrusted::order_id_for_log(&arguments.order_id),
+            order_id_chars = arguments.order_id.chars().count(),
+            address_outcome = outcome,
+            customer_said_yes = self.address.said_yes,
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+        );
+        self.stats.addresses.push(AddressRecord {
+            order_id: arguments.order_id.clone(),
+            outcome,
+        });
+        result.to_string()
+    }
+
+    async fn address_outcome(&mut self, arguments: &AddressArguments) -> (serde_json::Value, &'static str) {
+        let order_id = &arguments.order_id;
+        if self.addresses_written.contains(order_id) {
+            return (address_tool::one_per_order(), "one_per_order");
+        }
+        // The order read and the write share `get_order`'s reads (each a
+        // read's two tries at most), so the turn's worst case stays as it was.
+        if self.stats.order_reads >= order_tool::MAX_READS {
+            return (order_tool::too_many_reads(), "too_many_reads");
+        }
+        self.stats.order_reads += 1;
+        let customer = self.context.scope.user_id().to_owned();
+        let order = match self.tools.orders.order(order_id, &customer).await {
+            OrderLookup::Found(order) => order,
+            OrderLookup::NotFound => return (address_tool::not_found(order_id), "not_found"),
+            OrderLookup::Unavailable(_) => return (address_tool::unavailable(), "unavailable"),
+        };
+        if order.status != orders::OrderStatus::Placed {
+            return (address_tool::not_placed(order.status), "not_placed");
+        }
+        let allowed = self
+            .address
+            .countries
+            .clone()
+            .unwrap_or_else(|| vec![order.ship_to.country.to_ascii_uppercase()]);
+        if !allowed.contains(&arguments.address.country) {
+            return (
+                address_tool::country_not_served(&arguments.address.country, &allowed),
+                "country_not_served",
+            );
+        }
+        let hash = arguments.hash();
+        let confirmed = self
+            .address
+            .waiting
+            .filter(|waiting| waiting.hash == hash && waiting.waits_at(self.address.now_ms))
+            .filter(|_| self.address.said_yes);
+        let Some(proposal) = confirmed else {
+            // A first call, other arguments, no yes, or an expired proposal: a (new) proposal.
+            let proposal = AddressProposal {
+                hash,
+                at_ms: self.address.now_ms,
+                until_ms: self.address.now_ms + self.address.confirm_within.as_millis() as u64,
+            };
+            self.stats.proposal_step = address_tool::ProposalStep::Set(proposal);
+            return (address_tool::confirm(arguments), "proposed");
+        };
+        if self.stats.order_reads >= order_tool::MAX_READS {
+            return (order_tool::too_many_reads(), "too_many_reads");
+        }
+        self.stats.order_reads += 1;
+        self.addresses_written.push(order_id.clone());
+        let conversation = self
+            .context
+            .conversation
+            .clone()
+            .unwrap_or_else(|| self.context.scope.record_id());
+        let key = address_tool::write_key(&conversation, &proposal);
+        match self
+            .tools
+            .orders
+            .change_address(order_id, &customer, &arguments.address, &key)
+            .await
+        {
+            AddressWrite::Changed => {
+                metrics::counter!("AddressChanges", "Outcome" => "changed").increment(1);
+                self.stats.proposal_step = address_tool::ProposalStep::Clear;
+                (address_tool::changed(arguments), "changed")
+            }
+            AddressWrite::Shipped => {
+                metrics::counter!("AddressChanges", "Outcome" => "shipped_meanwhile").increment(1);
+                self.stats.proposal_step = address_tool::ProposalStep::Clear;
+                (address_tool::shipped_meanwhile(), "shipped_meanwhile")
+            }
+            // Kept for the person who checks (contract 26): its key writes at most once.
+            AddressWrite::Unknown(_) => {
+                metrics::counter!("AddressChanges", "Outcome" => "unknown").increment(1);
+                (address_tool::unknown_outcome(), "unknown")
+            }
         }
     }
 
@@ -671,3 +826,7 @@ fn log_refund(request: &RefundRequest, outcome: &RefundOutcome, took: Duration) 
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+#[path = "address_tests.rs"]
+mod address_tests;

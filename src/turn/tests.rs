@@ -484,7 +484,7 @@ fn the_prompt_says_what_is_true_of_conversations() {
 
 #[test]
 fn the_token_reservation_covers_every_declared_tool_and_the_prompt() {
-    let request = crate::chat::openai::build_request(&[], 1);
+    let request = crate::chat::openai::build_request(&[], 1, crate::chat::Offered { address_change: true });
     let declared = serde_json::to_string(&request.tools).unwrap().chars().count() as u64;
     assert!(
         declared < TOOLS_DECLARED_CHARS,
@@ -542,13 +542,18 @@ async fn a_live_turn_hears_its_steps_and_drops_the_text_of_a_call_that_went_on_t
 struct HalfThenTimeout(std::sync::atomic::AtomicU32);
 
 impl ChatModel for HalfThenTimeout {
-    async fn complete(&self, _messages: &[Message]) -> Result<Completion, CompletionError> {
+    async fn complete(
+        &self,
+        _messages: &[Message],
+        _offered: crate::chat::Offered,
+    ) -> Result<Completion, CompletionError> {
         unreachable!("a live turn streams")
     }
 
     async fn complete_live(
         &self,
         _messages: &[Message],
+        _offered: crate::chat::Offered,
         live: &crate::live::Live,
     ) -> Result<Completion, CompletionError> {
         if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {

@@ -60,6 +60,7 @@ use crate::conversation::{ConversationId, Exchange, Lifetime};
 use crate::ledger::{
     Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
 };
+use crate::orders::address::{AddressProposal, ProposalStep};
 use crate::refund::RefundScope;
 
 pub const SORT_KEY: &str = super::schema::CONVERSATION_SORT_KEY;
@@ -110,6 +111,8 @@ pub struct StoredExchange {
     /// The router's labels of the turn (contract 21), as recorded; none
     /// where no routing call was made.
     pub router: Option<String>,
+    /// What the turn did about addresses (contract 26): (order, outcome).
+    pub addresses: Vec<(String, String)>,
 }
 
 /// A person's verdict on what the customer wanted (contract 21).
@@ -511,6 +514,17 @@ fn stored_exchange(item: &Item) -> Result<StoredExchange, LedgerError> {
         router: text(item, "router")
             .filter(|labels| !labels.is_empty())
             .map(str::to_owned),
+        addresses: text(item, "address_changes")
+            .and_then(|json| serde_json::from_str::<Vec<serde_json::Value>>(json).ok())
+            .unwrap_or_default()
+            .iter()
+            .map(|record| {
+                (
+                    record["order_id"].as_str().unwrap_or_default().to_owned(),
+                    record["outcome"].as_str().unwrap_or_default().to_owned(),
+                )
+            })
+            .collect(),
     })
 }
 
@@ -557,6 +571,13 @@ impl ConversationStore for DynamoConversations {
                     handed_off: item.contains_key("handoff_id"),
                     last_failed: matches!(last_status, 502 | 504),
                     stored: true,
+                    proposal: text(&item, "address_proposal").and_then(|hex| {
+                        AddressProposal::from_stored(
+                            hex,
+                            number(&item, "address_proposal_at").unwrap_or_default(),
+                            number(&item, "address_proposal_until").unwrap_or_default(),
+                        )
+                    }),
                 }))
             }
             Err(found) => {
@@ -835,9 +856,29 @@ impl DynamoConversations {
         if held.stored {
             set.push("lease_ended_by = :writer");
         }
-        let mut expression = format!("SET {}", set.join(", "));
+        // A change of address waiting for the yes (contract 26): its hash and times only.
+        let mut remove: Vec<&str> = Vec::new();
+        match new.address.step {
+            ProposalStep::Keep => {}
+            ProposalStep::Set(proposal) => {
+                set.extend([
+                    "address_proposal = :proposal",
+                    "address_proposal_at = :proposal_at",
+                    "address_proposal_until = :proposal_until",
+                ]);
+                header = header
+                    .expression_attribute_values(":proposal", s(proposal.hex()))
+                    .expression_attribute_values(":proposal_at", n(proposal.at_ms))
+                    .expression_attribute_values(":proposal_until", n(proposal.until_ms));
+            }
+            ProposalStep::Clear => remove.extend(["address_proposal", "address_proposal_at", "address_proposal_until"]),
+        }
         if held.stored {
-            expression.push_str(" REMOVE lease_writer, lease_until_ms");
+            remove.extend(["lease_writer", "lease_until_ms"]);
+        }
+        let mut expression = format!("SET {}", set.join(", "));
+        if !remove.is_empty() {
+            expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
         }
         if new.refund_recorded {
             expression.push_str(" ADD refund_records :record");
@@ -885,6 +926,11 @@ impl DynamoConversations {
                     s(new.handoff.as_ref().map(|h| h.reason.as_str()).unwrap_or_default()),
                 ),
                 ("router", s(new.router.as_deref().unwrap_or_default())),
+                // What it did about addresses: orders and outcomes, never an address.
+                (
+                    "address_changes",
+                    s(serde_json::to_string(&new.address.records).unwrap_or_default()),
+                ),
             ],
         )?;
         let mut items = vec![

@@ -30,6 +30,8 @@ pub(super) struct StoredConversation {
     last_failed: bool,
     /// The refund records of its turns that wait for a person.
     awaiting: BTreeSet<String>,
+    /// A change of address waiting for the customer's yes (contract 26).
+    proposal: Option<crate::orders::address::AddressProposal>,
 }
 
 pub(super) struct StoredExchange {
@@ -46,6 +48,7 @@ impl StoredConversation {
             handed_off: self.handed_off,
             last_failed: self.last_failed,
             stored: true,
+            proposal: self.proposal,
         }
     }
 }
@@ -171,6 +174,11 @@ impl ConversationStore for MemoryLedger {
             conversation.awaiting.insert(new.scope.record_id());
         }
         conversation.handed_off |= new.handoff.is_some();
+        match new.address.step {
+            crate::orders::address::ProposalStep::Keep => {}
+            crate::orders::address::ProposalStep::Set(proposal) => conversation.proposal = Some(proposal),
+            crate::orders::address::ProposalStep::Clear => conversation.proposal = None,
+        }
         conversation.lease = None;
         if let Some(tokens) = &new.tokens {
             books.budgets.settle(lease.customer.as_str(), tokens);

@@ -1,0 +1,295 @@
+//! Contract 26 in the turn: the customer's yes is held in code. A first
+//! call proposes and writes nothing; only a later turn whose customer
+//! message is an explicit yes, calling with exactly the proposed arguments,
+//! writes, once; and whatever the model calls and the customer writes, no
+//! address is written without a stored proposal and a later yes naming it.
+
+use std::time::Duration;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::doubles::{RecordingRefunds, ScriptedModel, Step, any_order, shipped_help_centre};
+use crate::orders::memory::MemoryOrders;
+use crate::orders::{OrderStatus, ShipTo};
+use crate::refund::{RefundScope, WriterMark};
+
+const CUSTOMER: &str = "user-7";
+const MINUTES_30: Duration = Duration::from_secs(30 * 60);
+
+fn args(order: &str, line1: &str, country: &str) -> String {
+    serde_json::json!({"order_id": order, "name": "Ada Lovelace", "line1": line1, "line2": "",
+                       "postcode": "N1 7AA", "city": "London", "country": country})
+    .to_string()
+}
+
+fn placed(order_id: &str, status: OrderStatus) -> crate::orders::Order {
+    let mut order = any_order(order_id, CUSTOMER);
+    order.status = status;
+    order.delivered_at = None;
+    order.delivered_at_ms = None;
+    order.ship_to = ShipTo {
+        name: "Old Name".into(),
+        line1: "1 Old Road".into(),
+        city: "Oldtown".into(),
+        postcode: "OL1 1DD".into(),
+        country: "GB".into(),
+    };
+    order
+}
+
+fn orders() -> MemoryOrders {
+    MemoryOrders::new([
+        placed("A-1004", OrderStatus::Placed),
+        placed("E-5001", OrderStatus::Shipped),
+        placed("X-1", OrderStatus::Cancelled),
+    ])
+}
+
+fn context() -> Attempt {
+    Attempt {
+        scope: RefundScope::for_request(CUSTOMER, "req-1"),
+        writer: WriterMark::fixed("req-1/w"),
+        conversation: Some("c_0123456789abcdef0123456789abcdef".into()),
+    }
+}
+
+fn proposal_of(raw: &str, at_ms: u64) -> AddressProposal {
+    AddressProposal {
+        hash: address_tool::parse_arguments(raw).unwrap().hash(),
+        at_ms,
+        until_ms: at_ms + MINUTES_30.as_millis() as u64,
+    }
+}
+
+/// One turn whose model calls the address tool with each of `calls`, then answers.
+async fn turn(
+    orders: &MemoryOrders,
+    calls: &[String],
+    address: AddressTurn,
+) -> (TurnStats, Vec<String>, Result<String, TurnError>) {
+    let named: Vec<(String, &str, &str)> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, raw)| (format!("c{i}"), address_tool::TOOL_NAME, raw.as_str()))
+        .collect();
+    let steps: Vec<Step> = named
+        .iter()
+        .map(|(id, name, raw)| Step::tools(&[(id.as_str(), *name, *raw)]))
+        .chain([Step::text("Done.")])
+        .collect();
+    let model = ScriptedModel::new(steps);
+    let refunds = RecordingRefunds::answering(crate::refund::RefundOutcome::Unrecorded);
+    let tools = Tools {
+        refunds: &refunds,
+        orders,
+        help: shipped_help_centre(),
+    };
+    let message = CustomerMessage::new("yes");
+    let mut turn = Turn::new(&model, tools, Duration::from_secs(2), context(), Vec::new(), &message).address(address);
+    let result = turn.run().await;
+    let results = turn
+        .messages()
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .collect();
+    (turn.stats().clone(), results, result)
+}
+
+fn offered(waiting: Option<AddressProposal>, said_yes: bool, now_ms: u64) -> AddressTurn {
+    AddressTurn {
+        offered: true,
+        waiting,
+        said_yes,
+        countries: None,
+        confirm_within: MINUTES_30,
+        now_ms,
+    }
+}
+
+#[tokio::test]
+async fn a_first_call_proposes_with_codes_summary_and_writes_nothing() {
+    let orders = orders();
+    let raw = args("A-1004", "12 Byron Road", "GB");
+    let (stats, results, _) = turn(&orders, std::slice::from_ref(&raw), offered(None, true, 1_000)).await;
+    let result: serde_json::Value = serde_json::from_str(&results[0]).unwrap();
+    assert_eq!(result["status"], "confirm");
+    assert_eq!(
+        result["summary"],
+        "order A-1004: deliver to the address ending in 7AA, GB"
+    );
+    assert!(
+        orders.writes().is_empty(),
+        "a yes in the same message as the address never writes"
+    );
+    assert_eq!(
+        stats.proposal_step,
+        address_tool::ProposalStep::Set(proposal_of(&raw, 1_000))
+    );
+    assert_eq!(stats.addresses[0].outcome, "proposed");
+}
+
+#[tokio::test]
+async fn a_later_yes_with_exactly_the_proposed_arguments_writes_once() {
+    let orders = orders();
+    let raw = args("A-1004", "12 Byron Road", "GB");
+    let waiting = proposal_of(&raw, 1_000);
+    let (stats, results, _) = turn(
+        &orders,
+        &[raw.clone(), raw.clone()],
+        offered(Some(waiting), true, 60_000),
+    )
+    .await;
+    assert_eq!(orders.writes().len(), 1);
+    assert_eq!(orders.writes()[0].1.line1, "12 Byron Road");
+    let first: serde_json::Value = serde_json::from_str(&results[0]).unwrap();
+    assert_eq!(first["status"], "changed");
+    assert!(
+        results[1].contains("at most one change of address per order"),
+        "{}",
+        results[1]
+    );
+    assert_eq!(stats.proposal_step, address_tool::ProposalStep::Clear);
+    for result in &results {
+        for private in ["Ada", "Byron", "London", "N1 7AA"] {
+            assert!(!result.contains(private), "{private} in {result}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn without_a_yes_with_other_arguments_or_after_expiry_nothing_is_written() {
+    let raw = args("A-1004", "12 Byron Road", "GB");
+    let waiting = proposal_of(&raw, 1_000);
+    let expired = 1_000 + MINUTES_30.as_millis() as u64;
+    for (calls, address) in [
+        // The customer's message is not a yes (whatever the model claims).
+        (vec![raw.clone()], offered(Some(waiting), false, 60_000)),
+        // A yes, but other arguments: a new proposal.
+        (
+            vec![args("A-1004", "13 Byron Road", "GB")],
+            offered(Some(waiting), true, 60_000),
+        ),
+        // A yes, the same arguments, too late.
+        (vec![raw.clone()], offered(Some(waiting), true, expired)),
+        // A yes and no stored proposal: this turn's own proposal never writes.
+        (vec![raw.clone(), raw.clone()], offered(None, true, 60_000)),
+    ] {
+        let orders = orders();
+        let (stats, results, _) = turn(&orders, &calls, address).await;
+        assert!(orders.writes().is_empty(), "{results:?}");
+        assert!(
+            matches!(stats.proposal_step, address_tool::ProposalStep::Set(_)),
+            "{results:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_shipped_or_cancelled_order_another_country_or_the_system_down_writes_nothing() {
+    let cases = [
+        (args("E-5001", "1 Road", "GB"), "not_placed", "has shipped"),
+        (args("X-1", "1 Road", "GB"), "not_placed", "was cancelled"),
+        (args("A-1004", "1 Road", "FR"), "country_not_served", "GB"),
+        (args("B-9", "1 Road", "GB"), "not_found", "no order B-9"),
+    ];
+    for (raw, outcome, says) in cases {
+        let orders = orders();
+        let waiting = proposal_of(&raw, 1_000);
+        let (stats, results, _) = turn(&orders, &[raw], offered(Some(waiting), true, 60_000)).await;
+        assert_eq!(stats.addresses[0].outcome, outcome);
+        assert!(results[0].contains(says), "{}", results[0]);
+        assert!(orders.writes().is_empty());
+        assert_eq!(stats.proposal_step, address_tool::ProposalStep::Keep);
+    }
+    let orders = orders();
+    orders.go_down(true);
+    let raw = args("A-1004", "12 Byron Road", "GB");
+    let (stats, _, _) = turn(
+        &orders,
+        std::slice::from_ref(&raw),
+        offered(Some(proposal_of(&raw, 1)), true, 2),
+    )
+    .await;
+    assert_eq!(stats.addresses[0].outcome, "unavailable");
+    assert!(orders.writes().is_empty());
+    // The shop's own list of countries, when it gives one.
+    let orders = self::orders();
+    let raw = args("A-1004", "1 Rue", "FR");
+    let mut address = offered(Some(proposal_of(&raw, 1)), true, 2);
+    address.countries = Some(vec!["GB".into(), "FR".into()]);
+    turn(&orders, &[raw], address).await;
+    assert_eq!(orders.writes().len(), 1);
+}
+
+#[tokio::test]
+async fn not_offered_it_is_no_tool_and_reads_nothing() {
+    let orders = orders();
+    let raw = args("A-1004", "12 Byron Road", "GB");
+    let mut address = offered(Some(proposal_of(&raw, 1)), true, 2);
+    address.offered = false;
+    let (stats, results, _) = turn(&orders, &[raw], address).await;
+    assert!(results[0].contains("unknown tool"), "{}", results[0]);
+    assert_eq!(orders.reads(), 0);
+    assert!(orders.writes().is_empty() && stats.addresses.is_empty());
+}
+
+/// What the customer writes in one turn, and what the model calls in it.
+#[derive(Debug, Clone)]
+struct Round {
+    said_yes: bool,
+    calls: Vec<usize>,
+}
+
+fn rounds() -> impl Strategy<Value = Vec<Round>> {
+    prop::collection::vec(
+        (any::<bool>(), prop::collection::vec(0usize..4, 0..4)).prop_map(|(said_yes, calls)| Round { said_yes, calls }),
+        1..6,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    /// Whatever the model calls and the customer writes over a conversation:
+    /// every write names a proposal stored by an earlier turn, in a turn whose
+    /// customer said yes, and no proposal writes twice.
+    #[test]
+    fn no_address_is_written_without_a_stored_proposal_and_a_later_yes(rounds in rounds()) {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let candidates = [
+            args("A-1004", "12 Byron Road", "GB"),
+            args("A-1004", "13 Byron Road", "GB"),
+            args("E-5001", "12 Byron Road", "GB"),
+            args("A-1004", "12 Byron Road", "FR"),
+        ];
+        let orders = orders();
+        let mut waiting: Option<AddressProposal> = None;
+        let mut written_proposals: Vec<AddressProposal> = Vec::new();
+        for (n, round) in rounds.iter().enumerate() {
+            let now = (n as u64 + 1) * 60_000;
+            let calls: Vec<String> = round.calls.iter().map(|&i| candidates[i].clone()).collect();
+            let before = orders.writes().len();
+            let (stats, _, _) = runtime.block_on(turn(&orders, &calls, offered(waiting, round.said_yes, now)));
+            let after = orders.writes();
+            for (order_id, address) in &after[before..] {
+                let hash = AddressArguments { order_id: order_id.clone(), address: address.clone() }.hash();
+                let proposal = waiting.filter(|p| p.hash == hash);
+                prop_assert!(proposal.is_some(), "a write without a stored proposal naming it");
+                prop_assert!(round.said_yes, "a write in a turn whose customer did not say yes");
+                let proposal = proposal.unwrap();
+                prop_assert!(!written_proposals.contains(&proposal), "a proposal written twice");
+                written_proposals.push(proposal);
+            }
+            prop_assert!(after.len() - before <= 1);
+            match stats.proposal_step {
+                address_tool::ProposalStep::Keep => {}
+                address_tool::ProposalStep::Set(p) => waiting = Some(p),
+                address_tool::ProposalStep::Clear => waiting = None,
+            }
+        }
+    }
+}
