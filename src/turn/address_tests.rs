@@ -221,7 +221,7 @@ async fn a_shipped_or_cancelled_order_another_country_or_the_system_down_writes_
     let raw = args("A-1004", "1 Rue", "FR");
     let mut address = offered(Some(proposal_of(&raw, 1)), true, 2);
     address.countries = Some(vec!["GB".into(), "FR".into()]);
-    turn(&orders, &[raw], address).await;
+    let _ = turn(&orders, &[raw], address).await;
     assert_eq!(orders.writes().len(), 1);
 }
 
