@@ -258,3 +258,66 @@ async fn a_delivery_more_than_a_day_ahead_is_unavailable() {
         }
     }
 }
+
+fn new_address() -> crate::orders::address::Address {
+    crate::orders::address::Address {
+        name: "Ada Lovelace".into(),
+        line1: "12 Byron Road".into(),
+        line2: String::new(),
+        postcode: "N1 7AA".into(),
+        city: "London".into(),
+        country: "GB".into(),
+    }
+}
+
+/// Contract 26: the write is a POST with the customer, the proposal's key
+/// and the address; 200 is done, 409 has shipped, anything else unknown.
+#[tokio::test]
+async fn the_address_write_says_who_which_key_and_what_and_reads_the_answer() {
+    use crate::orders::address::AddressWrite;
+    for (status, expected) in [
+        (200, AddressWrite::Changed),
+        (409, AddressWrite::Shipped),
+        (500, AddressWrite::Unknown(OrdersError::Status(500))),
+        (404, AddressWrite::Unknown(OrdersError::Status(404))),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/orders/A-1004/address"))
+            .and(header(CUSTOMER_HEADER, "u-1001"))
+            .and(header(IDEMPOTENCY_HEADER, "key-1"))
+            .and(wiremock::matchers::body_json(
+                json!({"name": "Ada Lovelace", "line1": "12 Byron Road",
+                "line2": "", "postcode": "N1 7AA", "city": "London", "country": "GB"}),
+            ))
+            .respond_with(ResponseTemplate::new(status))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let written = orders(&server, 1000)
+            .change_address("A-1004", "u-1001", &new_address(), "key-1")
+            .await;
+        assert_eq!(written, expected, "{status}: answered once, never tried again");
+    }
+}
+
+/// A timeout is tried once more with the same key (the order system
+/// writes once per key); a second timeout is unknown.
+#[tokio::test]
+async fn an_address_write_that_timed_out_is_sent_once_more_with_the_same_key() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/orders/A-1004/address"))
+        .and(header(IDEMPOTENCY_HEADER, "key-2"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_millis(400)))
+        .expect(2)
+        .mount(&server)
+        .await;
+    let written = orders(&server, 100)
+        .change_address("A-1004", "u-1001", &new_address(), "key-2")
+        .await;
+    assert_eq!(
+        written,
+        crate::orders::address::AddressWrite::Unknown(OrdersError::Timeout)
+    );
+}

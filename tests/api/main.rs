@@ -5,6 +5,7 @@
 //! servers received (bodies, order, counts) and what the ledger holds, as
 //! well as the answer.
 
+mod address;
 mod approval_checks;
 mod approvals;
 mod budgets;
