@@ -134,6 +134,9 @@ impl Stack {
             mut config,
         } = local_stack().await;
         config.identity = IdentitySource::Body; // as under make run: the page picks the customer
+        // As local.env serves it: the agent changes a placed order's address (contract 26).
+        config.router.served =
+            refund_chat::router::Served::parse("order_status,refund,policy_question,other,address_change").unwrap();
         let admin_env = vec![
             ("LEDGER_TABLE", config.ledger_table.clone()),
             ("CONVERSATION_TABLE", config.conversation_table.clone()),
@@ -1039,5 +1042,26 @@ async fn a_reply_from_the_desk_reaches_the_customer_once_after_a_double_click() 
     let png = sam.browser.screenshot().await.unwrap();
     std::fs::write(artifact("desk-reply-360px.png"), &png).unwrap();
     sam.close().await;
+    stack.close().await;
+}
+
+/// Contract 26 in the chat page, as the README's tour has it: the agent
+/// proposes, the customer says yes in the next message, and the order
+/// system's order now has the new address (and nothing was written before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_of_address_is_made_after_the_customers_yes_in_the_next_message() {
+    let stack = Stack::on_the_page().await;
+    stack
+        .type_message("Please change the delivery address of A-1004 to Ada Lovelace, 12 Rue Byron, 75002 Paris, FR")
+        .await;
+    let asked = stack.nth("assistant", 1).await;
+    assert!(asked.contains("address ending in 002") && asked.contains("yes"), "{asked}");
+    assert!(stack.sandbox.addresses_written().is_empty(), "nothing written before the yes");
+    stack.type_message("yes").await;
+    let done = stack.nth("assistant", 2).await;
+    assert!(done.contains("Done: the delivery address is changed"), "{done}");
+    let written = stack.sandbox.addresses_written();
+    assert_eq!(written.len(), 1);
+    assert_eq!((written[0].0.as_str(), written[0].1["line1"].as_str()), ("A-1004", Some("12 Rue Byron")));
     stack.close().await;
 }
