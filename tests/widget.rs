@@ -1055,13 +1055,22 @@ async fn a_change_of_address_is_made_after_the_customers_yes_in_the_next_message
         .type_message("Please change the delivery address of A-1004 to Ada Lovelace, 12 Rue Byron, 75002 Paris, FR")
         .await;
     let asked = stack.nth("assistant", 1).await;
-    assert!(asked.contains("address ending in 002") && asked.contains("yes"), "{asked}");
-    assert!(stack.sandbox.addresses_written().is_empty(), "nothing written before the yes");
+    assert!(
+        asked.contains("address ending in 002") && asked.contains("yes"),
+        "{asked}"
+    );
+    assert!(
+        stack.sandbox.addresses_written().is_empty(),
+        "nothing written before the yes"
+    );
     stack.type_message("yes").await;
     let done = stack.nth("assistant", 2).await;
     assert!(done.contains("Done: the delivery address is changed"), "{done}");
     let written = stack.sandbox.addresses_written();
     assert_eq!(written.len(), 1);
-    assert_eq!((written[0].0.as_str(), written[0].1["line1"].as_str()), ("A-1004", Some("12 Rue Byron")));
+    assert_eq!(
+        (written[0].0.as_str(), written[0].1["line1"].as_str()),
+        ("A-1004", Some("12 Rue Byron"))
+    );
     stack.close().await;
 }

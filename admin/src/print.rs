@@ -78,6 +78,10 @@ pub fn print_exchanges(transcript: &Transcript) {
         if let Some(labels) = &stored.router {
             println!("  router: {}", visible(labels));
         }
+        // A change of address (contract 26): the order and the outcome.
+        for (order_id, outcome) in &stored.addresses {
+            println!("  address: order {} {}", visible(order_id), visible(outcome));
+        }
         for message in &stored.exchange.messages {
             for line in transcript_lines(message) {
                 println!("  {line}");
@@ -102,11 +106,18 @@ pub fn transcript_lines(message: &Message) -> Vec<String> {
             .iter()
             .filter(|text| !text.is_empty())
             .map(|text| format!("assistant: {}", visible(text)))
-            .chain(
-                tool_calls
-                    .iter()
-                    .map(|call| format!("assistant calls {} {}", visible(&call.name), visible(&call.arguments))),
-            )
+            .chain(tool_calls.iter().map(|call| {
+                // The new address is the tool's: its reference only (contract 26).
+                match refund_chat::orders::address::parse_arguments(&call.arguments) {
+                    Ok(parsed) if call.name == refund_chat::orders::address::TOOL_NAME => format!(
+                        "assistant calls {} for order {} to the {}",
+                        visible(&call.name),
+                        visible(&parsed.order_id),
+                        parsed.address.reference()
+                    ),
+                    _ => format!("assistant calls {} {}", visible(&call.name), visible(&call.arguments)),
+                }
+            }))
             .collect(),
         Message::Tool { content, .. } => vec![format!("tool result: {}", visible(content))],
     }

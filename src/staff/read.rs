@@ -449,6 +449,16 @@ fn tool_words(name: &str, arguments: &str, result: Option<&str>) -> String {
             format!("refund check of {amount} on order {}{said}", arg("order_id"))
         }
         "hand_off_to_person" => format!("handed the conversation to a person{said}"),
+        // Contract 26: the order and the address's reference, never the address.
+        crate::orders::address::TOOL_NAME => {
+            let reference = crate::orders::address::parse_arguments(arguments)
+                .map(|parsed| format!(" to the {}", parsed.address.reference()))
+                .unwrap_or_default();
+            format!(
+                "change of the delivery address of order {}{reference}{said}",
+                arg("order_id")
+            )
+        }
         n if n == crate::help::tool::TOOL_NAME => {
             let shown = result["results"].as_array().map_or(0, Vec::len);
             format!("searched the help centre for \"{}\": {shown} passages", arg("query"))
@@ -623,6 +633,20 @@ mod tests {
                 Some(r#"{"status":"awaiting_approval","message":"a person decides"}"#)
             ),
             "refund check of 120.00 on order A-1001: awaiting_approval (a person decides)"
+        );
+    }
+
+    #[test]
+    fn a_change_of_address_reads_as_words_without_the_address() {
+        let arguments = r#"{"order_id":"A-1004","name":"Ada Lovelace","line1":"12 Rue Byron","line2":"","postcode":"75002","city":"Paris","country":"FR"}"#;
+        let said = tool_words(
+            "change_delivery_address",
+            arguments,
+            Some(r#"{"status":"changed","summary":"s"}"#),
+        );
+        assert_eq!(
+            said,
+            "change of the delivery address of order A-1004 to the address ending in 002: changed"
         );
     }
 

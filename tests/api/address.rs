@@ -143,6 +143,37 @@ async fn a_change_of_address_is_written_once_after_the_customers_later_yes() {
         "the third turn's proposal waits"
     );
     assert!(!format!("{head:?}").contains("Byron"), "the proposal is a hash");
+
+    // What people read: the terminal's transcript and the desk's, each with the outcome.
+    let printed = crate::approvals::admin(
+        &h.table,
+        &moto().endpoint,
+        &h.payments.uri(),
+        &["conversation", &conversation],
+    )
+    .await;
+    let printed = crate::approvals::stdout(&printed);
+    assert!(printed.contains("address: order A-1004 changed"), "{printed}");
+    assert!(
+        printed.contains("assistant calls change_delivery_address for order A-1004 to the address ending in 002"),
+        "{printed}"
+    );
+    let desk = StaffDesk::new(&h.aws, desk_config(&h.table, &h.payments.uri(), &[]));
+    let read = desk
+        .get(&format!("/support/staff/conversations/{conversation}"), SAM)
+        .await;
+    let lines: Vec<String> = read.body["exchanges"][1]["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| line["text"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|line| line == "change of the delivery address of order A-1004 to the address ending in 002: changed"),
+        "{lines:?}"
+    );
 }
 
 #[tokio::test]
