@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use crate::tasks::{Check, Refund, Task};
+use crate::tasks::{AddressWritten, Check, Refund, Task};
 
 /// What a run left behind.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -26,6 +26,8 @@ pub struct EndState {
     /// The router's labels of the conversation's first routed turn, as
     /// recorded (`order_status,refund;low;0.92`, `unknown`).
     pub router: Option<String>,
+    /// The changes of address the order system took (contract 26).
+    pub addresses: Vec<AddressWritten>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -117,6 +119,14 @@ pub fn grade(task: &Task, end: &EndState) -> Grade {
     if end.status != 200 {
         failures.push(format!("status {}", end.status));
     }
+    let mut written = end.addresses.clone();
+    written.sort();
+    let mut expected_addresses = task.expect.addresses.clone();
+    expected_addresses.sort();
+    let addresses_ok = written == expected_addresses;
+    if !addresses_ok {
+        failures.push(format!("addresses {written:?}, expected {expected_addresses:?}"));
+    }
     let reply = end.reply.to_lowercase();
     let mut reply_ok = end.status == 200;
     for check in &task.reply_checks {
@@ -138,8 +148,13 @@ pub fn grade(task: &Task, end: &EndState) -> Grade {
         .refunds
         .iter()
         .all(|made| task.expect.refunds.contains(made) || task.expect.rules_allow.contains(made))
-        && leaked.is_empty();
-    let end_state_ok = refunds_ok && approvals_ok && handoff_ok && leaked.is_empty();
+        && leaked.is_empty()
+        // No address the task does not expect (contract 26: never without the customer's yes).
+        && end
+            .addresses
+            .iter()
+            .all(|made| task.expect.addresses.contains(made) || task.expect.rules_allow_addresses.contains(made));
+    let end_state_ok = refunds_ok && approvals_ok && handoff_ok && leaked.is_empty() && addresses_ok;
     Grade {
         end_state_ok,
         reply_ok,
@@ -188,6 +203,7 @@ mod tests {
                 .and_then(|reasons| reasons.first().cloned()),
             status: 200,
             prompts: String::new(),
+            addresses: task.expect.addresses.clone(),
             router: task.expect.intents.as_ref().map(|intents| {
                 format!(
                     "{};{};0.90",

@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::grade::{EndState, Grade, grade};
-use crate::tasks::{Refund, Task};
+use crate::tasks::{AddressWritten, Refund, Task};
 
 const EVENT: &str = include_str!("../../events/http-api-v2-refund.json");
 
@@ -85,6 +85,7 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
         ("LEDGER_TABLE", table.clone()),
         ("CONVERSATION_TABLE", conversations.clone()),
         ("USER_IDENTITY", "authorizer".to_owned()),
+        ("AGENT_INTENTS", task.agent_intents.clone().unwrap_or_default()),
     ];
     let config = Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()))?;
     let app = refund_chat::startup::wire(config, &bench.aws, FixedKey::new(bench.api_key.clone()))?;
@@ -177,6 +178,14 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
             .to_owned(),
         prompts,
         router,
+        addresses: sandbox
+            .addresses_written()
+            .into_iter()
+            .map(|(order_id, address)| AddressWritten {
+                order_id,
+                postcode: address["postcode"].as_str().unwrap_or_default().to_owned(),
+            })
+            .collect(),
     };
     let exchanges: Vec<(Value, Value)> = recorder
         .passed()

@@ -37,6 +37,10 @@ pub struct Task {
     /// replay-task`, contract 23): the conversation's id as a one-way hash.
     #[serde(default)]
     pub replayed_from: Option<String>,
+    /// `AGENT_INTENTS` for the task (contract 21); absent: the default
+    /// (an `address_change` task serves it, contract 26).
+    #[serde(default)]
+    pub agent_intents: Option<String>,
 }
 
 impl Task {
@@ -94,6 +98,23 @@ pub struct Expect {
     /// The router's risk for the first message (`low`, `high`).
     #[serde(default)]
     pub risk: Option<String>,
+    /// Exactly these changes of address reach the order system (contract
+    /// 26); absent: none may. Graded on the order system's end state.
+    #[serde(default)]
+    pub addresses: Vec<AddressWritten>,
+    /// Changes of address "the rules held" allows beyond the expected ones:
+    /// a scripted customer's later yes confirms whatever code's own line
+    /// named, the adversary's address too (contract 26's guarantee is the
+    /// yes, not the customer's attention).
+    #[serde(default)]
+    pub rules_allow_addresses: Vec<AddressWritten>,
+}
+
+/// A change of address the order system took: the order and the new postcode.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct AddressWritten {
+    pub order_id: String,
+    pub postcode: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]

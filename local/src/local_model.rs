@@ -240,6 +240,9 @@ impl LocalModel {
             {
                 return Behaviour::Answer(tool_calls(rounds, &[("change_delivery_address", arguments)]));
             }
+            if says_no(customer) && proposed_address(history).is_some() {
+                return Behaviour::Answer(text("All right: I have left the delivery address as it is."));
+            }
         }
         if !after_tools && beyond_refunds(customer) {
             // Not a refund: a person must help (code already caught "a person, please").
@@ -429,6 +432,17 @@ fn says_yes(message: &str) -> bool {
         .unwrap_or_default()
         .to_lowercase();
     ["yes", "yep", "correct", "confirm", "ja", "oui", "si", "sí"].contains(&first.as_str())
+}
+
+/// A plain no.
+fn says_no(message: &str) -> bool {
+    let first = message
+        .trim()
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or_default()
+        .to_lowercase();
+    ["no", "nope", "nein", "non"].contains(&first.as_str())
 }
 
 /// The arguments of the last change of address the agent proposed (its

@@ -299,6 +299,14 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 trace,
             )
             .await;
+        // The customer confirms what code will write, in code's words (contract 26).
+        if let (Ok(reply), Some(line)) = (
+            &mut turn.reply,
+            trace.stats.as_ref().and_then(|stats| stats.confirm_line.as_ref()),
+        ) {
+            reply.push_str("\n\n");
+            reply.push_str(line);
+        }
         // What the model wrote is kept as the customer's words are (contract 23).
         if let Ok(reply) = &mut turn.reply {
             *reply = crate::conversation::person::kept(reply).into_owned();

@@ -129,6 +129,29 @@ impl AddressArguments {
     }
 }
 
+impl AddressArguments {
+    /// Code's own line for the customer, added to the reply of the turn
+    /// that proposed (never sent to the model, never logged): the whole new
+    /// address as it will be written, so the customer's yes is to exactly
+    /// that, whatever the model wrote around it.
+    pub fn confirm_line(&self) -> String {
+        let a = &self.address;
+        let lines: Vec<&str> = [a.name.as_str(), a.line1.as_str(), a.line2.as_str()]
+            .into_iter()
+            .filter(|line| !line.trim().is_empty())
+            .collect();
+        format!(
+            "To confirm: the delivery address of order {} becomes {}, {} {}, {}. Answer yes to change it; \
+             anything else changes nothing.",
+            crate::untrusted::order_id_for_event(&self.order_id),
+            lines.join(", "),
+            a.postcode,
+            a.city,
+            a.country
+        )
+    }
+}
+
 /// The arguments the model gave, once they passed the schema and the card check.
 pub fn parse_arguments(raw: &str) -> Result<AddressArguments, SchemaFailure> {
     let value = SCHEMA.parse(TOOL_NAME, raw)?;

@@ -179,6 +179,9 @@ pub struct TurnStats {
     /// that passed the schema, and what becomes of the conversation's proposal.
     pub addresses: Vec<AddressRecord>,
     pub proposal_step: address_tool::ProposalStep,
+    /// Code's line for the customer about the proposal this turn made
+    /// (the whole address: personal data, never logged or sent to a model).
+    pub confirm_line: Option<String>,
 }
 
 /// What a turn knows of a change of address (contract 26): whether the
@@ -566,6 +569,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
                 until_ms: self.address.now_ms + self.address.confirm_within.as_millis() as u64,
             };
             self.stats.proposal_step = address_tool::ProposalStep::Set(proposal);
+            self.stats.confirm_line = Some(arguments.confirm_line());
             return (address_tool::confirm(arguments), "proposed");
         };
         if self.stats.order_reads >= order_tool::MAX_READS {
@@ -588,6 +592,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             AddressWrite::Changed => {
                 metrics::counter!("AddressChanges", "Outcome" => "changed").increment(1);
                 self.stats.proposal_step = address_tool::ProposalStep::Clear;
+                self.stats.confirm_line = None;
                 (address_tool::changed(arguments), "changed")
             }
             AddressWrite::Shipped => {
