@@ -1060,6 +1060,10 @@ async fn a_change_of_address_is_made_after_the_customers_yes_in_the_next_message
         "{asked}"
     );
     assert!(
+        asked.contains("becomes Ada Lovelace, 12 Rue Byron, 75002 Paris, FR"),
+        "code's own line: {asked}"
+    );
+    assert!(
         stack.sandbox.addresses_written().is_empty(),
         "nothing written before the yes"
     );

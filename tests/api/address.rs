@@ -98,6 +98,15 @@ async fn a_change_of_address_is_written_once_after_the_customers_later_yes() {
         told["summary"],
         "order A-1004: deliver to the address ending in 002, FR"
     );
+    // The customer confirms what code will write, in code's words, whatever the model wrote.
+    assert!(
+        first.reply().ends_with(
+            "To confirm: the delivery address of order A-1004 becomes Ada Lovelace, 12 Rue Byron, 75002 Paris, FR. \
+             Answer yes to change it; anything else changes nothing."
+        ),
+        "{}",
+        first.reply()
+    );
 
     let yes = h.say(Some(&conversation), "Yes, that's right").await;
     assert_eq!(yes.status, StatusCode::OK, "{}", yes.raw);
