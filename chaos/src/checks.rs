@@ -23,6 +23,8 @@ pub struct Evidence<'a> {
     pub ledger: Vec<Value>,
     /// Every item of the conversation table (plain JSON).
     pub conversations: Vec<Value>,
+    /// The changes of address the order system took: (order, the address).
+    pub addresses_written: Vec<(String, Value)>,
     /// Every log line of every function process.
     pub log_lines: Vec<String>,
     pub secret_key: &'a str,
@@ -486,6 +488,24 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
             .map(|day| format!("{}: {} tokens", text(day, "pk"), cents(day, "tokens")))
             .collect(),
     );
+    let (checked, violations) = addresses_written_only_after_a_later_yes(evidence);
+    add(
+        "no address is written without a stored proposal and a later yes, at most once a proposal",
+        checked,
+        violations,
+    );
+    let streets = crate::model::CHAOS_STREETS;
+    add(
+        "no log line holds an address the model proposed",
+        evidence.log_lines.len(),
+        evidence
+            .log_lines
+            .iter()
+            .filter(|line| streets.iter().any(|street| line.contains(street)))
+            .map(|line| line.chars().take(120).collect())
+            .take(5)
+            .collect(),
+    );
     add(
         "every refund left executing raised an event",
         evidence.left_executing.len(),
@@ -736,6 +756,78 @@ fn hearing_back_invariants(evidence: &Evidence<'_>, refunds: &[&Value]) -> Vec<(
             read_by_another,
         ),
     ]
+}
+
+/// Contract 26: each address the order system took was proposed (a stored
+/// exchange of the conversation holds the tool call with exactly that
+/// order and address, answered `confirm`), the customer said yes in a
+/// later message of the same conversation, and no proposal was written
+/// more often than it was stored.
+fn addresses_written_only_after_a_later_yes(evidence: &Evidence<'_>) -> (usize, Vec<String>) {
+    let yes = refund_chat::handoff::screen::YesPhrases::default();
+    // (conversation, seq, order, the address as the write's body) of each stored proposal.
+    let mut proposals: Vec<(String, u64, String, Value)> = Vec::new();
+    for item in evidence
+        .conversations
+        .iter()
+        .filter(|i| i["sk"].as_str().is_some_and(|sk| sk.starts_with("x#")))
+    {
+        let messages: Value = serde_json::from_str(item["messages"].as_str().unwrap_or("[]")).unwrap_or(Value::Null);
+        let messages = messages.as_array().cloned().unwrap_or_default();
+        let confirmed: Vec<&str> = messages
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .filter(|m| {
+                serde_json::from_str::<Value>(m["content"].as_str().unwrap_or_default())
+                    .is_ok_and(|content| content["status"] == "confirm")
+            })
+            .filter_map(|m| m["tool_call_id"].as_str())
+            .collect();
+        for call in messages
+            .iter()
+            .filter(|m| m["role"] == "assistant")
+            .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+            .filter(|call| call["name"] == "change_delivery_address")
+            .filter(|call| call["id"].as_str().is_some_and(|id| confirmed.contains(&id)))
+        {
+            let Ok(arguments) = serde_json::from_str::<Value>(call["arguments"].as_str().unwrap_or_default()) else {
+                continue;
+            };
+            let mut address = arguments.clone();
+            let order = text(&arguments, "order_id");
+            if let Some(fields) = address.as_object_mut() {
+                fields.remove("order_id");
+            }
+            proposals.push((text(item, "pk"), cents(item, "seq"), order, address));
+        }
+    }
+    let mut violations = Vec::new();
+    let mut written: HashMap<(String, String), usize> = HashMap::new();
+    for (order, address) in &evidence.addresses_written {
+        let entry = written.entry((order.clone(), address.to_string())).or_insert(0);
+        *entry += 1;
+        let matching: Vec<&(String, u64, String, Value)> = proposals
+            .iter()
+            .filter(|(_, _, o, a)| o == order && a == address)
+            .collect();
+        if matching.len() < *entry {
+            violations.push(format!(
+                "order {order}: written {} times, proposed {} times",
+                entry,
+                matching.len()
+            ));
+            continue;
+        }
+        let later_yes = matching.iter().any(|(conversation, _, _, _)| {
+            evidence.exchanges.iter().any(|sent| {
+                sent.conversation_sent.as_deref() == Some(conversation.as_str()) && yes.says_yes(&sent.message)
+            })
+        });
+        if !later_yes {
+            violations.push(format!("order {order}: written with no yes in its conversation"));
+        }
+    }
+    (evidence.addresses_written.len(), violations)
 }
 
 /// The three invariants of conversations (contract 11).

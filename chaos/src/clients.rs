@@ -293,6 +293,17 @@ impl Clients {
         };
         let cents = 300 + rng.below(7_700);
         let mut text = format!("{marker} please refund {cents} on {order}");
+        // A change of address (contract 26), and the customer's yes to one.
+        if rng.chance(0.15) {
+            // Mostly the customer's order that has not shipped (`-4`).
+            let order = match own.iter().find(|o| o.ends_with("-4")) {
+                Some(placed) if rng.chance(0.7) => (*placed).to_owned(),
+                _ => order.clone(),
+            };
+            text = format!("{marker} please change the delivery address of {order}");
+        } else if conversation.is_some() && rng.chance(0.15) {
+            text = format!("{} {marker} {order}", rng.pick(&["yes", "Yes, that's right", "no", "oui"]));
+        }
         // Some customers paste their card (contract 23), in a spelling people use.
         if rng.chance(0.15) {
             text.push_str(&format!(" - my card was {}", rng.pick(&CARD_SPELLINGS)));
@@ -390,7 +401,28 @@ impl Clients {
         }
         if !rng.chance(0.75) {
             let message = self.message(&mut rng, &customer, conversation, false, index);
-            self.send(index, &customer, &message).await;
+            let answered = self.send(index, &customer, &message).await;
+            // Asked to change an address, the customer mostly answers the
+            // agent's question in the same conversation (contract 26).
+            if message.text.contains("delivery address")
+                && let Some(conversation) = answered.conversation()
+                && rng.chance(0.7)
+            {
+                let order = message.text.rsplit(' ').next().unwrap_or_default().to_owned();
+                let marker = format!("zq{:012x}", rng.next() & 0xFFFF_FFFF_FFFF);
+                let said = rng.pick(&["yes", "Yes, that's right", "no"]);
+                let text = format!("{said} {marker} {order}");
+                let body = json!({"user_id": customer, "message": text, "conversation_id": conversation});
+                let reply = Message {
+                    body: body.to_string(),
+                    streamed: rng.chance(0.4),
+                    text,
+                    marker,
+                    conversation: Some(conversation),
+                    key: None,
+                };
+                self.send(index, &customer, &reply).await;
+            }
             if rng.chance(0.08) {
                 // The customer sends the message again, without a key: a new request.
                 self.send(index, &customer, &message).await;

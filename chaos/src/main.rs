@@ -293,6 +293,10 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
         .map(|(order, customer, paid)| (order.as_str(), customer.as_str(), *paid, 0))
         .collect();
     let sandbox = Sandbox::with_orders(&seed_orders, None)?;
+    // Each customer's last order has not shipped: its address may change (contract 26).
+    for (order, _, _) in shop.orders.iter().filter(|(order, _, _)| order.ends_with("-4")) {
+        sandbox.set_facts(order, "placed", 1, None);
+    }
     let sandbox_address = refund_chat_local::spawn(0, sandbox.router()).await?;
     let payments = Faulty::new(format!("http://{sandbox_address}"), seed, payments_fault, false);
     let payments_address = payments.proxy.spawn().await?;
@@ -326,6 +330,11 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
             ("LEDGER_TIMEOUT_SECS", LEDGER_TIMEOUT.as_secs_f64().to_string()),
             ("IDEMPOTENCY_TTL_HOURS", "1".to_owned()),
             ("USER_IDENTITY", "authorizer".to_owned()),
+            // Contract 26: the agent changes a placed order's address, with the customer's yes.
+            (
+                "AGENT_INTENTS",
+                "order_status,refund,policy_question,other,address_change".to_owned(),
+            ),
             ("AUTO_REFUND_LIMIT_CENTS", AUTO_REFUND_LIMIT.to_string()),
             ("USER_DAILY_AUTO_LIMIT_CENTS", DAILY_LIMIT.to_string()),
             ("ORDER_REFUND_WINDOW_HOURS", (ORDER_WINDOW.as_secs() / 3600).to_string()),
@@ -514,6 +523,7 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
             .collect(),
         ledger: ledger_items,
         conversations: conversation_items,
+        addresses_written: sandbox.addresses_written(),
         log_lines,
         secret_key: &secret_key,
         auto_refund_limit: AUTO_REFUND_LIMIT,

@@ -58,6 +58,9 @@ impl ChaoticModel {
     }
 }
 
+/// The streets of the addresses the chaos model writes: never in a log line.
+pub const CHAOS_STREETS: [&str; 2] = ["1 Zebrafish Quay", "2 Zebrafish Quay"];
+
 fn refund(id: &str, order: &str, cents: i64) -> (String, String, String) {
     (
         id.to_owned(),
@@ -114,6 +117,9 @@ async fn route(model: &ChaoticModel, request: &Value) -> Response {
         *count += 1;
         Rng::derived(model.seed, &[key, *count, 0x2007])
     };
+    if newest.contains("address") && rng.chance(0.8) {
+        return text(&json!({"intents": ["address_change"], "risk": "low", "confidence": 0.93}).to_string());
+    }
     let labels = match rng.below(100) {
         0..=61 => json!({"intents": ["refund"], "risk": "low", "confidence": 0.95}),
         // Sure, and not a refund: whatever the agent proposes waits (contract 21).
@@ -204,7 +210,14 @@ async fn answer(model: &ChaoticModel, request: &Value) -> Response {
         .unwrap_or_default()
         .to_owned();
     let words: Vec<&str> = said.split_whitespace().collect();
-    let marker = words.first().copied().unwrap_or("none").to_owned();
+    // The marker is the customer's first word, or follows a yes or a no.
+    let marker = words
+        .iter()
+        .find(|w| w.starts_with("zq") || w.starts_with(MORTAL_MARKER))
+        .or(words.first())
+        .copied()
+        .unwrap_or("none")
+        .to_owned();
     let order = words
         .iter()
         .find(|w| w.starts_with("O-"))
@@ -230,6 +243,48 @@ async fn answer(model: &ChaoticModel, request: &Value) -> Response {
         return text("too late");
     }
 
+    // A change of address (contract 26), when the function offers the tool:
+    // a proposal, the same again (as after a yes), one with other words, or
+    // another customer's order; sometimes twice in a turn.
+    let offered = request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|tool| tool["function"]["name"] == "change_delivery_address");
+    // After a yes, mostly the call it made before (as a model reading the
+    // conversation would); the history is everything before this turn.
+    let history = request["messages"].as_array().cloned().unwrap_or_default();
+    let earlier = history
+        .iter()
+        .rev()
+        .filter(|m| m["role"] == "assistant")
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .find(|call| call["function"]["name"] == "change_delivery_address")
+        .and_then(|call| call["function"]["arguments"].as_str().map(str::to_owned));
+    let said_lower = said.to_lowercase();
+    if offered
+        && !after_tools
+        && (said_lower.starts_with("yes") || said_lower.starts_with("oui"))
+        && let Some(arguments) = earlier.filter(|_| rng.chance(0.8))
+    {
+        let calls = [("a1", "change_delivery_address", arguments.as_str())];
+        return Json(completions::tool_calls(&calls)).into_response();
+    }
+    if offered && !after_tools && rng.chance(0.7) {
+        let target = if rng.chance(0.85) {
+            order.clone()
+        } else {
+            rng.pick(model.orders.as_slice()).clone()
+        };
+        let arguments = json!({"order_id": target, "name": "Chaos Customer",
+            "line1": rng.pick(&CHAOS_STREETS), "line2": "", "postcode": "75002", "city": "Paris", "country": "FR"})
+        .to_string();
+        let mut calls = vec![("a1", "change_delivery_address", arguments.as_str())];
+        if rng.chance(0.2) {
+            calls.push(("a2", "change_delivery_address", arguments.as_str()));
+        }
+        return Json(completions::tool_calls(&calls)).into_response();
+    }
     let calls: Vec<(String, String, String)> = match (after_tools, roll) {
         (true, 0..=69) => return text("I have looked into it for you."),
         (true, 70..=84) => vec![refund("again", &order, cents)],
