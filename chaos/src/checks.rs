@@ -936,7 +936,8 @@ fn conversation_invariants(evidence: &Evidence<'_>, summaries: &[&Value]) -> Vec
     }
 
     // Nobody's conversation reaches another customer. A message is known
-    // by its marker, its first word: the rest is kept masked (contract 23).
+    // by its marker, its first word (after a yes or a no: the second): the
+    // rest is kept masked (contract 23).
     let sender: HashMap<&str, &str> = evidence
         .exchanges
         .iter()
@@ -946,7 +947,7 @@ fn conversation_invariants(evidence: &Evidence<'_>, summaries: &[&Value]) -> Vec
         .iter()
         .filter(|item| {
             let owner = owners.get(&item.conversation).map(String::as_str);
-            let marker = item.customer_message.split_whitespace().next().unwrap_or_default();
+            let marker = crate::model::marker_of(&item.customer_message);
             sender.get(marker).copied() != owner
         })
         .map(|item| {

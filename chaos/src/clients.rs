@@ -294,7 +294,7 @@ impl Clients {
         let cents = 300 + rng.below(7_700);
         let mut text = format!("{marker} please refund {cents} on {order}");
         // A change of address (contract 26), and the customer's yes to one.
-        if rng.chance(0.15) {
+        if rng.chance(0.25) {
             // Mostly the customer's order that has not shipped (`-4`).
             let order = match own.iter().find(|o| o.ends_with("-4")) {
                 Some(placed) if rng.chance(0.7) => (*placed).to_owned(),
@@ -302,7 +302,10 @@ impl Clients {
             };
             text = format!("{marker} please change the delivery address of {order}");
         } else if conversation.is_some() && rng.chance(0.15) {
-            text = format!("{} {marker} {order}", rng.pick(&["yes", "Yes, that's right", "no", "oui"]));
+            text = format!(
+                "{} {marker} {order}",
+                rng.pick(&["yes", "Yes, that's right", "no", "oui"])
+            );
         }
         // Some customers paste their card (contract 23), in a spelling people use.
         if rng.chance(0.15) {

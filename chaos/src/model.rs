@@ -58,6 +58,16 @@ impl ChaoticModel {
     }
 }
 
+/// A message's marker: its first word, or, after a yes or a no (contract
+/// 26's answers), the first word that is one.
+pub fn marker_of(message: &str) -> &str {
+    let mut words = message.split_whitespace();
+    let first = words.clone().next().unwrap_or("none");
+    words
+        .find(|w| w.starts_with("zq") || w.starts_with(MORTAL_MARKER))
+        .unwrap_or(first)
+}
+
 /// The streets of the addresses the chaos model writes: never in a log line.
 pub const CHAOS_STREETS: [&str; 2] = ["1 Zebrafish Quay", "2 Zebrafish Quay"];
 
@@ -117,7 +127,7 @@ async fn route(model: &ChaoticModel, request: &Value) -> Response {
         *count += 1;
         Rng::derived(model.seed, &[key, *count, 0x2007])
     };
-    if newest.contains("address") && rng.chance(0.8) {
+    if newest.contains("address") && rng.chance(0.9) {
         return text(&json!({"intents": ["address_change"], "risk": "low", "confidence": 0.93}).to_string());
     }
     let labels = match rng.below(100) {
@@ -210,14 +220,7 @@ async fn answer(model: &ChaoticModel, request: &Value) -> Response {
         .unwrap_or_default()
         .to_owned();
     let words: Vec<&str> = said.split_whitespace().collect();
-    // The marker is the customer's first word, or follows a yes or a no.
-    let marker = words
-        .iter()
-        .find(|w| w.starts_with("zq") || w.starts_with(MORTAL_MARKER))
-        .or(words.first())
-        .copied()
-        .unwrap_or("none")
-        .to_owned();
+    let marker = marker_of(&said).to_owned();
     let order = words
         .iter()
         .find(|w| w.starts_with("O-"))
@@ -270,7 +273,7 @@ async fn answer(model: &ChaoticModel, request: &Value) -> Response {
         let calls = [("a1", "change_delivery_address", arguments.as_str())];
         return Json(completions::tool_calls(&calls)).into_response();
     }
-    if offered && !after_tools && rng.chance(0.7) {
+    if offered && !after_tools && rng.chance(0.85) {
         let target = if rng.chance(0.85) {
             order.clone()
         } else {

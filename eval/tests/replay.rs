@@ -200,3 +200,85 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
         "the router graded: {shown}"
     );
 }
+
+/// Contract 26's round trip: a change of address confirmed by the
+/// customer's later yes becomes a task that expects the order system to
+/// take it, with stand-ins for the address both the customer and the agent
+/// wrote, and passes with the local model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_confirmed_change_of_address_becomes_a_task_graded_on_the_order_system() {
+    let LocalStack { aws, mut config, .. } = local_stack().await;
+    config.router.served =
+        refund_chat::router::Served::parse("order_status,refund,policy_question,other,address_change").unwrap();
+    let env = [
+        ("LEDGER_TABLE", config.ledger_table.clone()),
+        ("CONVERSATION_TABLE", config.conversation_table.clone()),
+        ("PAYMENTS_BASE_URL", config.payments_base_url.clone()),
+        ("ORDERS_BASE_URL", config.orders_base_url.clone()),
+        ("AWS_ENDPOINT_URL", moto().endpoint.clone()),
+        ("AWS_REGION", "eu-west-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
+        (
+            "REVIEW_HASH_KEY_SECRET",
+            format!("review-hash-key-address-{}", std::process::id()),
+        ),
+    ];
+    put_secret(&aws, &env[8].1, "a key only the review has").await.unwrap();
+    let app = refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap();
+    let asked = "Please change the delivery address of A-1004 to Ada Lovelace, 12 Rue Byron, 75002 Paris, FR";
+    let answer = send_as(&app, post_event(&chat_body(asked), &[]), "req-address-1", 0).await;
+    let conversation = answer.conversation_id().to_owned();
+    let yes = serde_json::json!({"user_id": USER, "message": "yes", "conversation_id": conversation}).to_string();
+    let confirmed = send_as(&app, post_event(&yes, &[]), "req-address-2", 0).await;
+    assert!(confirmed.reply().contains("changed"), "{}", confirmed.raw);
+
+    let tasks = std::env::temp_dir().join(format!("replayed-address-{}", std::process::id()));
+    std::fs::create_dir_all(tasks.join("replayed")).unwrap();
+    let file = tasks.join("replayed/address_change-confirmed.json");
+    replay(
+        &env,
+        &conversation,
+        "address_change",
+        "a change confirmed by a later yes",
+        &file,
+    )
+    .await;
+    let task = std::fs::read_to_string(&file).unwrap();
+    for personal in [
+        "Ada",
+        "Lovelace",
+        "Byron",
+        "75002",
+        "Paris",
+        USER,
+        conversation.as_str(),
+    ] {
+        assert!(!task.contains(personal), "{personal} is in the task:\n{task}");
+    }
+    let parsed: serde_json::Value = serde_json::from_str(&task).unwrap();
+    assert_eq!(
+        parsed["tasks"][0]["expect"]["addresses"],
+        serde_json::json!([{"order_id": "R-1001", "postcode": "00000"}])
+    );
+    assert!(
+        parsed["tasks"][0]["agent_intents"]
+            .as_str()
+            .unwrap()
+            .contains("address_change")
+    );
+
+    let report = tasks.join("report");
+    let eval = tokio::process::Command::new(env!("CARGO_BIN_EXE_refund-chat-eval"))
+        .args(["--model", "local", "--k", "1", "--check", "--tasks"])
+        .arg(&tasks)
+        .arg("--out")
+        .arg(&report)
+        .output()
+        .await
+        .unwrap();
+    let shown = std::fs::read_to_string(report.join("report.md")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&tasks);
+    assert_eq!(eval.status.code(), Some(0), "{}\n{shown}", text(&eval));
+    assert!(shown.contains("address_change (replayed) | 1/1"), "{shown}");
+}

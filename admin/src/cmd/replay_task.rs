@@ -103,6 +103,8 @@ fn keyed_hash(key: &[u8], conversation: &str) -> String {
 }
 
 const DAY_MS: u64 = 86_400_000;
+/// Every postcode's stand-in.
+const STAND_IN_POSTCODE: &str = "00000";
 const CUSTOMER: &str = "u-replay";
 
 pub async fn run(
@@ -145,7 +147,21 @@ pub async fn run(
     records.sort_by_key(|r| r.created_at_ms);
 
     let mut stand_ins = StandIns::new(&transcript.customer);
-    let orders = orders_seen(&records, &turns, first_at, &mut stand_ins);
+    let mut orders = orders_seen(&records, &turns, first_at, &mut stand_ins);
+    // An order whose address the agent proposed to change was placed then
+    // (contract 26): code read it so, and the task seeds it so.
+    for (order_id, outcome) in transcript.exchanges.iter().flat_map(|stored| stored.addresses.iter()) {
+        if !matches!(outcome.as_str(), "proposed" | "changed" | "unknown") {
+            continue;
+        }
+        let id = stand_ins.order(order_id);
+        if !orders.iter().any(|order| order["order_id"] == id.as_str()) {
+            orders.push(json!({
+                "order_id": id, "customer": CUSTOMER, "paid_cents": 0, "refunded_cents": 0,
+                "status": "placed", "delivered_days_ago": null,
+            }));
+        }
+    }
     // The order system's personal details of every order named, read as
     // the customer (a customer may have typed them).
     let http = match refund_chat::http_client::money_path_client() {
@@ -165,6 +181,30 @@ pub async fn run(
             }
         }
     }
+    // Every address the agent proposed (contract 26): personal details too,
+    // replaced wherever they stand; and the changes the order system took.
+    for turn in &turns {
+        for message in &turn.messages {
+            if let refund_chat::chat::Message::Assistant { tool_calls, .. } = message {
+                for call in tool_calls
+                    .iter()
+                    .filter(|c| c.name == refund_chat::orders::address::TOOL_NAME)
+                {
+                    if let Ok(parsed) = refund_chat::orders::address::parse_arguments(&call.arguments) {
+                        stand_ins.personal_address(&parsed.address);
+                    }
+                }
+            }
+        }
+    }
+    let changed: Vec<Value> = transcript
+        .exchanges
+        .iter()
+        .flat_map(|stored| stored.addresses.iter())
+        .filter(|(_, outcome)| outcome == "changed")
+        .map(|(order_id, _)| json!({"order_id": stand_ins.order(order_id), "postcode": STAND_IN_POSTCODE}))
+        .collect();
+    let served_addresses = transcript.exchanges.iter().any(|stored| !stored.addresses.is_empty());
     let refund = |record: &RefundRecord, stand_ins: &mut StandIns| json!({"order_id": stand_ins.order(&record.order_id), "amount_cents": record.amount.cents()});
     let paid_by_rules: Vec<Value> = records
         .iter()
@@ -213,6 +253,12 @@ pub async fn run(
                 "rules_allow": rules_allow,
                 "intents": expect_intents,
                 "risk": expect_risk,
+                "addresses": changed,
+            },
+            "agent_intents": if served_addresses {
+                json!("order_status,refund,policy_question,other,address_change")
+            } else {
+                Value::Null
             },
             "router": router,
             "reply_checks": [],
@@ -352,6 +398,21 @@ impl StandIns {
         self.orders.keys().cloned().collect()
     }
 
+    /// An address the agent proposed (contract 26), as an order's is.
+    fn personal_address(&mut self, address: &refund_chat::orders::address::Address) {
+        self.personal(&refund_chat::orders::ShipTo {
+            name: address.name.clone(),
+            line1: address.line1.clone(),
+            city: address.city.clone(),
+            postcode: address.postcode.clone(),
+            country: address.country.clone(),
+        });
+        let line2 = address.line2.trim();
+        if !line2.is_empty() && !self.details.iter().any(|(known, _)| known == line2) {
+            self.details.push((line2.to_owned(), "Flat 1"));
+        }
+    }
+
     /// An order's name and address, to be replaced wherever they stand
     /// (each word of the name too: a customer may sign with one).
     fn personal(&mut self, ship_to: &refund_chat::orders::ShipTo) {
@@ -359,7 +420,7 @@ impl StandIns {
             (ship_to.name.trim().to_owned(), "Sam Doe"),
             (ship_to.line1.trim().to_owned(), "1 Example Street"),
             (ship_to.city.trim().to_owned(), "Exampleton"),
-            (ship_to.postcode.trim().to_owned(), "00000"),
+            (ship_to.postcode.trim().to_owned(), STAND_IN_POSTCODE),
         ];
         found.extend(
             ship_to
