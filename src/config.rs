@@ -195,17 +195,7 @@ impl Config {
             orders_timeout: vars.secs("ORDERS_TIMEOUT_SECS", DEFAULT_ORDERS_TIMEOUT, false)?,
             openai_timeout: vars.secs("OPENAI_TIMEOUT_SECS", DEFAULT_OPENAI_TIMEOUT, false)?,
             openai_key_cache: vars.secs("OPENAI_KEY_CACHE_SECS", DEFAULT_OPENAI_KEY_CACHE, true)?,
-            response_mode: match vars.get("RESPONSE_MODE").as_deref() {
-                None | Some("streaming") => ResponseMode::Streaming,
-                Some("buffered") => ResponseMode::Buffered,
-                Some(other) => {
-                    return Err(ConfigError::Malformed {
-                        name: "RESPONSE_MODE",
-                        expected: "streaming or buffered",
-                        value: other.to_owned(),
-                    });
-                }
-            },
+            response_mode: vars.response_mode()?,
             stream_keep_alive: match vars.secs("STREAM_KEEPALIVE_SECS", MAX_STREAM_KEEP_ALIVE, false)? {
                 longer if longer > MAX_STREAM_KEEP_ALIVE => {
                     return Err(ConfigError::Malformed {
@@ -581,17 +571,7 @@ impl DeskConfig {
                 .map(|url| parse_url("STAFF_SIGN_IN_URL", url))
                 .transpose()?,
             client_id: vars.get("STAFF_POOL_CLIENT_ID"),
-            response_mode: match vars.get("RESPONSE_MODE").as_deref() {
-                None | Some("streaming") => ResponseMode::Streaming,
-                Some("buffered") => ResponseMode::Buffered,
-                Some(other) => {
-                    return Err(ConfigError::Malformed {
-                        name: "RESPONSE_MODE",
-                        expected: "streaming or buffered",
-                        value: other.to_owned(),
-                    });
-                }
-            },
+            response_mode: vars.response_mode()?,
         })
     }
 }
@@ -611,6 +591,19 @@ struct Vars<F>(F);
 impl<F: Fn(&str) -> Option<String>> Vars<F> {
     fn get(&self, name: &str) -> Option<String> {
         (self.0)(name).map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
+    }
+
+    /// `RESPONSE_MODE` (contract 20): streaming unless it says buffered.
+    fn response_mode(&self) -> Result<ResponseMode, ConfigError> {
+        match self.get("RESPONSE_MODE").as_deref() {
+            None | Some("streaming") => Ok(ResponseMode::Streaming),
+            Some("buffered") => Ok(ResponseMode::Buffered),
+            Some(other) => Err(ConfigError::Malformed {
+                name: "RESPONSE_MODE",
+                expected: "streaming or buffered",
+                value: other.to_owned(),
+            }),
+        }
     }
 
     fn required(&self, name: &'static str) -> Result<String, ConfigError> {

@@ -556,21 +556,30 @@ fn orders_named(transcript: &Transcript, records: &[RefundRecord]) -> Vec<String
     orders
 }
 
-/// A conversation as the support team reads it; none when unknown or expired.
-pub async fn conversation(staff: &Staff, id: &str, links: &Links) -> Result<Option<ConversationView>, LedgerError> {
-    let Some(transcript) = staff.conversations.transcript(id, now_ms()).await? else {
-        return Ok(None);
-    };
+/// The refund records a conversation's turns wrote (the facts are the ledger's).
+pub async fn records_of(
+    ledger: &crate::ledger::dynamo::DynamoLedger,
+    transcript: &Transcript,
+) -> Result<Vec<RefundRecord>, LedgerError> {
     let mut record_ids: Vec<&str> = transcript.refund_records.iter().map(String::as_str).collect();
     record_ids.extend(transcript.exchanges.iter().map(|e| e.refund_record.as_str()));
     record_ids.sort_unstable();
     record_ids.dedup();
     let mut records = Vec::new();
     for record_id in record_ids.into_iter().filter(|id| !id.is_empty()) {
-        if let Some(record) = staff.ledger.record(record_id).await? {
+        if let Some(record) = ledger.record(record_id).await? {
             records.push(record);
         }
     }
+    Ok(records)
+}
+
+/// A conversation as the support team reads it; none when unknown or expired.
+pub async fn conversation(staff: &Staff, id: &str, links: &Links) -> Result<Option<ConversationView>, LedgerError> {
+    let Some(transcript) = staff.conversations.transcript(id, now_ms()).await? else {
+        return Ok(None);
+    };
+    let records = records_of(&staff.ledger, &transcript).await?;
     let handoff = transcript.handoff.as_ref().map(|handoff| HandoffView {
         id: handoff.id.clone(),
         reason: handoff.reason.clone(),

@@ -35,16 +35,7 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, id:
     print_exchanges(&transcript);
     println!();
     // The facts, from the ledger: the records its turns wrote.
-    let mut record_ids: Vec<&str> = transcript.refund_records.iter().map(String::as_str).collect();
-    record_ids.extend(transcript.exchanges.iter().map(|e| e.refund_record.as_str()));
-    record_ids.sort_unstable();
-    record_ids.dedup();
-    let mut records = Vec::new();
-    for record_id in record_ids.into_iter().filter(|id| !id.is_empty()) {
-        if let Some(record) = ledger.record(record_id).await? {
-            records.push(record);
-        }
-    }
+    let records = refund_chat::staff::read::records_of(ledger, &transcript).await?;
     if records.is_empty() {
         println!("no refund records in this conversation");
     } else {
