@@ -182,6 +182,11 @@ async fn a_customers_token_no_group_or_no_person_is_refused_before_anything_is_r
         StatusCode::FORBIDDEN,
         "money needs an approver, checked before any read"
     );
+    // Before the body is read, too: a bad field from the wrong person is still a 403.
+    let bad = desk
+        .post(&approve_path("r_1"), json!({"intent": "groceries"}), "k2", SAM)
+        .await;
+    assert_eq!(bad.status, StatusCode::FORBIDDEN);
     // The same desk does read for a person of the team: this is what a read costs here.
     assert_eq!(
         desk.get("/support/staff/queue", ANN).await.status,

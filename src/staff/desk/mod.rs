@@ -61,12 +61,12 @@ enum Asked {
     },
 }
 
-impl Asked {
-    fn needs(&self) -> Role {
-        match self {
-            Asked::Approve { .. } | Asked::Reject { .. } | Asked::Resolve { .. } => Role::Approver,
-            Asked::Reply { .. } | Asked::Close { .. } => Role::Staff,
-        }
+/// The role a decision's route needs; none for a route that is not one.
+fn needs(parts: &[&str]) -> Option<Role> {
+    match parts {
+        ["refunds", _, "approve" | "reject" | "resolve"] => Some(Role::Approver),
+        ["conversations", _, "reply"] | ["handoffs", _, "close"] => Some(Role::Staff),
+        _ => None,
     }
 }
 
@@ -254,6 +254,17 @@ impl StaffApp {
     }
 
     async fn decide(&self, request: &Request, parts: &[&str], member: &Member, role: Role) -> (Answer, bool) {
+        // Who may ask is known from the route: refused before the body is read.
+        let Some(needs) = needs(parts) else {
+            return (Answer::error(StatusCode::NOT_FOUND, "no such route"), false);
+        };
+        if role < needs {
+            tracing::warn!(event = "staff_refused", sub = %crate::untrusted::visible(&member.sub), why = "not an approver");
+            return (
+                Answer::error(StatusCode::FORBIDDEN, "deciding money needs the approvers' group"),
+                false,
+            );
+        }
         let body: Value = match request.body().as_ref() {
             [] => Value::Object(Default::default()),
             bytes => match serde_json::from_slice::<Value>(bytes) {
@@ -271,13 +282,6 @@ impl StaffApp {
             Ok(None) => return (Answer::error(StatusCode::NOT_FOUND, "no such route"), false),
             Err(why) => return (Answer::error(StatusCode::UNPROCESSABLE_ENTITY, why), false),
         };
-        if role < asked.needs() {
-            tracing::warn!(event = "staff_refused", sub = %crate::untrusted::visible(&member.sub), why = "not an approver");
-            return (
-                Answer::error(StatusCode::FORBIDDEN, "deciding money needs the approvers' group"),
-                false,
-            );
-        }
         let key = match request
             .headers()
             .get(answer::KEY_HEADER)
@@ -439,15 +443,11 @@ mod tests {
 
     #[test]
     fn money_needs_the_approvers() {
-        let approve = Asked::Approve {
-            id: "r".into(),
-            intent: None,
-        };
-        let reply = Asked::Reply {
-            id: "c".into(),
-            text: "hi".into(),
-        };
-        assert!(Role::Staff < approve.needs());
-        assert!(Role::Staff >= reply.needs());
+        for money in ["approve", "reject", "resolve"] {
+            assert_eq!(needs(&["refunds", "r", money]), Some(Role::Approver));
+        }
+        assert_eq!(needs(&["conversations", "c", "reply"]), Some(Role::Staff));
+        assert_eq!(needs(&["handoffs", "h", "close"]), Some(Role::Staff));
+        assert_eq!(needs(&["refunds", "r", "pay"]), None);
     }
 }
