@@ -167,6 +167,18 @@ async fn a_change_of_address_is_written_once_after_the_customers_later_yes() {
         printed.contains("assistant calls change_delivery_address for order A-1004 to the address ending in 002"),
         "{printed}"
     );
+    let sampled = crate::approvals::admin(
+        &h.table,
+        &moto().endpoint,
+        &h.payments.uri(),
+        &["sample", "--quiet-for", "0s"],
+    )
+    .await;
+    let sampled = crate::approvals::stdout(&sampled);
+    assert!(
+        sampled.contains("addresses A-1004:proposed,A-1004:changed,A-1004:proposed"),
+        "{sampled}"
+    );
     let desk = StaffDesk::new(&h.aws, desk_config(&h.table, &h.payments.uri(), &[]));
     let read = desk
         .get(&format!("/support/staff/conversations/{conversation}"), SAM)

@@ -162,15 +162,15 @@ async fn a_persons_intent_is_kept_beside_the_routers_and_the_report_counts_both(
             .to_owned()
     };
     assert!(
-        line_of(&pending).ends_with("router refund;low;0.95  person return"),
+        line_of(&pending).ends_with("router refund;low;0.95  person return  addresses none"),
         "{sample}"
     );
     assert!(
-        line_of(plain.conversation_id()).ends_with("router refund;low;0.95  person -"),
+        line_of(plain.conversation_id()).ends_with("router refund;low;0.95  person -  addresses none"),
         "{sample}"
     );
     assert!(
-        line_of(screened.conversation_id()).ends_with("router -  person other"),
+        line_of(screened.conversation_id()).ends_with("router -  person other  addresses none"),
         "{sample}"
     );
 }

@@ -280,6 +280,7 @@ mod tests {
             first_router: router.map(str::to_owned),
             handoff_reason: handoff.map(str::to_owned),
             verdict,
+            addresses: Vec::new(),
         }
     }
 

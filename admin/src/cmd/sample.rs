@@ -50,8 +50,14 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, sam
             .as_ref()
             .and_then(|r| r.verdict)
             .map_or("-", |intent| intent.as_str());
+        // Changes of address (contract 26): the order and the outcome, never the address.
+        let addresses = routed
+            .as_ref()
+            .map(|r| r.addresses.join(","))
+            .filter(|joined| !joined.is_empty())
+            .unwrap_or_else(|| "none".to_owned());
         println!(
-            "{}  customer {}  exchanges {}  {}  last {}  refunds {}  router {}  person {person}",
+            "{}  customer {}  exchanges {}  {}  last {}  refunds {}  router {}  person {person}  addresses {}",
             visible(&conversation.id),
             visible(&conversation.customer),
             conversation.exchanges,
@@ -67,6 +73,7 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, sam
                 refunds.join(",")
             },
             visible(router),
+            visible(&addresses),
         );
     }
     Ok(Ending::Done)

@@ -36,6 +36,8 @@ pub struct RoutedConversation {
     pub handoff_reason: Option<String>,
     /// The intent a person found, the last verdict's.
     pub verdict: Option<Intent>,
+    /// Its changes of address (contract 26): `order:outcome`, oldest first.
+    pub addresses: Vec<String>,
 }
 
 /// What recording a verdict found.
@@ -161,7 +163,7 @@ fn present<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
 }
 
 /// What the reads above take of an item: never its messages.
-const PROJECTION: &str = "pk, #sk, #seq, created_at, router, handoff_reason, intent";
+const PROJECTION: &str = "pk, #sk, #seq, created_at, router, handoff_reason, intent, address_changes";
 
 /// Exchanges and verdicts, of any conversations in any order, put
 /// together per conversation (by id); a conversation with no exchange is
@@ -207,6 +209,20 @@ fn gather(items: &[Item]) -> Vec<RoutedConversation> {
                     .find_map(|(_, item)| present(item, "handoff_reason"))
                     .map(str::to_owned),
                 verdict: seen.verdicts.last().and_then(|(_, intent)| Intent::parse(intent)),
+                addresses: seen
+                    .exchanges
+                    .iter()
+                    .filter_map(|(_, item)| text(item, "address_changes"))
+                    .filter_map(|json| serde_json::from_str::<Vec<serde_json::Value>>(json).ok())
+                    .flatten()
+                    .map(|record| {
+                        format!(
+                            "{}:{}",
+                            record["order_id"].as_str().unwrap_or_default(),
+                            record["outcome"].as_str().unwrap_or_default()
+                        )
+                    })
+                    .collect(),
             })
         })
         .collect()
