@@ -5,9 +5,8 @@
 
 use std::sync::Arc;
 
-use http_body_util::BodyExt;
-use lambda_http::{Body, Error, Request, Response, StreamAdapter, service_fn};
-use refund_chat::config::{DeskConfig, ResponseMode, StaffIdentity};
+use lambda_http::{Error, Request};
+use refund_chat::config::{DeskConfig, StaffIdentity};
 use refund_chat::staff::Staff;
 use refund_chat::staff::desk::StaffApp;
 
@@ -25,30 +24,12 @@ async fn main() -> Result<(), Error> {
         );
     }
     let metrics = refund_chat::ops::telemetry::init_metrics()?;
-    match app.config().response_mode {
-        ResponseMode::Streaming => {
-            let handler = service_fn(move |request: Request| {
-                let app = Arc::clone(&app);
-                async move { Ok::<_, Error>(app.answer(request).await) }
-            });
-            metrics_cloudwatch_embedded::lambda::service::run(metrics, StreamAdapter::from(handler)).await
-        }
-        ResponseMode::Buffered => {
-            let handler = service_fn(move |request: Request| {
-                let app = Arc::clone(&app);
-                async move {
-                    let (parts, body) = app.answer(request).await.into_parts();
-                    let bytes = body.collect().await.map(|whole| whole.to_bytes()).unwrap_or_default();
-                    let body = match String::from_utf8(bytes.to_vec()) {
-                        Ok(text) => Body::Text(text),
-                        Err(_) => Body::Binary(bytes.to_vec()),
-                    };
-                    Ok::<_, Error>(Response::from_parts(parts, body))
-                }
-            });
-            metrics_cloudwatch_embedded::lambda::service::run_http(metrics, handler).await
-        }
-    }
+    let streaming = app.config().response_mode == refund_chat::config::ResponseMode::Streaming;
+    refund_chat::ops::runtime::serve(streaming, metrics, move |request: Request| {
+        let app = Arc::clone(&app);
+        async move { app.answer(request).await }
+    })
+    .await
 }
 
 /// The desk as deployed: the function's own HTTP client (the SDK's calls

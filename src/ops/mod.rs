@@ -4,4 +4,5 @@
 
 pub mod events;
 pub mod logging;
+pub mod runtime;
 pub mod telemetry;
