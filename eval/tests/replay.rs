@@ -36,6 +36,28 @@ async fn replay(env: &[(&str, String)], conversation: &str, family: &str, why: &
     assert_eq!(written.status.code(), Some(0), "{}", text(&written));
 }
 
+/// `refund-chat-admin`'s environment on the local stack, with a hash key
+/// of its own (a secret named `secret` and the process id) for `replay-task`.
+async fn admin_env(
+    aws: &aws_config::SdkConfig,
+    config: &refund_chat::config::Config,
+    secret: &str,
+) -> [(&'static str, String); 9] {
+    let env = [
+        ("LEDGER_TABLE", config.ledger_table.clone()),
+        ("CONVERSATION_TABLE", config.conversation_table.clone()),
+        ("PAYMENTS_BASE_URL", config.payments_base_url.clone()),
+        ("ORDERS_BASE_URL", config.orders_base_url.clone()),
+        ("AWS_ENDPOINT_URL", moto().endpoint.clone()),
+        ("AWS_REGION", "eu-west-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
+        ("REVIEW_HASH_KEY_SECRET", format!("{secret}-{}", std::process::id())),
+    ];
+    put_secret(aws, &env[8].1, "a key only the review has").await.unwrap();
+    env
+}
+
 fn text(output: &Output) -> String {
     format!(
         "{}{}",
@@ -47,21 +69,7 @@ fn text(output: &Output) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_details() {
     let LocalStack { aws, config, .. } = local_stack().await;
-    let env = [
-        ("LEDGER_TABLE", config.ledger_table.clone()),
-        ("CONVERSATION_TABLE", config.conversation_table.clone()),
-        ("PAYMENTS_BASE_URL", config.payments_base_url.clone()),
-        ("ORDERS_BASE_URL", config.orders_base_url.clone()),
-        ("AWS_ENDPOINT_URL", moto().endpoint.clone()),
-        ("AWS_REGION", "eu-west-1".to_owned()),
-        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
-        (
-            "REVIEW_HASH_KEY_SECRET",
-            format!("review-hash-key-{}", std::process::id()),
-        ),
-    ];
-    put_secret(&aws, &env[8].1, "a key only the review has").await.unwrap();
+    let env = admin_env(&aws, &config, "review-hash-key").await;
     let app = refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap();
     // The order system's name and address for D-4001, typed by the customer,
     // and contact details in the spellings people use.
@@ -210,21 +218,7 @@ async fn a_confirmed_change_of_address_becomes_a_task_graded_on_the_order_system
     let LocalStack { aws, mut config, .. } = local_stack().await;
     config.router.served =
         refund_chat::router::Served::parse("order_status,refund,policy_question,other,address_change").unwrap();
-    let env = [
-        ("LEDGER_TABLE", config.ledger_table.clone()),
-        ("CONVERSATION_TABLE", config.conversation_table.clone()),
-        ("PAYMENTS_BASE_URL", config.payments_base_url.clone()),
-        ("ORDERS_BASE_URL", config.orders_base_url.clone()),
-        ("AWS_ENDPOINT_URL", moto().endpoint.clone()),
-        ("AWS_REGION", "eu-west-1".to_owned()),
-        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
-        (
-            "REVIEW_HASH_KEY_SECRET",
-            format!("review-hash-key-address-{}", std::process::id()),
-        ),
-    ];
-    put_secret(&aws, &env[8].1, "a key only the review has").await.unwrap();
+    let env = admin_env(&aws, &config, "review-hash-key-address").await;
     let app = refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap();
     let asked = "Please change the delivery address of A-1004 to Ada Lovelace, 12 Rue Byron, 75002 Paris, FR";
     let answer = send_as(&app, post_event(&chat_body(asked), &[]), "req-address-1", 0).await;

@@ -423,26 +423,24 @@ fn is_order_id(word: &str) -> bool {
     )
 }
 
-/// A plain yes, as a model would take one.
-fn says_yes(message: &str) -> bool {
-    let first = message
+/// The message's first word, lowercased.
+fn first_word(message: &str) -> String {
+    message
         .trim()
         .split(|c: char| !c.is_alphanumeric())
         .next()
         .unwrap_or_default()
-        .to_lowercase();
-    ["yes", "yep", "correct", "confirm", "ja", "oui", "si", "sí"].contains(&first.as_str())
+        .to_lowercase()
+}
+
+/// A plain yes, as a model would take one.
+fn says_yes(message: &str) -> bool {
+    ["yes", "yep", "correct", "confirm", "ja", "oui", "si", "sí"].contains(&first_word(message).as_str())
 }
 
 /// A plain no.
 fn says_no(message: &str) -> bool {
-    let first = message
-        .trim()
-        .split(|c: char| !c.is_alphanumeric())
-        .next()
-        .unwrap_or_default()
-        .to_lowercase();
-    ["no", "nope", "nein", "non"].contains(&first.as_str())
+    ["no", "nope", "nein", "non"].contains(&first_word(message).as_str())
 }
 
 /// The arguments of the last change of address the agent proposed (its
