@@ -113,7 +113,7 @@ pub fn transcript_lines(message: &Message) -> Vec<String> {
                         "assistant calls {} for order {} to the {}",
                         visible(&call.name),
                         visible(&parsed.order_id),
-                        parsed.address.reference()
+                        visible(&parsed.address.reference())
                     ),
                     _ => format!("assistant calls {} {}", visible(&call.name), visible(&call.arguments)),
                 }
