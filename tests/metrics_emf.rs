@@ -1,9 +1,10 @@
 //! The CloudWatch Embedded Metric Format documents real turns produce.
-//! The recorder is process-global, so this binary holds this one test only.
+//! The recorder is process-global, so this binary holds this one test only:
+//! the customer's function, the desk's decisions and a change of address.
 
 use lambda_http::http::StatusCode;
 use refund_chat_testkit::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn flush(collector: &metrics_cloudwatch_embedded::Collector) -> Vec<Value> {
     let mut buffer = Vec::new();
@@ -118,6 +119,57 @@ async fn turns_emit_emf_documents() {
     let documents = flush(collector);
     assert_eq!(value(&documents, "RefundsAwaitingApproval", None), Some(1.into()));
     assert_eq!(value(&documents, "RefundsExecuted", None), None);
+
+    // The desk (contract 24): the queue's oldest wait, and each decision
+    // counted by kind, outcome and person (the verified `sub`).
+    let desk = StaffDesk::new(&h.aws, desk_config(&h.table, &h.payments.uri(), &[]));
+    let queue = desk.get("/support/staff/queue", ANN).await;
+    assert_eq!(queue.status, StatusCode::OK, "{}", queue.raw);
+    let documents = flush(collector);
+    let waits = value(&documents, "StaffQueueOldestWait", None).expect("the queue's oldest wait");
+    assert!(waits.as_array().is_some_and(|v| v.len() == 1), "{waits}");
+    assert_eq!(
+        value(&documents, "StaffDecisions", None),
+        None,
+        "reading decides nothing"
+    );
+    let approve = format!(
+        "/support/staff/refunds/{}/approve",
+        queue.body["approvals"][0]["id"].as_str().unwrap()
+    );
+    let first = desk.post(&approve, json!({}), "click-1", ANN).await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
+    let second = desk.post(&approve, json!({}), "click-2", BEN).await;
+    assert_eq!(second.status, StatusCode::CONFLICT, "{}", second.raw);
+    let member = desk.post(&approve, json!({}), "click-3", SAM).await;
+    assert_eq!(member.status, StatusCode::FORBIDDEN, "{}", member.raw);
+    let documents = flush(collector);
+    let decided = |outcome: &str, who: Who| {
+        documents
+            .iter()
+            .filter(|doc| doc["Kind"] == "approve" && doc["Outcome"] == outcome && doc["Person"] == who.sub)
+            .find_map(|doc| doc.get("StaffDecisions").cloned())
+    };
+    assert_eq!(decided("done", ANN), Some(1.into()));
+    assert_eq!(decided("already_decided", BEN), Some(1.into()));
+    assert_eq!(
+        decided("done", SAM).or(decided("already_decided", SAM)),
+        None,
+        "a refusal at the door is no decision"
+    );
+
+    // Contract 26: a proposal is no change; the customer's yes writes, counted once.
+    let (shop, writes) = address_shop("order_status,refund,policy_question,other,address_change").await;
+    let proposed = shop.say(None, ADDRESS_ASKED).await;
+    assert_eq!(proposed.status, StatusCode::OK, "{}", proposed.raw);
+    assert_eq!(value(&flush(collector), "AddressChanges", None), None);
+    let yes = shop.say(Some(proposed.conversation_id()), "yes").await;
+    assert_eq!(yes.status, StatusCode::OK, "{}", yes.raw);
+    assert_eq!(writes.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(
+        value(&flush(collector), "AddressChanges", Some(("Outcome", "changed"))),
+        Some(1.into())
+    );
 
     // A router that fails: counted, its turn under `unknown`, the customer answered.
     let failing = TestApp::builder()

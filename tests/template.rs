@@ -808,6 +808,26 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
         resources["StaffUserPool"]["Properties"]["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"], true,
         "nobody signs themselves up to the support team"
     );
+    // A person's first sign-in chooses a password; the page states the pool's own rules.
+    let policy = &resources["StaffUserPool"]["Properties"]["Policies"]["PasswordPolicy"];
+    let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("web/staff/index.html")).unwrap();
+    let page = page.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        page.contains(&format!("at least {} characters", policy["MinimumLength"])),
+        "{policy}"
+    );
+    for (rule, words) in [
+        ("RequireUppercase", "a capital letter"),
+        ("RequireLowercase", "a small letter"),
+        ("RequireNumbers", "a digit"),
+        ("RequireSymbols", "a symbol"),
+    ] {
+        assert_eq!(
+            policy[rule] == true,
+            page.contains(words),
+            "{rule}: the page says {words:?} only if the pool asks"
+        );
+    }
 
     // The staff pool's authorizer on every route but the page's files; the customers' on none.
     let auth = &resources["RefundChatApi"]["Properties"]["Auth"]["Authorizers"];

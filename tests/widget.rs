@@ -29,6 +29,8 @@ use serde_json::Value;
 
 const ENTER: &str = "\u{e007}";
 const WAIT: Duration = Duration::from_secs(20);
+/// The model's, payments' and the order system's timeouts in these tests.
+const BROWSER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The function behind an HTTP port, as `cargo lambda watch` serves it:
 /// each request becomes an API Gateway event for the real handler.
@@ -129,10 +131,16 @@ impl Drop for Stack {
 impl Stack {
     async fn start() -> Stack {
         let LocalStack {
-            sandbox,
-            aws,
-            mut config,
+            sandbox, mut config, ..
         } = local_stack().await;
+        // Two browsers approve at once here: DynamoDB serialises writes of
+        // an item, moto does not, so everything reaches moto one at a time.
+        let serialised = one_at_a_time(&moto().endpoint).await;
+        let aws = aws_at(&serialised).await;
+        // Chromium shares the two cores: the page is under test, not the timeouts.
+        config.openai_timeout = BROWSER_TIMEOUT;
+        config.payments_timeout = BROWSER_TIMEOUT;
+        config.orders_timeout = BROWSER_TIMEOUT;
         config.identity = IdentitySource::Body; // as under make run: the page picks the customer
         // As local.env serves it: the agent changes a placed order's address (contract 26).
         config.router.served =
@@ -142,7 +150,7 @@ impl Stack {
             ("CONVERSATION_TABLE", config.conversation_table.clone()),
             ("PAYMENTS_BASE_URL", config.payments_base_url.clone()),
             ("ORDERS_BASE_URL", config.orders_base_url.clone()),
-            ("AWS_ENDPOINT_URL", moto().endpoint.clone()),
+            ("AWS_ENDPOINT_URL", serialised.clone()),
             ("AWS_REGION", "eu-west-1".to_owned()),
             ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
             ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
@@ -165,6 +173,8 @@ impl Stack {
             &config.payments_base_url,
             &[
                 ("STAFF_IDENTITY", "header"),
+                ("PAYMENTS_TIMEOUT_SECS", &BROWSER_TIMEOUT.as_secs().to_string()),
+                ("ORDERS_TIMEOUT_SECS", &BROWSER_TIMEOUT.as_secs().to_string()),
                 ("STAFF_SIGN_IN_URL", staff_pool["sign_in_url"].as_str().unwrap()),
                 ("STAFF_POOL_CLIENT_ID", staff_pool["client_id"].as_str().unwrap()),
             ],
@@ -202,6 +212,19 @@ impl Stack {
             browser,
             profile,
         }
+    }
+
+    /// The password `tools/local-staff-pool.py` gave `username`.
+    fn password_of(&self, username: &str) -> String {
+        self.staff_pool["people"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["username"] == username)
+            .unwrap_or_else(|| panic!("no {username} in the staff pool"))["password"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     }
 
     /// The stack, with the browser on the chat page.
@@ -355,7 +378,7 @@ impl Stack {
 fn staff_pool() -> Value {
     let output = std::process::Command::new(root().join(".venv/bin/python"))
         .arg(root().join("tools/local-staff-pool.py"))
-        .args(["--endpoint", &moto().endpoint])
+        .args(["--endpoint", &moto().endpoint, "--newcomer"])
         .output()
         .expect("tools/local-staff-pool.py (make test installs .venv)");
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
@@ -416,6 +439,15 @@ impl Drop for AtTheDesk {
 impl AtTheDesk {
     /// Signed in as `username` (ann: an approver; sam: the staff group alone).
     async fn sign_in(stack: &Stack, username: &str) -> AtTheDesk {
+        let desk = AtTheDesk::at_the_door(stack).await;
+        desk.type_in(&[("username", username), ("password", &stack.password_of(username))])
+            .await;
+        desk.wait_text("#whoami", "Signed in as").await;
+        desk
+    }
+
+    /// A browser of its own on the desk's sign-in form.
+    async fn at_the_door(stack: &Stack) -> AtTheDesk {
         let (chromedriver, browser, profile) = browser().await;
         let desk = AtTheDesk {
             _chromedriver: chromedriver,
@@ -423,22 +455,25 @@ impl AtTheDesk {
             profile,
         };
         desk.browser.goto(&format!("{}staff/", stack.page)).await.unwrap();
-        let password = stack.staff_pool["people"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|p| p["username"] == username)
-            .unwrap()["password"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let field = |id: &'static str| desk.browser.find(Locator::Id(id));
-        field("username").await.unwrap().send_keys(username).await.unwrap();
-        field("password").await.unwrap().send_keys(&password).await.unwrap();
-        field("password").await.unwrap().send_keys(ENTER).await.unwrap();
-        desk.element("#whoami").await;
-        desk.wait_text("#whoami", "Signed in as").await;
         desk
+    }
+
+    /// Types each value into its field, anew, and presses Enter in the last.
+    async fn type_in(&self, fields: &[(&str, &str)]) {
+        for (id, value) in fields {
+            let field = self.browser.find(Locator::Id(id)).await.unwrap();
+            field.clear().await.unwrap();
+            field.send_keys(value).await.unwrap();
+        }
+        if let Some((id, _)) = fields.last() {
+            self.browser
+                .find(Locator::Id(id))
+                .await
+                .unwrap()
+                .send_keys(ENTER)
+                .await
+                .unwrap();
+        }
     }
 
     async fn element(&self, css: &str) -> fantoccini::elements::Element {
@@ -460,7 +495,14 @@ impl AtTheDesk {
             {
                 return text;
             }
-            assert!(started.elapsed() < WAIT, "{css} never said {part:?}");
+            if started.elapsed() >= WAIT {
+                // What the person saw instead, for the failure's message.
+                let page = match self.browser.find(Locator::Css("body")).await {
+                    Ok(body) => body.text().await.unwrap_or_default(),
+                    Err(_) => String::new(),
+                };
+                panic!("{css} never said {part:?}; the page said:\n{page}");
+            }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
@@ -987,6 +1029,61 @@ async fn an_approver_approves_from_the_desk_and_a_member_of_the_staff_group_cann
     for desk in [&sam, &ann, &ann_again] {
         desk.close().await;
     }
+    stack.close().await;
+}
+
+/// Someone an administrator added has a temporary password: at the first
+/// sign-in the desk asks them to choose their own (Cognito's
+/// NEW_PASSWORD_REQUIRED), so nobody else knows the password a decision is
+/// recorded under; the temporary one then no longer works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_person_chooses_their_own_password_at_the_first_sign_in() {
+    let stack = Stack::start().await;
+    let temporary = stack.password_of("nia");
+    let nia = AtTheDesk::at_the_door(&stack).await;
+    nia.type_in(&[("username", "nia"), ("password", &temporary)]).await;
+    nia.wait_text("#new-password-title", "Choose your own password").await;
+    assert!(
+        !nia.browser
+            .find(Locator::Id("desk"))
+            .await
+            .unwrap()
+            .is_displayed()
+            .await
+            .unwrap(),
+        "no desk before the password is chosen"
+    );
+
+    nia.type_in(&[
+        ("new-password", "Nia-own-Pass-2026"),
+        ("new-password-again", "Nia-own-Pass-2027"),
+    ])
+    .await;
+    nia.wait_text("#new-password-error", "The two passwords differ").await;
+    // Cognito judges the pool's rules, and the page says it refused.
+    nia.type_in(&[("new-password", "short"), ("new-password-again", "short")])
+        .await;
+    nia.wait_text("#new-password-error", "The password was refused").await;
+    nia.type_in(&[
+        ("new-password", "Nia-own-Pass-2026"),
+        ("new-password-again", "Nia-own-Pass-2026"),
+    ])
+    .await;
+    nia.wait_text("#whoami", "Signed in as nia").await;
+    nia.browser
+        .find(Locator::Id("sign-out"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+
+    nia.type_in(&[("username", "nia"), ("password", &temporary)]).await;
+    nia.wait_text("#sign-in-error", "Sign-in refused").await;
+    nia.type_in(&[("username", "nia"), ("password", "Nia-own-Pass-2026")])
+        .await;
+    nia.wait_text("#whoami", "Signed in as nia").await;
+    nia.close().await;
     stack.close().await;
 }
 

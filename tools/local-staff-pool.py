@@ -2,7 +2,10 @@
 """The staff's user pool in moto's Cognito, for `make run` and the browser
 test (contract 24): a pool, its app client (no secret, USER_PASSWORD_AUTH),
 the two groups, and two people: Ann, an approver (both groups), and Sam, of
-the staff group alone. Passwords are new on every run. Prints one JSON
+the staff group alone. With --newcomer, a third: Nia, of the staff group,
+whose password is a temporary one, as for anyone an administrator adds, so
+the desk asks her to choose her own at the first sign-in (Cognito's
+NEW_PASSWORD_REQUIRED). Passwords are new on every run. Prints one JSON
 object: the pool, the client, the issuer, the sign-in URL and the people."""
 import argparse
 import json
@@ -17,6 +20,7 @@ def main():
     parser.add_argument("--region", default="eu-west-1")
     parser.add_argument("--staff-group", default="support-staff")
     parser.add_argument("--approver-group", default="refund-approvers")
+    parser.add_argument("--newcomer", action="store_true", help="also Nia, who has not signed in yet")
     args = parser.parse_args()
     idp = boto3.client(
         "cognito-idp",
@@ -35,25 +39,38 @@ def main():
     for group in (args.staff_group, args.approver_group):
         idp.create_group(UserPoolId=pool, GroupName=group)
     people = []
-    for username, name, groups in (
-        ("ann", "Ann Approver", (args.staff_group, args.approver_group)),
-        ("sam", "Sam Staff", (args.staff_group,)),
-    ):
+    seeded = [
+        ("ann", "Ann Approver", (args.staff_group, args.approver_group), False),
+        ("sam", "Sam Staff", (args.staff_group,), False),
+    ]
+    if args.newcomer:
+        seeded.append(("nia", "Nia Newcomer", (args.staff_group,), True))
+    for username, name, groups, first_sign_in in seeded:
         # Long, random, and in every class a real pool's policy asks for.
         password = "Desk-" + secrets.token_urlsafe(12) + "9a"
         idp.admin_create_user(
             UserPoolId=pool,
             Username=username,
+            TemporaryPassword=password,
             UserAttributes=[
                 {"Name": "name", "Value": name},
                 {"Name": "email", "Value": f"{username}@shop.example"},
             ],
             MessageAction="SUPPRESS",
         )
-        idp.admin_set_user_password(UserPoolId=pool, Username=username, Password=password, Permanent=True)
+        if not first_sign_in:
+            idp.admin_set_user_password(UserPoolId=pool, Username=username, Password=password, Permanent=True)
         for group in groups:
             idp.admin_add_user_to_group(UserPoolId=pool, Username=username, GroupName=group)
-        people.append({"username": username, "name": name, "password": password, "groups": list(groups)})
+        people.append(
+            {
+                "username": username,
+                "name": name,
+                "password": password,
+                "groups": list(groups),
+                "first_sign_in": first_sign_in,
+            }
+        )
     print(
         json.dumps(
             {

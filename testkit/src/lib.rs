@@ -6,6 +6,7 @@
 //! break what passes. Timeouts come from configuration and are short.
 //! [`TestApp::builder`] lets a test replace any part.
 
+pub mod address;
 pub mod admin;
 pub mod answers;
 pub mod app;
@@ -15,6 +16,7 @@ pub mod keys;
 pub mod openapi;
 pub mod proxy;
 
+pub use address::*;
 pub use admin::*;
 pub use answers::*;
 pub use app::*;

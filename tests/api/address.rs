@@ -5,73 +5,12 @@
 //! more; the address held only by the tool, never by what the model reads
 //! back or what is stored as a tool result.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
 use lambda_http::http::StatusCode;
-use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, ResponseTemplate};
+use serde_json::Value;
 
 use refund_chat_testkit::*;
-
-const ARGS: &str = r#"{"order_id":"A-1004","name":"Ada Lovelace","line1":"12 Rue Byron","line2":"","postcode":"75002","city":"Paris","country":"FR"}"#;
-const ASKED: &str = "Please change the delivery address of A-1004 to Ada Lovelace, 12 Rue Byron, 75002 Paris, FR";
-
-/// A model that calls the address tool with [`ARGS`] at the start of every
-/// turn, then answers in words.
-fn address_model(request: &wiremock::Request) -> ResponseTemplate {
-    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let newest = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
-    if messages[newest..].iter().any(|m| m["role"] == "tool") {
-        return text("Please answer yes to confirm.");
-    }
-    tool_calls(&[("call_a", "change_delivery_address", ARGS)])
-}
-
-async fn shop(intents: &str) -> (TestApp, Arc<AtomicUsize>) {
-    let intents = intents.to_owned();
-    let h = TestApp::builder()
-        .router(routed(&["address_change"], "low", 0.95))
-        .model_responder(address_model)
-        .orders(move |request: &wiremock::Request| {
-            let customer = request
-                .headers
-                .get("x-customer-id")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            ResponseTemplate::new(200).set_body_json(order_json("A-1004", customer, "placed", None))
-        })
-        .configure(move |config| {
-            config.router.served = refund_chat::router::Served::parse(&intents).unwrap();
-        })
-        .build()
-        .await;
-    let writes = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&writes);
-    Mock::given(method("POST"))
-        .and(path("/orders/A-1004/address"))
-        .respond_with(move |request: &wiremock::Request| {
-            counted.fetch_add(1, Ordering::SeqCst);
-            let key = request
-                .headers
-                .get("idempotency-key")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            let customer = request
-                .headers
-                .get("x-customer-id")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            assert_eq!(key.len(), 64, "the proposal's key");
-            assert_eq!(customer, USER);
-            ResponseTemplate::new(200).set_body_json(json!({"status": "changed"}))
-        })
-        .mount(&h.payments)
-        .await;
-    (h, writes)
-}
 
 fn declared(request: &Value) -> Vec<String> {
     request["tools"]
@@ -84,9 +23,9 @@ fn declared(request: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn a_change_of_address_is_written_once_after_the_customers_later_yes() {
-    let (h, writes) = shop("order_status,refund,policy_question,other,address_change").await;
+    let (h, writes) = address_shop("order_status,refund,policy_question,other,address_change").await;
 
-    let first = h.say(None, ASKED).await;
+    let first = h.say(None, ADDRESS_ASKED).await;
     assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
     let conversation = first.conversation_id().to_owned();
     assert_eq!(writes.load(Ordering::SeqCst), 0, "the first call writes nothing");
@@ -199,8 +138,8 @@ async fn a_change_of_address_is_written_once_after_the_customers_later_yes() {
 
 #[tokio::test]
 async fn not_served_the_tool_is_never_offered_and_the_conversation_goes_to_a_person() {
-    let (h, writes) = shop("order_status,refund,policy_question,other").await;
-    let first = h.say(None, ASKED).await;
+    let (h, writes) = address_shop("order_status,refund,policy_question,other").await;
+    let first = h.say(None, ADDRESS_ASKED).await;
     assert_eq!(first.status, StatusCode::OK);
     assert_eq!(first.body["handed_off"], true, "intent_not_served: {}", first.raw);
     assert!(h.model_requests().await.is_empty(), "no agent call at all");
@@ -211,8 +150,8 @@ async fn not_served_the_tool_is_never_offered_and_the_conversation_goes_to_a_per
 
 #[tokio::test]
 async fn a_yes_only_in_the_same_message_as_the_address_never_writes() {
-    let (h, writes) = shop("order_status,refund,policy_question,other,address_change").await;
-    let answer = h.say(None, &format!("yes: {ASKED}. Yes, I confirm.")).await;
+    let (h, writes) = address_shop("order_status,refund,policy_question,other,address_change").await;
+    let answer = h.say(None, &format!("yes: {ADDRESS_ASKED}. Yes, I confirm.")).await;
     assert_eq!(answer.status, StatusCode::OK);
     assert_eq!(writes.load(Ordering::SeqCst), 0);
 }

@@ -53,7 +53,47 @@ async function call(method, path, body, key) {
   return { status: response.status, data };
 }
 
-// --- Sign-in: Cognito's InitiateAuth, one JSON POST, no SDK.
+// --- Sign-in: Cognito's InitiateAuth, one JSON POST, no SDK. A person's
+// first sign-in answers NEW_PASSWORD_REQUIRED: they choose their own
+// password here, so nobody else (not whoever made the account) knows it.
+let challenge = null;
+
+async function cognito(target, body) {
+  const response = await fetch(config.signInUrl, {
+    method: "POST",
+    headers: {
+      "Content-Type": "application/x-amz-json-1.1",
+      "X-Amz-Target": "AWSCognitoIdentityProviderService." + target,
+    },
+    body: JSON.stringify(body),
+  });
+  let data = {};
+  try { data = await response.json(); } catch (_) { data = {}; }
+  return { ok: response.ok, data: data || {} };
+}
+
+// Cognito's own error type, without its "namespace#" prefix.
+function errorType(data) {
+  return String(data.__type || "").split("#").pop();
+}
+
+function signedIn(data) {
+  const idToken = data.AuthenticationResult && data.AuthenticationResult.IdToken;
+  if (!idToken) return false;
+  token = idToken;
+  sessionStorage.setItem(TOKEN, token);
+  challenge = null;
+  for (const id of ["password", "new-password", "new-password-again"]) $(id).value = "";
+  $("new-password-form").hidden = true;
+  start();
+  return true;
+}
+
+function unsupported(name) {
+  return "This account asks for a sign-in step the desk does not offer (" + name +
+    "): ask whoever runs the desk.";
+}
+
 async function signIn(event) {
   event.preventDefault();
   $("sign-in-error").textContent = "";
@@ -62,30 +102,66 @@ async function signIn(event) {
     return;
   }
   try {
-    const response = await fetch(config.signInUrl, {
-      method: "POST",
-      headers: {
-        "Content-Type": "application/x-amz-json-1.1",
-        "X-Amz-Target": "AWSCognitoIdentityProviderService.InitiateAuth",
-      },
-      body: JSON.stringify({
-        AuthFlow: "USER_PASSWORD_AUTH",
-        ClientId: config.clientId,
-        AuthParameters: { USERNAME: $("username").value, PASSWORD: $("password").value },
-      }),
+    const { ok, data } = await cognito("InitiateAuth", {
+      AuthFlow: "USER_PASSWORD_AUTH",
+      ClientId: config.clientId,
+      AuthParameters: { USERNAME: $("username").value, PASSWORD: $("password").value },
     });
-    const data = await response.json();
-    const idToken = data && data.AuthenticationResult && data.AuthenticationResult.IdToken;
-    if (!response.ok || !idToken) {
-      $("sign-in-error").textContent = "Sign-in refused: check the user name and the password.";
+    if (ok && signedIn(data)) return;
+    if (ok && data.ChallengeName === "NEW_PASSWORD_REQUIRED" && data.Session) {
+      const params = data.ChallengeParameters || {};
+      challenge = { session: data.Session, username: params.USER_ID_FOR_SRP || params.USERNAME || $("username").value };
+      $("password").value = "";
+      $("sign-in").hidden = true;
+      $("new-password-form").hidden = false;
+      $("new-password-error").textContent = "";
+      $("new-password").focus();
       return;
     }
-    token = idToken;
-    sessionStorage.setItem(TOKEN, token);
-    $("password").value = "";
-    start();
+    $("sign-in-error").textContent = ok && data.ChallengeName
+      ? unsupported(data.ChallengeName)
+      : "Sign-in refused: check the user name and the password.";
   } catch (_) {
     $("sign-in-error").textContent = "The sign-in service could not be reached. Try again.";
+  }
+}
+
+function backToSignIn(why) {
+  challenge = null;
+  $("new-password-form").hidden = true;
+  $("sign-in").hidden = false;
+  $("sign-in-error").textContent = why;
+  $("password").focus();
+}
+
+async function setNewPassword(event) {
+  event.preventDefault();
+  const say = (text) => { $("new-password-error").textContent = text; };
+  say("");
+  const password = $("new-password").value;
+  if (!challenge) { backToSignIn("Sign in again with the password you were sent."); return; }
+  if (!password) { say("Choose a password first."); return; }
+  if (password !== $("new-password-again").value) { say("The two passwords differ: type the same one twice."); return; }
+  try {
+    const { ok, data } = await cognito("RespondToAuthChallenge", {
+      ChallengeName: "NEW_PASSWORD_REQUIRED",
+      ClientId: config.clientId,
+      Session: challenge.session,
+      ChallengeResponses: { USERNAME: challenge.username, NEW_PASSWORD: password },
+    });
+    if (ok && signedIn(data)) return;
+    if (ok && data.ChallengeName) { backToSignIn(unsupported(data.ChallengeName)); return; }
+    const type = errorType(data);
+    if (type === "InvalidPasswordException") {
+      say("The password was refused: " + (data.message || "it does not meet the rules above."));
+    } else if (type === "NotAuthorizedException" || type === "CodeMismatchException" || type === "ExpiredCodeException") {
+      // Cognito's session for the challenge lasts minutes; start again.
+      backToSignIn("The first sign-in took too long: sign in again with the password you were sent.");
+    } else {
+      say("The password could not be set. Try again.");
+    }
+  } catch (_) {
+    say("The sign-in service could not be reached. Try again.");
   }
 }
 
@@ -94,7 +170,9 @@ function signOut(why) {
   me = null;
   sessionStorage.removeItem(TOKEN);
   clearTimeout(timer);
+  challenge = null;
   $("desk").hidden = true;
+  $("new-password-form").hidden = true;
   $("sign-in").hidden = false;
   $("sign-out").hidden = true;
   $("whoami").textContent = "";
@@ -343,5 +421,6 @@ async function open(item, keepOutcome) {
 }
 
 $("sign-in").addEventListener("submit", signIn);
+$("new-password-form").addEventListener("submit", setNewPassword);
 $("sign-out").addEventListener("click", () => signOut());
 if (token) start();
