@@ -249,15 +249,19 @@ impl Stack {
     /// The text of the `n`th (1-based) element matching `css`, once it exists.
     async fn nth(&self, css: &str, n: usize) -> String {
         let xpath = format!("(//*[{}])[{n}]", css_class_xpath(css));
-        self.browser
+        match self
+            .browser
             .wait()
             .at_most(WAIT)
             .for_element(Locator::XPath(&xpath))
             .await
-            .unwrap_or_else(|e| panic!("no {css} #{n}: {e}"))
-            .text()
-            .await
-            .unwrap()
+        {
+            Ok(element) => element.text().await.unwrap(),
+            Err(error) => {
+                let page = page_text(&self.browser).await;
+                panic!("no {css} #{n}: {error}; the page said:\n{page}")
+            }
+        }
     }
 
     /// Waits until the page's polling shows `state` (`data-polling`: the
@@ -496,11 +500,7 @@ impl AtTheDesk {
                 return text;
             }
             if started.elapsed() >= WAIT {
-                // What the person saw instead, for the failure's message.
-                let page = match self.browser.find(Locator::Css("body")).await {
-                    Ok(body) => body.text().await.unwrap_or_default(),
-                    Err(_) => String::new(),
-                };
+                let page = page_text(&self.browser).await;
                 panic!("{css} never said {part:?}; the page said:\n{page}");
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -521,6 +521,14 @@ impl AtTheDesk {
     async fn close(&self) {
         self.browser.clone().close().await.unwrap();
         let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// What a person sees on the page, for a failure's message.
+async fn page_text(browser: &Client) -> String {
+    match browser.find(Locator::Css("body")).await {
+        Ok(body) => body.text().await.unwrap_or_default(),
+        Err(_) => String::new(),
     }
 }
 
@@ -956,7 +964,7 @@ async fn the_reply_is_seen_as_it_is_written_with_its_step_and_announced_once() {
 async fn an_approver_approves_from_the_desk_and_a_member_of_the_staff_group_cannot() {
     let stack = Stack::on_the_page().await;
     stack
-        .type_message("The sofa from order D-4001 arrived torn. Please refund 120.00.")
+        .type_message("The sofa from order D-4001 arrived torn. According to your policy, please refund 120.00.")
         .await;
     stack.nth("pending-approval", 1).await;
 
@@ -968,6 +976,12 @@ async fn an_approver_approves_from_the_desk_and_a_member_of_the_staff_group_cann
     );
     sam.open_first("approvals").await;
     sam.wait_text("#item-body", "the order now").await;
+    // The passage the agent looked up before it asked for the refund.
+    sam.wait_text(
+        "#item-body",
+        "Help centre: Refunds: how long you have, and how fast (refunds@1)",
+    )
+    .await;
     assert!(
         sam.button("Approve").await.is_none(),
         "no approve button for the staff group alone"
@@ -996,7 +1010,7 @@ async fn an_approver_approves_from_the_desk_and_a_member_of_the_staff_group_cann
         desk.wait_text("#approvals", "120.00").await;
         desk.open_first("approvals").await;
         let facts = desk.wait_text("#item-body", "paid").await;
-        assert!(facts.contains("refund;low"), "the labels: {facts}");
+        assert!(facts.contains("refund,policy_question;low"), "the labels: {facts}");
     }
     let (one, two) = (
         ann.button("Approve").await.unwrap(),

@@ -12,8 +12,11 @@
 //! status. A question about the shop's rules ("how long do I have to return
 //! a damaged item?") is searched with `search_help_centre` and answered with
 //! the passage found and its link, or "not sure" and a person offered when
-//! nothing is found. A request beyond refunds and orders (a new
-//! address, say) goes to a person with `hand_off_to_person`. Phrases in the newest message make it
+//! nothing is found; a refund asked for "according to your policy" is
+//! searched first, then refunded. A change of delivery address is proposed
+//! with `change_delivery_address` and made after the customer's "yes", when
+//! the function offers the tool; another request beyond refunds and orders
+//! goes to a person with `hand_off_to_person`. Phrases in the newest message make it
 //! misbehave on purpose (see [`PHRASES`]), so every contract path can be
 //! shown by hand.
 
@@ -271,6 +274,19 @@ impl LocalModel {
             && asks_for_news(customer)
         {
             return Behaviour::Answer(text(&format!("Our support team wrote to you: \u{201c}{words}\u{201d}")));
+        }
+        // A refund the customer grounds in the shop's rules: the rules
+        // first, then the refund, so the approver sees the passage it relied on.
+        if let (Some(order_id), Some(cents)) = (&order_id, amount)
+            && cites_the_rules(customer)
+            && !called(this_turn, "issue_refund")
+        {
+            let call = if called(this_turn, "search_help_centre") {
+                ("issue_refund", refund_args(order_id, cents))
+            } else {
+                ("search_help_centre", json!({"query": customer}))
+            };
+            return Behaviour::Answer(tool_calls(rounds, &[call]));
         }
         match (after_tools, order_id, amount) {
             (true, Some(order_id), Some(cents)) if said("refund again") && rounds == 1 => {
@@ -530,6 +546,28 @@ fn asks_about_the_rules(message: &str) -> bool {
     ]
     .iter()
     .any(|phrase| lower.contains(phrase))
+}
+
+/// A refund asked for in the shop's own words ("according to your
+/// policy"): the local model looks the rules up before it refunds.
+fn cites_the_rules(message: &str) -> bool {
+    let lower = message.to_lowercase();
+    [
+        "according to your",
+        "policy says",
+        "help centre says",
+        "help center says",
+    ]
+    .iter()
+    .any(|phrase| lower.contains(phrase))
+}
+
+/// Whether the model called `tool` in `this_turn` already.
+fn called(this_turn: &[Value], tool: &str) -> bool {
+    this_turn
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .any(|call| call["function"]["name"] == tool)
 }
 
 /// What the help centre answered, in words: the best passage and its link,
@@ -922,6 +960,38 @@ mod tests {
         conversation.extend(refunded("A-1001", 1250));
         conversation.push(user("Please refund the other one too."));
         assert_eq!(refund_asked(conversation), Some(refund_args("A-1002", 800)));
+    }
+
+    #[test]
+    fn a_refund_in_the_shops_own_words_looks_the_rules_up_first() {
+        let said = "The sofa from order D-4001 arrived torn. According to your policy, please refund 120.00.";
+        let next = |messages: &[Value]| {
+            let mut all = vec![json!({"role": "system", "content": "rules"})];
+            all.extend_from_slice(messages);
+            match LocalModel::default().behave(&json!({"messages": all})) {
+                Behaviour::Answer(body) => body["choices"][0]["message"].clone(),
+                _ => panic!("an answer"),
+            }
+        };
+        let mut turn = vec![user(said)];
+        let first = next(&turn);
+        assert_eq!(first["tool_calls"][0]["function"]["name"], "search_help_centre");
+        turn.push(first);
+        turn.push(json!({"role": "tool", "tool_call_id": "c0", "content": r#"{"results": []}"#}));
+        let second = next(&turn);
+        assert_eq!(second["tool_calls"][0]["function"]["name"], "issue_refund");
+        assert_eq!(
+            second["tool_calls"][0]["function"]["arguments"],
+            refund_args("D-4001", 12000).to_string()
+        );
+        turn.push(second);
+        turn.push(json!({"role": "tool", "tool_call_id": "c1", "content": r#"{"status": "pending_approval", "approval_id": "rr-1"}"#}));
+        let answer = next(&turn);
+        assert!(answer["tool_calls"].is_null(), "{answer}");
+        assert!(
+            answer["content"].as_str().unwrap().contains("review this refund"),
+            "{answer}"
+        );
     }
 
     #[test]

@@ -490,3 +490,42 @@ async fn every_staff_event_file_produces_its_stated_status() {
         assert_eq!(answer.status.as_u16(), status, "{file}: {}", answer.raw);
     }
 }
+
+/// Contract 24: the approval task shows the help-centre passage the agent
+/// relied on in the turn that asked for the refund.
+#[tokio::test]
+async fn a_refund_shows_the_passage_its_turn_looked_up() {
+    let h = TestApp::new(
+        vec![
+            tool_calls(&[(
+                "s1",
+                "search_help_centre",
+                r#"{"query":"refund for an item that arrived damaged"}"#,
+            )]),
+            refund_call("r1", "D-4001", 12000),
+            text("A person will review it."),
+        ],
+        receipt(),
+    )
+    .await;
+    let asked = h
+        .chat("The sofa from order D-4001 arrived torn. Please refund 120.00.")
+        .await;
+    assert_eq!(asked.status, StatusCode::OK, "{}", asked.raw);
+    let desk = StaffDesk::new(&h.aws, desk_config(&h.table, &h.payments.uri(), &[]));
+    let queue = desk.get("/support/staff/queue", SAM).await;
+    let id = queue.body["approvals"][0]["id"].as_str().unwrap().to_owned();
+
+    let refund = desk.get(&format!("/support/staff/refunds/{id}"), SAM).await;
+    assert_eq!(refund.status, StatusCode::OK, "{}", refund.raw);
+    let cited = refund.body["cited"].as_array().unwrap();
+    let damaged = cited
+        .iter()
+        .find(|p| p["article_id"] == "damaged-items")
+        .unwrap_or_else(|| panic!("the passage the turn was shown: {}", refund.raw));
+    assert_eq!(damaged["version"], "1");
+    assert_eq!(damaged["url"], "https://shop.example/help/damaged-items");
+    assert_eq!(damaged["title"], "An item arrived damaged or broken");
+    assert!(!damaged["passage"].as_str().unwrap().is_empty());
+    assert!(h.payments_requests().await.is_empty(), "waiting for a person");
+}
