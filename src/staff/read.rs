@@ -152,7 +152,9 @@ pub async fn queue(staff: &Staff) -> Result<Queue, LedgerError> {
         .iter()
         .map(|handoff| handoff_item(handoff, now))
         .collect();
-    handoffs.sort_by(|a, b| (b.waited_secs, &a.id).cmp(&(a.waited_secs, &b.id)));
+    // By the moment the customer first asked, to the millisecond (waited
+    // seconds would tie and reorder); the index's own order among equals.
+    handoffs.sort_by_key(|item| crate::clock::parse_utc(&item.since).unwrap_or(now));
     let unknown: Vec<QueueItem> = unknown_outcomes(staff)
         .await?
         .iter()

@@ -15,8 +15,12 @@ use refund_chat_testkit::*;
 
 use crate::approvals::Desk as Shop;
 
-fn desk(shop: &Shop) -> StaffDesk {
-    StaffDesk::new(&shop.h.aws, desk_config(&shop.h.table, &shop.payments.uri(), &[]))
+/// The desk on the shop's tables. Its DynamoDB calls reach moto one at a
+/// time: clicks race here, and DynamoDB serialises writes of an item where
+/// moto lets two conditional writes both pass.
+async fn desk(shop: &Shop) -> StaffDesk {
+    let serialised = aws_at(&one_at_a_time(&moto().endpoint).await).await;
+    StaffDesk::new(&serialised, desk_config(&shop.h.table, &shop.payments.uri(), &[]))
 }
 
 fn approve_path(id: &str) -> String {
@@ -26,7 +30,7 @@ fn approve_path(id: &str) -> String {
 #[tokio::test]
 async fn an_approver_approves_once_from_the_queue_and_the_customer_reads_the_note() {
     let shop = Shop::new(receipt()).await;
-    let desk = desk(&shop);
+    let desk = desk(&shop).await;
     let id = shop.pending_refund("req-desk-1").await;
 
     let queue = desk.get("/support/staff/queue", ANN).await;
@@ -111,7 +115,7 @@ async fn an_approver_approves_once_from_the_queue_and_the_customer_reads_the_not
 #[tokio::test]
 async fn two_people_approving_at_once_make_one_payment_and_the_other_is_told_who_decided() {
     let shop = Shop::new(receipt()).await;
-    let desk = desk(&shop);
+    let desk = desk(&shop).await;
     let id = shop.pending_refund("req-desk-2").await;
     let path = approve_path(&id);
     let (ann, ben) = tokio::join!(
@@ -132,7 +136,7 @@ async fn two_people_approving_at_once_make_one_payment_and_the_other_is_told_who
 #[tokio::test]
 async fn a_member_of_the_staff_group_alone_reads_but_cannot_decide_money() {
     let shop = Shop::new(receipt()).await;
-    let desk = desk(&shop);
+    let desk = desk(&shop).await;
     let id = shop.pending_refund("req-desk-3").await;
     let queue = desk.get("/support/staff/queue", SAM).await;
     assert_eq!(queue.status, StatusCode::OK);
@@ -197,7 +201,7 @@ async fn a_customers_token_no_group_or_no_person_is_refused_before_anything_is_r
 #[tokio::test]
 async fn a_reply_clicked_twice_reaches_the_customer_once() {
     let shop = Shop::new(receipt()).await;
-    let desk = desk(&shop);
+    let desk = desk(&shop).await;
     let asked = shop.h.say(None, "I want to talk to a person").await;
     let conversation = asked.conversation_id().to_owned();
     let queue = desk.get("/support/staff/queue", SAM).await;
@@ -253,7 +257,7 @@ async fn a_reply_clicked_twice_reaches_the_customer_once() {
 #[tokio::test]
 async fn the_transcript_reads_in_words_and_a_handoff_closes_once() {
     let shop = Shop::new(receipt()).await;
-    let desk = desk(&shop);
+    let desk = desk(&shop).await;
     shop.pending_refund("req-desk-4").await;
     let asked = shop.h.say(None, "I want to talk to a person").await;
     let conversation = asked.conversation_id().to_owned();
@@ -335,7 +339,7 @@ async fn the_transcript_reads_in_words_and_a_handoff_closes_once() {
 #[tokio::test]
 async fn a_rejection_needs_a_reason_records_the_verdict_and_a_second_decision_is_told_who() {
     let shop = Shop::new(receipt()).await;
-    let desk = desk(&shop);
+    let desk = desk(&shop).await;
     let id = shop.pending_refund("req-desk-5").await;
     let path = format!("/support/staff/refunds/{id}/reject");
     let no_reason = desk.post(&path, json!({}), "r-1", ANN).await;
@@ -375,7 +379,7 @@ async fn a_rejection_needs_a_reason_records_the_verdict_and_a_second_decision_is
 #[tokio::test]
 async fn an_outcome_payments_left_unknown_is_listed_and_resolved_without_a_payments_call() {
     let shop = Shop::new(ResponseTemplate::new(201).set_delay(HANG)).await;
-    let desk = desk(&shop);
+    let desk = desk(&shop).await;
     let id = shop.pending_refund("req-desk-6").await;
     let approved = desk.post(&approve_path(&id), json!({}), "u-1", ANN).await;
     assert_eq!(approved.status, StatusCode::BAD_GATEWAY, "{}", approved.raw);
@@ -465,7 +469,7 @@ fn desk_script() -> String {
 #[tokio::test]
 async fn every_staff_event_file_produces_its_stated_status() {
     let shop = Shop::new(receipt()).await;
-    let desk = desk(&shop);
+    let desk = desk(&shop).await;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("events/staff");
     let table = std::fs::read_to_string(dir.join("README.md")).unwrap();
     let rows: Vec<(String, u16)> = table
@@ -528,4 +532,32 @@ async fn a_refund_shows_the_passage_its_turn_looked_up() {
     assert_eq!(damaged["title"], "An item arrived damaged or broken");
     assert!(!damaged["passage"].as_str().unwrap().is_empty());
     assert!(h.payments_requests().await.is_empty(), "waiting for a person");
+}
+
+/// Contract 24: handed-off conversations wait in the order their customers
+/// first asked, to the millisecond; writing again never moves one up or down.
+#[tokio::test]
+async fn a_handoff_keeps_its_place_in_the_queue_however_often_its_customer_writes() {
+    let h = TestApp::new(vec![], receipt()).await;
+    let mut asked = Vec::new();
+    for _ in 0..3 {
+        let answer = h.say(None, "I want to talk to a person").await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+        asked.push(answer.conversation_id().to_owned());
+    }
+    for conversation in [&asked[0], &asked[1], &asked[0]] {
+        let again = h.say(Some(conversation), "Hello? Is anyone there?").await;
+        assert_eq!(again.status, StatusCode::OK, "{}", again.raw);
+    }
+    let desk = StaffDesk::new(&h.aws, desk_config(&h.table, &h.payments.uri(), &[]));
+    let queue = desk.get("/support/staff/queue", SAM).await;
+    assert_eq!(queue.status, StatusCode::OK, "{}", queue.raw);
+    let listed: Vec<&str> = queue.body["handoffs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|item| item["conversation_id"].as_str())
+        .collect();
+    assert_eq!(listed, asked, "first asked, first listed");
+    assert!(h.model_requests().await.is_empty(), "the screen handed them off");
 }
