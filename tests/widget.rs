@@ -167,7 +167,7 @@ impl Stack {
         );
         // The desk (contract 24) as make run has it: the staff pool in moto,
         // the staff function reading the person from the door's headers.
-        let staff_pool = staff_pool();
+        let staff_pool = local_staff_pool();
         let desk_config = desk_config(
             &config.ledger_table,
             &config.payments_base_url,
@@ -376,17 +376,6 @@ impl Stack {
         let kept: Value = serde_json::from_str(kept.as_str().unwrap()).unwrap();
         kept["id"].as_str().unwrap().to_owned()
     }
-}
-
-/// The staff pool in the suite's moto, made as `make run` makes it.
-fn staff_pool() -> Value {
-    let output = std::process::Command::new(root().join(".venv/bin/python"))
-        .arg(root().join("tools/local-staff-pool.py"))
-        .args(["--endpoint", &moto().endpoint, "--newcomer"])
-        .output()
-        .expect("tools/local-staff-pool.py (make test installs .venv)");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 /// The staff function behind an HTTP port, as `cargo lambda watch` serves

@@ -77,7 +77,15 @@ impl StaffGate {
     /// Gateway takes it, or after `Bearer `).
     pub async fn person(&self, authorization: Option<&str>) -> Result<Person, Refused> {
         let token = authorization
-            .map(|value| value.trim().trim_start_matches("Bearer ").trim())
+            .map(|value| {
+                let value = value.trim();
+                // "Bearer" with nothing after it is no token, not a malformed one.
+                value
+                    .strip_prefix("Bearer")
+                    .filter(|rest| rest.is_empty() || rest.starts_with(' '))
+                    .unwrap_or(value)
+                    .trim()
+            })
             .filter(|token| !token.is_empty())
             .ok_or(Refused::Missing)?;
         let header = jsonwebtoken::decode_header(token).map_err(|e| Refused::Invalid(e.to_string()))?;

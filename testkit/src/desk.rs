@@ -61,6 +61,63 @@ pub const CUSTOMER: Who = Who {
     issuer: "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Example",
 };
 
+/// A staff pool in moto's Cognito as `make run` makes it
+/// (`tools/local-staff-pool.py`), with Nia, who has not signed in yet:
+/// the pool, its client, its issuer, the sign-in URL and the people.
+pub fn local_staff_pool() -> Value {
+    python(&[
+        "tools/local-staff-pool.py",
+        "--endpoint",
+        &moto().endpoint,
+        "--newcomer",
+    ])
+}
+
+/// A real sign-in to `pool` as `username`: `{"id": ..., "access": ...}`.
+pub fn staff_tokens(pool: &Value, username: &str) -> Value {
+    let password = pool["people"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|person| person["username"] == username)
+        .and_then(|person| person["password"].as_str())
+        .unwrap_or_else(|| panic!("no {username} in the pool"));
+    let client = pool["client_id"].as_str().expect("the pool's client");
+    python(&[
+        "tools/staff-token.py",
+        "sign-in",
+        &moto().endpoint,
+        client,
+        username,
+        password,
+    ])
+}
+
+/// A token signed with moto's own key, carrying `claims` (what a real
+/// sign-in never hands out: an expired token, another client's).
+pub fn forged_staff_token(claims: &Value) -> String {
+    python(&["tools/staff-token.py", "forge", &claims.to_string()])["token"]
+        .as_str()
+        .expect("a token")
+        .to_owned()
+}
+
+/// One of the project's Python tools, in the `.venv` `make test` installs: its JSON answer.
+fn python(args: &[&str]) -> Value {
+    let (script, rest) = args.split_first().expect("a script");
+    let output = std::process::Command::new(root().join(".venv/bin/python"))
+        .arg(root().join(script))
+        .args(rest)
+        .output()
+        .unwrap_or_else(|error| panic!("{script} (make test installs .venv): {error}"));
+    assert!(
+        output.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("one JSON object")
+}
+
 pub struct StaffDesk {
     pub app: Arc<StaffApp>,
 }

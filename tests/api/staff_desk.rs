@@ -561,3 +561,57 @@ async fn a_handoff_keeps_its_place_in_the_queue_however_often_its_customer_write
     assert_eq!(listed, asked, "first asked, first listed");
     assert!(h.model_requests().await.is_empty(), "the screen handed them off");
 }
+
+/// The desk's door under `make run` (`local/src/staff_gate.rs`) checks a
+/// staff token as API Gateway's Cognito authorizer does in production: a
+/// real ID token of the pool passes with its groups; an expired one,
+/// another app client's, another pool's, an access token, a signature that
+/// does not verify and no token at all are refused, before the function.
+#[tokio::test]
+async fn the_local_door_checks_a_staff_token_as_the_authorizer_would() {
+    use refund_chat_local::staff_gate::{Refused, StaffGate};
+    let pool = local_staff_pool();
+    let text = |name: &str| pool[name].as_str().unwrap().to_owned();
+    let gate = StaffGate::new(&moto().endpoint, &text("pool_id"), &text("issuer"), &text("client_id"));
+    let tokens = staff_tokens(&pool, "ann");
+    let id = tokens["id"].as_str().unwrap();
+
+    let ann = gate.person(Some(id)).await.expect("a real ID token passes");
+    let mut groups = ann.groups.clone();
+    groups.sort();
+    assert_eq!(groups, ["refund-approvers", "support-staff"]);
+    assert_eq!(gate.person(Some(&format!("Bearer {id}"))).await, Ok(ann.clone()));
+    let sam = gate.person(staff_tokens(&pool, "sam")["id"].as_str()).await.unwrap();
+    assert_eq!(sam.groups, ["support-staff"], "no approver group");
+
+    let now = refund_chat::clock::now_ms() / 1000;
+    let right = json!({"sub": ann.sub, "iss": text("issuer"), "aud": text("client_id"),
+        "token_use": "id", "cognito:username": "ann", "cognito:groups": ["support-staff", "refund-approvers"],
+        "iat": now, "exp": now + 600});
+    let with = |field: &str, value: Value| {
+        let mut claims = right.clone();
+        claims[field] = value;
+        forged_staff_token(&claims)
+    };
+    // The forger's own token passes: what refuses the others is the one claim changed.
+    assert!(gate.person(Some(&forged_staff_token(&right))).await.is_ok());
+    for (why, token) in [
+        ("expired", with("exp", json!(now - 60))),
+        ("another app client", with("aud", json!("another-client"))),
+        ("another pool", with("iss", json!(CUSTOMER.issuer))),
+        ("an access token", with("token_use", json!("access"))),
+        (
+            "an access token from a sign-in",
+            tokens["access"].as_str().unwrap().to_owned(),
+        ),
+        (
+            "signed by another key",
+            format!("{}x", id.trim_end_matches(|c| c != '.')),
+        ),
+    ] {
+        let refused = gate.person(Some(&token)).await;
+        assert!(matches!(refused, Err(Refused::Invalid(_))), "{why}: {refused:?}");
+    }
+    assert_eq!(gate.person(None).await, Err(Refused::Missing));
+    assert_eq!(gate.person(Some("Bearer ")).await, Err(Refused::Missing));
+}
