@@ -237,10 +237,18 @@ fn no_file_imports_a_sibling_that_imports_it() {
 /// Each unit's floor: one above the highest unit it imports, 0 for a unit
 /// that imports none.
 fn floors(graph: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, usize> {
-    fn floor_of(unit: &str, graph: &BTreeMap<String, BTreeSet<String>>, known: &mut BTreeMap<String, usize>) -> usize {
-        if let Some(floor) = known.get(unit) {
-            return *floor;
+    fn floor_of(
+        unit: &str,
+        graph: &BTreeMap<String, BTreeSet<String>>,
+        known: &mut BTreeMap<String, Option<usize>>,
+    ) -> usize {
+        match known.get(unit) {
+            Some(Some(floor)) => return *floor,
+            // Met again while its own imports are being floored: a cycle has no floors.
+            Some(None) => panic!("{unit} imports, through other units, a unit that imports it"),
+            None => {}
         }
+        known.insert(unit.to_owned(), None);
         let floor = graph
             .get(unit)
             .into_iter()
@@ -249,7 +257,7 @@ fn floors(graph: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, usize>
             .map(|name| floor_of(name, graph, known) + 1)
             .max()
             .unwrap_or(0);
-        known.insert(unit.to_owned(), floor);
+        known.insert(unit.to_owned(), Some(floor));
         floor
     }
     let mut known = BTreeMap::new();
@@ -257,6 +265,9 @@ fn floors(graph: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, usize>
         floor_of(unit, graph, &mut known);
     }
     known
+        .into_iter()
+        .map(|(unit, floor)| (unit, floor.unwrap_or_default()))
+        .collect()
 }
 
 /// The floors as `docs/architecture.md` shows them.

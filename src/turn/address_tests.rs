@@ -293,3 +293,81 @@ proptest! {
         }
     }
 }
+
+/// A turn's log lines, as production formats them, kept in memory.
+#[derive(Clone, Default)]
+struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Lines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A customer's new address, of words no other text of a turn holds.
+fn private_addresses() -> impl Strategy<Value = [String; 5]> {
+    (
+        "Qx[a-z]{4,8} Qx[a-z]{4,8}",
+        "[1-9][0-9]{0,2} Qx[a-z]{4,8} (Road|Lane)",
+        "(Flat [1-9]Qx[a-z]{2,4})?",
+        "QX[1-9] [0-9][A-Z]{2}",
+        "Qx[a-z]{4,8}",
+    )
+        .prop_map(|(name, line1, line2, postcode, city)| [name, line1, line2, postcode, city])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Contract 26's sinks: whatever address the customer gives, what the
+    /// model reads back (and what is stored as a tool result) and every log
+    /// line of both turns, at TRACE, name it only as "address ending in"
+    /// the postcode's last 3 characters; the order system alone gets it whole.
+    #[test]
+    fn an_address_reaches_no_sink_but_the_order_system(address in private_addresses()) {
+        let [name, line1, line2, postcode, city] = &address;
+        let raw = serde_json::json!({"order_id": "A-1004", "name": name, "line1": line1, "line2": line2,
+                                     "postcode": postcode, "city": city, "country": "GB"}).to_string();
+        let orders = orders();
+        let lines = Lines::default();
+        let writer = lines.clone();
+        // Every field of every line, unfiltered (the domain does not import `ops`' production format).
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::TRACE)
+            .with_ansi(false)
+            .finish();
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let (proposed, written) = tracing::subscriber::with_default(subscriber, || {
+            runtime.block_on(async {
+                let (stats, proposed, _) = turn(&orders, std::slice::from_ref(&raw), offered(None, false, 1_000)).await;
+                let address_tool::ProposalStep::Set(waiting) = stats.proposal_step else {
+                    panic!("a proposal: {proposed:?}");
+                };
+                let (_, written, _) = turn(&orders, std::slice::from_ref(&raw), offered(Some(waiting), true, 60_000)).await;
+                (proposed, written)
+            })
+        });
+        let writes = orders.writes();
+        prop_assert_eq!(writes.len(), 1, "{:?}", written);
+        prop_assert_eq!(&writes[0].1.line1, line1);
+        let ending = &postcode[postcode.len() - 3..];
+        prop_assert!(written[0].contains(&format!("address ending in {ending}")), "{}", written[0]);
+        let logged = String::from_utf8_lossy(&lines.0.lock().unwrap_or_else(|p| p.into_inner())).into_owned();
+        prop_assert!(!logged.is_empty(), "the turns logged nothing: the check would be empty");
+        for sink in proposed.iter().chain(&written).chain([&logged]) {
+            for private in [name, line1, line2, postcode, city].into_iter().filter(|part| !part.is_empty()) {
+                prop_assert!(!sink.contains(private.as_str()), "{private:?} in {sink}");
+            }
+            prop_assert!(!sink.contains("Qx"), "a piece of the address in {sink}");
+        }
+    }
+}
