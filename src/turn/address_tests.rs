@@ -294,7 +294,7 @@ proptest! {
     }
 }
 
-/// A turn's log lines, as production formats them, kept in memory.
+/// A turn's log lines, kept in memory.
 #[derive(Clone, Default)]
 struct Lines(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
