@@ -101,6 +101,9 @@ enum Read {
     Separator,
     /// A format character: read as nothing.
     Invisible,
+    /// A letter (or a digit that is no decimal digit) of another script:
+    /// a digit run it touches is part of a word, no candidate.
+    OtherLetter,
     Other,
 }
 
@@ -140,6 +143,7 @@ fn read_char(c: char) -> Read {
     let mut compatible = std::iter::once(c).nfkc();
     match (compatible.next(), compatible.next()) {
         (Some(plain), None) if plain.is_ascii() => read_ascii(plain as u8),
+        _ if c.is_alphanumeric() => Read::OtherLetter,
         _ => Read::Other,
     }
 }
@@ -231,6 +235,7 @@ fn runs(glyphs: &[Glyph], visible: &[usize], taken: &[bool]) -> Vec<Run> {
             v += 1;
             continue;
         }
+        let first = v;
         let mut run: Run = vec![Vec::new()];
         loop {
             let i = visible[v];
@@ -255,7 +260,21 @@ fn runs(glyphs: &[Glyph], visible: &[usize], taken: &[bool]) -> Vec<Run> {
             }
             break;
         }
-        runs.push(run);
+        // A candidate touches no other letter or digit (contract 23): a
+        // group glued to a word (`A4539148803436467`, an order id) is no
+        // part of one; the run's other groups still are.
+        let touches = |at: Option<&usize>| {
+            at.is_some_and(|&i| matches!(glyphs[i].read, Read::Letter(_) | Read::OtherLetter))
+        };
+        if touches(first.checked_sub(1).and_then(|b| visible.get(b))) {
+            run.remove(0);
+        }
+        if !run.is_empty() && touches(visible.get(v)) {
+            run.pop();
+        }
+        if !run.is_empty() {
+            runs.push(run);
+        }
     }
     runs
 }
@@ -589,6 +608,21 @@ mod tests {
         }
         // A card glued to other digits is one number of another length.
         assert!(!would_mask("774242424242424242"));
+    }
+
+    #[test]
+    fn a_digit_run_glued_to_a_letter_is_no_candidate() {
+        assert!(luhn::valid("4539148803436467"));
+        for id in ["A4539148803436467", "4539148803436467B", "ORD4539148803436467X", "é4539148803436467"] {
+            assert_eq!(masked(id), id, "{id}");
+        }
+        // The chaos run's message: a marker ending in a digit, then a card.
+        // The marker's last digit stays; the card goes, whole.
+        let message = "Yes, that's right zqd199a40c89a0 40\u{200b}00056655665556";
+        assert!(luhn::valid("4000056655665556"));
+        assert_eq!(masked(message), "Yes, that's right zqd199a40c89a0 [card ending 5556]");
+        // The rest of a run glued at one end is still read.
+        assert_eq!(masked("A1 4539 1488 0343 6467"), "A1 [card ending 6467]");
     }
 
     #[test]

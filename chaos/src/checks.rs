@@ -659,6 +659,8 @@ fn scope_of(exchange: &Exchange) -> String {
 /// One stored exchange, as the checks read it.
 struct Stored {
     conversation: String,
+    /// The invocation that wrote it: names the message whatever masking did.
+    request_id: String,
     seq: u64,
     status: String,
     scope: String,
@@ -758,10 +760,21 @@ fn hearing_back_invariants(evidence: &Evidence<'_>, refunds: &[&Value]) -> Vec<(
     ]
 }
 
+/// The customer's message a stored exchange begins with.
+fn customer_message_of(item: &Value) -> Option<String> {
+    let messages: Value = serde_json::from_str(item["messages"].as_str().unwrap_or("[]")).ok()?;
+    messages
+        .as_array()?
+        .iter()
+        .find(|m| m["role"] == "user")
+        .and_then(|m| m["content"].as_str())
+        .map(str::to_owned)
+}
+
 /// Contract 26: each address the order system took was proposed (a stored
 /// exchange of the conversation holds the tool call with exactly that
-/// order and address, answered `confirm`), the customer said yes in a
-/// later message of the same conversation, and no proposal was written
+/// order and address, answered `confirm`), the customer's next message in
+/// the same conversation was an explicit yes, and no proposal was written
 /// more often than it was stored.
 fn addresses_written_only_after_a_later_yes(evidence: &Evidence<'_>) -> (usize, Vec<String>) {
     let yes = refund_chat::handoff::screen::YesPhrases::default();
@@ -818,13 +831,20 @@ fn addresses_written_only_after_a_later_yes(evidence: &Evidence<'_>) -> (usize, 
             ));
             continue;
         }
-        let later_yes = matching.iter().any(|(conversation, _, _, _)| {
-            evidence.exchanges.iter().any(|sent| {
-                sent.conversation_sent.as_deref() == Some(conversation.as_str()) && yes.says_yes(&sent.message)
+        // Contract 26, tightened: the yes is the very next exchange's
+        // customer message, and the whole of it.
+        let next_is_a_yes = matching.iter().any(|(conversation, seq, _, _)| {
+            evidence.conversations.iter().any(|item| {
+                text(item, "pk") == *conversation
+                    && item["sk"].as_str().is_some_and(|sk| sk.starts_with("x#"))
+                    && cents(item, "seq") == seq + 1
+                    && customer_message_of(item).is_some_and(|message| yes.says_yes(&message))
             })
         });
-        if !later_yes {
-            violations.push(format!("order {order}: written with no yes in its conversation"));
+        if !next_is_a_yes {
+            violations.push(format!(
+                "order {order}: written though the message after its proposal was no explicit yes"
+            ));
         }
     }
     (evidence.addresses_written.len(), violations)
@@ -851,6 +871,7 @@ fn conversation_invariants(evidence: &Evidence<'_>, summaries: &[&Value]) -> Vec
                 .to_owned();
             Stored {
                 conversation: text(i, "pk"),
+                request_id: text(i, "request_id"),
                 seq: cents(i, "seq"),
                 status: text(i, "status"),
                 scope: text(i, "refund_record"),
@@ -936,19 +957,28 @@ fn conversation_invariants(evidence: &Evidence<'_>, summaries: &[&Value]) -> Vec
     }
 
     // Nobody's conversation reaches another customer. A message is known
-    // by its marker, its first word (after a yes or a no: the second): the
-    // rest is kept masked (contract 23).
+    // by the invocation that wrote it, which masking cannot touch (a
+    // marker glued to a card-shaped run may be masked with it, contract 23),
+    // else by its marker.
     let sender: HashMap<&str, &str> = evidence
         .exchanges
         .iter()
         .map(|e| (e.marker.as_str(), e.signed_in.as_str()))
         .collect();
+    let sent_by: HashMap<&str, &str> = evidence
+        .exchanges
+        .iter()
+        .map(|e| (e.request_id.as_str(), e.signed_in.as_str()))
+        .collect();
     let mut seen_by_another: Vec<String> = stored
         .iter()
         .filter(|item| {
             let owner = owners.get(&item.conversation).map(String::as_str);
-            let marker = crate::model::marker_of(&item.customer_message);
-            sender.get(marker).copied() != owner
+            let by = match sent_by.get(item.request_id.as_str()) {
+                Some(customer) => Some(*customer),
+                None => sender.get(crate::model::marker_of(&item.customer_message)).copied(),
+            };
+            by != owner
         })
         .map(|item| {
             format!(

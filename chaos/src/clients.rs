@@ -411,20 +411,28 @@ impl Clients {
                 && let Some(conversation) = answered.conversation()
                 && rng.chance(0.7)
             {
-                let order = message.text.rsplit(' ').next().unwrap_or_default().to_owned();
-                let marker = format!("zq{:012x}", rng.next() & 0xFFFF_FFFF_FFFF);
-                let said = rng.pick(&["yes", "Yes, that's right", "no"]);
-                let text = format!("{said} {marker} {order}");
-                let body = json!({"user_id": customer, "message": text, "conversation_id": conversation});
-                let reply = Message {
-                    body: body.to_string(),
-                    streamed: rng.chance(0.4),
-                    text,
-                    marker,
-                    conversation: Some(conversation),
-                    key: None,
-                };
-                self.send(index, &customer, &reply).await;
+                // The whole message is the answer (contract 26, tightened):
+                // it carries no marker, and is known by its request id.
+                // Some say no, then yes: a yes to a proposal that has ended.
+                let said = *rng.pick(&["yes", "Yes, that's right", "no", "No, do not change it", "Yes but not there"]);
+                let then_yes = said.starts_with("No") || said == "no";
+                let mut answers = vec![said];
+                if then_yes && rng.chance(0.5) {
+                    answers.push("yes");
+                }
+                for said in answers {
+                    let marker = format!("zq{:012x}", rng.next() & 0xFFFF_FFFF_FFFF);
+                    let body = json!({"user_id": customer, "message": said, "conversation_id": conversation});
+                    let reply = Message {
+                        body: body.to_string(),
+                        streamed: rng.chance(0.4),
+                        text: said.to_owned(),
+                        marker,
+                        conversation: Some(conversation.clone()),
+                        key: None,
+                    };
+                    self.send(index, &customer, &reply).await;
+                }
             }
             if rng.chance(0.08) {
                 // The customer sends the message again, without a key: a new request.

@@ -15,6 +15,7 @@ use crate::ledger::{
 };
 use crate::live::Live;
 use crate::orders::OrderSystem;
+use crate::orders::address::ProposalStep;
 use crate::refund::{Attempt, RefundGateway, RefundScope, Routed};
 use crate::router::{self, Intent, Route, Routing};
 use crate::secrets::{ApiKeySource, SecretError};
@@ -356,6 +357,18 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             awaiting_approval,
         });
         let refund_recorded = trace.refund_recorded();
+        let mut address = trace
+            .stats
+            .as_ref()
+            .map_or_else(AddressAppend::default, |stats| AddressAppend {
+                step: stats.proposal_step,
+                records: stats.addresses.clone(),
+            });
+        // A proposal is kept only when the answer with code's line is sent
+        // (contract 26, tightened): a 502 or 504 proposes nothing.
+        if matches!(address.step, ProposalStep::Set(_)) && !(200..300).contains(&outcome.status) {
+            address.step = ProposalStep::Clear;
+        }
         let exchange = PendingExchange {
             new: NewExchange {
                 exchange: Exchange::of_turn(&own_messages, reply.as_deref()).masked(),
@@ -368,13 +381,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 tokens,
                 key: None,
                 router: Some(routed.labels),
-                address: trace
-                    .stats
-                    .as_ref()
-                    .map_or_else(AddressAppend::default, |stats| AddressAppend {
-                        step: stats.proposal_step,
-                        records: stats.addresses.clone(),
-                    }),
+                address,
             },
             lease,
             held,
@@ -511,7 +518,15 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 tokens,
                 key: None,
                 router,
-                address: AddressAppend::default(),
+                // Not the yes it waited for: the next message was this one.
+                address: AddressAppend {
+                    step: if held.proposal.is_some() {
+                        ProposalStep::Clear
+                    } else {
+                        ProposalStep::Keep
+                    },
+                    records: Vec::new(),
+                },
             },
             lease,
             held,

@@ -31,16 +31,20 @@ pub enum Reason {
     AgentFailed,
     /// The router found an intent the agent does not take (`AGENT_INTENTS`, contract 21).
     IntentNotServed,
+    /// The order system did not confirm a change of address (contract 26):
+    /// a person checks it, so the one the customer is promised exists.
+    AddressWriteUnknown,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 6] = [
+    pub const ALL: [Reason; 7] = [
         Reason::CustomerAsked,
         Reason::CannotHelp,
         Reason::Other,
         Reason::Risk,
         Reason::AgentFailed,
         Reason::IntentNotServed,
+        Reason::AddressWriteUnknown,
     ];
 
     /// As the conversation, the logs and the metrics name it.
@@ -52,6 +56,7 @@ impl Reason {
             Reason::Risk => "risk",
             Reason::AgentFailed => "agent_failed",
             Reason::IntentNotServed => "intent_not_served",
+            Reason::AddressWriteUnknown => "address_write_unknown",
         }
     }
 

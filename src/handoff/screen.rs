@@ -137,21 +137,26 @@ pub const DEFAULT_RISK_TERMS: &[&str] = &[
 ];
 
 /// An explicit yes (contract 26's `CONFIRM_PHRASES`), in the four
-/// languages: the whole message or its first words.
+/// languages. A message is a yes only when it is made of these and
+/// [`COURTESY`] alone (section 26, tightened): "Correct me if I'm wrong"
+/// and "Go ahead and cancel it" are not.
 pub const DEFAULT_CONFIRM_PHRASES: &[&str] = &[
     // English
     "yes",
     "yep",
     "yeah",
+    "yes please",
     "correct",
     "confirm",
     "confirmed",
     "that is right",
     "that's right",
+    "that's correct",
     "go ahead",
     // German
     "ja",
     "jawohl",
+    "ja bitte",
     "korrekt",
     "richtig",
     "bestätigt",
@@ -169,11 +174,48 @@ pub const DEFAULT_CONFIRM_PHRASES: &[&str] = &[
     "de acuerdo",
 ];
 
-/// What counts as the customer's yes: a phrase that is the whole message
-/// or its first words, read as the screen reads (so "YES!", "Ｙｅｓ" and
-/// "oui, merci" are a yes, "yesterday" and "no, yes is wrong" are not).
+/// Words that may stand beside a yes without making it anything else.
+pub const COURTESY: &[&str] = &[
+    "please",
+    "pls",
+    "thanks",
+    "thank you",
+    "thank you very much",
+    "many thanks",
+    "bitte",
+    "danke",
+    "danke schön",
+    "vielen dank",
+    "merci",
+    "merci beaucoup",
+    "s'il vous plaît",
+    "s'il te plaît",
+    "por favor",
+    "gracias",
+    "muchas gracias",
+];
+
+/// Words that make a message no yes wherever they stand: a negation or a
+/// "but" (contract 26, tightened), whatever the configured phrases say.
+const NOT_A_YES: &[&str] = &[
+    "no", "not", "nope", "never", "don", "dont", "doesn", "won", "isn", "nothing", "but", "however", "except",
+    "instead", "nein", "nicht", "kein", "keine", "keinen", "nie", "niemals", "aber", "sondern", "doch", "non", "pas",
+    "ne", "jamais", "mais", "ni", "nunca", "tampoco", "pero", "sino",
+];
+
+/// What counts as the customer's yes: the whole message is phrases of
+/// `CONFIRM_PHRASES` (at least one) and courtesy words, with any
+/// punctuation but a question mark, and no negation or "but" anywhere.
+/// Read as a person reads it (NFKC, format characters removed, case folded,
+/// look-alikes read as Latin) but **before** accents are folded, so "si"
+/// (the Spanish and French "if") is not "sí". "YES!", "Ｙｅｓ" and "oui,
+/// merci" are a yes; "Yes? Which address?", "Yes but the postcode is
+/// wrong", "Ja, nein" and "yesterday" are not.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct YesPhrases(Vec<String>);
+pub struct YesPhrases {
+    yes: Vec<Vec<String>>,
+    courtesy: Vec<Vec<String>>,
+}
 
 impl Default for YesPhrases {
     fn default() -> Self {
@@ -183,13 +225,76 @@ impl Default for YesPhrases {
 
 impl YesPhrases {
     pub fn new<P: AsRef<str>>(phrases: &[P]) -> YesPhrases {
-        YesPhrases(normalised(phrases))
+        let words = |list: &mut dyn Iterator<Item = &str>| -> Vec<Vec<String>> {
+            list.map(accented_words).filter(|words| !words.is_empty()).collect()
+        };
+        YesPhrases {
+            yes: words(&mut phrases.iter().map(AsRef::as_ref)),
+            courtesy: words(&mut COURTESY.iter().copied()),
+        }
     }
 
     pub fn says_yes(&self, message: &str) -> bool {
-        let text = normalise(message);
-        self.0.iter().any(|phrase| text.starts_with(phrase.as_str()))
+        let visible = visible_folded(message);
+        if message.chars().chain(visible.chars()).any(is_question_mark) {
+            return false;
+        }
+        let words = words_of(&visible);
+        if words.is_empty() || words.iter().any(|word| NOT_A_YES.contains(&word.as_str())) {
+            return false;
+        }
+        // Which prefixes of the message are phrases and courtesy alone:
+        // `reached[i]` is None (not reached), Some(false) (reached by
+        // courtesy alone) or Some(true) (with a yes on the way).
+        let mut reached: Vec<Option<bool>> = vec![None; words.len() + 1];
+        reached[0] = Some(false);
+        for at in 0..words.len() {
+            let Some(with_yes) = reached[at] else { continue };
+            for (list, is_yes) in [(&self.yes, true), (&self.courtesy, false)] {
+                for phrase in list.iter().filter(|phrase| words[at..].starts_with(phrase)) {
+                    let next = &mut reached[at + phrase.len()];
+                    *next = Some(next.unwrap_or(false) || with_yes || is_yes);
+                }
+            }
+        }
+        reached[words.len()] == Some(true)
     }
+}
+
+/// A question mark in any script the defaults cover, or Greek's, which
+/// NFKC turns into a semicolon (so it is looked for before).
+fn is_question_mark(c: char) -> bool {
+    matches!(c, '?' | '¿' | '⸮' | '؟' | '\u{37e}' | '\u{ff1f}')
+}
+
+/// The text as a person reads it, accents kept: NFKC, format characters
+/// removed, full case folding, composed again, look-alikes as Latin.
+fn visible_folded(text: &str) -> String {
+    use unicode_general_category::{GeneralCategory, get_general_category};
+    use unicode_normalization::UnicodeNormalization;
+
+    let visible: String = text
+        .nfkc()
+        .filter(|&c| get_general_category(c) != GeneralCategory::Format)
+        .collect();
+    caseless::default_case_fold_str(&visible)
+        .nfc()
+        .map(|c| latin_look_alike(c).unwrap_or_else(|| c.to_string()))
+        .collect()
+}
+
+/// The runs of letters and digits (a letter's accents with it).
+fn words_of(folded: &str) -> Vec<String> {
+    use unicode_normalization::char::is_combining_mark;
+    folded
+        .split(|c: char| !(c.is_alphanumeric() || is_combining_mark(c)))
+        .filter(|word| !word.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn accented_words(phrase: &str) -> Vec<String> {
+    words_of(&visible_folded(phrase))
 }
 
 /// The two lists, normalised once.
@@ -315,9 +420,10 @@ fn latin_look_alike(c: char) -> Option<String> {
 #[cfg(test)]
 mod yes_tests {
     use super::YesPhrases;
+    use proptest::prelude::*;
 
     #[test]
-    fn a_yes_is_the_whole_message_or_its_first_words() {
+    fn a_yes_is_the_whole_message_with_courtesy_and_punctuation_at_most() {
         let yes = YesPhrases::default();
         for said in [
             "yes",
@@ -326,19 +432,89 @@ mod yes_tests {
             "Ｙｅｓ",
             "oui, merci",
             "Sí, correcto",
+            "Si\u{301}",
             "ja bitte",
             "That's right.",
+            "Yes, that's right, thank you!",
+            "Correct.",
+            "go ahead",
+            "  yes  ",
+            "y\u{200b}es",
         ] {
             assert!(yes.says_yes(said), "{said}");
         }
+    }
+
+    #[test]
+    fn a_sentence_that_begins_like_a_yes_is_no_yes() {
+        let yes = YesPhrases::default();
         for said in [
             "yesterday it came",
             "no, yes is wrong",
             "please change it to 1 Yes Street",
             "I said yes before",
             "",
+            "!!!",
+            "please",
+            "Yes, one more question: when will my refund arrive?",
+            "Correct me if I'm wrong, but I never asked for that",
+            "Confirm that you will NOT change my address",
+            "Go ahead and cancel the whole order instead",
+            "Yes? Which address?",
+            "Yes but the postcode is wrong",
+            "Ja, nein, doch nicht",
+            "Si la dirección no es correcta…",
+            "si",
+            "Si",
+            "oui mais non",
+            "yes ¿",
+            "yes\u{37e}",
+            "yes ？",
+            "no",
+            "yes no",
         ] {
             assert!(!yes.says_yes(said), "{said}");
+        }
+    }
+
+    #[test]
+    fn configured_phrases_replace_the_defaults_and_still_refuse_a_negation() {
+        let yes = YesPhrases::new(&["make it so", "no problem"]);
+        assert!(yes.says_yes("Make it so, please."));
+        assert!(!yes.says_yes("yes"));
+        assert!(!yes.says_yes("no problem"));
+    }
+
+    const SPOILERS: &[&str] = &[
+        "no", "not", "NOT", "but", "But", "?", "¿", "nein", "nicht", "non", "pas", "pero", "si", "if", "wrong",
+        "instead", "doch", "never", "don't", "¿qué?", "mais",
+    ];
+    const PHRASES: &[&str] = &["yes", "Yes", "ja", "oui", "sí", "correct", "confirm", "go ahead", "yes please"];
+    const FILLER: &[&str] = &["", ",", "!", ".", " ", "please", "thanks", "merci", "por favor", "bitte", "..."];
+
+    proptest! {
+        /// Contract 26, tightened: a yes phrase with any negation, "but",
+        /// question mark or "if" anywhere in the message is no yes.
+        #[test]
+        fn any_spoiler_anywhere_makes_it_no_yes(
+            phrase in proptest::sample::select(PHRASES),
+            spoiler in proptest::sample::select(SPOILERS),
+            before in proptest::collection::vec(proptest::sample::select(FILLER), 0..3),
+            after in proptest::collection::vec(proptest::sample::select(FILLER), 0..3),
+            spoiler_first in any::<bool>(),
+        ) {
+            let (a, b) = if spoiler_first { (spoiler, phrase) } else { (phrase, spoiler) };
+            let message = format!("{} {a} {} {b} {}", before.join(" "), after.join(" "), before.join(""));
+            prop_assert!(!YesPhrases::default().says_yes(&message), "{message}");
+        }
+
+        #[test]
+        fn a_phrase_with_courtesy_and_punctuation_is_a_yes(
+            phrase in proptest::sample::select(PHRASES),
+            around in proptest::collection::vec(proptest::sample::select(FILLER), 0..4),
+        ) {
+            let message = format!("{phrase} {}", around.join(" "));
+            prop_assert!(YesPhrases::default().says_yes(&message), "{message}");
         }
     }
 }

@@ -165,7 +165,7 @@ pub fn parse_arguments(raw: &str) -> Result<AddressArguments, SchemaFailure> {
     if crate::refund::tool::is_card_shaped(&order_id) {
         return Err(SchemaFailure::card_shaped_order_id(TOOL_NAME));
     }
-    Ok(AddressArguments {
+    let arguments = AddressArguments {
         order_id,
         address: Address {
             name: field("name")?,
@@ -175,7 +175,43 @@ pub fn parse_arguments(raw: &str) -> Result<AddressArguments, SchemaFailure> {
             city: field("city")?,
             country: field("country")?,
         },
-    })
+    };
+    let a = &arguments.address;
+    for (name, value) in [
+        ("order_id", &arguments.order_id),
+        ("name", &a.name),
+        ("line1", &a.line1),
+        ("line2", &a.line2),
+        ("postcode", &a.postcode),
+        ("city", &a.city),
+    ] {
+        if value.chars().any(is_invisible) {
+            return Err(SchemaFailure::Schema {
+                tool: TOOL_NAME,
+                problems: format!(
+                    "{name} holds a control, format or bidirectional character, which the customer cannot read as \
+                     written: ask the customer to type the address again"
+                ),
+                schema_paths: format!("/properties/{name}/visible_characters_only"),
+            });
+        }
+    }
+    Ok(arguments)
+}
+
+/// A character the customer's line would not show as it is written
+/// (contract 26): controls (line breaks too), format characters (zero-width
+/// spaces and joiners, bidirectional overrides and isolates, the soft
+/// hyphen) and line or paragraph separators.
+fn is_invisible(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory, get_general_category};
+    matches!(
+        get_general_category(c),
+        GeneralCategory::Control
+            | GeneralCategory::Format
+            | GeneralCategory::LineSeparator
+            | GeneralCategory::ParagraphSeparator
+    )
 }
 
 /// The write's `Idempotency-Key`, from the proposal (contract 26): the same
@@ -357,6 +393,33 @@ mod tests {
         let card = json!({"order_id": "4242 4242 4242 4242", "name": "A", "line1": "l", "line2": "",
                           "postcode": "p", "city": "c", "country": "GB"});
         assert!(parse_arguments(&card.to_string()).is_err());
+    }
+
+    #[test]
+    fn a_field_the_customer_cannot_read_as_written_is_refused_by_its_rule() {
+        for hidden in ["12 Byron\u{202e}daoR", "12\u{200b}Byron Road", "12 Byron\nRoad", "12\u{2066}Byron", "a\u{ad}b"] {
+            let raw = json!({"order_id": "A-1004", "name": "Ada", "line1": hidden, "line2": "",
+                             "postcode": "N1 7AA", "city": "London", "country": "GB"});
+            let error = parse_arguments(&raw.to_string()).unwrap_err();
+            assert_eq!(error.schema_paths(), "/properties/line1/visible_characters_only");
+            assert!(!error.to_string().contains("Byron"), "{error}");
+        }
+        // Accents, other scripts and punctuation are what addresses are made of.
+        let raw = json!({"order_id": "A-1004", "name": "Zoë Ødegård", "line1": "Straße 1/3, Hinterhaus", "line2": "",
+                         "postcode": "10115", "city": "Москва", "country": "DE"});
+        assert!(parse_arguments(&raw.to_string()).is_ok());
+    }
+
+    #[test]
+    fn a_field_that_fails_the_schema_is_described_by_its_rule_never_its_value() {
+        let raw = json!({"order_id": "A-1004", "name": "Ada", "line1": "12 Byron Road", "line2": "",
+                         "postcode": "QQ99 9QQ-SECRET-LONG", "city": "London", "country": "gb"});
+        let error = parse_arguments(&raw.to_string()).unwrap_err().to_string();
+        for value in ["QQ99", "SECRET", "\"gb\""] {
+            assert!(!error.contains(value), "{value} in {error}");
+        }
+        assert!(error.contains("/postcode: must meet maxLength 16"), "{error}");
+        assert!(error.contains("/country: must meet pattern"), "{error}");
     }
 
     #[test]

@@ -78,12 +78,18 @@ impl ToolSchema {
     }
 
     /// How `value` fails the schema, if it does: what the model is told
-    /// (it quotes the values), and the schema's paths, for logs.
+    /// (each field by the rule it fails, never by its value: a value may be
+    /// an address or a card number, and the result is stored), and the
+    /// schema's paths, for logs.
     pub fn failures(&self, value: &Value) -> Option<(String, String)> {
         let errors: Vec<jsonschema::ValidationError<'_>> = self.validator.iter_errors(value).collect();
         (!errors.is_empty()).then(|| {
             (
-                errors.iter().map(describe).collect::<Vec<_>>().join("; "),
+                errors
+                    .iter()
+                    .map(|error| self.describe(error))
+                    .collect::<Vec<_>>()
+                    .join("; "),
                 errors
                     .iter()
                     .map(|error| error.schema_path().to_string())
@@ -91,6 +97,25 @@ impl ToolSchema {
                     .join(" "),
             )
         })
+    }
+}
+
+impl ToolSchema {
+    /// A failure as the rule it broke: the field (`/postcode`, or "the
+    /// arguments") and the schema's keyword with its value there
+    /// (`maxLength 16`), read from the schema, never from the instance.
+    fn describe(&self, error: &jsonschema::ValidationError<'_>) -> String {
+        let field = error.instance_path().to_string();
+        let field = if field.is_empty() { "the arguments".to_owned() } else { field };
+        let rule_path = error.schema_path().to_string();
+        let keyword = rule_path.rsplit('/').next().unwrap_or_default();
+        match self.parameters.pointer(&rule_path) {
+            Some(Value::Bool(false)) if keyword == "additionalProperties" => {
+                format!("{field}: no other properties are allowed")
+            }
+            Some(rule) => format!("{field}: must meet {keyword} {rule}"),
+            None => format!("{field}: must meet {keyword}"),
+        }
     }
 }
 
@@ -424,14 +449,6 @@ fn unknown_outcome(error: &RefundError) -> String {
     format!("{error}. {MAY_HAVE_MOVED}")
 }
 
-fn describe(error: &jsonschema::ValidationError<'_>) -> String {
-    let path = error.instance_path().to_string();
-    if path.is_empty() {
-        error.to_string()
-    } else {
-        format!("{path}: {error}")
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -203,7 +203,8 @@ async fn a_shipped_or_cancelled_order_another_country_or_the_system_down_writes_
         assert_eq!(stats.addresses[0].outcome, outcome);
         assert!(results[0].contains(says), "{}", results[0]);
         assert!(orders.writes().is_empty());
-        assert_eq!(stats.proposal_step, address_tool::ProposalStep::Keep);
+        // The yes was spent on a refused call: the proposal ends (contract 26, tightened).
+        assert_eq!(stats.proposal_step, address_tool::ProposalStep::Clear);
     }
     let orders = orders();
     orders.go_down(true);
@@ -240,26 +241,46 @@ async fn not_offered_it_is_no_tool_and_reads_nothing() {
 /// What the customer writes in one turn, and what the model calls in it.
 #[derive(Debug, Clone)]
 struct Round {
-    said_yes: bool,
+    message: &'static str,
     calls: Vec<usize>,
 }
 
+/// A customer's messages: explicit yeses, and messages that begin like one,
+/// or say no, or something else (contract 26, tightened).
+const YESES: &[&str] = &["yes", "Yes please!", "oui, merci", "Sí", "ja bitte", "Correct."];
+const NOT_YESES: &[&str] = &[
+    "No, do not change it",
+    "Yes, one more question: when will my refund arrive?",
+    "Correct me if I'm wrong, but I never asked for that",
+    "Confirm that you will NOT change my address",
+    "Go ahead and cancel the whole order instead",
+    "Yes? Which address?",
+    "Yes but the postcode is wrong",
+    "Ja, nein, doch nicht",
+    "Si la dirección no es correcta",
+    "please change it to 12 Byron Road",
+    "when will it arrive",
+];
+
 fn rounds() -> impl Strategy<Value = Vec<Round>> {
+    let message = prop_oneof![prop::sample::select(YESES), prop::sample::select(NOT_YESES)];
     prop::collection::vec(
-        (any::<bool>(), prop::collection::vec(0usize..4, 0..4)).prop_map(|(said_yes, calls)| Round { said_yes, calls }),
-        1..6,
+        (message, prop::collection::vec(0usize..4, 0..4)).prop_map(|(message, calls)| Round { message, calls }),
+        1..7,
     )
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
 
     /// Whatever the model calls and the customer writes over a conversation:
-    /// every write names a proposal stored by an earlier turn, in a turn whose
-    /// customer said yes, and no proposal writes twice.
+    /// every write names a proposal stored by the turn just before, in a
+    /// turn whose customer message is exactly a yes, and no proposal writes
+    /// twice; a "no", or any other message between, ends the proposal.
     #[test]
-    fn no_address_is_written_without_a_stored_proposal_and_a_later_yes(rounds in rounds()) {
+    fn no_address_is_written_without_a_stored_proposal_and_the_next_message_a_yes(rounds in rounds()) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        let yes = crate::handoff::screen::YesPhrases::default();
         let candidates = [
             args("A-1004", "12 Byron Road", "GB"),
             args("A-1004", "13 Byron Road", "GB"),
@@ -267,27 +288,32 @@ proptest! {
             args("A-1004", "12 Byron Road", "FR"),
         ];
         let orders = orders();
-        let mut waiting: Option<AddressProposal> = None;
+        // The proposal the conversation holds, and the round that stored it.
+        let mut waiting: Option<(AddressProposal, usize)> = None;
         let mut written_proposals: Vec<AddressProposal> = Vec::new();
         for (n, round) in rounds.iter().enumerate() {
             let now = (n as u64 + 1) * 60_000;
             let calls: Vec<String> = round.calls.iter().map(|&i| candidates[i].clone()).collect();
+            let said_yes = yes.says_yes(round.message);
+            prop_assert_eq!(said_yes, YESES.contains(&round.message), "{}", round.message);
             let before = orders.writes().len();
-            let (stats, _, _) = runtime.block_on(turn(&orders, &calls, offered(waiting, round.said_yes, now)));
+            let held = waiting.map(|(proposal, _)| proposal);
+            let (stats, _, _) = runtime.block_on(turn(&orders, &calls, offered(held, said_yes, now)));
             let after = orders.writes();
             for (order_id, address) in &after[before..] {
                 let hash = AddressArguments { order_id: order_id.clone(), address: address.clone() }.hash();
-                let proposal = waiting.filter(|p| p.hash == hash);
+                let proposal = waiting.filter(|(p, _)| p.hash == hash);
                 prop_assert!(proposal.is_some(), "a write without a stored proposal naming it");
-                prop_assert!(round.said_yes, "a write in a turn whose customer did not say yes");
-                let proposal = proposal.unwrap();
+                let (proposal, stored_in) = proposal.unwrap();
+                prop_assert_eq!(stored_in + 1, n, "a write in a turn after the next one");
+                prop_assert!(said_yes, "a write in a turn whose customer did not say yes: {}", round.message);
                 prop_assert!(!written_proposals.contains(&proposal), "a proposal written twice");
                 written_proposals.push(proposal);
             }
             prop_assert!(after.len() - before <= 1);
             match stats.proposal_step {
                 address_tool::ProposalStep::Keep => {}
-                address_tool::ProposalStep::Set(p) => waiting = Some(p),
+                address_tool::ProposalStep::Set(p) => waiting = Some((p, n)),
                 address_tool::ProposalStep::Clear => waiting = None,
             }
         }

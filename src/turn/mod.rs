@@ -313,6 +313,11 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
 
     /// What the turn may do about an address (contract 26).
     pub fn address(mut self, address: AddressTurn) -> Self {
+        // Only the customer's next message may confirm (contract 26,
+        // tightened): a turn that neither writes nor proposes again ends it.
+        if address.waiting.is_some() {
+            self.stats.proposal_step = address_tool::ProposalStep::Clear;
+        }
         self.address = address;
         self
     }
@@ -600,9 +605,13 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
                 self.stats.proposal_step = address_tool::ProposalStep::Clear;
                 (address_tool::shipped_meanwhile(), "shipped_meanwhile")
             }
-            // Kept for the person who checks (contract 26): its key writes at most once.
+            // Kept for the person who checks, to whom code hands the
+            // conversation (contract 26): its key writes at most once.
             AddressWrite::Unknown(_) => {
                 metrics::counter!("AddressChanges", "Outcome" => "unknown").increment(1);
+                self.stats.proposal_step = address_tool::ProposalStep::Keep;
+                self.stats.confirm_line = None;
+                self.hand_off_in_code(Reason::AddressWriteUnknown);
                 (address_tool::unknown_outcome(), "unknown")
             }
         }
@@ -728,6 +737,19 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
                 });
                 result
             }
+        }
+    }
+
+    /// Code hands the conversation to a person (no summary: the facts are
+    /// code's), unless the turn already did.
+    fn hand_off_in_code(&mut self, reason: Reason) {
+        if let (None, Some(id)) = (&self.handoff, &self.handoff_id) {
+            self.stats.handoff = Some(reason);
+            self.handoff = Some(Handoff {
+                id: id.clone(),
+                reason,
+                summary: None,
+            });
         }
     }
 

@@ -233,7 +233,27 @@ pub async fn run(
         })
         .filter(|r| r["amount_cents"].as_u64().is_some_and(|cents| cents > 0))
         .collect();
-    let texts: Vec<String> = messages.iter().map(|m| stand_ins.text(m)).collect();
+    // A new address the customer typed in a turn the router read as a
+    // change of address, which no proposal spelled out (a handed-off
+    // request, say): the task keeps the request, never the address.
+    let yes = refund_chat::handoff::screen::YesPhrases::default();
+    let asked_for_an_address: Vec<&str> = transcript
+        .exchanges
+        .iter()
+        .filter(|stored| stored.by.is_none())
+        .filter(|stored| names_address_change(stored.router.as_deref()))
+        .filter_map(|stored| stored.exchange.customer_message())
+        .collect();
+    let texts: Vec<String> = messages
+        .iter()
+        .map(|m| {
+            if asked_for_an_address.contains(m) && !yes.says_yes(m) {
+                stand_ins.address_request(m)
+            } else {
+                stand_ins.text(m)
+            }
+        })
+        .collect();
     let routed = conversations.routing_of(asked.id).await?;
     let (router, expect_intents, expect_risk) = routing_expected(routed.as_ref());
     let hash = keyed_hash(asked.hash_key, &transcript.id);
@@ -296,6 +316,14 @@ fn routing_expected(routed: Option<&RoutedConversation>) -> (Value, Value, Value
     };
     let risk = labels.map_or(Value::Null, |labels| json!(labels.risk.as_str()));
     (json!(recorded), intents, risk)
+}
+
+/// The turn's recorded labels name a change of address (contract 26).
+fn names_address_change(recorded: Option<&str>) -> bool {
+    matches!(
+        recorded.map(Routing::from_recorded),
+        Some(Routing::Labelled(labels)) if labels.intents.contains(&refund_chat::router::Intent::AddressChange)
+    )
 }
 
 /// The orders as the conversation first saw them: each refund record's
@@ -444,6 +472,27 @@ impl StandIns {
         self.orders.entry(order_id.trim().to_owned()).or_insert(next).clone()
     }
 
+    /// A customer's request for a new address, as a stand-in request for
+    /// the same orders: what the customer typed may hold an address no
+    /// proposal named, which cannot be told from the rest of the words.
+    fn address_request(&self, message: &str) -> String {
+        let named: Vec<&str> = self
+            .orders
+            .iter()
+            .filter(|(id, _)| message.contains(id.as_str()))
+            .map(|(_, stand_in)| stand_in.as_str())
+            .collect();
+        let order = if named.is_empty() {
+            "my order".to_owned()
+        } else {
+            format!("order {}", named.join(" and "))
+        };
+        format!(
+            "Please change the delivery address of {order} to Sam Doe, 1 Example Street, {STAND_IN_POSTCODE} \
+             Exampleton."
+        )
+    }
+
     /// A customer's message with every personal detail replaced.
     fn text(&self, message: &str) -> String {
         let mut text = message.to_owned();
@@ -582,6 +631,22 @@ fn phones_replaced(text: String) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_typed_address_no_proposal_named_is_not_kept() {
+        let mut stand_ins = StandIns::new("u-1001");
+        stand_ins.order("A-1004");
+        let typed = "Please send A-1004 to Qxlove Qxlace, 7 Qxbyron Lane, QX1 9ZZ Qxtown instead";
+        let replaced = stand_ins.address_request(typed);
+        assert_eq!(
+            replaced,
+            "Please change the delivery address of order R-1001 to Sam Doe, 1 Example Street, 00000 Exampleton."
+        );
+        assert!(names_address_change(Some("address_change;low;0.90")));
+        assert!(names_address_change(Some("order_status,address_change;low;0.90")));
+        assert!(!names_address_change(Some("refund;low;0.90")));
+        assert!(!names_address_change(None));
+    }
 
     #[test]
     fn a_customers_details_are_replaced_by_stand_ins() {
