@@ -30,10 +30,20 @@ pub fn address_model(request: &wiremock::Request) -> ResponseTemplate {
 /// The function serving `intents` (`AGENT_INTENTS`), routed as an address
 /// change; the count of `POST /orders/A-1004/address` calls.
 pub async fn address_shop(intents: &str) -> (TestApp, Arc<AtomicUsize>) {
+    address_shop_with(intents, address_model, 200).await
+}
+
+/// [`address_shop`] with a model of the test's own, and the order system's
+/// write answering `write_status` (200: changed).
+pub async fn address_shop_with(
+    intents: &str,
+    model: impl Fn(&wiremock::Request) -> ResponseTemplate + Send + Sync + 'static,
+    write_status: u16,
+) -> (TestApp, Arc<AtomicUsize>) {
     let intents = intents.to_owned();
     let h = TestApp::builder()
         .router(routed(&["address_change"], "low", 0.95))
-        .model_responder(address_model)
+        .model_responder(model)
         .orders(move |request: &wiremock::Request| {
             let customer = request
                 .headers
@@ -65,7 +75,7 @@ pub async fn address_shop(intents: &str) -> (TestApp, Arc<AtomicUsize>) {
                 .unwrap_or_default();
             assert_eq!(key.len(), 64, "the proposal's key");
             assert_eq!(customer, USER);
-            ResponseTemplate::new(200).set_body_json(json!({"status": "changed"}))
+            ResponseTemplate::new(write_status).set_body_json(json!({"status": "changed"}))
         })
         .mount(&h.payments)
         .await;

@@ -155,3 +155,100 @@ async fn a_yes_only_in_the_same_message_as_the_address_never_writes() {
     assert_eq!(answer.status, StatusCode::OK);
     assert_eq!(writes.load(Ordering::SeqCst), 0);
 }
+
+/// A model that calls the address tool when the customer's newest message
+/// names the order or begins like a yes, and otherwise answers in words;
+/// after a tool result it answers `after_tool` (a status of 500: it fails).
+fn asking_model(after_tool: u16) -> impl Fn(&wiremock::Request) -> wiremock::ResponseTemplate + Send + Sync {
+    move |request| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let newest = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+        if messages[newest..].iter().any(|m| m["role"] == "tool") {
+            return match after_tool {
+                200 => text("Please answer yes to confirm."),
+                status => wiremock::ResponseTemplate::new(status),
+            };
+        }
+        let said = messages[newest]["content"].as_str().unwrap_or_default().to_lowercase();
+        if said.contains("a-1004") || said.starts_with("yes") || said.starts_with("correct") {
+            tool_calls(&[("call_a", "change_delivery_address", ADDRESS_ARGS)])
+        } else {
+            text("All right.")
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_no_ends_the_proposal_and_only_the_next_message_whole_a_yes_confirms() {
+    let intents = "order_status,refund,policy_question,other,address_change";
+    let (h, writes) = address_shop_with(intents, asking_model(200), 200).await;
+    // Proposed, then refused: a later sentence that begins like a yes writes nothing.
+    let first = h.say(None, ADDRESS_ASKED).await;
+    let conversation = first.conversation_id().to_owned();
+    let no = h.say(Some(&conversation), "No, do not change it").await;
+    assert_eq!(no.status, StatusCode::OK, "{}", no.raw);
+    for begins_like_a_yes in [
+        "Yes, one more question: when will my refund arrive?",
+        "Correct me if I'm wrong, but I never asked for that",
+        "Yes but the postcode is wrong",
+    ] {
+        let answer = h.say(Some(&conversation), begins_like_a_yes).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+        assert_eq!(writes.load(Ordering::SeqCst), 0, "{begins_like_a_yes}");
+    }
+    // Another message between the proposal and the yes: the yes is not the next message.
+    let (h, writes) = address_shop_with(intents, asking_model(200), 200).await;
+    let first = h.say(None, ADDRESS_ASKED).await;
+    let conversation = first.conversation_id().to_owned();
+    h.say(Some(&conversation), "when does it ship").await;
+    let late = h.say(Some(&conversation), "yes").await;
+    assert_eq!(late.status, StatusCode::OK);
+    assert_eq!(writes.load(Ordering::SeqCst), 0, "a yes after another message writes nothing");
+    // That yes proposed again, with code's line: the very next yes writes, once.
+    assert!(late.reply().contains("To confirm: the delivery address"), "{}", late.reply());
+    h.say(Some(&conversation), "yes").await;
+    assert_eq!(writes.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_proposing_turn_that_failed_keeps_no_proposal() {
+    let intents = "order_status,refund,policy_question,other,address_change";
+    let (h, writes) = address_shop_with(intents, asking_model(500), 200).await;
+    let failed = h.say(None, ADDRESS_ASKED).await;
+    assert_eq!(failed.status, StatusCode::BAD_GATEWAY, "{}", failed.raw);
+    let conversation = failed.conversation_id().to_owned();
+    let head = items(&h.aws, &conversation_table(&h.table))
+        .await
+        .into_iter()
+        .find(|item| attr(item, "pk") == Some(conversation.as_str()) && attr(item, "sk") == Some("head"))
+        .unwrap();
+    assert!(
+        attr(&head, "address_proposal").is_none(),
+        "the customer never read code's line: nothing waits"
+    );
+    h.say(Some(&conversation), "yes").await;
+    assert_eq!(writes.load(Ordering::SeqCst), 0, "a yes to a line never read writes nothing");
+}
+
+#[tokio::test]
+async fn a_write_whose_outcome_is_unknown_goes_to_a_person() {
+    let intents = "order_status,refund,policy_question,other,address_change";
+    let (h, writes) = address_shop_with(intents, asking_model(200), 500).await;
+    let first = h.say(None, ADDRESS_ASKED).await;
+    let conversation = first.conversation_id().to_owned();
+    let yes = h.say(Some(&conversation), "yes").await;
+    assert_eq!(yes.status, StatusCode::OK, "{}", yes.raw);
+    assert!(writes.load(Ordering::SeqCst) >= 1);
+    assert_eq!(yes.body["handed_off"], true, "{}", yes.raw);
+    let head = items(&h.aws, &conversation_table(&h.table))
+        .await
+        .into_iter()
+        .find(|item| attr(item, "pk") == Some(conversation.as_str()) && attr(item, "sk") == Some("head"))
+        .unwrap();
+    assert_eq!(attr(&head, "handoff_reason"), Some("address_write_unknown"), "{head:?}");
+    // Kept for the person: the customer's next messages are answered without the model.
+    let before = h.model_requests().await.len();
+    h.say(Some(&conversation), "yes").await;
+    assert_eq!(h.model_requests().await.len(), before);
+}
