@@ -61,6 +61,9 @@ pub enum CompletionError {
     Timeout,
     #[error("the provider answered with HTTP status {status}")]
     Status { status: u16 },
+    /// No connection was made: nothing was sent, nothing billed.
+    #[error("the provider could not be connected to")]
+    NotConnected,
     #[error("the provider could not be reached ({0})")]
     Transport(String),
     #[error("the provider's response cannot be used ({0})")]

@@ -281,6 +281,7 @@ fn classify(error: OpenAIError) -> CompletionError {
             status: response.status_code.as_u16(),
         },
         OpenAIError::Reqwest(error) if error.is_timeout() => CompletionError::Timeout,
+        OpenAIError::Reqwest(error) if error.is_connect() => CompletionError::NotConnected,
         OpenAIError::Reqwest(error) => CompletionError::Transport(reqwest_class(&error).to_owned()),
         OpenAIError::JSONDeserialize(error, _body) => {
             CompletionError::Unusable(format!("not a chat completion: {error}"))
@@ -291,9 +292,7 @@ fn classify(error: OpenAIError) -> CompletionError {
 }
 
 fn reqwest_class(error: &reqwest::Error) -> &'static str {
-    if error.is_connect() {
-        "connect"
-    } else if error.is_body() || error.is_decode() {
+    if error.is_body() || error.is_decode() {
         "body"
     } else if error.is_request() {
         "request"

@@ -403,7 +403,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         let earlier: Vec<&str> = window.iter().filter_map(Exchange::customer_message).collect();
         let started = tokio::time::Instant::now();
         let (routing, usage) = match model {
-            Some(model) => router::call::route(model.chat, settings, &earlier, message.text.text()).await,
+            Some(model) => router::call::route(model, settings, &earlier, message.text.text()).await,
             // The turn reports the key; no call was made, none is counted.
             None => (Routing::Failed("no key"), Some(crate::chat::Usage::default())),
         };

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use crate::chat::openai::OpenAiChat;
 use crate::chat::{ChatModel, Completion, CompletionError, Message, Offered};
 use crate::live::Live;
+use crate::router::call::RoutingModel;
 use crate::secrets::{ApiKey, ApiKeySource};
 
 /// The key a model carries, and when it was read.
@@ -91,9 +92,10 @@ impl<K: ApiKeySource> KeyedModel<'_, K> {
     /// so a rotation never stretches one call past its timeout.
     async fn rotating<F: Future<Output = Result<Completion, CompletionError>>>(
         &self,
+        timeout: Duration,
         call: impl Fn() -> F,
     ) -> Result<Completion, CompletionError> {
-        let deadline = tokio::time::Instant::now() + self.chat.timeout();
+        let deadline = tokio::time::Instant::now() + timeout;
         let answer = call().await;
         if !matches!(answer, Err(CompletionError::Status { status: 401 })) {
             return answer;
@@ -113,7 +115,8 @@ impl<K: ApiKeySource> KeyedModel<'_, K> {
 
 impl<K: ApiKeySource> ChatModel for KeyedModel<'_, K> {
     async fn complete(&self, messages: &[Message], offered: Offered) -> Result<Completion, CompletionError> {
-        self.rotating(|| self.chat.complete(messages, offered)).await
+        self.rotating(self.chat.timeout(), || self.chat.complete(messages, offered))
+            .await
     }
 
     /// A 401 comes before any text: the retry has nothing to discard.
@@ -123,6 +126,15 @@ impl<K: ApiKeySource> ChatModel for KeyedModel<'_, K> {
         offered: Offered,
         live: &Live,
     ) -> Result<Completion, CompletionError> {
-        self.rotating(|| self.chat.complete_live(messages, offered, live)).await
+        self.rotating(self.chat.timeout(), || self.chat.complete_live(messages, offered, live))
+            .await
+    }
+}
+
+/// The routing call goes through the same key as the turn: after a
+/// rotation, the first 401 reads the new key and routes with it.
+impl<K: ApiKeySource> RoutingModel for KeyedModel<'_, K> {
+    async fn classify(&self, request: &serde_json::Value, timeout: Duration) -> Result<Completion, CompletionError> {
+        self.rotating(timeout, || self.chat.complete_json(request, timeout)).await
     }
 }

@@ -117,6 +117,8 @@ pub async fn route<M: RoutingModel>(
         // An HTTP error status was not billed (contract 13): an outage never
         // spends the customer's day.
         Err(CompletionError::Status { .. }) => (Routing::Failed("error"), Some(Usage::default())),
+        // No connection was made: nothing was sent, so nothing was billed.
+        Err(CompletionError::NotConnected) => (Routing::Failed("unreachable"), Some(Usage::default())),
         // Nothing, or something unusable, came back: it may have been billed.
         Err(_) => (Routing::Failed("unreachable"), None),
         Ok(completion) => {
@@ -126,6 +128,46 @@ pub async fn route<M: RoutingModel>(
                 None => Routing::Failed("no text"),
             };
             (routing, completion.usage)
+        }
+    }
+}
+
+#[cfg(test)]
+mod billing_tests {
+    use super::*;
+
+    /// A model that fails every call with one error.
+    struct Failing(fn() -> CompletionError);
+
+    impl RoutingModel for Failing {
+        async fn classify(&self, _: &Value, _: Duration) -> Result<Completion, CompletionError> {
+            Err((self.0)())
+        }
+    }
+
+    /// Contract 13: a call that never connected sent nothing and is billed
+    /// nothing; one that may have reached the provider counts its worst case.
+    #[tokio::test]
+    async fn a_refused_connection_costs_nothing_and_a_broken_one_its_worst_case() {
+        let settings = RouterSettings {
+            model: "gpt-4o-mini-2024-07-18".into(),
+            timeout: Duration::from_secs(1),
+            min_confidence: 0.6,
+            served: Served::parse("refund").unwrap(),
+        };
+        let (routing, usage) = route(&Failing(|| CompletionError::NotConnected), &settings, &[], "hi").await;
+        assert!(matches!(routing, Routing::Failed("unreachable")));
+        assert_eq!(usage, Some(Usage::default()));
+        let (_, usage) = route(&Failing(|| CompletionError::Status { status: 503 }), &settings, &[], "hi").await;
+        assert_eq!(usage, Some(Usage::default()));
+        let may_be_billed: [fn() -> CompletionError; 3] = [
+            || CompletionError::Timeout,
+            || CompletionError::Transport("body".into()),
+            || CompletionError::Unusable("x".into()),
+        ];
+        for error in may_be_billed {
+            let (_, usage) = route(&Failing(error), &settings, &[], "hi").await;
+            assert_eq!(usage, None, "{}", error());
         }
     }
 }

@@ -219,7 +219,7 @@ type ConfigChange = Box<dyn FnOnce(&mut Config)>;
 pub struct Builder<K> {
     model: Vec<ResponseTemplate>,
     /// The routing call's answer (contract 21).
-    router: Option<ResponseTemplate>,
+    router: Option<Box<dyn Respond>>,
     model_responder: Option<ModelResponder>,
     payments: ResponseTemplate,
     orders: Option<Box<dyn Respond>>,
@@ -255,7 +255,13 @@ impl TestApp<FixedKey> {
 impl<K: ApiKeySource> Builder<K> {
     /// What the routing call answers (see [`routed`]).
     pub fn router(mut self, answer: ResponseTemplate) -> Self {
-        self.router = Some(answer);
+        self.router = Some(Box::new(answer));
+        self
+    }
+
+    /// The routing call answered by the request (its key, say).
+    pub fn router_responder(mut self, respond: impl Respond + 'static) -> Self {
+        self.router = Some(Box::new(respond));
         self
     }
 
@@ -323,7 +329,10 @@ impl<K: ApiKeySource> Builder<K> {
             .and(wiremock::matchers::body_partial_json(
                 json!({"response_format": {"type": "json_schema"}}),
             ))
-            .respond_with(self.router.unwrap_or_else(|| routed(&["refund"], "low", 0.95)))
+            .respond_with(BoxedRespond(
+                self.router
+                    .unwrap_or_else(|| Box::new(routed(&["refund"], "low", 0.95))),
+            ))
             .with_priority(1)
             .mount(&openai)
             .await;

@@ -166,6 +166,48 @@ async fn after_a_rotation_a_401_reads_the_key_again_and_makes_the_same_call_once
     assert_eq!(agent[1].body, agent[2].body, "the same call");
 }
 
+/// The routing call carries the rotated key too: after a rotation, a
+/// container's first turn is routed, not `unknown`.
+#[tokio::test]
+async fn after_a_rotation_the_routing_call_reads_the_key_again() {
+    let name = format!("openai/rotating-router-{}", std::process::id());
+    let client = rotating_secret(&name).await;
+    let revoked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let router_revoked = revoked.clone();
+    let h = TestApp::builder()
+        .model_responder(revocable_model(revoked.clone()))
+        .router_responder(move |request: &wiremock::Request| {
+            let old = request.headers["authorization"] == "Bearer sk-old";
+            if old && router_revoked.load(std::sync::atomic::Ordering::SeqCst) {
+                wiremock::ResponseTemplate::new(401)
+                    .set_body_json(serde_json::json!({"error": {"message": "Incorrect API key"}}))
+            } else {
+                routed(&["refund"], "low", 0.95)
+            }
+        })
+        .key_source(SecretsManagerKey::new(client.clone(), &name))
+        .build()
+        .await;
+    assert_eq!(h.chat("hello").await.status, StatusCode::OK);
+    rotate(&client, &name).await;
+    revoked.store(true, std::sync::atomic::Ordering::SeqCst);
+    let after = h.chat("hello again").await;
+    assert_eq!(after.status, StatusCode::OK, "{}", after.raw);
+    let requests = h.openai.received_requests().await.unwrap();
+    let routing_keys: Vec<&str> = requests
+        .iter()
+        .filter(|r| is_routing_call(&serde_json::from_slice(&r.body).unwrap_or_default()))
+        .map(|r| r.headers["authorization"].to_str().unwrap_or_default())
+        .collect();
+    assert_eq!(
+        routing_keys,
+        ["Bearer sk-old", "Bearer sk-old", "Bearer sk-new"],
+        "the refused routing call once more with the fresh key"
+    );
+    // The agent's calls after it carry the fresh key from the start.
+    assert_eq!(keys_sent(&requests), ["Bearer sk-old", "Bearer sk-new"]);
+}
+
 #[tokio::test]
 async fn the_re_read_and_the_re_send_share_the_calls_deadline() {
     // The 401 and the re-sent call each take 60% of the call's timeout:
