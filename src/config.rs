@@ -496,9 +496,14 @@ pub const DEFAULT_ADDRESS_CONFIRM: Duration = Duration::from_secs(30 * 60);
 pub enum StaffIdentity {
     /// The staff pool's Cognito authorizer: its verified claims. With an
     /// issuer, a token of any other pool is refused too (the authorizer
-    /// already does; this is the function's own check).
-    Authorizer { issuer: Option<String> },
+    /// already does; this is the function's own check). `audience` is the
+    /// desk's app client (`STAFF_POOL_CLIENT_ID`, required): API Gateway's
+    /// authorizer checks no audience, so a token of another client of the
+    /// pool is refused here.
+    Authorizer { issuer: Option<String>, audience: String },
     /// Local development and tests only: the person from request headers.
+    /// A request that carries an authorizer's context is refused (500): the
+    /// setting was deployed, and fails closed.
     Header,
 }
 
@@ -511,8 +516,6 @@ pub struct DeskConfig {
     pub identity: StaffIdentity,
     pub trace_url_template: Option<String>,
     pub order_url_template: Option<String>,
-    /// The desk's origin when the page is hosted elsewhere; none: same origin only.
-    pub allow_origin: Option<String>,
     /// How long a click's answer is kept for its `Idempotency-Key`.
     pub idempotency_ttl: Duration,
     /// Where the page signs in: the Cognito identity provider's endpoint
@@ -552,6 +555,7 @@ impl DeskConfig {
             identity: match vars.get("STAFF_IDENTITY").as_deref() {
                 None | Some("authorizer") => StaffIdentity::Authorizer {
                     issuer: vars.get("STAFF_POOL_ISSUER"),
+                    audience: vars.get("STAFF_POOL_CLIENT_ID").ok_or(ConfigError::Missing("STAFF_POOL_CLIENT_ID"))?,
                 },
                 Some("header") => StaffIdentity::Header,
                 Some(other) => {
@@ -564,7 +568,6 @@ impl DeskConfig {
             },
             trace_url_template: template("TRACE_URL_TEMPLATE", "{request_id}")?,
             order_url_template: template("ORDER_URL_TEMPLATE", "{order_id}")?,
-            allow_origin: vars.get("STAFF_ALLOW_ORIGIN"),
             idempotency_ttl: vars.hours("IDEMPOTENCY_TTL_HOURS", DEFAULT_IDEMPOTENCY_TTL)?,
             sign_in_url: vars
                 .get("STAFF_SIGN_IN_URL")

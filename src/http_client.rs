@@ -8,6 +8,15 @@ use std::time::Duration;
 
 pub mod sdk;
 
+/// Everything but RFC 3986's unreserved characters (letters, digits,
+/// `-._~`) percent-encoded: an order id in the order system's path, a
+/// header, or a link of the desk reads as it is written (`ORD-1001`).
+pub fn percent_encoded(value: &str) -> String {
+    use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+    const NOT_UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+    utf8_percent_encode(value, NOT_UNRESERVED).to_string()
+}
+
 pub fn money_path_client() -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         .retry(reqwest::retry::never())

@@ -17,13 +17,11 @@
 
 use std::time::Duration;
 
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use crate::http_client::percent_encoded;
 
 use super::address::{Address, AddressWrite};
 use super::{Order, OrderLookup, OrderSystem, OrdersError};
 
-/// Everything but RFC 3986's unreserved characters is encoded.
-const NOT_UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
 pub const CUSTOMER_HEADER: &str = "x-customer-id";
 /// Tries per read: the first and one more.
@@ -50,14 +48,14 @@ impl HttpOrders {
     }
 
     async fn once(&self, order_id: &str, customer: &str) -> Result<OrderLookup, OrdersError> {
-        let url = format!("{}{}", self.orders_url, utf8_percent_encode(order_id, NOT_UNRESERVED));
+        let url = format!("{}{}", self.orders_url, percent_encoded(order_id));
         let exchange = async {
             let response = self
                 .http
                 .get(&url)
                 .header(
                     CUSTOMER_HEADER,
-                    utf8_percent_encode(customer, NOT_UNRESERVED).to_string(),
+                    percent_encoded(customer),
                 )
                 .send()
                 .await
@@ -105,7 +103,7 @@ impl HttpOrders {
         let url = format!(
             "{}{}/address",
             self.orders_url,
-            utf8_percent_encode(order_id, NOT_UNRESERVED)
+            percent_encoded(order_id)
         );
         let exchange = async {
             let response = self
@@ -113,7 +111,7 @@ impl HttpOrders {
                 .post(&url)
                 .header(
                     CUSTOMER_HEADER,
-                    utf8_percent_encode(customer, NOT_UNRESERVED).to_string(),
+                    percent_encoded(customer),
                 )
                 .header(IDEMPOTENCY_HEADER, key)
                 .json(&address.body())

@@ -406,7 +406,7 @@ pub struct Links {
 
 impl Links {
     fn fill(template: Option<&String>, name: &str, value: &str) -> Option<String> {
-        let encoded = percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC).to_string();
+        let encoded = crate::http_client::percent_encoded(value);
         template.map(|template| template.replace(name, &encoded))
     }
 
@@ -667,10 +667,15 @@ mod tests {
             trace: Some("https://logs.example/#q={request_id}".into()),
             order: Some("https://shop.example/orders/{order_id}".into()),
         };
-        assert_eq!(links.trace("r-1").as_deref(), Some("https://logs.example/#q=r%2D1"));
+        assert_eq!(links.trace("r-1").as_deref(), Some("https://logs.example/#q=r-1"));
         assert_eq!(
             links.order("A 1/2").as_deref(),
             Some("https://shop.example/orders/A%201%2F2")
+        );
+        // RFC 3986's unreserved characters stay as they are.
+        assert_eq!(
+            links.order("ORD-1001.a_b~c").as_deref(),
+            Some("https://shop.example/orders/ORD-1001.a_b~c")
         );
         assert_eq!(Links::default().order("A-1"), None);
     }

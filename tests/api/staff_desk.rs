@@ -191,11 +191,26 @@ async fn a_customers_token_no_group_or_no_person_is_refused_before_anything_is_r
         .post(&approve_path("r_1"), json!({"intent": "groceries"}), "k2", SAM)
         .await;
     assert_eq!(bad.status, StatusCode::FORBIDDEN);
+    // An approver's token of another app client of the staff pool: the
+    // authorizer checks no audience, the function does.
+    let mut other_client = staff_event("GET", "/support/staff/queue", None, &[], Some(ANN));
+    other_client["requestContext"]["authorizer"]["claims"]["aud"] = json!("another-client");
+    assert_eq!(desk.send(other_client).await.status, StatusCode::FORBIDDEN);
     // The same desk does read for a person of the team: this is what a read costs here.
     assert_eq!(
         desk.get("/support/staff/queue", ANN).await.status,
         StatusCode::SERVICE_UNAVAILABLE
     );
+    // Header identity deployed behind the authorizer fails closed, before any read.
+    let misconfigured = StaffDesk::new(
+        &nowhere,
+        desk_config("no-table", "http://127.0.0.1:9", &[("STAFF_IDENTITY", "header")]),
+    );
+    let mut behind_an_authorizer = with_staff_headers(staff_event("GET", "/support/staff/queue", None, &[], None), ANN);
+    behind_an_authorizer["requestContext"]["authorizer"] =
+        staff_event("GET", "/support/staff/queue", None, &[], Some(ANN))["requestContext"]["authorizer"].clone();
+    let refused = misconfigured.send(behind_an_authorizer).await;
+    assert_eq!(refused.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", refused.raw);
 }
 
 #[tokio::test]
@@ -287,13 +302,13 @@ async fn the_transcript_reads_in_words_and_a_handoff_closes_once() {
         exchange["trace_url"],
         format!(
             "https://logs.example/trace?id={}",
-            exchange["request_id"].as_str().unwrap().replace('-', "%2D")
+            exchange["request_id"].as_str().unwrap()
         )
         .as_str()
     );
     assert_eq!(
         read.body["orders"][0]["url"],
-        "https://shop.example/admin/orders/D%2D4001"
+        "https://shop.example/admin/orders/D-4001"
     );
 
     let closed = desk
@@ -460,6 +475,10 @@ async fn the_page_holds_no_data_and_allows_no_inline_script() {
     }
     // The script shows customers' and models' words as text, never as markup.
     assert!(!page.raw.contains("innerHTML") && !desk_script().contains("innerHTML"));
+    // Without its slash, the page would load its files from one folder up: a redirect.
+    let bare = desk.send(staff_event("GET", "/support/staff", None, &[], None)).await;
+    assert_eq!(bare.status, StatusCode::MOVED_PERMANENTLY);
+    assert_eq!(bare.header("location"), Some("staff/"));
 }
 
 fn desk_script() -> String {

@@ -13,7 +13,6 @@ use crate::staff::decide::{Decided, Outcome};
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 pub const REPLAYED_HEADER: &str = "idempotent-replayed";
 pub const KEY_HEADER: &str = "idempotency-key";
-const EXPOSED_HEADERS: &str = "x-request-id, idempotent-replayed, retry-after";
 
 /// Seconds a person's page waits before trying again after a 503.
 pub const RETRY_AFTER_SECS: u64 = 2;
@@ -71,7 +70,10 @@ impl Answer {
     }
 
     /// The answer as Lambda returns it.
-    pub fn response(&self, request_id: &str, allow_origin: Option<&str>, replayed: bool) -> Response<Body> {
+    /// Same origin only: the desk's page is served by this function (a
+    /// page hosted elsewhere could not pass the gateway's preflight, which
+    /// names the widget's origin).
+    pub fn response(&self, request_id: &str, replayed: bool) -> Response<Body> {
         let mut response = Response::builder()
             .status(self.status)
             .header(header::CONTENT_TYPE, "application/json")
@@ -82,12 +84,6 @@ impl Answer {
         }
         if replayed {
             response = response.header(REPLAYED_HEADER, "true");
-        }
-        if let Some(origin) = allow_origin {
-            response = response
-                .header(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin)
-                .header(header::VARY, "Origin")
-                .header(header::ACCESS_CONTROL_EXPOSE_HEADERS, EXPOSED_HEADERS);
         }
         response
             .body(Body::Text(self.body.to_string()))

@@ -42,6 +42,9 @@ pub enum Refused {
     Unauthenticated,
     #[error("not a member of the support team")]
     NotStaff,
+    /// `STAFF_IDENTITY=header` behind an authorizer: deployed by mistake.
+    #[error("the desk is misconfigured")]
+    Misconfigured,
 }
 
 impl Member {
@@ -84,13 +87,15 @@ pub fn groups(value: &Value) -> Vec<String> {
         .collect()
 }
 
-/// The person of an ID token's claims: a `sub`, and where the configuration
-/// names the staff pool's issuer, that issuer and an ID token of it.
-pub fn from_claims(claims: &Value, issuer: Option<&str>) -> Result<Member, Refused> {
+/// The person of an ID token's claims: a `sub`, an ID token of the desk's
+/// own app client (`aud`), and where the configuration names the staff
+/// pool's issuer, that issuer.
+pub fn from_claims(claims: &Value, issuer: Option<&str>, audience: &str) -> Result<Member, Refused> {
     let claim = |name: &str| claims.get(name).and_then(Value::as_str).filter(|v| !v.is_empty());
     let sub = claim("sub").ok_or(Refused::Unauthenticated)?;
-    if let Some(issuer) = issuer
-        && (claim("iss") != Some(issuer) || claim("token_use").is_some_and(|use_| use_ != "id"))
+    if issuer.is_some_and(|issuer| claim("iss") != Some(issuer))
+        || claim("token_use").is_some_and(|use_| use_ != "id")
+        || claim("aud") != Some(audience)
     {
         return Err(Refused::NotStaff);
     }
@@ -118,6 +123,14 @@ fn header<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
 pub fn member(request: &Request, config: &DeskConfig) -> Result<Member, Refused> {
     match &config.identity {
         StaffIdentity::Header => {
+            if has_authorizer_context(request) {
+                tracing::error!(
+                    event = "staff_refused",
+                    why = "misconfigured",
+                    "STAFF_IDENTITY=header behind an authorizer: every request is refused"
+                );
+                return Err(Refused::Misconfigured);
+            }
             let sub = header(request, SUB_HEADER).ok_or(Refused::Unauthenticated)?;
             Ok(Member {
                 sub: sub.to_owned(),
@@ -127,7 +140,7 @@ pub fn member(request: &Request, config: &DeskConfig) -> Result<Member, Refused>
                 )),
             })
         }
-        StaffIdentity::Authorizer { issuer } => {
+        StaffIdentity::Authorizer { issuer, audience } => {
             let authorizer = request
                 .request_context_ref()
                 .and_then(|context| context.authorizer())
@@ -136,9 +149,20 @@ pub fn member(request: &Request, config: &DeskConfig) -> Result<Member, Refused>
                 Some(jwt) => serde_json::to_value(&jwt.claims).unwrap_or(Value::Null),
                 None => authorizer.fields.get("claims").cloned().unwrap_or(Value::Null),
             };
-            from_claims(&claims, issuer.as_deref())
+            from_claims(&claims, issuer.as_deref(), audience)
         }
     }
+}
+
+/// An authorizer's context with claims: API Gateway put a verified
+/// person there, so this is no local page server's request.
+fn has_authorizer_context(request: &Request) -> bool {
+    request
+        .request_context_ref()
+        .and_then(|context| context.authorizer())
+        .is_some_and(|authorizer| {
+            authorizer.jwt.is_some() || authorizer.fields.get("claims").is_some_and(|claims| !claims.is_null())
+        })
 }
 
 #[cfg(test)]
@@ -161,17 +185,29 @@ mod tests {
     #[test]
     fn a_token_of_another_pool_or_an_access_token_is_refused() {
         let issuer = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_staff";
-        let staff = json!({"sub": "s-1", "name": "Sam", "iss": issuer, "token_use": "id",
+        let staff = json!({"sub": "s-1", "name": "Sam", "iss": issuer, "token_use": "id", "aud": "desk",
                            "cognito:groups": "support-staff"});
-        let member = from_claims(&staff, Some(issuer)).unwrap();
+        let member = from_claims(&staff, Some(issuer), "desk").unwrap();
         assert_eq!((member.sub.as_str(), member.name.as_str()), ("s-1", "Sam"));
         let customer = json!({"sub": "u-1", "iss": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_shop",
                               "token_use": "id", "cognito:groups": "support-staff"});
-        assert_eq!(from_claims(&customer, Some(issuer)), Err(Refused::NotStaff));
+        assert_eq!(from_claims(&customer, Some(issuer), "desk"), Err(Refused::NotStaff));
         let access = json!({"sub": "s-1", "iss": issuer, "token_use": "access"});
-        assert_eq!(from_claims(&access, Some(issuer)), Err(Refused::NotStaff));
-        assert_eq!(from_claims(&json!({"name": "x"}), None), Err(Refused::Unauthenticated));
-        let email_only = json!({"sub": "s-2", "email": "kim@shop.example"});
-        assert_eq!(from_claims(&email_only, None).unwrap().name, "kim@shop.example");
+        assert_eq!(from_claims(&access, Some(issuer), "desk"), Err(Refused::NotStaff));
+        assert_eq!(from_claims(&json!({"name": "x"}), None, "desk"), Err(Refused::Unauthenticated));
+        let email_only = json!({"sub": "s-2", "email": "kim@shop.example", "aud": "desk"});
+        assert_eq!(from_claims(&email_only, None, "desk").unwrap().name, "kim@shop.example");
+    }
+
+    /// API Gateway's authorizer checks no audience: a token another app
+    /// client of the staff pool issued, or one with none, is refused here.
+    #[test]
+    fn a_token_of_another_app_client_is_refused() {
+        let issuer = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_staff";
+        for aud in [json!("another-client"), json!(""), Value::Null] {
+            let claims = json!({"sub": "s-1", "name": "Ann", "iss": issuer, "token_use": "id", "aud": aud,
+                                "cognito:groups": "support-staff,refund-approvers"});
+            assert_eq!(from_claims(&claims, Some(issuer), "desk"), Err(Refused::NotStaff), "{aud}");
+        }
     }
 }

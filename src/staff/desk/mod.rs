@@ -180,9 +180,14 @@ impl StaffApp {
             .map(|context| context.request_id.clone())
             .filter(|id| !id.is_empty())
             .unwrap_or_else(|| "unknown".to_owned());
-        let origin = self.config.allow_origin.as_deref();
+        // `…/support/staff` would load the page with its files resolved one
+        // folder up: send the browser to the folder (relative, so the
+        // stage's prefix stays).
+        if request.raw_http_path() == PREFIX && matches!(*request.method(), Method::GET | Method::HEAD) {
+            return page::to_folder();
+        }
         let Some(parts) = segments(request.raw_http_path()) else {
-            return Answer::error(StatusCode::NOT_FOUND, "no such route").response(&request_id, origin, false);
+            return Answer::error(StatusCode::NOT_FOUND, "no such route").response(&request_id, false);
         };
         let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
         // The page and its files hold no data: no person needed.
@@ -193,10 +198,10 @@ impl StaffApp {
             )
         {
             if request.method() != Method::GET && request.method() != Method::HEAD {
-                return method_not_allowed("GET", &request_id, origin);
+                return method_not_allowed("GET", &request_id);
             }
             return page::serve(parts.first().copied().unwrap_or(""), &self.page).unwrap_or_else(|| {
-                Answer::error(StatusCode::NOT_FOUND, "no such file").response(&request_id, origin, false)
+                Answer::error(StatusCode::NOT_FOUND, "no such file").response(&request_id, false)
             });
         }
         // Nothing is read for anyone outside the support team.
@@ -205,28 +210,30 @@ impl StaffApp {
             Err(refused @ identity::Refused::Unauthenticated) => {
                 return Answer::error(StatusCode::UNAUTHORIZED, refused.to_string()).response(
                     &request_id,
-                    origin,
                     false,
                 );
             }
+            Err(refused @ identity::Refused::Misconfigured) => {
+                return Answer::error(StatusCode::INTERNAL_SERVER_ERROR, refused.to_string())
+                    .response(&request_id, false);
+            }
             Err(refused) => {
-                return Answer::error(StatusCode::FORBIDDEN, refused.to_string()).response(&request_id, origin, false);
+                return Answer::error(StatusCode::FORBIDDEN, refused.to_string()).response(&request_id, false);
             }
         };
         let Some(role) = member.role(&self.config) else {
             tracing::warn!(event = "staff_refused", sub = %crate::untrusted::visible(&member.sub), why = "no staff group");
             return Answer::error(StatusCode::FORBIDDEN, identity::Refused::NotStaff.to_string()).response(
                 &request_id,
-                origin,
                 false,
             );
         };
         let (answer, replayed) = match *request.method() {
             Method::GET => (self.read(&parts, &member, role).await, false),
             Method::POST => self.decide(&request, &parts, &member, role).await,
-            _ => return method_not_allowed("GET, POST", &request_id, origin),
+            _ => return method_not_allowed("GET, POST", &request_id),
         };
-        answer.response(&request_id, origin, replayed)
+        answer.response(&request_id, replayed)
     }
 
     async fn read(&self, parts: &[&str], member: &Member, role: Role) -> Answer {
@@ -392,9 +399,9 @@ impl StaffApp {
     }
 }
 
-fn method_not_allowed(allow: &'static str, request_id: &str, origin: Option<&str>) -> Response<Body> {
+fn method_not_allowed(allow: &'static str, request_id: &str) -> Response<Body> {
     let mut response =
-        Answer::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").response(request_id, origin, false);
+        Answer::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").response(request_id, false);
     if let Ok(value) = header::HeaderValue::from_str(allow) {
         response.headers_mut().insert(header::ALLOW, value);
     }

@@ -104,6 +104,16 @@ pub fn serve(name: &str, config: &PageConfig) -> Option<Response<Body>> {
     }
 }
 
+/// A redirect from the page's path without its slash to the folder.
+pub fn to_folder() -> Response<Body> {
+    Response::builder()
+        .status(lambda_http::http::StatusCode::MOVED_PERMANENTLY)
+        .header(lambda_http::http::header::LOCATION, "staff/")
+        .header(lambda_http::http::header::CACHE_CONTROL, "no-store")
+        .body(Body::Empty)
+        .unwrap_or_else(|_| Response::new(Body::Empty))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
