@@ -270,7 +270,7 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
             }
         }
         Command::Reply(reply) => match reply_text(&reply) {
-            Ok(text) => decide::reply(&staff, &reply.id, Person::named(&reply.by), &text)
+            Ok(text) => decide::reply(&staff, &reply.id, Person::named(&reply.by), &text, None)
                 .await
                 .map(cmd::decide::ending),
             Err(why) => Ok(Ending::Failed(why)),

@@ -351,14 +351,21 @@ fn checked_line(text: &str, what: &str) -> Result<(), String> {
     }
 }
 
-/// A reply's text, checked (a trailing line break is trimmed, not refused):
-/// 1 to [`MAX_MESSAGE_CHARS`] characters of one line.
+/// A reply's text, checked (trailing white space trimmed, `\r\n` read as a
+/// line break): 1 to [`MAX_MESSAGE_CHARS`] characters, in paragraphs if the
+/// person wrote them, with no other control character.
 pub fn checked_text(text: &str) -> Result<String, String> {
+    let text = text.replace("\r\n", "\n");
     let text = text.trim_end();
     if text.trim().is_empty() {
         return Err("the reply is empty".into());
     }
-    checked_line(text, "reply")?;
+    if let Some(bad) = text.chars().find(|&c| c != '\n' && acts_on_a_terminal(c)) {
+        return Err(format!(
+            "the reply holds a control character ({}); write plain text (line breaks are fine)",
+            visible(&bad.to_string())
+        ));
+    }
     let chars = text.chars().count();
     if chars > MAX_MESSAGE_CHARS {
         return Err(format!("the reply is {chars} characters; at most {MAX_MESSAGE_CHARS}"));
@@ -372,15 +379,22 @@ pub fn conversation_named(id: &str) -> String {
 }
 
 /// A person's message in a conversation (contract 18), masked (contract
-/// 23). `id` is the conversation's, or its handoff's.
-pub async fn reply(staff: &Staff, id: &str, by: Person<'_>, text: &str) -> Result<Decided, LedgerError> {
+/// 23). `id` is the conversation's, or its handoff's. `click` names the
+/// desk's click (a hash of who and its key): the same click appends once.
+pub async fn reply(
+    staff: &Staff,
+    id: &str,
+    by: Person<'_>,
+    text: &str,
+    click: Option<&str>,
+) -> Result<Decided, LedgerError> {
     let decided = match checked_text(text) {
         Err(why) => Decided::new(Outcome::Invalid, why),
         Ok(text) => {
             let conversation = conversation_named(id);
             let note = PersonNote::reply(by, &text);
             match PersonNotes::of(&staff.conversations)
-                .reply(&conversation, &note, now_ms())
+                .reply(&conversation, &note, now_ms(), click)
                 .await?
             {
                 Replied::Appended { seq } => Decided::done(format!(
@@ -424,7 +438,7 @@ pub async fn close_handoff(
             noted(Kind::CloseHandoff, id, by, &Decided::done(""));
             return match text {
                 Some(text) => {
-                    let replied = reply(staff, &handoff.conversation_id, by, text).await?;
+                    let replied = reply(staff, &handoff.conversation_id, by, text, None).await?;
                     Ok(Decided {
                         text: format!("{closed}\n{}", replied.text),
                         ..replied
@@ -543,8 +557,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_reply_is_one_line_of_at_most_4000_characters() {
+    fn a_reply_is_plain_text_in_paragraphs_of_at_most_4000_characters() {
         assert_eq!(checked_text("Thanks, done.\n"), Ok("Thanks, done.".to_owned()));
+        assert_eq!(
+            checked_text("Hello,\r\n\r\nit is refunded.\nKim"),
+            Ok("Hello,\n\nit is refunded.\nKim".to_owned())
+        );
+        assert!(checked_text("a\rb").is_err());
+        assert!(checked_text("a\u{202e}b").is_err());
         assert!(checked_text("  \n").is_err());
         assert!(checked_text("a\u{1b}[2Jb").is_err());
         assert!(checked_text(&"x".repeat(MAX_MESSAGE_CHARS)).is_ok());

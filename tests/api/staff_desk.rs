@@ -253,6 +253,35 @@ async fn a_reply_clicked_twice_reaches_the_customer_once() {
     let person = stored.iter().find(|e| e.by.is_some()).unwrap();
     assert_eq!(person.by.as_deref(), Some("Sam Staff"));
 
+    // A click whose append landed and whose answer was lost (the desk let
+    // its key go, as after a 503): the page sends the same key again, and
+    // the append, conditional on the click itself, posts nothing more.
+    let paragraphs = json!({"text": "Hello,\n\nyour card 4242 4242\n4242 4242 is not needed.\nSam"});
+    let landed = desk.post(&path, paragraphs.clone(), "lost-click", SAM).await;
+    assert_eq!(landed.status, StatusCode::OK, "{}", landed.raw);
+    aws_sdk_dynamodb::Client::new(&shop.h.aws)
+        .update_item()
+        .table_name(&shop.h.table)
+        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(format!("staffclick#{}#lost-click", SAM.sub)))
+        .update_expression("SET click_state = :released")
+        .expression_attribute_values(":released", aws_sdk_dynamodb::types::AttributeValue::S("released".into()))
+        .send()
+        .await
+        .unwrap();
+    let retried = desk.post(&path, paragraphs, "lost-click", SAM).await;
+    assert_eq!(retried.status, StatusCode::OK, "{}", retried.raw);
+    let read = shop.h.read(&conversation, "").await;
+    let replies: Vec<&str> = read.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["from"] == "person")
+        .filter_map(|m| m["text"].as_str())
+        .collect();
+    assert_eq!(replies.len(), 2, "the lost click's reply once: {}", read.raw);
+    // Paragraphs kept, and a card split across a line break masked.
+    assert_eq!(replies[1], "Hello,\n\nyour card [card ending 4242] is not needed.\nSam");
+
     // The same key with other words is another request: refused, nothing written.
     let other = desk
         .post(&path, json!({"text": "Something else"}), "reply-click", SAM)
@@ -264,8 +293,8 @@ async fn a_reply_clicked_twice_reaches_the_customer_once() {
     assert_eq!(too_long.status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(
         shop.h.exchanges(&conversation).await.len(),
-        stored.len(),
-        "nothing more written"
+        stored.len() + 1,
+        "nothing more written than the lost click's reply"
     );
 }
 

@@ -317,21 +317,28 @@ function say(text) {
 }
 
 // A button that sends one decision: one Idempotency-Key per click, kept for a
-// re-send until an answer comes, and the button disabled while it is sent.
+// re-send of the same body until a definite answer comes (a 5xx, or no answer,
+// may have landed: the same key never decides or posts twice), and the button
+// disabled while it is sent.
 function decision(label, path, bodyOf, className) {
   const button = el("button", label, className);
   button.type = "button";
   let key = null;
+  let keyFor = null;
   button.addEventListener("click", async () => {
     if (button.disabled) return;
     const body = bodyOf();
     if (body === null) return;
     button.disabled = true;
-    key = key || crypto.randomUUID();
+    const sent = JSON.stringify(body);
+    if (!key || keyFor !== sent) {
+      key = crypto.randomUUID();
+      keyFor = sent;
+    }
     say("Sending…");
     try {
       const { status, data } = await call("POST", path, body, key);
-      key = null;
+      if (status < 500) key = null;
       if (status === 200) say(data.text);
       else if (status === 409 && data.decided_by) say("Already decided by " + data.decided_by + (data.decided_at ? " at " + data.decided_at : "") + ". " + (data.detail || ""));
       else if (status === 403) say("You may not do this: " + (data.detail || ""));

@@ -17,7 +17,7 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
 use super::conversations::DynamoConversations;
-use super::schema::{CONVERSATION_HEAD as HEAD, CONVERSATION_SORT_KEY as SORT_KEY, exchange_sk};
+use super::schema::{CLICK_PREFIX, CONVERSATION_HEAD as HEAD, CONVERSATION_SORT_KEY as SORT_KEY, exchange_sk};
 use super::{DynamoClient, Item, malformed, n, number, s, text, transact, unavailable};
 use crate::clock::rfc3339;
 use crate::conversation::Lifetime;
@@ -157,23 +157,67 @@ impl PersonNotes {
     }
 
     /// Appends a person's reply to conversation `id`, after whatever is
-    /// there when it lands.
-    pub async fn reply(&self, id: &str, note: &PersonNote, now_ms: u64) -> Result<Replied, LedgerError> {
+    /// there when it lands. With `click` (the desk's: who clicked and the
+    /// click's `Idempotency-Key`, hashed), the append is conditional on the
+    /// click itself: a click whose answer was lost finds its own exchange
+    /// and appends nothing more (DynamoDB's `ClientRequestToken` would not
+    /// do: moto ignores it, and it lasts ten minutes).
+    pub async fn reply(
+        &self,
+        id: &str,
+        note: &PersonNote,
+        now_ms: u64,
+        click: Option<&str>,
+    ) -> Result<Replied, LedgerError> {
+        let click_sk = click.map(|click| format!("{CLICK_PREFIX}{click}"));
         for _ in 0..SEQUENCE_MOVES {
+            if let Some(sk) = &click_sk
+                && let Some(seq) = self.clicked(id, sk).await?
+            {
+                return Ok(Replied::Appended { seq });
+            }
             let Some(head) = self.live_head(id, now_ms).await? else {
                 return Ok(Replied::NotFound);
             };
             let customer = text(&head, "customer").unwrap_or_default().to_owned();
             let seq = number(&head, "exchanges").unwrap_or_default();
-            // A failed condition: the count moved, or it expired or went
-            // meanwhile; the next read tells which.
-            if transact(&self.client, self.items(&head, &customer, note, now_ms)?)
-                .await?
-                .is_none()
-            {
+            let mut items = self.items(&head, &customer, note, now_ms)?;
+            if let Some(sk) = &click_sk {
+                let ends_by = number(&head, "ends_by")
+                    .or_else(|| number(&head, "expires_at"))
+                    .unwrap_or_default();
+                let put = Put::builder()
+                    .table_name(&self.table)
+                    .item("pk", s(id))
+                    .item(SORT_KEY, s(sk))
+                    .item("seq", n(seq))
+                    .item("expires_at", n(ends_by))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .build()
+                    .map_err(malformed)?;
+                items.push(TransactWriteItem::builder().put(put).build());
+            }
+            // A failed condition: the count moved, the click landed, or it
+            // expired or went meanwhile; the next read tells which.
+            if transact(&self.client, items).await?.is_none() {
                 return Ok(Replied::Appended { seq });
             }
         }
         Err(LedgerError::Contended)
+    }
+
+    /// The exchange a click appended, if it did.
+    async fn clicked(&self, id: &str, sk: &str) -> Result<Option<u64>, LedgerError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("pk", s(id))
+            .key(SORT_KEY, s(sk))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        Ok(output.item().and_then(|item| number(item, "seq")))
     }
 }

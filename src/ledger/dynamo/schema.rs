@@ -32,6 +32,9 @@ pub const CONVERSATION_HEAD: &str = "head";
 pub const EXCHANGE_PREFIX: &str = "x#";
 /// A person's verdict on a conversation (contract 21): `v#<ms>#<by>`.
 pub const VERDICT_PREFIX: &str = "v#";
+/// A person's click that appended a reply: `k#<hash of who and key>`,
+/// holding the exchange's `seq`, so the same click never appends twice.
+pub const CLICK_PREFIX: &str = "k#";
 
 /// The sort key of a conversation's exchange `seq`.
 pub fn exchange_sk(seq: u64) -> String {

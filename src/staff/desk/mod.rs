@@ -84,6 +84,22 @@ fn segments(path: &str) -> Option<Vec<String>> {
     )
 }
 
+/// `body` with every string masked as the text it is (contract 23), not
+/// as JSON's escaped form of it.
+fn masked_texts(body: &Value) -> Value {
+    match body {
+        Value::String(text) => Value::String(crate::mask::masked(text).into_owned()),
+        Value::Array(items) => Value::Array(items.iter().map(masked_texts).collect()),
+        Value::Object(fields) => Value::Object(
+            fields
+                .iter()
+                .map(|(name, value)| (name.clone(), masked_texts(value)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
 fn intent_field(body: &Value) -> Result<Option<Intent>, String> {
     match &body["intent"] {
         Value::Null => Ok(None),
@@ -306,9 +322,10 @@ impl StaffApp {
                 );
             }
         };
-        // Of the body as read, masked: never a hash of a card number.
+        // Of the body as kept: every text masked as a person reads it (a
+        // card split across a line break too), never a hash of a card number.
         let fingerprint = crate::desk::admission::key::body_sha256(
-            format!("POST {}\n{}", parts.join("/"), crate::mask::masked(&body.to_string())).as_bytes(),
+            format!("POST {}\n{}", parts.join("/"), masked_texts(&body)).as_bytes(),
         );
         let ttl = self.config.idempotency_ttl;
         match self
@@ -343,14 +360,15 @@ impl StaffApp {
             }
             Err(error) => return (Answer::ledger(&error), false),
         }
-        let is_reply = matches!(asked, Asked::Reply { .. });
-        let answer = match self.run(asked, member).await {
+        // The click, as the reply's append is conditional on it.
+        let click = crate::desk::admission::key::body_sha256(format!("{}\0{}", member.sub, key.as_str()).as_bytes());
+        let answer = match self.run(asked, member, &click).await {
             Ok(decided) => Answer::decided(&decided),
             Err(error) => {
-                // A reply whose append may have landed keeps its key: the
-                // same click never posts it twice. Any other decision is
-                // one conditional write, safe to run again.
-                if !is_reply && let Err(error) = self.staff.ledger.release_click(&member.sub, key.as_str()).await {
+                // The same click may try again: every decision is one
+                // conditional write, and a reply's append is conditional on
+                // the click itself, so it never posts twice.
+                if let Err(error) = self.staff.ledger.release_click(&member.sub, key.as_str()).await {
                     tracing::error!(event = "ledger", op = "release_click", error = %error);
                 }
                 return (Answer::ledger(&error), false);
@@ -372,7 +390,7 @@ impl StaffApp {
         (answer, false)
     }
 
-    async fn run(&self, asked: Asked, member: &Member) -> Result<Decided, crate::ledger::LedgerError> {
+    async fn run(&self, asked: Asked, member: &Member, click: &str) -> Result<Decided, crate::ledger::LedgerError> {
         let staff = &self.staff;
         let by = member.person();
         match asked {
@@ -385,7 +403,7 @@ impl StaffApp {
                 decide::with_verdict_on_record(staff, decided, &id, intent, by).await
             }
             Asked::Resolve { id, confirmed } => decide::resolve(staff, &id, by, &confirmed).await,
-            Asked::Reply { id, text } => decide::reply(staff, &id, by, &text).await,
+            Asked::Reply { id, text } => decide::reply(staff, &id, by, &text, Some(click)).await,
             Asked::Close { id, text, intent } => {
                 let decided = decide::close_handoff(staff, &id, by, text.as_deref()).await?;
                 let conversation = crate::handoff::conversation_of(&id);
