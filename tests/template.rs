@@ -777,6 +777,7 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
     let defaults = refund_chat::config::DeskConfig::from_lookup(|name| match name {
         "LEDGER_TABLE" | "CONVERSATION_TABLE" => Some("t".to_owned()),
         "PAYMENTS_BASE_URL" | "ORDERS_BASE_URL" => Some("https://x.internal".to_owned()),
+        "STAFF_POOL_CLIENT_ID" => Some("client".to_owned()),
         _ => None,
     })
     .unwrap();
@@ -798,6 +799,13 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
     }
     let client = &resources["StaffUserPoolClient"]["Properties"];
     assert_eq!(client["GenerateSecret"], false, "a page cannot keep a secret");
+    // The name on a decision is one only an administrator sets: unset,
+    // WriteAttributes lets a person rename themselves.
+    let writable = client["WriteAttributes"].as_array().expect("WriteAttributes set");
+    assert!(!writable.is_empty(), "an empty list reads as unset");
+    for attribute in ["name", "email", "email_verified", "preferred_username", "given_name", "family_name"] {
+        assert!(!writable.contains(&json!(attribute)), "a person may write {attribute}");
+    }
     assert!(
         client["ExplicitAuthFlows"]
             .as_array()

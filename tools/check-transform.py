@@ -82,6 +82,15 @@ def main(path):
     check(stage.get("TracingEnabled") is True, "the stage traces (X-Ray)")
     check("DestinationArn" in stage.get("AccessLogSetting", {}), "the stage writes access logs")
 
+    # A stage with access logs is refused until the account has its logging
+    # role: the stage must come after ApiGatewayAccount (when the stack
+    # creates it), through the dependency graph CloudFormation builds.
+    stage_name = next(name for name, r in resources.items() if r["Type"] == "AWS::ApiGateway::Stage")
+    check(
+        "ApiGatewayAccount" in depends_on(resources, stage_name),
+        f"the stage ({stage_name}) is created after ApiGatewayAccount",
+    )
+
     function = resources["RefundChatFunction"]["Properties"]
     check(function.get("TracingConfig", {}).get("Mode") == "Active", "the function traces (X-Ray, active)")
     reserved = function.get("ReservedConcurrentExecutions", {})
@@ -105,6 +114,46 @@ def main(path):
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)
     print("the transformed template streams every route")
+
+
+def references(value):
+    """The logical ids a resource's definition names: Ref, Fn::GetAtt, and
+    the ${Name} of Fn::Sub, in any branch of an Fn::If."""
+    found = set()
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key == "Ref" and isinstance(inner, str):
+                found.add(inner)
+            elif key == "Fn::GetAtt":
+                target = inner[0] if isinstance(inner, list) else str(inner).split(".")[0]
+                found.add(target)
+            elif key == "Fn::Sub":
+                text = inner[0] if isinstance(inner, list) else inner
+                if isinstance(text, str):
+                    import re
+
+                    found.update(name.split(".")[0] for name in re.findall(r"\$\{([^}!]+)\}", text))
+                found |= references(inner)
+            else:
+                found |= references(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            found |= references(inner)
+    return found
+
+
+def depends_on(resources, name):
+    """Every resource `name` waits for, directly or not (DependsOn and references)."""
+    seen, todo = set(), [name]
+    while todo:
+        resource = resources.get(todo.pop(), {})
+        direct = resource.get("DependsOn", [])
+        direct = {direct} if isinstance(direct, str) else set(direct)
+        direct |= references(resource.get("Properties", {}))
+        for other in direct & set(resources) - seen:
+            seen.add(other)
+            todo.append(other)
+    return seen
 
 
 if __name__ == "__main__":
