@@ -873,6 +873,41 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
         assert!(!role.contains(absent), "the desk's role grants no {absent}");
     }
     assert_eq!(role.matches("\"*\"").count(), 1, "only X-Ray's segments on *");
+    // Exactly what the staff code sends, table by table (as the customers' role).
+    let statements = resources["RefundChatStaffRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        .as_array()
+        .unwrap();
+    let granted_on = |resource: Value| -> Vec<String> {
+        let mut actions: Vec<String> = statements
+            .iter()
+            .filter(|statement| statement["Resource"] == resource)
+            .flat_map(|statement| match &statement["Action"] {
+                Value::String(action) => vec![action.clone()],
+                list => list.as_array().unwrap().iter().filter_map(|a| a.as_str().map(str::to_owned)).collect(),
+            })
+            .collect();
+        actions.sort();
+        actions
+    };
+    assert_eq!(
+        granted_on(json!({"Fn::GetAtt": ["RefundLedger", "Arn"]})),
+        refund_chat::staff::LEDGER_ACTIONS_USED
+    );
+    assert_eq!(
+        granted_on(json!({"Fn::Sub": format!("${{RefundLedger.Arn}}/index/{}", refund_chat::staff::LEDGER_INDEX_QUERIED)})),
+        ["dynamodb:Query"]
+    );
+    assert_eq!(
+        granted_on(json!({"Fn::GetAtt": ["ConversationTable", "Arn"]})),
+        refund_chat::staff::CONVERSATION_ACTIONS_USED
+    );
+    assert_eq!(
+        granted_on(json!({"Fn::Sub": format!(
+            "${{ConversationTable.Arn}}/index/{}",
+            refund_chat::staff::CONVERSATION_INDEX_QUERIED
+        )})),
+        ["dynamodb:Query"]
+    );
     let customers = serde_json::to_string(&resources["RefundChatFunctionRole"]).unwrap();
     assert!(
         !customers.contains("Staff") && !customers.contains("cognito"),

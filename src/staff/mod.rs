@@ -17,6 +17,17 @@ pub mod decide;
 pub mod desk;
 pub mod read;
 
+/// What the desk's function calls on the refund ledger and on the
+/// conversation table, each with the index it queries: its role in
+/// `template.yaml` grants exactly these (`tests/template.rs`), and the API
+/// tests see it send nothing else (a transaction's items are authorised as
+/// the writes they are).
+pub const LEDGER_ACTIONS_USED: &[&str] = &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"];
+pub const LEDGER_INDEX_QUERIED: &str = "waiting";
+pub const CONVERSATION_ACTIONS_USED: &[&str] =
+    &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"];
+pub const CONVERSATION_INDEX_QUERIED: &str = "open_handoffs";
+
 use std::time::Duration;
 
 use aws_config::SdkConfig;

@@ -663,3 +663,37 @@ async fn the_local_door_checks_a_staff_token_as_the_authorizer_would() {
     assert_eq!(gate.person(None).await, Err(Refused::Missing));
     assert_eq!(gate.person(Some("Bearer ")).await, Err(Refused::Missing));
 }
+
+/// The desk's role (`template.yaml`, checked by `tests/template.rs` against
+/// `refund_chat::staff`'s lists) grants what the desk sends: every
+/// operation of a queue read, a refund, a conversation, an approval and a
+/// reply passes through a recording proxy, and none is outside the lists.
+#[tokio::test]
+async fn the_desk_sends_only_what_its_role_grants() {
+    let shop = Shop::new(receipt()).await;
+    let id = shop.pending_refund("req-desk-ops").await;
+    let operations = OperationLog::default();
+    let recorded = proxy(&moto().endpoint, true, operations.hook(|_| Action::Forward)).await;
+    let desk = StaffDesk::new(&aws_at(&recorded).await, desk_config(&shop.h.table, &shop.payments.uri(), &[]));
+    let asked = shop.h.say(None, "I want to talk to a person").await;
+    let conversation = asked.conversation_id().to_owned();
+    assert_eq!(desk.get("/support/staff/queue", ANN).await.status, StatusCode::OK);
+    assert_eq!(desk.get(&format!("/support/staff/refunds/{id}"), ANN).await.status, StatusCode::OK);
+    let read = desk.get(&format!("/support/staff/conversations/{conversation}"), ANN).await;
+    assert_eq!(read.status, StatusCode::OK, "{}", read.raw);
+    let approved = desk.post(&approve_path(&id), json!({}), "ops-1", ANN).await;
+    assert_eq!(approved.status, StatusCode::OK, "{}", approved.raw);
+    let path = format!("/support/staff/conversations/{conversation}/reply");
+    assert_eq!(desk.post(&path, json!({"text": "Hello"}), "ops-2", ANN).await.status, StatusCode::OK);
+    let granted: Vec<&str> = refund_chat::staff::LEDGER_ACTIONS_USED
+        .iter()
+        .chain(refund_chat::staff::CONVERSATION_ACTIONS_USED)
+        .copied()
+        .collect();
+    let sent = operations.names();
+    assert!(sent.len() > 5, "the proxy saw the desk's calls: {sent:?}");
+    for operation in sent.iter().filter(|o| *o != "TransactWriteItems") {
+        let action = format!("dynamodb:{operation}");
+        assert!(granted.contains(&action.as_str()), "{action} is not granted to the desk");
+    }
+}
