@@ -555,7 +555,9 @@ impl DeskConfig {
             identity: match vars.get("STAFF_IDENTITY").as_deref() {
                 None | Some("authorizer") => StaffIdentity::Authorizer {
                     issuer: vars.get("STAFF_POOL_ISSUER"),
-                    audience: vars.get("STAFF_POOL_CLIENT_ID").ok_or(ConfigError::Missing("STAFF_POOL_CLIENT_ID"))?,
+                    audience: vars
+                        .get("STAFF_POOL_CLIENT_ID")
+                        .ok_or(ConfigError::Missing("STAFF_POOL_CLIENT_ID"))?,
                 },
                 Some("header") => StaffIdentity::Header,
                 Some(other) => {

@@ -263,9 +263,8 @@ fn runs(glyphs: &[Glyph], visible: &[usize], taken: &[bool]) -> Vec<Run> {
         // A candidate touches no other letter or digit (contract 23): a
         // group glued to a word (`A4539148803436467`, an order id) is no
         // part of one; the run's other groups still are.
-        let touches = |at: Option<&usize>| {
-            at.is_some_and(|&i| matches!(glyphs[i].read, Read::Letter(_) | Read::OtherLetter))
-        };
+        let touches =
+            |at: Option<&usize>| at.is_some_and(|&i| matches!(glyphs[i].read, Read::Letter(_) | Read::OtherLetter));
         if touches(first.checked_sub(1).and_then(|b| visible.get(b))) {
             run.remove(0);
         }
@@ -613,7 +612,12 @@ mod tests {
     #[test]
     fn a_digit_run_glued_to_a_letter_is_no_candidate() {
         assert!(luhn::valid("4539148803436467"));
-        for id in ["A4539148803436467", "4539148803436467B", "ORD4539148803436467X", "é4539148803436467"] {
+        for id in [
+            "A4539148803436467",
+            "4539148803436467B",
+            "ORD4539148803436467X",
+            "é4539148803436467",
+        ] {
             assert_eq!(masked(id), id, "{id}");
         }
         // The chaos run's message: a marker ending in a digit, then a card.

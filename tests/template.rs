@@ -803,7 +803,14 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
     // WriteAttributes lets a person rename themselves.
     let writable = client["WriteAttributes"].as_array().expect("WriteAttributes set");
     assert!(!writable.is_empty(), "an empty list reads as unset");
-    for attribute in ["name", "email", "email_verified", "preferred_username", "given_name", "family_name"] {
+    for attribute in [
+        "name",
+        "email",
+        "email_verified",
+        "preferred_username",
+        "given_name",
+        "family_name",
+    ] {
         assert!(!writable.contains(&json!(attribute)), "a person may write {attribute}");
     }
     assert!(
@@ -883,7 +890,12 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
             .filter(|statement| statement["Resource"] == resource)
             .flat_map(|statement| match &statement["Action"] {
                 Value::String(action) => vec![action.clone()],
-                list => list.as_array().unwrap().iter().filter_map(|a| a.as_str().map(str::to_owned)).collect(),
+                list => list
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|a| a.as_str().map(str::to_owned))
+                    .collect(),
             })
             .collect();
         actions.sort();
@@ -894,7 +906,9 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
         refund_chat::staff::LEDGER_ACTIONS_USED
     );
     assert_eq!(
-        granted_on(json!({"Fn::Sub": format!("${{RefundLedger.Arn}}/index/{}", refund_chat::staff::LEDGER_INDEX_QUERIED)})),
+        granted_on(
+            json!({"Fn::Sub": format!("${{RefundLedger.Arn}}/index/{}", refund_chat::staff::LEDGER_INDEX_QUERIED)})
+        ),
         ["dynamodb:Query"]
     );
     assert_eq!(

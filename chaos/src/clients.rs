@@ -414,7 +414,13 @@ impl Clients {
                 // The whole message is the answer (contract 26, tightened):
                 // it carries no marker, and is known by its request id.
                 // Some say no, then yes: a yes to a proposal that has ended.
-                let said = *rng.pick(&["yes", "Yes, that's right", "no", "No, do not change it", "Yes but not there"]);
+                let said = *rng.pick(&[
+                    "yes",
+                    "Yes, that's right",
+                    "no",
+                    "No, do not change it",
+                    "Yes but not there",
+                ]);
                 let then_yes = said.starts_with("No") || said == "no";
                 let mut answers = vec![said];
                 if then_yes && rng.chance(0.5) {

@@ -103,7 +103,7 @@ impl Staff {
                     refund_chat::conversation::person::Person::named(&by),
                     "A person from the support team looked at this.",
                 );
-                let ending = match self.notes.reply(conversation, &reply, now_ms()).await {
+                let ending = match self.notes.reply(conversation, &reply, now_ms(), None).await {
                     Ok(Replied::Appended { .. }) => "reply: appended",
                     Ok(Replied::NotFound) => "reply: no conversation",
                     Err(_) => "reply: ledger error",

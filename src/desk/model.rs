@@ -135,6 +135,7 @@ impl<K: ApiKeySource> ChatModel for KeyedModel<'_, K> {
 /// rotation, the first 401 reads the new key and routes with it.
 impl<K: ApiKeySource> RoutingModel for KeyedModel<'_, K> {
     async fn classify(&self, request: &serde_json::Value, timeout: Duration) -> Result<Completion, CompletionError> {
-        self.rotating(timeout, || self.chat.complete_json(request, timeout)).await
+        self.rotating(timeout, || self.chat.complete_json(request, timeout))
+            .await
     }
 }

@@ -489,8 +489,30 @@ mod yes_tests {
         "no", "not", "NOT", "but", "But", "?", "¿", "nein", "nicht", "non", "pas", "pero", "si", "if", "wrong",
         "instead", "doch", "never", "don't", "¿qué?", "mais",
     ];
-    const PHRASES: &[&str] = &["yes", "Yes", "ja", "oui", "sí", "correct", "confirm", "go ahead", "yes please"];
-    const FILLER: &[&str] = &["", ",", "!", ".", " ", "please", "thanks", "merci", "por favor", "bitte", "..."];
+    const PHRASES: &[&str] = &[
+        "yes",
+        "Yes",
+        "ja",
+        "oui",
+        "sí",
+        "correct",
+        "confirm",
+        "go ahead",
+        "yes please",
+    ];
+    const FILLER: &[&str] = &[
+        "",
+        ",",
+        "!",
+        ".",
+        " ",
+        "please",
+        "thanks",
+        "merci",
+        "por favor",
+        "bitte",
+        "...",
+    ];
 
     proptest! {
         /// Contract 26, tightened: a yes phrase with any negation, "but",

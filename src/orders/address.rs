@@ -397,7 +397,13 @@ mod tests {
 
     #[test]
     fn a_field_the_customer_cannot_read_as_written_is_refused_by_its_rule() {
-        for hidden in ["12 Byron\u{202e}daoR", "12\u{200b}Byron Road", "12 Byron\nRoad", "12\u{2066}Byron", "a\u{ad}b"] {
+        for hidden in [
+            "12 Byron\u{202e}daoR",
+            "12\u{200b}Byron Road",
+            "12 Byron\nRoad",
+            "12\u{2066}Byron",
+            "a\u{ad}b",
+        ] {
             let raw = json!({"order_id": "A-1004", "name": "Ada", "line1": hidden, "line2": "",
                              "postcode": "N1 7AA", "city": "London", "country": "GB"});
             let error = parse_arguments(&raw.to_string()).unwrap_err();

@@ -22,7 +22,6 @@ use crate::http_client::percent_encoded;
 use super::address::{Address, AddressWrite};
 use super::{Order, OrderLookup, OrderSystem, OrdersError};
 
-
 pub const CUSTOMER_HEADER: &str = "x-customer-id";
 /// Tries per read: the first and one more.
 pub const TRIES: u32 = 2;
@@ -53,10 +52,7 @@ impl HttpOrders {
             let response = self
                 .http
                 .get(&url)
-                .header(
-                    CUSTOMER_HEADER,
-                    percent_encoded(customer),
-                )
+                .header(CUSTOMER_HEADER, percent_encoded(customer))
                 .send()
                 .await
                 .map_err(|_| OrdersError::Unreachable)?;
@@ -100,19 +96,12 @@ impl HttpOrders {
         address: &Address,
         key: &str,
     ) -> Result<u16, OrdersError> {
-        let url = format!(
-            "{}{}/address",
-            self.orders_url,
-            percent_encoded(order_id)
-        );
+        let url = format!("{}{}/address", self.orders_url, percent_encoded(order_id));
         let exchange = async {
             let response = self
                 .http
                 .post(&url)
-                .header(
-                    CUSTOMER_HEADER,
-                    percent_encoded(customer),
-                )
+                .header(CUSTOMER_HEADER, percent_encoded(customer))
                 .header(IDEMPOTENCY_HEADER, key)
                 .json(&address.body())
                 .send()

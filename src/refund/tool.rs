@@ -106,7 +106,11 @@ impl ToolSchema {
     /// (`maxLength 16`), read from the schema, never from the instance.
     fn describe(&self, error: &jsonschema::ValidationError<'_>) -> String {
         let field = error.instance_path().to_string();
-        let field = if field.is_empty() { "the arguments".to_owned() } else { field };
+        let field = if field.is_empty() {
+            "the arguments".to_owned()
+        } else {
+            field
+        };
         let rule_path = error.schema_path().to_string();
         let keyword = rule_path.rsplit('/').next().unwrap_or_default();
         match self.parameters.pointer(&rule_path) {
@@ -448,7 +452,6 @@ pub fn no_such_order(order_id: &str) -> String {
 fn unknown_outcome(error: &RefundError) -> String {
     format!("{error}. {MAY_HAVE_MOVED}")
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -158,7 +158,13 @@ mod billing_tests {
         let (routing, usage) = route(&Failing(|| CompletionError::NotConnected), &settings, &[], "hi").await;
         assert!(matches!(routing, Routing::Failed("unreachable")));
         assert_eq!(usage, Some(Usage::default()));
-        let (_, usage) = route(&Failing(|| CompletionError::Status { status: 503 }), &settings, &[], "hi").await;
+        let (_, usage) = route(
+            &Failing(|| CompletionError::Status { status: 503 }),
+            &settings,
+            &[],
+            "hi",
+        )
+        .await;
         assert_eq!(usage, Some(Usage::default()));
         let may_be_billed: [fn() -> CompletionError; 3] = [
             || CompletionError::Timeout,

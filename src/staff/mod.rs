@@ -24,8 +24,12 @@ pub mod read;
 /// the writes they are).
 pub const LEDGER_ACTIONS_USED: &[&str] = &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"];
 pub const LEDGER_INDEX_QUERIED: &str = "waiting";
-pub const CONVERSATION_ACTIONS_USED: &[&str] =
-    &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"];
+pub const CONVERSATION_ACTIONS_USED: &[&str] = &[
+    "dynamodb:GetItem",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+];
 pub const CONVERSATION_INDEX_QUERIED: &str = "open_handoffs";
 
 use std::time::Duration;

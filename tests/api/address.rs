@@ -204,9 +204,17 @@ async fn a_no_ends_the_proposal_and_only_the_next_message_whole_a_yes_confirms()
     h.say(Some(&conversation), "when does it ship").await;
     let late = h.say(Some(&conversation), "yes").await;
     assert_eq!(late.status, StatusCode::OK);
-    assert_eq!(writes.load(Ordering::SeqCst), 0, "a yes after another message writes nothing");
+    assert_eq!(
+        writes.load(Ordering::SeqCst),
+        0,
+        "a yes after another message writes nothing"
+    );
     // That yes proposed again, with code's line: the very next yes writes, once.
-    assert!(late.reply().contains("To confirm: the delivery address"), "{}", late.reply());
+    assert!(
+        late.reply().contains("To confirm: the delivery address"),
+        "{}",
+        late.reply()
+    );
     h.say(Some(&conversation), "yes").await;
     assert_eq!(writes.load(Ordering::SeqCst), 1);
 }
@@ -228,7 +236,11 @@ async fn a_proposing_turn_that_failed_keeps_no_proposal() {
         "the customer never read code's line: nothing waits"
     );
     h.say(Some(&conversation), "yes").await;
-    assert_eq!(writes.load(Ordering::SeqCst), 0, "a yes to a line never read writes nothing");
+    assert_eq!(
+        writes.load(Ordering::SeqCst),
+        0,
+        "a yes to a line never read writes nothing"
+    );
 }
 
 #[tokio::test]

@@ -262,9 +262,15 @@ async fn a_reply_clicked_twice_reaches_the_customer_once() {
     aws_sdk_dynamodb::Client::new(&shop.h.aws)
         .update_item()
         .table_name(&shop.h.table)
-        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(format!("staffclick#{}#lost-click", SAM.sub)))
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S(format!("staffclick#{}#lost-click", SAM.sub)),
+        )
         .update_expression("SET click_state = :released")
-        .expression_attribute_values(":released", aws_sdk_dynamodb::types::AttributeValue::S("released".into()))
+        .expression_attribute_values(
+            ":released",
+            aws_sdk_dynamodb::types::AttributeValue::S("released".into()),
+        )
         .send()
         .await
         .unwrap();
@@ -674,17 +680,28 @@ async fn the_desk_sends_only_what_its_role_grants() {
     let id = shop.pending_refund("req-desk-ops").await;
     let operations = OperationLog::default();
     let recorded = proxy(&moto().endpoint, true, operations.hook(|_| Action::Forward)).await;
-    let desk = StaffDesk::new(&aws_at(&recorded).await, desk_config(&shop.h.table, &shop.payments.uri(), &[]));
+    let desk = StaffDesk::new(
+        &aws_at(&recorded).await,
+        desk_config(&shop.h.table, &shop.payments.uri(), &[]),
+    );
     let asked = shop.h.say(None, "I want to talk to a person").await;
     let conversation = asked.conversation_id().to_owned();
     assert_eq!(desk.get("/support/staff/queue", ANN).await.status, StatusCode::OK);
-    assert_eq!(desk.get(&format!("/support/staff/refunds/{id}"), ANN).await.status, StatusCode::OK);
-    let read = desk.get(&format!("/support/staff/conversations/{conversation}"), ANN).await;
+    assert_eq!(
+        desk.get(&format!("/support/staff/refunds/{id}"), ANN).await.status,
+        StatusCode::OK
+    );
+    let read = desk
+        .get(&format!("/support/staff/conversations/{conversation}"), ANN)
+        .await;
     assert_eq!(read.status, StatusCode::OK, "{}", read.raw);
     let approved = desk.post(&approve_path(&id), json!({}), "ops-1", ANN).await;
     assert_eq!(approved.status, StatusCode::OK, "{}", approved.raw);
     let path = format!("/support/staff/conversations/{conversation}/reply");
-    assert_eq!(desk.post(&path, json!({"text": "Hello"}), "ops-2", ANN).await.status, StatusCode::OK);
+    assert_eq!(
+        desk.post(&path, json!({"text": "Hello"}), "ops-2", ANN).await.status,
+        StatusCode::OK
+    );
     let granted: Vec<&str> = refund_chat::staff::LEDGER_ACTIONS_USED
         .iter()
         .chain(refund_chat::staff::CONVERSATION_ACTIONS_USED)
@@ -694,6 +711,9 @@ async fn the_desk_sends_only_what_its_role_grants() {
     assert!(sent.len() > 5, "the proxy saw the desk's calls: {sent:?}");
     for operation in sent.iter().filter(|o| *o != "TransactWriteItems") {
         let action = format!("dynamodb:{operation}");
-        assert!(granted.contains(&action.as_str()), "{action} is not granted to the desk");
+        assert!(
+            granted.contains(&action.as_str()),
+            "{action} is not granted to the desk"
+        );
     }
 }

@@ -194,7 +194,10 @@ mod tests {
         assert_eq!(from_claims(&customer, Some(issuer), "desk"), Err(Refused::NotStaff));
         let access = json!({"sub": "s-1", "iss": issuer, "token_use": "access"});
         assert_eq!(from_claims(&access, Some(issuer), "desk"), Err(Refused::NotStaff));
-        assert_eq!(from_claims(&json!({"name": "x"}), None, "desk"), Err(Refused::Unauthenticated));
+        assert_eq!(
+            from_claims(&json!({"name": "x"}), None, "desk"),
+            Err(Refused::Unauthenticated)
+        );
         let email_only = json!({"sub": "s-2", "email": "kim@shop.example", "aud": "desk"});
         assert_eq!(from_claims(&email_only, None, "desk").unwrap().name, "kim@shop.example");
     }
@@ -207,7 +210,11 @@ mod tests {
         for aud in [json!("another-client"), json!(""), Value::Null] {
             let claims = json!({"sub": "s-1", "name": "Ann", "iss": issuer, "token_use": "id", "aud": aud,
                                 "cognito:groups": "support-staff,refund-approvers"});
-            assert_eq!(from_claims(&claims, Some(issuer), "desk"), Err(Refused::NotStaff), "{aud}");
+            assert_eq!(
+                from_claims(&claims, Some(issuer), "desk"),
+                Err(Refused::NotStaff),
+                "{aud}"
+            );
         }
     }
 }

@@ -216,18 +216,14 @@ impl StaffApp {
             if request.method() != Method::GET && request.method() != Method::HEAD {
                 return method_not_allowed("GET", &request_id);
             }
-            return page::serve(parts.first().copied().unwrap_or(""), &self.page).unwrap_or_else(|| {
-                Answer::error(StatusCode::NOT_FOUND, "no such file").response(&request_id, false)
-            });
+            return page::serve(parts.first().copied().unwrap_or(""), &self.page)
+                .unwrap_or_else(|| Answer::error(StatusCode::NOT_FOUND, "no such file").response(&request_id, false));
         }
         // Nothing is read for anyone outside the support team.
         let member = match identity::member(&request, &self.config) {
             Ok(member) => member,
             Err(refused @ identity::Refused::Unauthenticated) => {
-                return Answer::error(StatusCode::UNAUTHORIZED, refused.to_string()).response(
-                    &request_id,
-                    false,
-                );
+                return Answer::error(StatusCode::UNAUTHORIZED, refused.to_string()).response(&request_id, false);
             }
             Err(refused @ identity::Refused::Misconfigured) => {
                 return Answer::error(StatusCode::INTERNAL_SERVER_ERROR, refused.to_string())
@@ -239,10 +235,8 @@ impl StaffApp {
         };
         let Some(role) = member.role(&self.config) else {
             tracing::warn!(event = "staff_refused", sub = %crate::untrusted::visible(&member.sub), why = "no staff group");
-            return Answer::error(StatusCode::FORBIDDEN, identity::Refused::NotStaff.to_string()).response(
-                &request_id,
-                false,
-            );
+            return Answer::error(StatusCode::FORBIDDEN, identity::Refused::NotStaff.to_string())
+                .response(&request_id, false);
         };
         let (answer, replayed) = match *request.method() {
             Method::GET => (self.read(&parts, &member, role).await, false),
@@ -418,8 +412,7 @@ impl StaffApp {
 }
 
 fn method_not_allowed(allow: &'static str, request_id: &str) -> Response<Body> {
-    let mut response =
-        Answer::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").response(request_id, false);
+    let mut response = Answer::error(StatusCode::METHOD_NOT_ALLOWED, "method not allowed").response(request_id, false);
     if let Ok(value) = header::HeaderValue::from_str(allow) {
         response.headers_mut().insert(header::ALLOW, value);
     }
