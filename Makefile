@@ -92,10 +92,11 @@ invoke: $(TOOLS)
 	  --invoke-address 127.0.0.1 --invoke-port 9000
 
 ## smoke: the first hour's checks of docs/deploy.md against a deployed API: make smoke URL=https://.../Prod/support/refund-chat TOKEN=...
-## (ORDER=, AMOUNT= for the test order's refund; make test runs it against the local stack)
+## (ORDER=, AMOUNT= for the test order's refund; STAFF_TOKEN= a staff member's ID token for the desk's queue;
+## make test runs it against the local stack)
 smoke:
 	python3 tools/smoke.py --url "$(URL)" --token "$(TOKEN)" $(if $(CUSTOMER),--customer $(CUSTOMER)) \
-	  $(if $(ORDER),--order $(ORDER)) $(if $(AMOUNT),--amount $(AMOUNT))
+	  $(if $(ORDER),--order $(ORDER)) $(if $(AMOUNT),--amount $(AMOUNT)) $(if $(STAFF_TOKEN),--staff-token "$(STAFF_TOKEN)")
 
 ## ledger: the refund ledger (DynamoDB in moto) of the stack make run started, oldest first
 ledger: $(TOOLS)

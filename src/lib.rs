@@ -35,12 +35,12 @@
 //! - [`record_then_pay`]: "decide, record, then pay" around any gateway, and
 //!   a person approving what the rules would not pay alone. [`ops`]: logs,
 //!   the summary line and metrics. [`config`]: every setting, read once.
-//! - [`desk`]: one checked message through admission, the conversation,
+//! - [`intake`]: one checked message through admission, the conversation,
 //!   the screen, the budget, the turn and the append.
 //! - [`http`]: the edge: routing, the body, identity, the `Idempotency-Key`
 //!   header, and the one error-to-status map. [`staff`]: the support team's
 //!   decisions and reads, one library that `refund-chat-admin` and the desk
-//!   (`refund-chat-staff`, its edge in [`staff::desk`]) both call.
+//!   (`refund-chat-staff`, its edge in [`staff::http`]) both call.
 //!   [`startup`]: the one place the function's ports are wired.
 //!
 //! At the ground, used from any floor: [`clock`], [`mask`] (card numbers
@@ -60,13 +60,13 @@ pub mod chat;
 pub mod clock;
 pub mod config;
 pub mod conversation;
-pub mod desk;
 #[cfg(any(test, feature = "test-support"))]
 pub mod doubles;
 pub mod handoff;
 pub mod help;
 pub mod http;
 pub mod http_client;
+pub mod intake;
 pub mod ledger;
 pub mod live;
 pub mod mask;

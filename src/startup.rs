@@ -8,10 +8,10 @@ use aws_config::SdkConfig;
 use aws_config::timeout::TimeoutConfig;
 
 use crate::config::Config;
-use crate::desk::Ports;
 use crate::http::App;
 use crate::http_client::money_path_client;
 use crate::http_client::sdk::sdk_http_client;
+use crate::intake::Ports;
 use crate::ledger::dynamo::conversations::DynamoConversations;
 use crate::ledger::dynamo::{DynamoLedger, client_on};
 use crate::orders::http::HttpOrders;

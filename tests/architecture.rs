@@ -104,14 +104,14 @@ fn the_floors_are_the_ones_lib_rs_describes() {
             "refund imports {name}"
         );
     }
-    // The ports below the turn know nothing of the turn, the desk, the edge or operations.
+    // The ports below the turn know nothing of the turn, the intake, the edge or operations.
     for unit in ["chat", "ledger", "refund"] {
-        for above in ["turn", "record_then_pay", "desk", "http", "ops", "startup", "config"] {
+        for above in ["turn", "record_then_pay", "intake", "http", "ops", "startup", "config"] {
             assert!(!names(unit).contains(above), "{unit} imports {above}");
         }
     }
-    // The desk knows the shop, not requests: it never imports the edge.
-    assert!(!names("desk").contains("http"), "desk imports http");
+    // The intake knows the shop, not requests: it never imports the edge.
+    assert!(!names("intake").contains("http"), "intake imports http");
     // Nothing imports the edge or the wiring but the binaries.
     for (unit, named) in &graph {
         for top in ["http", "startup"] {

@@ -855,7 +855,7 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
     for (name, event) in events {
         let properties = &event["Properties"];
         let path = properties["Path"].as_str().unwrap();
-        assert!(path.starts_with(refund_chat::staff::desk::PREFIX), "{name}");
+        assert!(path.starts_with(refund_chat::staff::http::PREFIX), "{name}");
         assert_eq!(
             properties["RestApiId"],
             json!({"Ref": "RefundChatApi"}),

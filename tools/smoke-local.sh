@@ -23,4 +23,14 @@ until grep -q "is running at" "$state/run.log"; do
   fi
   sleep 1
 done
-python3 tools/smoke.py --url http://127.0.0.1:9000/support/refund-chat
+# The desk: ann's ID token from moto's staff pool, and a token of another
+# pool (a customer's, signed as moto signs) that the door must refuse.
+pool=$state/staff-pool.json
+field() { .venv/bin/python -c "import json,sys; d=json.load(open('$pool')); print(eval(sys.argv[1]))" "$1"; }
+staff_token=$(.venv/bin/python tools/staff-token.py sign-in "http://127.0.0.1:5005" "$(field "d['client_id']")" \
+  "$(field "d['people'][0]['username']")" "$(field "d['people'][0]['password']")" | .venv/bin/python -c "import json,sys; print(json.load(sys.stdin)['id'])")
+customer_token=$(.venv/bin/python tools/staff-token.py forge \
+  '{"iss":"https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Customers","token_use":"id","sub":"u-1001","aud":"customers","exp":4102444800}' \
+  | .venv/bin/python -c "import json,sys; print(json.load(sys.stdin)['token'])")
+python3 tools/smoke.py --url http://127.0.0.1:9000/support/refund-chat \
+  --staff-url http://127.0.0.1:8080/staff --staff-token "$staff_token" --customer-token "$customer_token"

@@ -13,7 +13,12 @@ any failed. Only the standard library: it runs wherever Python 3 does.
 4. the refund's message sent again with the same key: the same answer, replayed;
 5. a malformed body: a 400 with a `detail`, before any model call;
 6. with --turns-per-hour (a stack deployed with a tiny budget for the smoke
-   customer): messages until the budget answers 429 with Retry-After.
+   customer): messages until the budget answers 429 with Retry-After;
+7. the desk (contract 24), beside the endpoint at .../support/staff (or
+   --staff-url): its page with a content-security-policy, the folder without
+   its slash redirected, a queue read refused without a token (401) and with
+   the customer's token (401 or 403), and with --staff-token (a member of
+   the support staff group's ID token) the queue read: 200, JSON, its items.
 """
 
 import argparse
@@ -34,7 +39,7 @@ def step(ok, what, detail=""):
     return ok
 
 
-def call(method, url, token, body=None, headers=None):
+def call(method, url, token, body=None, headers=None, redirect=True):
     data = None if body is None else (body if isinstance(body, bytes) else json.dumps(body).encode())
     request = urllib.request.Request(url, data=data, method=method)
     request.add_header("content-type", "application/json")
@@ -43,7 +48,8 @@ def call(method, url, token, body=None, headers=None):
     for name, value in (headers or {}).items():
         request.add_header(name, value)
     try:
-        with urllib.request.urlopen(request, timeout=300) as response:
+        opener = urllib.request.build_opener() if redirect else urllib.request.build_opener(_NoRedirect)
+        with opener.open(request, timeout=300) as response:
             status, raw, got = response.status, response.read(), response.headers
     except urllib.error.HTTPError as error:
         status, raw, got = error.code, error.read(), error.headers
@@ -54,6 +60,33 @@ def call(method, url, token, body=None, headers=None):
     return status, parsed, raw, got
 
 
+def desk(staff, customer_token, staff_token):
+    """The desk's routes: the page, and the queue only for the staff pool."""
+    status, _, raw, headers = call("GET", staff + "/", None)
+    page = status == 200 and (headers.get("content-type") or "").startswith("text/html")
+    step(page, "the desk's page is served", f"{status} {raw[:120]!r}")
+    step("frame-ancestors 'none'" in (headers.get("content-security-policy") or ""), "... with its content-security-policy",
+         headers.get("content-security-policy"))
+    status, _, _, headers = call("GET", staff, None, redirect=False)
+    step(status in (301, 302, 307, 308) and (headers.get("location") or "").endswith("/staff/"),
+         "the desk without its slash redirects to the folder", f"{status} {headers.get('location')}")
+    status, _, raw, _ = call("GET", staff + "/queue", None)
+    step(status == 401, "the queue without a token is refused (401)", f"{status} {raw[:120]!r}")
+    if customer_token:
+        status, _, raw, _ = call("GET", staff + "/queue", customer_token)
+        step(status in (401, 403), "the queue with a customer's token is refused", f"{status} {raw[:120]!r}")
+    if staff_token:
+        status, queue, raw, _ = call("GET", staff + "/queue", staff_token)
+        listed = all(isinstance((queue or {}).get(kind), list) for kind in ("approvals", "handoffs", "unknown_outcomes"))
+        step(status == 200 and listed, "the queue reads with a staff token",
+             f"{status} {raw[:200]!r}")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="the POST endpoint, .../support/refund-chat")
@@ -62,6 +95,9 @@ def main():
     parser.add_argument("--order", default="A-1003", help="a test order of that customer")
     parser.add_argument("--amount", default="1.00", help="what to refund on it (within the automatic limit)")
     parser.add_argument("--turns-per-hour", type=int, default=0, help="the stack's CUSTOMER_TURNS_PER_HOUR, if tiny")
+    parser.add_argument("--staff-url", default="", help="the desk's folder (default: beside --url, .../support/staff)")
+    parser.add_argument("--staff-token", default="", help="a support staff member's ID token (Authorization), for the queue read")
+    parser.add_argument("--customer-token", default="", help="a customer's token the desk must refuse (default: --token)")
     args = parser.parse_args()
     url = args.url.rstrip("/")
     if not url.startswith(("http://", "https://")):
@@ -106,6 +142,8 @@ def main():
                 spent = headers
                 break
         step(spent is not None and spent.get("retry-after"), "a spent budget is a 429 with Retry-After")
+
+    desk(args.staff_url.rstrip("/") or url.rsplit("/", 1)[0] + "/staff", args.customer_token or args.token, args.staff_token)
 
     if failures:
         print(f"\n{len(failures)} of the smoke test's checks failed")

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use lambda_http::{Error, Request};
 use refund_chat::config::{DeskConfig, StaffIdentity};
 use refund_chat::staff::Staff;
-use refund_chat::staff::desk::StaffApp;
+use refund_chat::staff::http::StaffApp;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Error> {

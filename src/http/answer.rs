@@ -1,5 +1,5 @@
 //! The one place where an outcome becomes a status and a JSON body: every
-//! error, the edge's own and the desk's refusals, maps to exactly one
+//! error, the edge's own and the intake's refusals, maps to exactly one
 //! status here, with a `detail` that says what went wrong and never a
 //! secret, a body from upstream or a stack trace.
 
@@ -12,8 +12,8 @@ use super::idempotency::MalformedKey;
 use super::identity::IdentityError;
 use crate::budget::Spent;
 use crate::chat::CompletionError;
-use crate::desk::{Refused, Reply};
 use crate::handoff;
+use crate::intake::{Refused, Reply};
 use crate::ledger::StoredResponse;
 use crate::turn::TurnError;
 
@@ -35,7 +35,7 @@ pub enum ApiError {
     #[error(transparent)]
     MalformedKey(#[from] MalformedKey),
     #[error(transparent)]
-    Desk(#[from] Refused),
+    Intake(#[from] Refused),
 }
 
 impl ApiError {
@@ -47,7 +47,7 @@ impl ApiError {
             ApiError::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::Identity(IdentityError::Unauthenticated) => StatusCode::UNAUTHORIZED,
             ApiError::Identity(IdentityError::Mismatch) => StatusCode::FORBIDDEN,
-            ApiError::Desk(refused) => refused_status(refused),
+            ApiError::Intake(refused) => refused_status(refused),
         }
     }
 
@@ -62,7 +62,7 @@ impl ApiError {
             ApiError::Identity(IdentityError::Unauthenticated) => "sign in to use the refund assistant".into(),
             ApiError::Identity(IdentityError::Mismatch) => "user_id must be the signed-in customer's own id".into(),
             ApiError::MalformedKey(error) => error.to_string(),
-            ApiError::Desk(refused) => refused_detail(refused),
+            ApiError::Intake(refused) => refused_detail(refused),
         }
     }
 
@@ -76,7 +76,7 @@ impl ApiError {
 
     pub fn retry_after_secs(&self) -> Option<u64> {
         match self {
-            ApiError::Desk(refused) => refused_retry_after_secs(refused),
+            ApiError::Intake(refused) => refused_retry_after_secs(refused),
             _ => None,
         }
     }
@@ -147,7 +147,7 @@ fn refused_retry_after_secs(refused: &Refused) -> Option<u64> {
     }
 }
 
-/// The desk's reply as the caller reads it (and a replay gets it again):
+/// The intake's reply as the caller reads it (and a replay gets it again):
 /// `reply`, or `detail` with its status; the conversation it belongs to
 /// (contract 11) and whether a person has it (contract 12).
 pub fn render(reply: &Reply) -> StoredResponse {
@@ -177,7 +177,7 @@ pub fn render(reply: &Reply) -> StoredResponse {
     }
 }
 
-/// An error of the edge's own checks, before the desk: `detail` only.
+/// An error of the edge's own checks, before the intake: `detail` only.
 pub fn render_error(error: &ApiError) -> StoredResponse {
     StoredResponse {
         status: error.status().as_u16(),

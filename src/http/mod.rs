@@ -2,11 +2,11 @@
 //! routes, checks what needs no I/O in the contract's order (1) — route,
 //! method, identity, body, identity match, key syntax; none touches the
 //! ledger, the secret, the model or payments — hands the checked message to
-//! the desk ([`crate::desk`]), and writes the desk's outcome as a status and
+//! the intake ([`crate::intake`]), and writes the intake's outcome as a status and
 //! a JSON body ([`answer`], the one error-to-status map).
 //!
 //! The widget's read of a conversation (contract 18) is a route of its
-//! own ([`read`]): no desk turn, one read.
+//! own ([`read`]): no intake turn, one read.
 //!
 //! Every answer is `Ok(Response)` with a JSON body and an `x-request-id`: an
 //! `Err` from a Lambda handler becomes an opaque runtime error, not an answer.
@@ -28,11 +28,11 @@ use lambda_http::{Body, Request, RequestExt, Response};
 use tokio::time::Instant;
 
 use crate::config::Config;
-use crate::desk::{Desk, Invocation, Keyed, Message, Outcome, Ports, Trace};
 use crate::http::answer::ApiError;
 use crate::http::body::ChatRequest;
 use crate::http::idempotency::{IdempotencyKey, MalformedKey};
 use crate::http::live::AnswerBody;
+use crate::intake::{Intake, Invocation, Keyed, Message, Outcome, Ports, Trace};
 use crate::ledger::{BudgetStore, ConversationStore, RequestLedger};
 use crate::live::{Heard, Live};
 use crate::ops::telemetry::{self, RequestEnd};
@@ -58,10 +58,10 @@ fn invocation_of(request: &Request) -> Invocation {
     Invocation::new(request_id, context.map(|context| context.deadline).unwrap_or_default())
 }
 
-/// The function for the life of the container: the desk, and whether the
+/// The function for the life of the container: the intake, and whether the
 /// container has answered yet.
 pub struct App<K, R, L, C, O> {
-    desk: Desk<K, R, L, C, O>,
+    intake: Intake<K, R, L, C, O>,
     /// True until the container's first request has been answered.
     cold: AtomicBool,
     /// Event-stream turns running on tasks of their own.
@@ -98,14 +98,14 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
 {
     pub fn new(config: Config, ports: Ports<K, R, L, C, O>) -> Self {
         App {
-            desk: Desk::new(config, ports, answer::render),
+            intake: Intake::new(config, ports, answer::render),
             cold: AtomicBool::new(true),
             running: Arc::default(),
         }
     }
 
     pub fn config(&self) -> &Config {
-        self.desk.config()
+        self.intake.config()
     }
 
     /// JSON mode: the answer once the turn has ended.
@@ -121,7 +121,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         let invocation = invocation_of(&request);
         let mut trace = Trace::default();
         let (outcome, edge_error) = match check(&request, &self.config().identity) {
-            Ok(message) => (self.desk.take(message, &invocation, &mut trace, live).await, None),
+            Ok(message) => (self.intake.take(message, &invocation, &mut trace, live).await, None),
             Err(error) => {
                 let written = answer::render_error(&error);
                 let outcome = Outcome {
@@ -134,7 +134,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             }
         };
         let status = StatusCode::from_u16(outcome.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let error = edge_error.or_else(|| outcome.refused.map(ApiError::Desk));
+        let error = edge_error.or_else(|| outcome.refused.map(ApiError::Intake));
         telemetry::finish_request(RequestEnd {
             status,
             error: error.as_ref().map(|e| e as &dyn std::fmt::Display),
@@ -161,17 +161,17 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         let (status, body, error, messages) = match checked {
             Err(error) => (error.status(), answer::render_error(&error).body, Some(error), 0),
             Ok(read::ReadRequest { id: None, .. }) => {
-                let error = ApiError::Desk(crate::desk::Refused::ConversationNotFound);
+                let error = ApiError::Intake(crate::intake::Refused::ConversationNotFound);
                 (error.status(), answer::render_error(&error).body, Some(error), 0)
             }
             Ok(read::ReadRequest {
                 id: Some(id),
                 customer,
                 after,
-            }) => match self.desk.read(&id, &customer, after, crate::clock::now_ms()).await {
+            }) => match self.intake.read(&id, &customer, after, crate::clock::now_ms()).await {
                 Ok(shown) => (StatusCode::OK, read::render(&id, &shown), None, shown.messages.len()),
                 Err(refused) => {
-                    let error = ApiError::Desk(refused);
+                    let error = ApiError::Intake(refused);
                     (error.status(), answer::render_error(&error).body, Some(error), 0)
                 }
             },

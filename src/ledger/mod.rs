@@ -12,7 +12,7 @@
 //!
 //! Every write is safe to retry, in one of two ways. A conditional write
 //! that had already landed fails its condition, and the item it finds
-//! carries the writer's own mark ([`crate::desk::Invocation::writer`]),
+//! carries the writer's own mark ([`crate::intake::Invocation::writer`]),
 //! which is how it knows it was its own. A counter's `ADD` (a budget's turn
 //! given back, a turn's tokens settled) has no condition that could tell,
 //! so it is sent as a transaction, whose idempotency token makes DynamoDB

@@ -1,6 +1,6 @@
 //! The support team's decisions and reads (contracts 9, 12, 18, 21 and 24),
 //! one library with two front ends: `refund-chat-admin` in a terminal and
-//! `refund-chat-staff`, the desk in a browser ([`desk`]). A rule or a race
+//! `refund-chat-staff`, the desk in a browser (its edge in [`http`]). A rule or a race
 //! is fixed here once: an approval reads the order afresh and pays at most
 //! once ([`crate::record_then_pay::approvals`]); a rejection, a resolution
 //! and a closed handoff are one conditional write each; a reply is
@@ -9,12 +9,12 @@
 //! Each decision ends in a [`decide::Decided`]: what happened, in the words
 //! a person reads, and who decided first when someone did. The terminal
 //! prints it and maps it to an exit status; the desk maps it to an HTTP
-//! status ([`desk::answer`]). Who decides is a
+//! status ([`http::answer`]). Who decides is a
 //! [`crate::conversation::person::Person`]: a name, and from the desk the
 //! `sub` the staff pool's authorizer verified, recorded beside it.
 
 pub mod decide;
-pub mod desk;
+pub mod http;
 pub mod read;
 
 /// What the desk's function calls on the refund ledger and on the

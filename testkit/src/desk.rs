@@ -10,7 +10,7 @@ use lambda_http::lambda_runtime::Context;
 use lambda_http::{Body, RequestExt};
 use refund_chat::config::DeskConfig;
 use refund_chat::staff::Staff;
-use refund_chat::staff::desk::StaffApp;
+use refund_chat::staff::http::StaffApp;
 use serde_json::{Value, json};
 
 use crate::*;

@@ -703,6 +703,6 @@ mod tests {
         let (one, other) = (keyed_hash(b"key-1", "c_abc"), keyed_hash(b"key-2", "c_abc"));
         assert_ne!(one, other, "without the key, no link to the conversation");
         assert_eq!(one.len(), 64);
-        assert_ne!(one, refund_chat::desk::admission::key::body_sha256(b"c_abc"));
+        assert_ne!(one, refund_chat::intake::admission::key::body_sha256(b"c_abc"));
     }
 }

@@ -1,5 +1,5 @@
-//! Why the desk gave no reply. The edge maps each variant to exactly one
-//! status ([`crate::http::answer`]); the desk never picks a status itself.
+//! Why the intake gave no reply. The edge maps each variant to exactly one
+//! status ([`crate::http::answer`]); the intake never picks a status itself.
 
 use crate::budget::Spent;
 use crate::conversation::NoRandomness;

@@ -302,7 +302,7 @@ impl StaffApp {
         let key = match request
             .headers()
             .get(answer::KEY_HEADER)
-            .map(|value| crate::desk::admission::key::IdempotencyKey::parse(value.as_bytes()))
+            .map(|value| crate::intake::admission::key::IdempotencyKey::parse(value.as_bytes()))
         {
             Some(Ok(key)) => key,
             Some(Err(malformed)) => return (Answer::error(StatusCode::BAD_REQUEST, malformed.to_string()), false),
@@ -318,7 +318,7 @@ impl StaffApp {
         };
         // Of the body as kept: every text masked as a person reads it (a
         // card split across a line break too), never a hash of a card number.
-        let fingerprint = crate::desk::admission::key::body_sha256(
+        let fingerprint = crate::intake::admission::key::body_sha256(
             format!("POST {}\n{}", parts.join("/"), masked_texts(&body)).as_bytes(),
         );
         let ttl = self.config.idempotency_ttl;
@@ -355,7 +355,7 @@ impl StaffApp {
             Err(error) => return (Answer::ledger(&error), false),
         }
         // The click, as the reply's append is conditional on it.
-        let click = crate::desk::admission::key::body_sha256(format!("{}\0{}", member.sub, key.as_str()).as_bytes());
+        let click = crate::intake::admission::key::body_sha256(format!("{}\0{}", member.sub, key.as_str()).as_bytes());
         let answer = match self.run(asked, member, &click).await {
             Ok(decided) => Answer::decided(&decided),
             Err(error) => {

@@ -9,10 +9,10 @@ use crate::orders::OrderSystem;
 use crate::refund::RefundGateway;
 use crate::secrets::ApiKeySource;
 
-use super::{Desk, Refused};
+use super::{Intake, Refused};
 
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
-    Desk<K, R, L, C, O>
+    Intake<K, R, L, C, O>
 {
     /// What `customer` reads of conversation `id` after message `after`.
     pub async fn read(

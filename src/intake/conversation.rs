@@ -23,7 +23,7 @@ use crate::secrets::{ApiKeySource, SecretError};
 use super::model::KeyedModel;
 use crate::turn::{AddressTurn, Tools, Turn};
 
-use super::{Desk, Invocation, Message, Outcome, Refused, Reply, Trace};
+use super::{Intake, Invocation, Message, Outcome, Refused, Reply, Trace};
 
 /// The conversation a message runs in, before its lease is taken.
 pub(super) struct Continuing {
@@ -136,7 +136,7 @@ struct TurnResult {
 }
 
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
-    Desk<K, R, L, C, O>
+    Intake<K, R, L, C, O>
 {
     /// Takes the conversation's lease, reads its window, runs the turn, and
     /// returns the exchange to append.

@@ -15,10 +15,10 @@ use crate::orders::OrderSystem;
 use crate::refund::RefundGateway;
 use crate::secrets::ApiKeySource;
 
-use super::{Desk, Outcome, Refused, Trace};
+use super::{Intake, Outcome, Refused, Trace};
 
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
-    Desk<K, R, L, C, O>
+    Intake<K, R, L, C, O>
 {
     /// Claims the key, with the turn from the budget when one is due (one
     /// operation). `Some(reservation)`: the turn is taken, and is given back

@@ -1,4 +1,4 @@
-//! The desk's orchestration on the memory ledger, in milliseconds: what it
+//! The intake's orchestration on the memory ledger, in milliseconds: what it
 //! refuses before the secret, the model or the budget, and what it leaves
 //! behind when a step fails. The HTTP answers are the API tests'; here the
 //! edge's rendering is a stand-in that names the refusal.
@@ -28,7 +28,7 @@ impl ApiKeySource for CountingKey {
     }
 }
 
-type TestDesk = Desk<CountingKey, RecordingRefunds, MemoryLedger, MemoryLedger, AnyOrder>;
+type TestIntake = Intake<CountingKey, RecordingRefunds, MemoryLedger, MemoryLedger, AnyOrder>;
 
 /// The edge's rendering stands in as the refusal's name.
 fn render(reply: &Reply) -> StoredResponse {
@@ -60,7 +60,7 @@ fn config(turns_per_hour: u64) -> Config {
     Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone())).expect("test config")
 }
 
-fn desk(turns_per_hour: u64) -> TestDesk {
+fn intake(turns_per_hour: u64) -> TestIntake {
     let books = MemoryLedger::new();
     let ports = Ports {
         key_source: CountingKey::default(),
@@ -70,7 +70,7 @@ fn desk(turns_per_hour: u64) -> TestDesk {
         conversations: books,
         http: reqwest::Client::new(),
     };
-    Desk::new(config(turns_per_hour), ports, render)
+    Intake::new(config(turns_per_hour), ports, render)
 }
 
 fn message(customer: &str, text: &str, conversation: Option<&ConversationId>, key: Option<&str>) -> Message {
@@ -120,11 +120,11 @@ fn invocation(request_id: &str) -> Invocation {
 
 #[tokio::test]
 async fn another_customers_conversation_is_refused_before_the_secret_and_its_turn_given_back() {
-    let desk = desk(10);
-    let theirs = stored_conversation(&desk.conversations, "u-2").await;
+    let intake = intake(10);
+    let theirs = stored_conversation(&intake.conversations, "u-2").await;
     let mut trace = Trace::default();
 
-    let outcome = desk
+    let outcome = intake
         .take(
             message("u-1", "refund A-1", Some(&theirs), Some("k-1")),
             &invocation("r-1"),
@@ -137,19 +137,19 @@ async fn another_customers_conversation_is_refused_before_the_secret_and_its_tur
         matches!(outcome.refused, Some(Refused::ConversationNotFound)),
         "{outcome:?}"
     );
-    assert_eq!(desk.key_source.0.load(Ordering::SeqCst), 0, "no secret read");
+    assert_eq!(intake.key_source.0.load(Ordering::SeqCst), 0, "no secret read");
     assert_eq!(
-        desk.ledger.turns_counted("u-1", now_ms()),
+        intake.ledger.turns_counted("u-1", now_ms()),
         0,
         "the claim's turn is given back"
     );
     assert_eq!(
-        desk.conversations.exchanges(&theirs).len(),
+        intake.conversations.exchanges(&theirs).len(),
         1,
         "nothing appended to theirs"
     );
     // The answer is not stored: the retry it asks for runs.
-    let retry = desk
+    let retry = intake
         .take(
             message("u-1", "refund A-1", None, Some("k-1")),
             &invocation("r-2"),
@@ -162,15 +162,16 @@ async fn another_customers_conversation_is_refused_before_the_secret_and_its_tur
 
 #[tokio::test]
 async fn a_spent_budget_refuses_before_the_model_and_frees_the_conversation() {
-    let desk = desk(1);
-    let conversation = stored_conversation(&desk.conversations, "u-1").await;
-    desk.ledger
-        .take_turn("u-1", &desk.config.budget, now_ms())
+    let intake = intake(1);
+    let conversation = stored_conversation(&intake.conversations, "u-1").await;
+    intake
+        .ledger
+        .take_turn("u-1", &intake.config.budget, now_ms())
         .await
         .expect("the hour's one turn");
     let mut trace = Trace::default();
 
-    let outcome = desk
+    let outcome = intake
         .take(
             message("u-1", "refund A-1", Some(&conversation), None),
             &invocation("r-1"),
@@ -181,13 +182,13 @@ async fn a_spent_budget_refuses_before_the_model_and_frees_the_conversation() {
 
     assert!(matches!(outcome.refused, Some(Refused::BudgetSpent(_))), "{outcome:?}");
     assert_eq!(trace.budget, Some("turns"));
-    assert_eq!(desk.key_source.0.load(Ordering::SeqCst), 0, "no secret read");
+    assert_eq!(intake.key_source.0.load(Ordering::SeqCst), 0, "no secret read");
     assert!(
-        !desk.conversations.conversation_leased(&conversation),
+        !intake.conversations.conversation_leased(&conversation),
         "the lease is given back"
     );
     assert_eq!(
-        desk.conversations.exchanges(&conversation).len(),
+        intake.conversations.exchanges(&conversation).len(),
         1,
         "no exchange for a refused message"
     );
@@ -195,10 +196,10 @@ async fn a_spent_budget_refuses_before_the_model_and_frees_the_conversation() {
 
 #[tokio::test]
 async fn a_message_the_screen_hands_off_gets_a_person_with_no_model_and_no_budget() {
-    let desk = desk(10);
+    let intake = intake(10);
     let mut trace = Trace::default();
 
-    let outcome = desk
+    let outcome = intake
         .take(
             message("u-1", "I want to talk to a person", None, Some("k-1")),
             &invocation("r-1"),
@@ -214,16 +215,16 @@ async fn a_message_the_screen_hands_off_gets_a_person_with_no_model_and_no_budge
         body["reply"],
         crate::handoff::fixed_reply(crate::handoff::Reason::CustomerAsked)
     );
-    assert_eq!(desk.key_source.0.load(Ordering::SeqCst), 0, "no secret read");
+    assert_eq!(intake.key_source.0.load(Ordering::SeqCst), 0, "no secret read");
     assert_eq!(
-        desk.ledger.turns_counted("u-1", now_ms()),
+        intake.ledger.turns_counted("u-1", now_ms()),
         0,
         "a code handoff spends no budget"
     );
     let id = ConversationId::parse(body["conversation_id"].as_str().expect("named")).expect("an id");
-    assert_eq!(desk.conversations.exchanges(&id).len(), 1, "the exchange is kept");
+    assert_eq!(intake.conversations.exchanges(&id).len(), 1, "the exchange is kept");
     // The conversation is a person's now: the next message gets the fixed reply.
-    let next = desk
+    let next = intake
         .take(
             message("u-1", "hello?", Some(&id), None),
             &invocation("r-2"),
@@ -233,17 +234,17 @@ async fn a_message_the_screen_hands_off_gets_a_person_with_no_model_and_no_budge
         .await;
     let next: serde_json::Value = serde_json::from_str(&next.body).expect("json");
     assert_eq!(next["reply"], crate::handoff::WITH_A_PERSON);
-    assert_eq!(desk.key_source.0.load(Ordering::SeqCst), 0, "still no secret read");
+    assert_eq!(intake.key_source.0.load(Ordering::SeqCst), 0, "still no secret read");
 }
 
 #[tokio::test]
 async fn an_append_that_fails_frees_the_conversation_and_the_answer_stands() {
-    let desk = desk(10);
-    let conversation = stored_conversation(&desk.conversations, "u-1").await;
-    desk.conversations.fail_appends(true);
+    let intake = intake(10);
+    let conversation = stored_conversation(&intake.conversations, "u-1").await;
+    intake.conversations.fail_appends(true);
     let mut trace = Trace::default();
 
-    let outcome = desk
+    let outcome = intake
         .take(
             message("u-1", "can I speak to a human", Some(&conversation), Some("k-1")),
             &invocation("r-1"),
@@ -255,12 +256,12 @@ async fn an_append_that_fails_frees_the_conversation_and_the_answer_stands() {
     assert_eq!(outcome.status, 200, "the answer stands: {outcome:?}");
     assert_eq!(trace.conversation.appended, Some("failed"));
     assert!(
-        !desk.conversations.conversation_leased(&conversation),
+        !intake.conversations.conversation_leased(&conversation),
         "a turn that ended does not hold its conversation"
     );
     // The key's answer is stored on its own: a retry replays it.
-    desk.conversations.fail_appends(false);
-    let retry = desk
+    intake.conversations.fail_appends(false);
+    let retry = intake
         .take(
             message("u-1", "can I speak to a human", Some(&conversation), Some("k-1")),
             &invocation("r-2"),
@@ -274,11 +275,11 @@ async fn an_append_that_fails_frees_the_conversation_and_the_answer_stands() {
 
 #[tokio::test]
 async fn a_turn_that_cannot_read_the_key_leaves_no_exchange_and_gives_the_key_back() {
-    let desk = desk(10);
-    let conversation = stored_conversation(&desk.conversations, "u-1").await;
+    let intake = intake(10);
+    let conversation = stored_conversation(&intake.conversations, "u-1").await;
     let mut trace = Trace::default();
 
-    let outcome = desk
+    let outcome = intake
         .take(
             message("u-1", "refund A-1", Some(&conversation), Some("k-1")),
             &invocation("r-1"),
@@ -288,15 +289,15 @@ async fn a_turn_that_cannot_read_the_key_leaves_no_exchange_and_gives_the_key_ba
         .await;
 
     assert!(matches!(outcome.refused, Some(Refused::Secret(_))), "{outcome:?}");
-    assert_eq!(desk.key_source.0.load(Ordering::SeqCst), 1);
+    assert_eq!(intake.key_source.0.load(Ordering::SeqCst), 1);
     assert_eq!(
         trace.key_settled,
         Some("released"),
         "a 500 that moved no money gives the key back"
     );
-    assert!(!desk.conversations.conversation_leased(&conversation));
+    assert!(!intake.conversations.conversation_leased(&conversation));
     assert_eq!(
-        desk.conversations.exchanges(&conversation).len(),
+        intake.conversations.exchanges(&conversation).len(),
         1,
         "no turn ran, no exchange"
     );

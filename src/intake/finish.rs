@@ -9,10 +9,10 @@ use crate::refund::RefundGateway;
 use crate::secrets::ApiKeySource;
 
 use super::conversation::PendingExchange;
-use super::{Desk, Trace};
+use super::{Intake, Trace};
 
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
-    Desk<K, R, L, C, O>
+    Intake<K, R, L, C, O>
 {
     /// Appends the turn's exchange and gives the conversation back.
     /// `marked`: once per refund scope (see [`crate::ledger::NewExchange::marked`]).

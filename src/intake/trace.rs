@@ -1,4 +1,4 @@
-//! What the summary line needs from however far a message got: the desk
+//! What the summary line needs from however far a message got: the intake
 //! fills it in, the edge hands it to [`crate::ops::telemetry`] with the
 //! status and the duration.
 

@@ -1,7 +1,7 @@
-//! The desk: what happens to one checked message between the HTTP edge and
+//! The intake: what happens to one checked message between the HTTP edge and
 //! the domain. The edge ([`crate::http`]) knows requests: it parses one into
-//! a [`Message`] and writes the desk's [`Outcome`] back as a status and a
-//! body. The desk knows the shop: the key's admission (contract 6.3), the
+//! a [`Message`] and writes the intake's [`Outcome`] back as a status and a
+//! body. The intake knows the shop: the key's admission (contract 6.3), the
 //! conversation's lease and window (11), the handoff screen and a person's
 //! conversations (12), the budget (13), the turn, and the append that ends
 //! it, in the contract's order. Each step is a file:
@@ -118,10 +118,10 @@ impl Reply {
 }
 
 /// How the edge writes a reply: the status and body it sends, which the
-/// desk stores for replays of the same key exactly as they were sent.
+/// intake stores for replays of the same key exactly as they were sent.
 pub type Render = fn(&Reply) -> StoredResponse;
 
-/// What the desk answers: the written reply, why it is not a reply when it
+/// What the intake answers: the written reply, why it is not a reply when it
 /// is not, and whether it is a replay of a stored one.
 #[derive(Debug)]
 pub struct Outcome {
@@ -159,7 +159,7 @@ impl Outcome {
     }
 }
 
-/// Everything the desk talks to.
+/// Everything the intake talks to.
 pub struct Ports<K, R, L, C, O> {
     /// Where the OpenAI key comes from.
     pub key_source: K,
@@ -175,8 +175,8 @@ pub struct Ports<K, R, L, C, O> {
     pub http: reqwest::Client,
 }
 
-/// The desk's state for the life of the container.
-pub struct Desk<K, R, L, C, O> {
+/// The intake's state for the life of the container.
+pub struct Intake<K, R, L, C, O> {
     config: Config,
     key_source: K,
     refunds: R,
@@ -194,7 +194,7 @@ pub struct Desk<K, R, L, C, O> {
 }
 
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
-    Desk<K, R, L, C, O>
+    Intake<K, R, L, C, O>
 {
     pub fn new(config: Config, ports: Ports<K, R, L, C, O>, render: Render) -> Self {
         // The tools' validators compiled at start, not in the first turn.
@@ -204,7 +204,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         crate::help::tool::warm_up();
         let help = HelpCentre::new(config.help_articles.clone());
         let config_key_cache = config.openai_key_cache;
-        Desk {
+        Intake {
             config,
             key_source: ports.key_source,
             refunds: ports.refunds,
@@ -227,7 +227,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     /// budget, the turn and the append; `trace` gathers what the summary
     /// line reports.
     /// `live` hears the turn as it runs (event-stream mode); [`Live::silent`]
-    /// in JSON mode. What the desk does is the same either way.
+    /// in JSON mode. What the intake does is the same either way.
     pub async fn take(&self, message: Message, invocation: &Invocation, trace: &mut Trace, live: &Live) -> Outcome {
         let customer = message.customer.clone();
         trace.user_id = Some(customer.clone());

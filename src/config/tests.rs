@@ -1,0 +1,224 @@
+//! The customers' function's settings, read from a map as the environment would give them.
+
+use std::collections::HashMap;
+
+use super::*;
+use crate::conversation::Window;
+use crate::handoff::screen::Screen;
+use crate::refund::money::AmountCents;
+use crate::secrets::SECRET_READ_TIMEOUT;
+use crate::turn;
+
+fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let vars: HashMap<String, String> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    Config::from_lookup(|name| vars.get(name).cloned())
+}
+
+const REQUIRED: [(&str, &str); 5] = [
+    ("OPENAI_API_KEY_SECRET_ID", "openai-key"),
+    ("PAYMENTS_BASE_URL", "http://127.0.0.1:8081/"),
+    ("ORDERS_BASE_URL", "http://127.0.0.1:8081/"),
+    ("LEDGER_TABLE", "refund-ledger"),
+    ("CONVERSATION_TABLE", "refund-chat-conversations"),
+];
+
+#[test]
+fn defaults_are_the_contracts() {
+    let config = config(&REQUIRED).unwrap();
+    assert_eq!(config.openai_base_url, "https://api.openai.com/v1");
+    assert_eq!(config.payments_base_url, "http://127.0.0.1:8081");
+    assert_eq!(
+        (config.openai_timeout, config.retry_backoff, config.payments_timeout),
+        (Duration::from_secs(20), Duration::from_secs(2), Duration::from_secs(10))
+    );
+    assert_eq!(
+        (
+            config.ledger_table.as_str(),
+            config.ledger_timeout,
+            config.idempotency_ttl
+        ),
+        ("refund-ledger", Duration::from_secs(2), Duration::from_secs(24 * 3600))
+    );
+    assert_eq!(
+        config.worst_case(),
+        Duration::from_secs(112 + 6 * 2 * 3)
+            + SECRET_READ_TIMEOUT
+            + Duration::from_secs(2 * (7 + 4 + 2))
+            + Duration::from_secs(5),
+        "with the routing call's 5 s"
+    );
+    assert_eq!(config.router.model, "gpt-4o-mini-2024-07-18");
+    assert_eq!(config.router.min_confidence, 0.7);
+    assert_eq!(config.router.served, crate::router::Served::default());
+    assert_eq!(config.conversation_ttl, Duration::from_secs(24 * 3600));
+    assert_eq!(config.conversation_max_age, Duration::from_secs(168 * 3600));
+    assert_eq!(config.orders_base_url, "http://127.0.0.1:8081");
+    assert_eq!(
+        (config.orders_timeout, config.limits.refund_window),
+        (Duration::from_secs(3), Duration::from_secs(30 * 86_400))
+    );
+    assert_eq!(config.handoff_screen, Screen::default());
+    assert_eq!(
+        (config.budget.turns_per_hour, config.budget.tokens_per_day),
+        (DEFAULT_BUDGET.turns_per_hour, DEFAULT_BUDGET.tokens_per_day)
+    );
+    assert_eq!(config.max_output_tokens, 1024);
+    assert_eq!(
+        config.budget.turn_reservation,
+        turn::worst_case_tokens(1024, 24_000) + crate::router::call::worst_case_tokens(),
+        "the turn's calls and its routing call"
+    );
+    assert_eq!(
+        config.conversation_window,
+        Window {
+            max_exchanges: 10,
+            max_chars: 24_000
+        }
+    );
+}
+
+#[test]
+fn handoff_lists_are_comma_separated_and_replace_the_defaults() {
+    let mut vars = REQUIRED.to_vec();
+    vars.extend([
+        ("HANDOFF_PHRASES", "ruf mich an, call me back ,"),
+        ("RISK_TERMS", "bank"),
+    ]);
+    let screen = config(&vars).unwrap().handoff_screen;
+    assert_eq!(screen, Screen::new(&["ruf mich an", "call me back"], &["bank"]));
+}
+
+#[test]
+fn decimals_are_allowed() {
+    let mut vars = REQUIRED.to_vec();
+    vars.extend([
+        ("OPENAI_TIMEOUT_SECS", "0.25"),
+        ("RETRY_BACKOFF_SECS", "0"),
+        ("PAYMENTS_TIMEOUT_SECS", "1.5"),
+        ("LEDGER_TIMEOUT_SECS", "0.5"),
+        ("IDEMPOTENCY_TTL_HOURS", "0.5"),
+        ("ORDER_REFUND_WINDOW_HOURS", "1.5"),
+        ("AUTO_REFUND_LIMIT_CENTS", "0"),
+        ("USER_IDENTITY", "body"),
+        ("ORDERS_TIMEOUT_SECS", "0.5"),
+        ("REFUND_WINDOW_DAYS", "14.5"),
+    ]);
+    let config = config(&vars).unwrap();
+    assert_eq!(config.openai_timeout, Duration::from_millis(250));
+    assert_eq!(config.retry_backoff, Duration::ZERO);
+    assert_eq!(config.payments_timeout, Duration::from_millis(1500));
+    assert_eq!(config.ledger_timeout, Duration::from_millis(500));
+    assert_eq!(config.idempotency_ttl, Duration::from_secs(1800));
+    assert_eq!(config.limits.order_window, Duration::from_secs(5400));
+    assert_eq!(config.limits.auto_refund_limit, AmountCents::ZERO);
+    assert_eq!(config.orders_timeout, Duration::from_millis(500));
+    assert_eq!(config.limits.refund_window, Duration::from_secs(14 * 86_400 + 43_200));
+    assert_eq!(config.identity, IdentitySource::Body);
+}
+
+#[test]
+fn the_help_articles_are_the_built_in_ones_or_the_directorys_and_a_bad_one_stops_the_container() {
+    let defaults = config(&REQUIRED).unwrap();
+    let ids: Vec<&str> = defaults.help_articles.iter().map(|a| a.id.as_str()).collect();
+    assert_eq!(ids, ["damaged-items", "delivery", "refunds", "talking-to-a-person"]);
+    let mut vars = REQUIRED.to_vec();
+    vars.push(("REFUND_WINDOW_DAYS", "14"));
+    let refunds = config(&vars)
+        .unwrap()
+        .help_articles
+        .into_iter()
+        .find(|a| a.id == "refunds")
+        .unwrap();
+    assert!(
+        refunds.passages[0].contains("within 14 days"),
+        "{}",
+        refunds.passages[0]
+    );
+
+    let dir = std::env::temp_dir().join(format!("help-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("returns.md"),
+        "---\nid: returns\ntitle: Returns\nversion: 2\nurl: https://x\n---\nWithin {{REFUND_WINDOW_DAYS}} days.\n",
+    )
+    .unwrap();
+    let mut vars = REQUIRED.to_vec();
+    let dir_text = dir.display().to_string();
+    vars.push(("HELP_ARTICLES_DIR", dir_text.as_str()));
+    let articles = config(&vars).unwrap().help_articles;
+    assert_eq!((articles.len(), articles[0].version.as_str()), (1, "2"));
+    std::fs::write(
+        dir.join("typo.md"),
+        "---\nid: typo\ntitle: T\nversion: 1\nurl: https://x\n---\n{{REFUND_DAYS}}\n",
+    )
+    .unwrap();
+    let error = config(&vars).unwrap_err();
+    assert!(matches!(error, ConfigError::Help(_)), "{error}");
+    assert!(
+        error.to_string().contains("typo.md") && error.to_string().contains("{{REFUND_DAYS}}"),
+        "{error}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_idempotency_ttl_shorter_than_one_request_stops_the_container() {
+    let mut vars = REQUIRED.to_vec();
+    // 36 s: a live request's record could expire under it and be replaced.
+    vars.push(("IDEMPOTENCY_TTL_HOURS", "0.01"));
+    let error = config(&vars).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            ConfigError::Malformed {
+                name: "IDEMPOTENCY_TTL_HOURS",
+                ..
+            }
+        ),
+        "{error}"
+    );
+    assert!(error.to_string().contains("at least"), "{error}");
+}
+
+#[test]
+fn errors_name_the_variable() {
+    for (i, name) in REQUIRED.iter().map(|(name, _)| *name).enumerate() {
+        let mut vars = REQUIRED.to_vec();
+        vars.remove(i);
+        assert_eq!(config(&vars), Err(ConfigError::Missing(name)));
+    }
+    for (name, value) in [
+        ("OPENAI_TIMEOUT_SECS", "soon"),
+        ("OPENAI_TIMEOUT_SECS", "0"),
+        ("PAYMENTS_TIMEOUT_SECS", "-1"),
+        ("RETRY_BACKOFF_SECS", "NaN"),
+        ("OPENAI_BASE_URL", "api.openai.com"),
+        ("LEDGER_TIMEOUT_SECS", "0"),
+        ("IDEMPOTENCY_TTL_HOURS", "-24"),
+        ("USER_IDENTITY", "cookie"),
+        ("AUTO_REFUND_LIMIT_CENTS", "50.00"),
+        ("USER_DAILY_AUTO_LIMIT_CENTS", "-1"),
+        ("ORDER_REFUND_WINDOW_HOURS", "0"),
+        ("CONVERSATION_TTL_HOURS", "0"),
+        ("CONVERSATION_MAX_EXCHANGES", "-1"),
+        ("CONVERSATION_MAX_CHARS", "many"),
+        ("CUSTOMER_TURNS_PER_HOUR", "lots"),
+        ("CUSTOMER_TOKENS_PER_DAY", "-5"),
+        ("OPENAI_MAX_OUTPUT_TOKENS", "0"),
+        ("ORDERS_BASE_URL", "orders.internal"),
+        ("ORDERS_TIMEOUT_SECS", "0"),
+        ("ROUTER_TIMEOUT_SECS", "0"),
+        ("ROUTER_MIN_CONFIDENCE", "1.5"),
+        ("ROUTER_MIN_CONFIDENCE", "sure"),
+        ("AGENT_INTENTS", "refund,refunds"),
+        ("AGENT_INTENTS", ","),
+        ("STREAM_KEEPALIVE_SECS", "20"),
+        ("REFUND_WINDOW_DAYS", "0"),
+        ("REFUND_WINDOW_DAYS", "thirty"),
+    ] {
+        let mut vars = REQUIRED.to_vec();
+        vars.push((name, value));
+        let error = config(&vars).unwrap_err();
+        assert!(error.to_string().starts_with(name), "{error}");
+    }
+}
