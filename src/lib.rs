@@ -29,7 +29,9 @@
 //! - [`conversation`]: what a turn adds to a conversation and the window
 //!   the model sees. [`router`]: the routing call before the agent and
 //!   what code decides from its labels (contract 21). [`turn`]: one agent turn, its budget, retry and refund
-//!   latch. [`ledger`]: the stores' ports (request records, refund records,
+//!   latch. [`visitor`]: people with no token (contract 27): their token,
+//!   kept only as a hash, their source address's keyed hash, the intents
+//!   that need an account. [`ledger`]: the stores' ports (request records, refund records,
 //!   conversations, budgets), their records, the memory books and the
 //!   DynamoDB adapters, with the support team's reads and decisions.
 //! - [`record_then_pay`]: "decide, record, then pay" around any gateway, and
@@ -80,3 +82,4 @@ pub mod staff;
 pub mod startup;
 pub mod turn;
 pub mod untrusted;
+pub mod visitor;

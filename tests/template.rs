@@ -53,6 +53,8 @@ fn timeouts_cover_the_worst_case_from_the_code() {
         "ORDERS_BASE_URL" => Some("https://orders.internal".to_owned()),
         "LEDGER_TABLE" => Some("refund-ledger".to_owned()),
         "CONVERSATION_TABLE" => Some("refund-chat-conversations".to_owned()),
+        // Resolved from the stack's secret at deploy time.
+        "VISITOR_ADDRESS_KEY" => Some("k".repeat(48)),
         _ => env[name].as_str().map(str::to_owned),
     };
     let worst_case = Config::from_lookup(lookup).unwrap().worst_case();
@@ -88,7 +90,7 @@ fn timeouts_cover_the_worst_case_from_the_code() {
     // Contract 20: every route streams, so its integration may run 15
     // minutes on an account whose quotas were never raised.
     let events = function["Properties"]["Events"].as_object().unwrap();
-    assert_eq!(events.len(), 2, "the POST and the read");
+    assert_eq!(events.len(), 4, "the POST and the read, a customer's and a visitor's");
     for (name, event) in events {
         let properties = &event["Properties"];
         assert_eq!(properties["ResponseTransferMode"], "RESPONSE_STREAM", "{name} streams");
@@ -409,12 +411,79 @@ fn every_route_needs_a_signed_in_customer() {
     );
 }
 
+/// Contract 27: the visitors' two routes take no authorizer and have a
+/// throttle of their own below the stage's; the function gets the address
+/// key from a secret of the stack's; the alarm divides by the day it deploys.
+#[test]
+fn visitors_have_open_routes_throttled_on_their_own_and_a_day_watched_at_three_quarters() {
+    let template = template();
+    let resources = &template["Resources"];
+    let events = &function(&template)["Properties"]["Events"];
+    for (event, path, method) in [
+        ("VisitorChat", "/support/refund-chat/visitor", "POST"),
+        (
+            "VisitorReadConversation",
+            "/support/refund-chat/visitor/conversations/{id}",
+            "GET",
+        ),
+    ] {
+        let properties = &events[event]["Properties"];
+        assert_eq!(properties["Path"], path);
+        assert_eq!(properties["Method"], method);
+        assert_eq!(properties["Auth"]["Authorizer"], "NONE", "{event}");
+        let encoded = path.replace('/', "~1");
+        let settings = resources["RefundChatApi"]["Properties"]["MethodSettings"]
+            .as_array()
+            .unwrap();
+        let throttle = settings
+            .iter()
+            .find(|s| s["ResourcePath"] == format!("/{encoded}") && s["HttpMethod"] == method)
+            .unwrap_or_else(|| panic!("no throttle of its own for {method} {path}"));
+        assert_eq!(throttle["ThrottlingRateLimit"], json!({"Ref": "VisitorRateLimit"}));
+        assert_eq!(throttle["ThrottlingBurstLimit"], json!({"Ref": "VisitorBurstLimit"}));
+    }
+    let parameters = &template["Parameters"];
+    assert!(
+        parameters["VisitorRateLimit"]["Default"].as_u64() < parameters["ThrottlingRateLimit"]["Default"].as_u64()
+            && parameters["VisitorBurstLimit"]["Default"].as_u64()
+                < parameters["ThrottlingBurstLimit"]["Default"].as_u64(),
+        "below the customers'"
+    );
+    // Every other route keeps the customers' authorizer.
+    for (name, event) in events.as_object().unwrap() {
+        if !name.starts_with("Visitor") {
+            assert!(event["Properties"]["Auth"].is_null(), "{name}");
+        }
+    }
+    let env = &function(&template)["Properties"]["Environment"]["Variables"];
+    assert_eq!(env["VISITORS"], "on");
+    assert_eq!(
+        env["VISITOR_ADDRESS_KEY"],
+        json!({"Fn::Sub": "{{resolve:secretsmanager:${VisitorAddressKey}:SecretString}}"})
+    );
+    let key = &resources["VisitorAddressKey"];
+    assert_eq!(key["Type"], "AWS::SecretsManager::Secret");
+    assert!(
+        key["Properties"]["GenerateSecretString"]["PasswordLength"].as_u64()
+            >= Some(refund_chat::visitor::AddressKey::MIN_CHARS as u64)
+    );
+    let day: u64 = env["VISITOR_TOKENS_PER_DAY"].as_str().unwrap().parse().unwrap();
+    let alarm = &resources["VisitorDayAlarm"]["Properties"];
+    assert_eq!(alarm["Metrics"][0]["Expression"], format!("FILL(m0, 0) / {day}"));
+    assert_eq!(alarm["Threshold"], 0.75);
+    assert_eq!(
+        alarm["Metrics"][1]["MetricStat"]["Metric"]["MetricName"],
+        "VisitorTokens"
+    );
+    assert_eq!(alarm["Metrics"][1]["MetricStat"]["Period"], 86_400);
+}
+
 #[test]
 fn a_browser_widget_may_send_the_key_and_the_token() {
     let template = template();
     let cors = &template["Resources"]["RefundChatApi"]["Properties"]["Cors"];
     let allowed = cors["AllowHeaders"].as_str().unwrap().to_lowercase();
-    for header in ["content-type", "idempotency-key", "authorization"] {
+    for header in ["content-type", "idempotency-key", "authorization", "x-visitor-token"] {
         assert!(allowed.contains(header), "{header} is not allowed by the preflight");
     }
     let methods = cors["AllowMethods"].as_str().unwrap();
@@ -423,7 +492,7 @@ fn a_browser_widget_may_send_the_key_and_the_token() {
     }
 }
 
-/// Every variable `src/config.rs` reads: documented (the contract, or
+/// Every variable `src/config/` reads: documented (the contract, or
 /// docs/deploy.md for what goes beyond it), deployed by the template, and
 /// set for `make run` unless its default serves. Adding a variable to the
 /// code without the rest of the checklist in docs/architecture.md fails here.
@@ -431,7 +500,11 @@ fn a_browser_widget_may_send_the_key_and_the_token() {
 fn every_variable_the_code_reads_is_documented_and_deployed() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
-    let config = read("src/config.rs");
+    // Every file of src/config/, one reader each.
+    let config: String = std::fs::read_dir(root.join("src/config"))
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect();
     let names: std::collections::BTreeSet<&str> = config
         .split('"')
         .skip(1)

@@ -63,15 +63,17 @@ def main(path):
             timeout = integration.get("timeoutInMillis")
             check(timeout == {"Ref": "IntegrationTimeoutMillis"}, f"{method.upper()} {path}: the integration timeout parameter")
             # Who may call it: the customers' pool on the chat's routes, the
-            # staff's on the desk's (contract 24), nobody's on the page's files.
+            # staff's on the desk's (contract 24), nobody's on the page's files
+            # and the visitors' routes (contract 27).
             security = [name for entry in operation.get("security", []) for name in entry]
             staff = path.startswith("/support/staff")
             page = path in ("/support/staff/", "/support/staff/desk.js", "/support/staff/desk.css")
-            expected = ["NONE"] if page else ["StaffCognito"] if staff else ["CustomerCognito"]
+            visitor = path.startswith("/support/refund-chat/visitor")
+            expected = ["NONE"] if page or visitor else ["StaffCognito"] if staff else ["CustomerCognito"]
             check(security == expected, f"{method.upper()} {path}: authorizer {expected[0]} ({security})")
             called = "RefundChatStaffFunction" if staff else "RefundChatFunction"
             check(called in uri, f"{method.upper()} {path}: integrates {called}")
-    check(methods == 13, f"the chat's 2 routes and the desk's 11 integrate their functions ({methods})")
+    check(methods == 15, f"the chat's 4 routes (2 of them the visitors') and the desk's 11 integrate their functions ({methods})")
     check(function_timeout * 1000 < timeout_default <= 900000, f"function {function_timeout} s < integration {timeout_default} ms <= 900 s")
     staff_timeout = resources["RefundChatStaffFunction"]["Properties"]["Timeout"]
     check(staff_timeout * 1000 < timeout_default, f"the desk's function {staff_timeout} s < integration {timeout_default} ms")
@@ -81,6 +83,13 @@ def main(path):
     stage = stages[0]["Properties"]
     check(stage.get("TracingEnabled") is True, "the stage traces (X-Ray)")
     check("DestinationArn" in stage.get("AccessLogSetting", {}), "the stage writes access logs")
+    # The visitors' routes are throttled on their own (contract 27).
+    settings = {(m.get("ResourcePath"), m.get("HttpMethod")): m for m in stage.get("MethodSettings", [])}
+    for path, method in [("/~1support~1refund-chat~1visitor", "POST"),
+                         ("/~1support~1refund-chat~1visitor~1conversations~1{id}", "GET")]:
+        throttle = settings.get((path, method), {})
+        check(throttle.get("ThrottlingRateLimit") == {"Ref": "VisitorRateLimit"},
+              f"{method} {path}: the visitors' own throttle on the stage")
 
     # A stage with access logs is refused until the account has its logging
     # role: the stage must come after ApiGatewayAccount (when the stack

@@ -14,6 +14,45 @@
 //! customer's day. The windows are pure functions of the time, here; the
 //! counters are [`crate::ledger::BudgetStore`]'s.
 
+/// Whose counters a turn counts in, and their limits: a customer's (or a
+/// guest's) own hour and day; a visitor's hour per source address, and one
+/// day for all visitors together (contract 27), so that visitors never
+/// spend what customers are owed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    /// The hour's turns counter's name.
+    pub turns: String,
+    /// The day's tokens counter's name.
+    pub tokens: String,
+    pub limits: BudgetLimits,
+}
+
+impl Account {
+    /// A customer's or a guest's own windows. `u<length>:` keeps every
+    /// user id apart from the visitors' names below.
+    pub fn of_customer(user_id: &str, limits: BudgetLimits) -> Account {
+        let name = format!("u{}:{user_id}", user_id.len());
+        Account {
+            turns: name.clone(),
+            tokens: name,
+            limits,
+        }
+    }
+
+    /// A visitor's: turns per source address (its keyed hash, never the
+    /// address), tokens shared by every visitor.
+    pub fn of_visitor(address_hash: &str, limits: BudgetLimits) -> Account {
+        Account {
+            turns: format!("a:{address_hash}"),
+            tokens: VISITORS_DAY.to_owned(),
+            limits,
+        }
+    }
+}
+
+/// The one tokens counter all visitors share.
+pub const VISITORS_DAY: &str = "visitors";
+
 /// The limits, per customer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BudgetLimits {

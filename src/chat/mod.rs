@@ -85,10 +85,12 @@ impl CompletionError {
 /// An implementation makes exactly one attempt per call and enforces the
 /// per-call timeout itself, reporting it as [`CompletionError::Timeout`].
 /// The tools a call declares beyond the four every call has: the change
-/// of address only while it is served and asked for (contract 26).
+/// of address only while it is served and asked for (contract 26). A
+/// visitor's call declares the help centre and the handoff alone (27).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Offered {
     pub address_change: bool,
+    pub visitor: bool,
 }
 
 pub trait ChatModel: Sync {

@@ -183,20 +183,15 @@ impl OpenAiChat {
 
 /// The request for one completion call: the whole history, the tools
 /// (`issue_refund`, `hand_off_to_person`, `get_order`, `search_help_centre`,
-/// and `change_delivery_address` when it is offered), `strict` and no
+/// and `change_delivery_address` when it is offered; a visitor's the
+/// handoff and the help centre alone), `strict` and no
 /// parallel tool calls (both defence in depth only).
 pub fn build_request(messages: &[Message], max_output_tokens: u32, offered: Offered) -> CreateChatCompletionRequest {
     let mut tools = vec![
-        declare(tool::TOOL_NAME, tool::TOOL_DESCRIPTION, tool::declared_parameters()),
         declare(
             handoff_tool::TOOL_NAME,
             handoff_tool::TOOL_DESCRIPTION,
             handoff_tool::declared_parameters(),
-        ),
-        declare(
-            order_tool::TOOL_NAME,
-            order_tool::TOOL_DESCRIPTION,
-            order_tool::declared_parameters(),
         ),
         declare(
             help_tool::TOOL_NAME,
@@ -204,7 +199,21 @@ pub fn build_request(messages: &[Message], max_output_tokens: u32, offered: Offe
             help_tool::declared_parameters(),
         ),
     ];
-    if offered.address_change {
+    if !offered.visitor {
+        tools.insert(
+            0,
+            declare(tool::TOOL_NAME, tool::TOOL_DESCRIPTION, tool::declared_parameters()),
+        );
+        tools.insert(
+            2,
+            declare(
+                order_tool::TOOL_NAME,
+                order_tool::TOOL_DESCRIPTION,
+                order_tool::declared_parameters(),
+            ),
+        );
+    }
+    if offered.address_change && !offered.visitor {
         tools.push(declare(
             address_tool::TOOL_NAME,
             address_tool::TOOL_DESCRIPTION,

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use super::address::AddressSettings;
 use super::vars::{Vars, own, parse_url};
+use super::visitors::VisitorSettings;
 use super::{ConfigError, FUNCTION_TIMEOUT, ResponseMode};
 use crate::budget::BudgetLimits;
 use crate::conversation::{Lifetime, Window};
@@ -145,6 +146,9 @@ pub struct Config {
     /// `access-control-allow-origin` (a proxy integration's responses get no
     /// CORS headers from API Gateway). Unset: no CORS header.
     pub cors_allow_origin: Option<String>,
+    /// Visitors (contract 27): `VISITORS`, `VISITOR_ADDRESS_KEY` and their
+    /// budget; none: the visitors' routes are 404.
+    pub visitors: Option<VisitorSettings>,
     /// The routing call (contract 21): `ROUTER_MODEL`, `ROUTER_TIMEOUT_SECS`,
     /// `ROUTER_MIN_CONFIDENCE`, `AGENT_INTENTS`.
     pub router: RouterSettings,
@@ -237,6 +241,7 @@ impl Config {
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
                 .transpose()?,
             help_articles: Vec::new(),
+            visitors: VisitorSettings::read(&vars)?,
             router: RouterSettings {
                 model: vars.get("ROUTER_MODEL").unwrap_or_else(|| crate::chat::openai::MODEL.to_owned()),
                 timeout: vars.secs("ROUTER_TIMEOUT_SECS", DEFAULT_ROUTER_TIMEOUT, false)?,

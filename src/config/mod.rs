@@ -5,7 +5,7 @@
 //! loudly, not answer customers with 500s.
 //!
 //! One file a reader: [`function`] (the customers' function, with what each
-//! of its concerns reads in a file of its own: [`address`]), [`sweep`] and
+//! of its concerns reads in a file of its own: [`address`], [`visitors`]), [`sweep`] and
 //! [`staff`] (the terminal's and the desk's); [`vars`] is how every one of
 //! them reads a variable, so a rule (an empty value is unset, a URL is
 //! http(s)) holds for all.
@@ -15,6 +15,7 @@ mod function;
 mod staff;
 mod sweep;
 mod vars;
+mod visitors;
 
 #[cfg(test)]
 mod tests;
@@ -27,6 +28,7 @@ pub use address::{AddressSettings, DEFAULT_ADDRESS_CONFIRM};
 pub use function::*;
 pub use staff::{DeskConfig, StaffConfig, StaffIdentity};
 pub use sweep::SweepConfig;
+pub use visitors::{DEFAULT_VISITOR_TOKENS_PER_DAY, DEFAULT_VISITOR_TURNS_PER_HOUR_PER_ADDRESS, VisitorSettings};
 
 /// How the function answers the Lambda runtime (contract 20).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

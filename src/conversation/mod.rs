@@ -32,13 +32,17 @@ pub struct ConversationId(String);
 #[error("the system's random source failed: {0}")]
 pub struct NoRandomness(String);
 
+/// `N` bytes of the system's random source, in lowercase hex.
+pub fn random_hex<const N: usize>() -> Result<String, NoRandomness> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(|error| NoRandomness(error.to_string()))?;
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
 impl ConversationId {
     /// A new id: `c_` and 128 random bits in hex.
     pub fn generate() -> Result<ConversationId, NoRandomness> {
-        let mut bytes = [0u8; ID_RANDOM_BYTES];
-        getrandom::fill(&mut bytes).map_err(|error| NoRandomness(error.to_string()))?;
-        let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
-        Ok(ConversationId(format!("c_{hex}")))
+        Ok(ConversationId(format!("c_{}", random_hex::<ID_RANDOM_BYTES>()?)))
     }
 
     /// An id a request named: 1 to 128 visible ASCII characters. Whether it

@@ -36,6 +36,13 @@ pub enum ApiError {
     MalformedKey(#[from] MalformedKey),
     #[error(transparent)]
     Intake(#[from] Refused),
+    /// A visitor's `X-Visitor-Token` of a shape the function never issues.
+    #[error("not a visitor token")]
+    VisitorToken,
+    /// A visitor's first message with an `Idempotency-Key`: no token yet
+    /// to scope it by.
+    #[error("an Idempotency-Key without a visitor token")]
+    VisitorKeyWithoutToken,
 }
 
 impl ApiError {
@@ -48,6 +55,8 @@ impl ApiError {
             ApiError::Identity(IdentityError::Unauthenticated) => StatusCode::UNAUTHORIZED,
             ApiError::Identity(IdentityError::Mismatch) => StatusCode::FORBIDDEN,
             ApiError::Intake(refused) => refused_status(refused),
+            ApiError::VisitorToken => StatusCode::UNAUTHORIZED,
+            ApiError::VisitorKeyWithoutToken => StatusCode::BAD_REQUEST,
         }
     }
 
@@ -63,6 +72,12 @@ impl ApiError {
             ApiError::Identity(IdentityError::Mismatch) => "user_id must be the signed-in customer's own id".into(),
             ApiError::MalformedKey(error) => error.to_string(),
             ApiError::Intake(refused) => refused_detail(refused),
+            ApiError::VisitorToken => {
+                "X-Visitor-Token is not a token this assistant issued: leave it out to start a new conversation".into()
+            }
+            ApiError::VisitorKeyWithoutToken => "an Idempotency-Key needs X-Visitor-Token: send the first message \
+                without a key, then both with every later one"
+                .into(),
         }
     }
 
@@ -170,6 +185,12 @@ pub fn render(reply: &Reply) -> StoredResponse {
     // Only a 200 says so: a failed turn's refund is told by its detail.
     if reply.awaiting_approval && reply.result.is_ok() {
         body["awaiting_approval"] = json!(true);
+    }
+    // A visitor asked what needs an account (contract 27): the page offers
+    // to confirm their e-mail.
+    if !reply.verify.is_empty() {
+        let intents: Vec<&str> = reply.verify.iter().map(|intent| intent.as_str()).collect();
+        body["verify"] = json!({ "intents": intents });
     }
     StoredResponse {
         status: status.as_u16(),

@@ -29,6 +29,17 @@ impl ChatRequest {
     /// Parses the raw body. Fields other than `user_id`, `message` and
     /// `conversation_id` are ignored.
     pub fn parse(body: &[u8]) -> Result<ChatRequest, InputError> {
+        ChatRequest::parse_as(body, true)
+    }
+
+    /// A visitor's body (contract 27): section 1's without `user_id`, which
+    /// a visitor has none of; one given is refused rather than ignored.
+    /// `user_id` comes back empty: the edge names the visitor.
+    pub fn parse_visitor(body: &[u8]) -> Result<ChatRequest, InputError> {
+        ChatRequest::parse_as(body, false)
+    }
+
+    fn parse_as(body: &[u8], names_a_user: bool) -> Result<ChatRequest, InputError> {
         if body.iter().all(u8::is_ascii_whitespace) {
             return Err(InputError::Malformed("the request body is missing"));
         }
@@ -37,7 +48,15 @@ impl ChatRequest {
         let Value::Object(mut fields) = value else {
             return Err(InputError::Malformed("the request body must be a JSON object"));
         };
-        let user_id = text_field(&mut fields, "user_id")?;
+        let user_id = if names_a_user {
+            text_field(&mut fields, "user_id")?
+        } else if fields.contains_key("user_id") {
+            return Err(InputError::InvalidField(
+                "a visitor's message has no user_id: sign in, or leave it out".into(),
+            ));
+        } else {
+            String::new()
+        };
         let message = text_field(&mut fields, "message")?;
         let length = message.chars().count();
         if length > MAX_MESSAGE_CHARS {

@@ -17,6 +17,7 @@ pub mod idempotency;
 pub mod identity;
 pub mod live;
 pub mod read;
+pub mod visitor;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -114,13 +115,34 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     }
 
     async fn handle_heard(&self, request: Request, live: &Live) -> Response<Body> {
-        if let Some(id) = read::route_id(request.raw_http_path()).map(str::to_owned) {
-            return self.handle_read(&request, &id).await;
+        let path = request.raw_http_path();
+        if let Some(id) = read::route_id(path).map(str::to_owned) {
+            let checked = read::check(&request, &id, &self.config().identity);
+            return self.handle_read(&request, &id, checked).await;
+        }
+        if let Some(id) = visitor::read_route_id(path).map(str::to_owned) {
+            let checked = match self.config().visitors {
+                Some(_) => visitor::check_read(&request, &id),
+                None => Err(ApiError::NotFound),
+            };
+            return self.handle_read(&request, &id, checked).await;
         }
         let started = Instant::now();
         let invocation = invocation_of(&request);
         let mut trace = Trace::default();
-        let (outcome, edge_error) = match check(&request, &self.config().identity) {
+        // A visitor's message (contract 27), or a customer's.
+        let (checked, issued) = if path == visitor::ROUTE {
+            match &self.config().visitors {
+                Some(settings) => match visitor::check(&request, settings) {
+                    Ok(checked) => (Ok(checked.message), checked.issued),
+                    Err(error) => (Err(error), None),
+                },
+                None => (Err(ApiError::NotFound), None),
+            }
+        } else {
+            (check(&request, &self.config().identity), None)
+        };
+        let (mut outcome, edge_error) = match checked {
             Ok(message) => (self.intake.take(message, &invocation, &mut trace, live).await, None),
             Err(error) => {
                 let written = answer::render_error(&error);
@@ -133,6 +155,11 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 (outcome, Some(error))
             }
         };
+        // The token goes to the visitor once, in the answer to the message
+        // that had none; nothing keeps it.
+        if let Some(token) = issued {
+            outcome.body = with_visitor_token(&outcome.body, &token);
+        }
         let status = StatusCode::from_u16(outcome.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let error = edge_error.or_else(|| outcome.refused.map(ApiError::Intake));
         telemetry::finish_request(RequestEnd {
@@ -153,10 +180,14 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     }
 
     /// A read of a conversation (contract 18): its own summary line.
-    async fn handle_read(&self, request: &Request, raw_id: &str) -> Response<Body> {
+    async fn handle_read(
+        &self,
+        request: &Request,
+        raw_id: &str,
+        checked: Result<read::ReadRequest, ApiError>,
+    ) -> Response<Body> {
         let started = Instant::now();
         let invocation = invocation_of(request);
-        let checked = read::check(request, raw_id, &self.config().identity);
         let customer = checked.as_ref().ok().map(|read| read.customer.clone());
         let (status, body, error, messages) = match checked {
             Err(error) => (error.status(), answer::render_error(&error).body, Some(error), 0),
@@ -315,6 +346,19 @@ impl<K, R, L, C, O> App<K, R, L, C, O> {
 
 const INTERNAL_ERROR: &str = r#"{"detail":"internal error"}"#;
 
+/// The answer's JSON body with the visitor's new token in `visitor`, when
+/// it names a conversation the token now owns (a refusal before any
+/// conversation hands out nothing: the next message mints afresh).
+fn with_visitor_token(body: &str, token: &crate::visitor::VisitorToken) -> String {
+    match serde_json::from_str::<serde_json::Value>(body) {
+        Ok(serde_json::Value::Object(mut fields)) if fields.contains_key("conversation_id") => {
+            fields.insert("visitor".into(), serde_json::Value::String(token.expose().to_owned()));
+            serde_json::Value::Object(fields).to_string()
+        }
+        _ => body.to_owned(),
+    }
+}
+
 fn whole(body: Body) -> AnswerBody {
     match body {
         Body::Empty => AnswerBody::whole(Bytes::new()),
@@ -367,5 +411,6 @@ fn check(request: &Request, identity: &crate::config::IdentitySource) -> Result<
         text: CustomerMessage::new(text),
         conversation_id: chat.conversation_id,
         key,
+        who: crate::intake::Who::Customer,
     })
 }

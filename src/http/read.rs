@@ -40,15 +40,7 @@ pub fn check(request: &Request, id: &str, identity: &IdentitySource) -> Result<R
         return Err(ApiError::MethodNotAllowed { allow: "GET" });
     }
     let authenticated = identity.authenticated(request)?;
-    let query = request.query_string_parameters_ref();
-    let one = |name: &str| -> Result<Option<&str>, ApiError> {
-        match query.and_then(|q| q.all(name)).unwrap_or_default().as_slice() {
-            [] => Ok(None),
-            [value] => Ok(Some(value)),
-            _ => Err(InputError::Malformed("a query parameter may be given once").into()),
-        }
-    };
-    let user_id = one("user_id")?;
+    let user_id = one_query(request, "user_id")?;
     let customer = match (authenticated, user_id) {
         (authenticated @ Some(_), Some(user_id)) => customer(authenticated, user_id)?,
         (Some(authenticated), None) => authenticated,
@@ -56,12 +48,27 @@ pub fn check(request: &Request, id: &str, identity: &IdentitySource) -> Result<R
         (None, Some(user_id)) if !user_id.trim().is_empty() => user_id.to_owned(),
         (None, _) => return Err(IdentityError::Unauthenticated.into()),
     };
-    let after = one("after")?.map(parse_after).transpose()?;
+    let after = after_of(request)?;
     Ok(ReadRequest {
         customer,
         id: ConversationId::parse(id),
         after,
     })
+}
+
+/// A query parameter given at most once.
+fn one_query<'r>(request: &'r Request, name: &str) -> Result<Option<&'r str>, ApiError> {
+    let query = request.query_string_parameters_ref();
+    match query.and_then(|q| q.all(name)).unwrap_or_default().as_slice() {
+        [] => Ok(None),
+        [value] => Ok(Some(value)),
+        _ => Err(InputError::Malformed("a query parameter may be given once").into()),
+    }
+}
+
+/// The `after` parameter, checked.
+pub fn after_of(request: &Request) -> Result<Option<u64>, ApiError> {
+    one_query(request, "after")?.map(parse_after).transpose()
 }
 
 /// Digits only: no sign, no space, no fraction, within 64 bits.

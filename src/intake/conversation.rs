@@ -4,7 +4,7 @@
 //! window read, the budget's turn taken last, and the turn run, up to the
 //! exchange the turn adds, which [`super::finish`] appends.
 
-use crate::budget::Reservation;
+use crate::budget::{Account, Reservation};
 use crate::chat::Message as ChatMessage;
 use crate::clock::now_ms;
 use crate::conversation::{self, ConversationId, Exchange, NoRandomness};
@@ -23,7 +23,8 @@ use crate::secrets::{ApiKeySource, SecretError};
 use super::model::KeyedModel;
 use crate::turn::{AddressTurn, Tools, Turn};
 
-use super::{Intake, Invocation, Message, Outcome, Refused, Reply, Trace};
+use super::{Intake, Invocation, Message, Outcome, Refused, Reply, Trace, Who};
+use crate::visitor;
 
 /// The conversation a message runs in, before its lease is taken.
 pub(super) struct Continuing {
@@ -66,6 +67,8 @@ impl Continuing {
 /// What one visit to the conversation needs.
 pub(super) struct Visit<'a> {
     pub(super) message: &'a Message,
+    /// Whose budget its turn counts in.
+    pub(super) account: &'a Account,
     pub(super) continuing: &'a Continuing,
     /// What the handoff screen found in the message, before any I/O.
     pub(super) screened: Option<Reason>,
@@ -93,6 +96,8 @@ struct RoutedTurn {
     refund_not_routed: bool,
     /// The labels include `address_change` (contract 26).
     address_change: bool,
+    /// The labels' intents (none when the router failed).
+    intents: Vec<Intent>,
     tokens: u64,
 }
 
@@ -112,6 +117,8 @@ struct Answered {
     /// The budget's settlement, when a turn was taken (a routed handoff).
     tokens: Option<TokenSettlement>,
     router: Option<String>,
+    /// What a visitor must verify for (contract 27): no handoff then.
+    verify: Vec<Intent>,
 }
 
 impl Answered {
@@ -122,6 +129,7 @@ impl Answered {
             handoff,
             tokens: None,
             router: None,
+            verify: Vec::new(),
         }
     }
 }
@@ -143,6 +151,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     pub(super) async fn converse(&self, visit: Visit<'_>, trace: &mut Trace) -> (Outcome, Option<PendingExchange>) {
         let Visit {
             message,
+            account,
             continuing,
             screened,
             mut turn_taken,
@@ -168,7 +177,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             Ok(Begun::Held(held)) if held.handed_off => {
                 // A person has it: kept, and answered without the model (contract 12).
                 trace.conversation.with_a_person = true;
-                self.give_back_turn(scope.user_id(), turn_taken).await;
+                self.give_back_turn(account, turn_taken).await;
                 return self.answer_without_model(
                     message,
                     scope,
@@ -192,7 +201,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         let held = match refused {
             Ok(held) => held,
             Err(refused) => {
-                self.give_back_turn(scope.user_id(), turn_taken).await;
+                self.give_back_turn(account, turn_taken).await;
                 return (self.written(Reply::refused(refused)), None);
             }
         };
@@ -217,7 +226,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             Err(error) => {
                 tracing::error!(event = "conversation", op = "recent", error = %error);
                 self.release_conversation(&lease, &held).await;
-                self.give_back_turn(scope.user_id(), turn_taken).await;
+                self.give_back_turn(account, turn_taken).await;
                 return (
                     self.written(Reply::refused(Refused::ConversationUnavailable(error))),
                     None,
@@ -228,7 +237,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         // claim took it: counted atomically, refused before the secret, the
         // model or payments; closed if unreachable.
         if turn_taken.is_none() {
-            match self.take_turn(scope.user_id(), trace).await {
+            match self.take_turn(account, trace).await {
                 Ok(reservation) => turn_taken = Some(reservation),
                 Err(refused) => {
                     self.release_conversation(&lease, &held).await;
@@ -241,6 +250,30 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         // The key is read once, for the routing call and the turn.
         let model = self.model().await;
         let routed = self.route(model.as_ref().ok(), message, &window, trace).await;
+        // A visitor who asks what needs an account is answered by code: they
+        // are asked to verify, and no model sees the question (contract 27).
+        // A risk still goes to a person first.
+        let verify = match message.who {
+            Who::Visitor { .. } if routed.route != Route::HandOff(Reason::Risk) => {
+                visitor::needing_an_account(&routed.intents)
+            }
+            _ => Vec::new(),
+        };
+        if !verify.is_empty() {
+            let tokens = turn_taken.map(|reservation| TokenSettlement {
+                reservation,
+                used: routed.tokens,
+                counter: account.tokens.clone(),
+            });
+            let answered = Answered {
+                reply: visitor::VERIFY_REPLY,
+                handoff: None,
+                tokens,
+                router: Some(routed.labels),
+                verify,
+            };
+            return self.answer_without_model(message, scope, lease, held, answered);
+        }
         if let Route::HandOff(reason) = routed.route {
             trace.handoff = Some(reason);
             let handoff = Handoff {
@@ -252,15 +285,18 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             let tokens = turn_taken.map(|reservation| TokenSettlement {
                 reservation,
                 used: routed.tokens,
+                counter: account.tokens.clone(),
             });
             let answered = Answered {
                 reply: handoff::fixed_reply(reason),
                 handoff: Some(handoff),
                 tokens,
                 router: Some(routed.labels),
+                verify: Vec::new(),
             };
             return self.answer_without_model(message, scope, lease, held, answered);
         }
+
         trace.conversation.history_exchanges = window.len();
         let context = Attempt {
             scope,
@@ -316,6 +352,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             *summary = crate::conversation::person::kept(summary).into_owned();
         }
         let tokens = turn_taken.map(|reservation| TokenSettlement {
+            counter: account.tokens.clone(),
             used: trace.stats.as_ref().map_or(routed.tokens, |stats| {
                 let counted = routed.tokens + stats.prompt_tokens + stats.completion_tokens;
                 // A streamed call that never said what it cost costs the worst case.
@@ -329,12 +366,13 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         });
         let Some(own_messages) = turn.own_messages else {
             self.release_conversation(&lease, &held).await;
-            self.settle_tokens(context.scope.user_id(), tokens).await;
+            self.settle_tokens(tokens).await;
             let reply = Reply {
                 result: turn.reply,
                 conversation: None,
                 handed_off: false,
                 awaiting_approval: false,
+                verify: Vec::new(),
             };
             return (self.written(reply), None);
         };
@@ -355,6 +393,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             conversation: Some(lease.id.clone()),
             handed_off: handoff.is_some(),
             awaiting_approval,
+            verify: Vec::new(),
         });
         let refund_recorded = trace.refund_recorded();
         let mut address = trace
@@ -430,6 +469,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         );
         let address_change =
             matches!(&routing, Routing::Labelled(labels) if labels.intents.contains(&Intent::AddressChange));
+        let intents = routing.intents().to_vec();
         // Counted and reported only when a routing call was made.
         trace.routing = model.is_some().then_some(routing);
         RoutedTurn {
@@ -437,20 +477,21 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             labels,
             refund_not_routed,
             address_change,
+            intents,
             tokens,
         }
     }
 
     /// Takes a turn from the customer's budget: counted atomically, closed
     /// if the budget cannot be read.
-    async fn take_turn(&self, customer: &str, trace: &mut Trace) -> Result<Reservation, Refused> {
+    async fn take_turn(&self, account: &Account, trace: &mut Trace) -> Result<Reservation, Refused> {
         let taken_at_ms = now_ms();
-        match self.ledger.take_turn(customer, &self.config.budget, taken_at_ms).await {
+        match self.ledger.take_turn(account, taken_at_ms).await {
             Ok(TakenTurn::Taken) => {
                 trace.budget = Some("taken");
                 Ok(Reservation {
                     taken_at_ms,
-                    tokens: self.config.budget.turn_reservation,
+                    tokens: account.limits.turn_reservation,
                 })
             }
             Ok(TakenTurn::Refused(spent)) => {
@@ -468,24 +509,25 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     /// Settles the turn's reservation to its tokens on its own (when no
     /// append carried it). A failure is logged: the answer stands, and the
     /// reservation stays counted, which errs toward the shop's bill.
-    pub(super) async fn settle_tokens(&self, customer: &str, tokens: Option<TokenSettlement>) {
+    pub(super) async fn settle_tokens(&self, tokens: Option<TokenSettlement>) {
         let Some(tokens) = tokens else { return };
-        if let Err(error) = self.ledger.settle_tokens(customer, &tokens).await {
+        if let Err(error) = self.ledger.settle_tokens(&tokens).await {
             tracing::error!(event = "budget", op = "settle_tokens", error = %error);
         }
     }
 
     /// Gives back a turn taken with the key's claim that did not run.
-    async fn give_back_turn(&self, customer: &str, turn_taken: Option<Reservation>) {
+    async fn give_back_turn(&self, account: &Account, turn_taken: Option<Reservation>) {
         let Some(reservation) = turn_taken else { return };
-        if let Err(error) = self.ledger.give_back_turn(customer, reservation).await {
+        if let Err(error) = self.ledger.give_back_turn(account, reservation).await {
             // The turn stays counted: the customer has one less this hour.
             tracing::error!(event = "budget", op = "give_back_turn", error = %error);
         }
     }
 
     /// A fixed reply, with no model, no refund and no budget: for a message
-    /// to a conversation a person has, or one that code hands off.
+    /// to a conversation a person has, one that code hands off, or a
+    /// visitor's question that needs an account.
     fn answer_without_model(
         &self,
         message: &Message,
@@ -499,12 +541,16 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             handoff,
             tokens,
             router,
+            verify,
         } = answered;
         let outcome = self.written(Reply {
             result: Ok(reply.to_owned()),
             conversation: Some(lease.id.clone()),
-            handed_off: true,
+            // A person has it, or takes it now; a visitor asked to verify is
+            // still the agent's.
+            handed_off: verify.is_empty(),
             awaiting_approval: false,
+            verify,
         });
         let exchange = PendingExchange {
             new: NewExchange {
@@ -603,6 +649,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         .with_handoff(handoff_id)
         .routed(routed)
         .address(address);
+        if matches!(message.who, Who::Visitor { .. }) {
+            turn = turn.for_visitor();
+        }
         if live.is_listened() {
             turn = turn.with_live(live);
         }

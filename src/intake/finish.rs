@@ -80,8 +80,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         // the append certainly wrote nothing, since it would count twice
         // (an unknown one keeps its reservation, as a dead turn does).
         if carried == Some(false) {
-            self.settle_tokens(pending.lease.customer.as_str(), pending.new.tokens)
-                .await;
+            self.settle_tokens(pending.new.tokens).await;
         }
         if let Some(settlement) = &pending.new.key {
             self.settle(settlement).await;

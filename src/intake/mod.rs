@@ -28,6 +28,7 @@ mod trace;
 
 use tokio::sync::OnceCell;
 
+use crate::budget::Account;
 use crate::chat::openai::OpenAiChat;
 use crate::clock::now_ms;
 use crate::config::Config;
@@ -39,6 +40,7 @@ use crate::ops::telemetry::KeyUse;
 use crate::orders::OrderSystem;
 use crate::refund::message::CustomerMessage;
 use crate::refund::{RefundGateway, RefundScope, WriterMark};
+use crate::router::Intent;
 use crate::secrets::{ApiKeySource, SecretError};
 
 use self::admission::{Admission, IdempotencyKey};
@@ -84,6 +86,18 @@ pub struct Message {
     /// The conversation it continues; none starts a new one.
     pub conversation_id: Option<ConversationId>,
     pub key: Option<Keyed>,
+    pub who: Who,
+}
+
+/// Who sent a message, as the edge found them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Who {
+    /// Verified by an authorizer (or, in body mode, named by the body).
+    Customer,
+    /// No token (contract 27): `customer` is the visitor token's hash, and
+    /// `address` the keyed hash of their source address, which their turns
+    /// count on.
+    Visitor { address: String },
 }
 
 /// The message's `Idempotency-Key`, with the hash of the body it came with.
@@ -104,6 +118,9 @@ pub struct Reply {
     pub handed_off: bool,
     /// The turn sent a refund to a person (contract 18).
     pub awaiting_approval: bool,
+    /// A visitor asked what needs an account: these intents wait for them
+    /// to verify (contract 27); empty otherwise.
+    pub verify: Vec<Intent>,
 }
 
 impl Reply {
@@ -113,6 +130,7 @@ impl Reply {
             conversation: None,
             handed_off: false,
             awaiting_approval: false,
+            verify: Vec::new(),
         }
     }
 }
@@ -244,9 +262,11 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         };
         // A code handoff spends no budget (contract 13); known before any I/O.
         let screened = self.config.handoff_screen.check(message.text.text());
+        let account = self.account(&message);
         let Some(keyed) = message.key.clone() else {
             let visit = Visit {
                 message: &message,
+                account: &account,
                 continuing: &continuing,
                 screened,
                 turn_taken: None,
@@ -269,7 +289,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             expires_at_s: (now + self.config.idempotency_ttl.as_millis() as u64) / 1000,
             conversation_id: Some(continuing.id.as_str().to_owned()),
         };
-        let (admission, turn_taken) = match self.admit(&lease, screened.is_none(), now, trace).await {
+        let (admission, turn_taken) = match self.admit(&lease, &account, screened.is_none(), now, trace).await {
             Ok(admitted) => admitted,
             Err(refused) => return self.written(Reply::refused(refused)),
         };
@@ -292,6 +312,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         }
         let visit = Visit {
             message: &message,
+            account: &account,
             continuing: &continuing,
             screened,
             turn_taken,
@@ -312,6 +333,25 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         };
         self.finish(exchange, keep, Some(settlement), trace).await;
         outcome
+    }
+
+    /// Whose budget the message's turn counts in (contracts 13 and 27).
+    fn account(&self, message: &Message) -> Account {
+        match (&message.who, &self.config.visitors) {
+            (Who::Visitor { address }, Some(visitors)) => {
+                Account::of_visitor(address, visitors.limits(&self.config.budget))
+            }
+            // The edge lets no visitor through without the settings; if one
+            // came, it would get no turn at all: closed.
+            (Who::Visitor { address }, None) => Account::of_visitor(
+                address,
+                crate::budget::BudgetLimits {
+                    turns_per_hour: 0,
+                    ..self.config.budget
+                },
+            ),
+            (Who::Customer, _) => Account::of_customer(&message.customer, self.config.budget),
+        }
     }
 
     fn written(&self, reply: Reply) -> Outcome {

@@ -82,6 +82,7 @@ fn message(customer: &str, text: &str, conversation: Option<&ConversationId>, ke
             key: IdempotencyKey::parse(key.as_bytes()).expect("a valid key"),
             body_sha256: "hash".to_owned(),
         }),
+        who: Who::Customer,
     }
 }
 
@@ -166,7 +167,10 @@ async fn a_spent_budget_refuses_before_the_model_and_frees_the_conversation() {
     let conversation = stored_conversation(&intake.conversations, "u-1").await;
     intake
         .ledger
-        .take_turn("u-1", &intake.config.budget, now_ms())
+        .take_turn(
+            &crate::budget::Account::of_customer("u-1", intake.config.budget),
+            now_ms(),
+        )
         .await
         .expect("the hour's one turn");
     let mut trace = Trace::default();

@@ -2,7 +2,7 @@
 
 use std::future::Future;
 
-use crate::budget::{BudgetLimits, Reservation, Spent};
+use crate::budget::{Account, Reservation, Spent};
 
 use super::{LedgerError, RequestLease, StoredRequest};
 
@@ -32,22 +32,18 @@ pub enum ClaimedWithTurn {
 /// the give-back and the settlement are transactions, whose token makes a
 /// retry of one that had landed apply nothing.
 pub trait BudgetStore: Send + Sync {
-    /// Counts one turn of the hour and reserves `limits.turn_reservation`
-    /// of the day's tokens, on the condition that the hour's turns and the
-    /// day's tokens are below their limits: one atomic step.
-    fn take_turn(
-        &self,
-        customer: &str,
-        limits: &BudgetLimits,
-        now_ms: u64,
-    ) -> impl Future<Output = Result<TakenTurn, LedgerError>> + Send;
+    /// Counts one turn of the account's hour and reserves
+    /// `limits.turn_reservation` of its day's tokens, on the condition that
+    /// the hour's turns and the day's tokens are below their limits: one
+    /// atomic step.
+    fn take_turn(&self, account: &Account, now_ms: u64) -> impl Future<Output = Result<TakenTurn, LedgerError>> + Send;
 
     /// The same step, which also claims the request's key (as
     /// [`RequestLedger::claim_request`] would): both or neither.
     fn claim_with_turn(
         &self,
         lease: &RequestLease,
-        limits: &BudgetLimits,
+        account: &Account,
         now_ms: u64,
     ) -> impl Future<Output = Result<ClaimedWithTurn, LedgerError>> + Send;
 
@@ -55,7 +51,7 @@ pub trait BudgetStore: Send + Sync {
     /// is a person's), with its reservation: never below zero.
     fn give_back_turn(
         &self,
-        customer: &str,
+        account: &Account,
         reservation: Reservation,
     ) -> impl Future<Output = Result<(), LedgerError>> + Send;
 
@@ -66,22 +62,20 @@ pub trait BudgetStore: Send + Sync {
     fn abandon_claim(
         &self,
         lease: &RequestLease,
+        account: &Account,
         reservation: Reservation,
     ) -> impl Future<Output = Result<(), LedgerError>> + Send;
 
     /// Settles a turn's reservation to the tokens it used (when no append
     /// carried it).
-    fn settle_tokens(
-        &self,
-        customer: &str,
-        settlement: &TokenSettlement,
-    ) -> impl Future<Output = Result<(), LedgerError>> + Send;
+    fn settle_tokens(&self, settlement: &TokenSettlement) -> impl Future<Output = Result<(), LedgerError>> + Send;
 }
 
 /// A turn's tokens at its end: what it reserved, and what the provider
-/// says it used.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// says it used, on the day counter it reserved from ([`Account::tokens`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenSettlement {
     pub reservation: Reservation,
     pub used: u64,
+    pub counter: String,
 }

@@ -68,6 +68,7 @@ pub const COUNTERS: &[&str] = &[
     "StaffDecisions",
     // Contract 26: address writes by outcome (changed, shipped_meanwhile, unknown).
     "AddressChanges",
+    "VisitorTokens",
 ];
 /// `StaffQueueOldestWait`: the sweep's measure of the support team's queue, in seconds.
 pub const HISTOGRAMS: &[&str] = &["TurnDuration", "StaffQueueOldestWait"];
@@ -302,6 +303,10 @@ pub fn finish_request(end: RequestEnd<'_>) {
         metrics::counter!("BudgetRefusals", "Budget" => spent).increment(1);
     }
     metrics::counter!("Tokens").increment(total_tokens);
+    // The visitors' shared day (contract 27), which VisitorDayAlarm watches.
+    if end.user_id.is_some_and(crate::visitor::is_visitor) {
+        metrics::counter!("VisitorTokens").increment(total_tokens);
+    }
     if let Some(reason) = end.handoff {
         metrics::counter!("Handoffs", "Reason" => reason.as_str()).increment(1);
     }

@@ -27,6 +27,8 @@ pub struct QueueItem {
     pub since: String,
     pub waited_secs: u64,
     pub customer: String,
+    /// `customer`, `guest` or `visitor` (contract 27), from the user id.
+    pub who: &'static str,
     pub conversation_id: Option<String>,
     pub order_id: Option<String>,
     pub amount: Option<String>,
@@ -51,6 +53,18 @@ fn waited(since_ms: u64, now: u64) -> u64 {
     now.saturating_sub(since_ms) / 1000
 }
 
+/// What kind of person a user id names (contract 27): a visitor's is the
+/// hash of their token, a guest's the guest pool's.
+pub fn kind_of_person(user_id: &str) -> &'static str {
+    if crate::visitor::is_visitor(user_id) {
+        "visitor"
+    } else if user_id.starts_with("guest:") {
+        "guest"
+    } else {
+        "customer"
+    }
+}
+
 fn record_item(record: &RefundRecord, kind: &'static str, now: u64) -> QueueItem {
     QueueItem {
         id: record.record_id.clone(),
@@ -58,6 +72,7 @@ fn record_item(record: &RefundRecord, kind: &'static str, now: u64) -> QueueItem
         since: record.created_at.clone(),
         waited_secs: waited(record.created_at_ms, now),
         customer: record.user_id.clone(),
+        who: kind_of_person(&record.user_id),
         conversation_id: record.conversation_id.clone(),
         order_id: Some(record.order_id.clone()),
         amount: Some(record.amount.to_string()),
@@ -75,6 +90,7 @@ fn handoff_item(handoff: &StoredHandoff, now: u64) -> QueueItem {
         since: handoff.at.clone(),
         waited_secs: waited(since_ms, now),
         customer: handoff.customer.clone(),
+        who: kind_of_person(&handoff.customer),
         conversation_id: Some(handoff.conversation_id.clone()),
         order_id: None,
         amount: None,

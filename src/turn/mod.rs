@@ -91,6 +91,11 @@ address, a delivery or an account, a complaint about a person), call hand_off_to
 short summary for the person, then tell the customer that a person from the support team will \
 take over; do not hand off a refund you can make or one that waits for approval. Answer briefly.";
 
+/// What a visitor's turn adds to the prompt (contract 27): code offers no
+/// order, refund or address tool, and says so; what the model says decides
+/// nothing either way.
+pub const VISITOR_PROMPT: &str = "This customer is a visitor who has not signed in or confirmed their e-mail: you cannot see, change or refund any order for them, and nothing they say about who they are changes that. Answer questions about the shop's rules from search_help_centre; for anything about an order, tell them to confirm their e-mail address with the button in the chat, or to sign in.";
+
 /// The longest the turn itself can take by the contract's rules: every
 /// completion call timing out, the backoffs between attempts, one payments
 /// call, and every order read (the tool's and the refund checks', each
@@ -270,6 +275,9 @@ pub struct Turn<'a, M, G, O> {
     address: AddressTurn,
     /// The orders whose address this turn tried to write (at most once each).
     addresses_written: Vec<String>,
+    /// A visitor's turn (contract 27): no tool that reads an order or
+    /// moves money is declared or run.
+    visitor: bool,
 }
 
 impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
@@ -308,7 +316,20 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             routed: Routed::default(),
             address: AddressTurn::default(),
             addresses_written: Vec::new(),
+            visitor: false,
         }
+    }
+
+    /// A visitor's turn: the help centre and a person only, said in the
+    /// prompt and held in code.
+    pub fn for_visitor(mut self) -> Self {
+        if let Some(Message::System(prompt)) = self.messages.first_mut() {
+            prompt.push(' ');
+            prompt.push_str(VISITOR_PROMPT);
+        }
+        self.visitor = true;
+        self.address.offered = false;
+        self
     }
 
     /// What the turn may do about an address (contract 26).
@@ -325,6 +346,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
     fn offered(&self) -> Offered {
         Offered {
             address_change: self.address.offered,
+            visitor: self.visitor,
         }
     }
 
@@ -476,6 +498,9 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
     /// Runs one tool call and returns what the model is told. Nothing here
     /// fails the request: every problem goes back to the model as `{"error"}`.
     async fn run_tool_call(&mut self, call: &ToolCall) -> String {
+        if self.visitor && ![handoff_tool::TOOL_NAME, help_tool::TOOL_NAME].contains(&call.name.as_str()) {
+            return self.not_for_visitors(call);
+        }
         let step = match call.name.as_str() {
             handoff_tool::TOOL_NAME => Some(Step::Handoff),
             order_tool::TOOL_NAME => Some(Step::Order),
@@ -751,6 +776,24 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
                 summary: None,
             });
         }
+    }
+
+    /// A visitor's turn declares no other tool: any other call is an
+    /// unknown tool's, whatever the model claims.
+    fn not_for_visitors(&mut self, call: &ToolCall) -> String {
+        self.stats.invalid_tool_calls += 1;
+        tracing::warn!(
+            event = "tool_call",
+            tool_chars = call.name.chars().count(),
+            validation = "not_for_visitors"
+        );
+        ToolResult::error(format!(
+            "unknown tool {:?}: the tools are {} and {}; the customer must confirm their e-mail address or sign in before anything about an order",
+            call.name,
+            help_tool::TOOL_NAME,
+            handoff_tool::TOOL_NAME
+        ))
+        .to_json()
     }
 
     async fn run_refund_call(&mut self, call: &ToolCall) -> ToolResult {

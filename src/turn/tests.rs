@@ -484,7 +484,14 @@ fn the_prompt_says_what_is_true_of_conversations() {
 
 #[test]
 fn the_token_reservation_covers_every_declared_tool_and_the_prompt() {
-    let request = crate::chat::openai::build_request(&[], 1, crate::chat::Offered { address_change: true });
+    let request = crate::chat::openai::build_request(
+        &[],
+        1,
+        crate::chat::Offered {
+            address_change: true,
+            ..Default::default()
+        },
+    );
     let declared = serde_json::to_string(&request.tools).unwrap().chars().count() as u64;
     assert!(
         declared < TOOLS_DECLARED_CHARS,

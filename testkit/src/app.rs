@@ -67,6 +67,8 @@ pub fn config(openai_base: &str, payments_base: &str, table: &str) -> Config {
         ("LEDGER_TIMEOUT_SECS", LEDGER_TIMEOUT.as_secs_f64().to_string()),
         // As deployed: the customer is the authorizer's (the events carry one).
         ("USER_IDENTITY", "authorizer".to_owned()),
+        // As deployed: visitors served (contract 27), with a key for their addresses.
+        ("VISITOR_ADDRESS_KEY", VISITOR_ADDRESS_KEY.to_owned()),
     ];
     Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone())).expect("test config")
 }
@@ -451,6 +453,25 @@ impl<K: ApiKeySource> TestApp<K> {
         bodies(&self.payments).await
     }
 
+    /// The paths of the order system's reads (`GET /orders/...`), in order.
+    pub async fn orders_requests(&self) -> Vec<String> {
+        self.payments
+            .received_requests()
+            .await
+            .unwrap_or_default()
+            .iter()
+            .filter(|r| r.url.path().starts_with("/orders/"))
+            .map(|r| r.url.path().to_owned())
+            .collect()
+    }
+
+    /// The support team's library on this app's tables, payments and orders.
+    pub fn staff(&self) -> refund_chat::staff::Staff {
+        let config = crate::desk_config(&self.table, &self.payments.uri(), &[]);
+        let http = refund_chat::http_client::money_path_client().expect("an HTTP client");
+        refund_chat::staff::Staff::new(&config.staff, &self.aws, http)
+    }
+
     /// Every ledger item.
     pub async fn ledger(&self) -> Vec<std::collections::HashMap<String, AttributeValue>> {
         items(&self.aws, &self.table).await
@@ -702,7 +723,11 @@ pub async fn send_streamed_as<K: ApiKeySource + Send + Sync + 'static>(
     request_id: &str,
 ) -> Streamed {
     use http_body_util::BodyExt;
-    let path = event["rawPath"].as_str().unwrap_or_default().to_owned();
+    let path = event["rawPath"]
+        .as_str()
+        .or_else(|| event["path"].as_str())
+        .unwrap_or_default()
+        .to_owned();
     let mut context = Context::default();
     context.request_id = request_id.to_owned();
     let request = lambda_http::request::from_str(&event.to_string())

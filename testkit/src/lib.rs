@@ -31,6 +31,8 @@ use std::time::Duration;
 pub const API_KEY: &str = "sk-test-4f9a1c0e";
 pub const REQUEST_ID: &str = "req-0123456789";
 pub const USER: &str = "u-1001";
+/// The tests' key of visitors' source addresses (contract 27).
+pub const VISITOR_ADDRESS_KEY: &str = "tests-visitor-address-key-0123456789";
 pub const REFUND_MESSAGE: &str = "Order A-1001 arrived broken, please refund 12.50";
 pub const OPENAI_TIMEOUT: Duration = Duration::from_millis(500);
 pub const BACKOFF: Duration = Duration::from_millis(200);

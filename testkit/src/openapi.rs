@@ -33,10 +33,25 @@ pub const READ: Operation = Operation {
     method: "get",
 };
 
+/// `POST /support/refund-chat/visitor` (contract 27).
+pub const VISITOR_CHAT: Operation = Operation {
+    path: "/support/refund-chat/visitor",
+    method: "post",
+};
+/// `GET /support/refund-chat/visitor/conversations/{id}` (contract 27).
+pub const VISITOR_READ: Operation = Operation {
+    path: "/support/refund-chat/visitor/conversations/{id}",
+    method: "get",
+};
+
 /// The operation a request's path belongs to; any other path answers as the chat's route does (404).
 pub fn operation_of(path: &str) -> Operation {
     if path.starts_with("/support/refund-chat/conversations/") && path.matches('/').count() == 4 {
         READ
+    } else if path.starts_with("/support/refund-chat/visitor/conversations/") && path.matches('/').count() == 5 {
+        VISITOR_READ
+    } else if path == "/support/refund-chat/visitor" {
+        VISITOR_CHAT
     } else {
         CHAT
     }

@@ -3,7 +3,7 @@
 //! the model or payments, closed (503) when they cannot be read.
 
 use lambda_http::http::StatusCode;
-use refund_chat::budget::{BudgetLimits, Reservation, Spent};
+use refund_chat::budget::{Account, BudgetLimits, Reservation, Spent};
 use refund_chat::clock::parse_utc;
 use refund_chat::ledger::dynamo::DynamoLedger;
 use refund_chat::ledger::{BudgetStore, TakenTurn, TokenSettlement};
@@ -90,23 +90,24 @@ async fn the_hour_rolls_over_at_its_end_and_the_day_at_midnight() {
     let aws = aws_at(&moto().endpoint).await;
     let ledger = DynamoLedger::from_sdk_config(&aws, new_table(&aws).await, LEDGER_TIMEOUT);
     let before = parse_utc("2026-12-01T10:59:59.500Z").unwrap();
-    let budget = limits(2, 1000);
+    let limits = limits(2, 1000);
+    let (u1, u2) = (Account::of_customer("u-1", limits), Account::of_customer("u-2", limits));
 
     for _ in 0..2 {
-        assert_eq!(ledger.take_turn("u-1", &budget, before).await, Ok(TakenTurn::Taken));
+        assert_eq!(ledger.take_turn(&u1, before).await, Ok(TakenTurn::Taken));
     }
     assert_eq!(
-        ledger.take_turn("u-1", &budget, before).await,
+        ledger.take_turn(&u1, before).await,
         Ok(TakenTurn::Refused(Spent::Turns { retry_after_secs: 1 })),
         "the last half second of the hour rounds up to 1"
     );
     assert_eq!(
-        ledger.take_turn("u-2", &budget, before).await,
+        ledger.take_turn(&u2, before).await,
         Ok(TakenTurn::Taken),
         "per customer"
     );
     let next_hour = parse_utc("2026-12-01T11:00:00Z").unwrap();
-    assert_eq!(ledger.take_turn("u-1", &budget, next_hour).await, Ok(TakenTurn::Taken));
+    assert_eq!(ledger.take_turn(&u1, next_hour).await, Ok(TakenTurn::Taken));
 
     // The day's tokens: a turn may overshoot by itself; the next is refused until midnight.
     let reservation = Reservation {
@@ -114,23 +115,21 @@ async fn the_hour_rolls_over_at_its_end_and_the_day_at_midnight() {
         tokens: RESERVATION,
     };
     ledger
-        .settle_tokens(
-            "u-1",
-            &TokenSettlement {
-                reservation,
-                used: 1200,
-            },
-        )
+        .settle_tokens(&TokenSettlement {
+            reservation,
+            used: 1200,
+            counter: u1.tokens.clone(),
+        })
         .await
         .unwrap();
     assert_eq!(
-        ledger.take_turn("u-1", &budget, next_hour + 1000).await,
+        ledger.take_turn(&u1, next_hour + 1000).await,
         Ok(TakenTurn::Refused(Spent::Tokens {
             retry_after_secs: 13 * 3600 - 1
         }))
     );
     let tomorrow = parse_utc("2026-12-02").unwrap();
-    assert_eq!(ledger.take_turn("u-1", &budget, tomorrow).await, Ok(TakenTurn::Taken));
+    assert_eq!(ledger.take_turn(&u1, tomorrow).await, Ok(TakenTurn::Taken));
 }
 
 #[tokio::test]

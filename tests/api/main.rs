@@ -35,3 +35,4 @@ mod router;
 mod routing;
 mod secrets;
 mod staff_desk;
+mod visitors;

@@ -205,7 +205,7 @@ function queueEntry(item) {
   button.dataset.id = item.id;
   button.dataset.kind = item.kind;
   const head = item.kind === "handoff"
-    ? (item.reasons || []).join(", ") + " · " + item.customer
+    ? (item.reasons || []).join(", ") + " · " + item.customer + (item.who && item.who !== "customer" ? " (" + item.who + ")" : "")
     : item.amount + " · order " + item.order_id + " · " + item.customer;
   button.append(el("strong", head), el("br"), el("span", "waiting " + waited(item.waited_secs), "hint"));
   if (item.router) button.append(el("br"), el("span", "router: " + item.router, "hint"));

@@ -7,7 +7,7 @@ pub mod key;
 
 pub use self::key::{Admission, IdempotencyKey, Refusal, admit, admit_existing};
 
-use crate::budget::Reservation;
+use crate::budget::{Account, Reservation};
 use crate::clock::now_ms;
 use crate::ledger::{BudgetStore, ClaimedWithTurn, ConversationStore, KeySettlement, RequestLease, RequestLedger};
 use crate::ops::telemetry::KeyUse;
@@ -26,6 +26,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     pub(super) async fn admit(
         &self,
         lease: &RequestLease,
+        account: &Account,
         budget_due: bool,
         now: u64,
         trace: &mut Trace,
@@ -45,9 +46,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         }
         let reservation = Reservation {
             taken_at_ms: now,
-            tokens: self.config.budget.turn_reservation,
+            tokens: account.limits.turn_reservation,
         };
-        match self.ledger.claim_with_turn(lease, &self.config.budget, now).await {
+        match self.ledger.claim_with_turn(lease, account, now).await {
             Ok(ClaimedWithTurn::Both) => {
                 trace.budget = Some("taken");
                 let admission = Admission::Proceed {
@@ -73,7 +74,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 // It may have landed after all (its answer lost, or late):
                 // then the key is given back with the turn, so a retry runs
                 // at once instead of waiting out the lease (decisions.md).
-                if let Err(error) = self.ledger.abandon_claim(lease, reservation).await {
+                if let Err(error) = self.ledger.abandon_claim(lease, account, reservation).await {
                     tracing::error!(event = "budget", op = "abandon_claim", error = %error);
                 }
                 trace.key_use = KeyUse::Refused;

@@ -4,8 +4,12 @@
 //!
 //! | item | `pk` | attributes |
 //! | --- | --- | --- |
-//! | the hour's turns | `budget#turns#u<len>:<user>#<UTC hour>` | `kind`, `turns`, `expires_at` |
-//! | the day's tokens | `budget#tokens#u<len>:<user>#<UTC day>` | `kind`, `tokens`, `expires_at` |
+//! | the hour's turns | `budget#turns#<name>#<UTC hour>` | `kind`, `turns`, `expires_at` |
+//! | the day's tokens | `budget#tokens#<name>#<UTC day>` | `kind`, `tokens`, `expires_at` |
+//!
+//! The names are [`crate::budget::Account`]'s: `u<len>:<user>` for a
+//! customer's or a guest's own; `a:<keyed hash>` for a visitor's source
+//! address (its turns) and `visitors` for the day all visitors share.
 //!
 //! Taking a turn is one transaction: the hour's counter goes up on the
 //! condition that it is below the limit, and the day's tokens go up by the
@@ -21,28 +25,28 @@
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 
 use super::{DynamoLedger, Item, malformed, n, s};
-use crate::budget::{BudgetLimits, Reservation, Spent, Windows};
+use crate::budget::{Account, Reservation, Spent, Windows};
 use crate::ledger::{
     BudgetStore, ClaimedWithTurn, KeyClaim, KeySettlement, LedgerError, RequestLease, TakenTurn, TokenSettlement,
 };
 
-fn turns_pk(customer: &str, hour: &str) -> String {
-    format!("budget#turns#u{}:{customer}#{hour}", customer.len())
+fn turns_pk(name: &str, hour: &str) -> String {
+    format!("budget#turns#{name}#{hour}")
 }
 
-fn tokens_pk(customer: &str, day: &str) -> String {
-    format!("budget#tokens#u{}:{customer}#{day}", customer.len())
+fn tokens_pk(name: &str, day: &str) -> String {
+    format!("budget#tokens#{name}#{day}")
 }
 
 impl DynamoLedger {
     /// Adds `tokens` (negative: takes away) to the day of `at_ms`:
     /// unconditional, so it can ride in any transaction (the conversation's
     /// append).
-    pub(crate) fn tokens_update(&self, customer: &str, tokens: i64, at_ms: u64) -> Result<Update, LedgerError> {
+    pub(crate) fn tokens_update(&self, counter: &str, tokens: i64, at_ms: u64) -> Result<Update, LedgerError> {
         let windows = Windows::at(at_ms);
         Update::builder()
             .table_name(self.table())
-            .key("pk", s(tokens_pk(customer, &windows.day)))
+            .key("pk", s(tokens_pk(counter, &windows.day)))
             .update_expression("ADD tokens :tokens SET expires_at = :expires, #kind = :kind")
             .expression_attribute_names("#kind", "kind")
             .expression_attribute_values(":tokens", AttributeValue::N(tokens.to_string()))
@@ -53,16 +57,12 @@ impl DynamoLedger {
     }
 
     /// A settlement's write, `None` when it changes nothing.
-    pub(crate) fn settlement_update(
-        &self,
-        customer: &str,
-        settlement: &TokenSettlement,
-    ) -> Result<Option<Update>, LedgerError> {
+    pub(crate) fn settlement_update(&self, settlement: &TokenSettlement) -> Result<Option<Update>, LedgerError> {
         let delta = settlement.reservation.settlement(settlement.used);
         if delta == 0 {
             return Ok(None);
         }
-        self.tokens_update(customer, delta, settlement.reservation.taken_at_ms)
+        self.tokens_update(&settlement.counter, delta, settlement.reservation.taken_at_ms)
             .map(Some)
     }
 
@@ -70,15 +70,15 @@ impl DynamoLedger {
     /// given. `Ok(None)`: written.
     async fn turn_transaction(
         &self,
-        customer: &str,
-        limits: &BudgetLimits,
+        account: &Account,
         claim: Option<&RequestLease>,
         now_ms: u64,
     ) -> Result<Option<Vec<Option<Item>>>, LedgerError> {
         let windows = Windows::at(now_ms);
+        let limits = &account.limits;
         let turns = Update::builder()
             .table_name(self.table())
-            .key("pk", s(turns_pk(customer, &windows.hour)))
+            .key("pk", s(turns_pk(&account.turns, &windows.hour)))
             .update_expression("ADD turns :one SET expires_at = :expires, #kind = :kind")
             .condition_expression("attribute_not_exists(turns) OR turns < :limit")
             .expression_attribute_names("#kind", "kind")
@@ -90,7 +90,7 @@ impl DynamoLedger {
             .map_err(malformed)?;
         let tokens = Update::builder()
             .table_name(self.table())
-            .key("pk", s(tokens_pk(customer, &windows.day)))
+            .key("pk", s(tokens_pk(&account.tokens, &windows.day)))
             .update_expression("ADD tokens :reserve SET expires_at = :expires, #kind = :kind")
             .condition_expression("attribute_not_exists(tokens) OR tokens < :limit")
             .expression_attribute_names("#kind", "kind")
@@ -112,11 +112,15 @@ impl DynamoLedger {
 
     /// The turn of `reservation` and its tokens, given back: the hour's
     /// counter never below zero, nothing recreated that TTL removed.
-    fn give_back_items(&self, customer: &str, reservation: Reservation) -> Result<Vec<TransactWriteItem>, LedgerError> {
+    fn give_back_items(
+        &self,
+        account: &Account,
+        reservation: Reservation,
+    ) -> Result<Vec<TransactWriteItem>, LedgerError> {
         let windows = Windows::at(reservation.taken_at_ms);
         let turns = Update::builder()
             .table_name(self.table())
-            .key("pk", s(turns_pk(customer, &windows.hour)))
+            .key("pk", s(turns_pk(&account.turns, &windows.hour)))
             .update_expression("ADD turns :minus_one")
             .condition_expression("turns > :zero")
             .expression_attribute_values(":minus_one", AttributeValue::N("-1".into()))
@@ -127,7 +131,7 @@ impl DynamoLedger {
         if reservation.tokens > 0 {
             let tokens = Update::builder()
                 .table_name(self.table())
-                .key("pk", s(tokens_pk(customer, &windows.day)))
+                .key("pk", s(tokens_pk(&account.tokens, &windows.day)))
                 .update_expression("ADD tokens :minus")
                 .condition_expression("attribute_exists(tokens)")
                 .expression_attribute_values(":minus", AttributeValue::N(format!("-{}", reservation.tokens)))
@@ -155,8 +159,8 @@ fn spent(found: &[Option<Item>], now_ms: u64) -> Spent {
 }
 
 impl BudgetStore for DynamoLedger {
-    async fn take_turn(&self, customer: &str, limits: &BudgetLimits, now_ms: u64) -> Result<TakenTurn, LedgerError> {
-        Ok(match self.turn_transaction(customer, limits, None, now_ms).await? {
+    async fn take_turn(&self, account: &Account, now_ms: u64) -> Result<TakenTurn, LedgerError> {
+        Ok(match self.turn_transaction(account, None, now_ms).await? {
             None => TakenTurn::Taken,
             Some(found) => TakenTurn::Refused(spent(&found, now_ms)),
         })
@@ -165,11 +169,10 @@ impl BudgetStore for DynamoLedger {
     async fn claim_with_turn(
         &self,
         lease: &RequestLease,
-        limits: &BudgetLimits,
+        account: &Account,
         now_ms: u64,
     ) -> Result<ClaimedWithTurn, LedgerError> {
-        let customer = lease.scope.user_id();
-        let Some(found) = self.turn_transaction(customer, limits, Some(lease), now_ms).await? else {
+        let Some(found) = self.turn_transaction(account, Some(lease), now_ms).await? else {
             return Ok(ClaimedWithTurn::Both);
         };
         // The key first: a replay, a 409 or a 422 spends nothing.
@@ -183,25 +186,30 @@ impl BudgetStore for DynamoLedger {
         Ok(ClaimedWithTurn::Refused(spent(&found, now_ms)))
     }
 
-    async fn give_back_turn(&self, customer: &str, reservation: Reservation) -> Result<(), LedgerError> {
+    async fn give_back_turn(&self, account: &Account, reservation: Reservation) -> Result<(), LedgerError> {
         // A cancellation on a condition: the counters went with their
         // window (TTL), or are at zero; nothing to give back.
-        self.transact(self.give_back_items(customer, reservation)?)
+        self.transact(self.give_back_items(account, reservation)?)
             .await
             .map(|_| ())
     }
 
-    async fn abandon_claim(&self, lease: &RequestLease, reservation: Reservation) -> Result<(), LedgerError> {
+    async fn abandon_claim(
+        &self,
+        lease: &RequestLease,
+        account: &Account,
+        reservation: Reservation,
+    ) -> Result<(), LedgerError> {
         // The key's release is conditional on our own claim being there, so
         // the turn is given back only if the claim landed.
         let release = self.settle_update(&KeySettlement::Release(lease.clone()), 0)?;
         let mut items = vec![TransactWriteItem::builder().update(release).build()];
-        items.extend(self.give_back_items(lease.scope.user_id(), reservation)?);
+        items.extend(self.give_back_items(account, reservation)?);
         self.transact(items).await.map(|_| ())
     }
 
-    async fn settle_tokens(&self, customer: &str, settlement: &TokenSettlement) -> Result<(), LedgerError> {
-        let Some(update) = self.settlement_update(customer, settlement)? else {
+    async fn settle_tokens(&self, settlement: &TokenSettlement) -> Result<(), LedgerError> {
+        let Some(update) = self.settlement_update(settlement)? else {
             return Ok(());
         };
         self.transact([TransactWriteItem::builder().update(update).build()])

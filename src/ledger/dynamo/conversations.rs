@@ -944,7 +944,7 @@ impl DynamoConversations {
         }
         // What rides with the exchange, in the ledger's table.
         if let Some(tokens) = &new.tokens
-            && let Some(update) = self.ledger.settlement_update(&lease.customer, tokens)?
+            && let Some(update) = self.ledger.settlement_update(tokens)?
         {
             items.push(TransactWriteItem::builder().update(update).build());
         }

@@ -181,7 +181,7 @@ impl ConversationStore for MemoryLedger {
         }
         conversation.lease = None;
         if let Some(tokens) = &new.tokens {
-            books.budgets.settle(lease.customer.as_str(), tokens);
+            books.budgets.settle(tokens);
         }
         let Some(settlement) = &new.key else {
             return Ok(Appended::Appended);

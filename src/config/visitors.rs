@@ -1,0 +1,68 @@
+//! Visitors' settings (contracts 27 and 29).
+
+use super::ConfigError;
+use super::vars::Vars;
+use crate::budget::BudgetLimits;
+use crate::visitor::AddressKey;
+
+pub const DEFAULT_VISITOR_TURNS_PER_HOUR_PER_ADDRESS: u64 = 20;
+pub const DEFAULT_VISITOR_TOKENS_PER_DAY: u64 = 2_000_000;
+
+/// What visitors may spend, and the key their source addresses are hashed
+/// with. Visitors are served only with a key: without one their turns
+/// could not be counted per address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VisitorSettings {
+    pub address_key: AddressKey,
+    pub turns_per_hour_per_address: u64,
+    pub tokens_per_day: u64,
+}
+
+impl VisitorSettings {
+    /// `VISITORS` (`on` or `off`) and `VISITOR_ADDRESS_KEY`: unset, visitors
+    /// are served when the key is given (the template gives it); `on`
+    /// without a key stops the container.
+    pub(super) fn read(vars: &Vars<impl Fn(&str) -> Option<String>>) -> Result<Option<VisitorSettings>, ConfigError> {
+        let wanted = match vars.get("VISITORS").as_deref() {
+            None => None,
+            Some("on") => Some(true),
+            Some("off") => Some(false),
+            Some(other) => {
+                return Err(ConfigError::Malformed {
+                    name: "VISITORS",
+                    expected: "on or off",
+                    value: other.to_owned(),
+                });
+            }
+        };
+        let key = vars.get("VISITOR_ADDRESS_KEY");
+        let address_key = match (wanted, key) {
+            (Some(false), _) | (None, None) => return Ok(None),
+            (Some(true), None) => return Err(ConfigError::Missing("VISITOR_ADDRESS_KEY")),
+            (_, Some(key)) => AddressKey::new(&key).ok_or(ConfigError::Malformed {
+                name: "VISITOR_ADDRESS_KEY",
+                expected: "at least 32 characters",
+                // A secret: its length only.
+                value: format!("{} characters", key.chars().count()),
+            })?,
+        };
+        Ok(Some(VisitorSettings {
+            address_key,
+            turns_per_hour_per_address: vars.count(
+                "VISITOR_TURNS_PER_HOUR_PER_ADDRESS",
+                DEFAULT_VISITOR_TURNS_PER_HOUR_PER_ADDRESS as usize,
+            )? as u64,
+            tokens_per_day: vars.count("VISITOR_TOKENS_PER_DAY", DEFAULT_VISITOR_TOKENS_PER_DAY as usize)? as u64,
+        }))
+    }
+
+    /// The limits of a visitor's account: a turn reserves what a
+    /// customer's does.
+    pub fn limits(&self, customers: &BudgetLimits) -> BudgetLimits {
+        BudgetLimits {
+            turns_per_hour: self.turns_per_hour_per_address,
+            tokens_per_day: self.tokens_per_day,
+            turn_reservation: customers.turn_reservation,
+        }
+    }
+}
