@@ -34,54 +34,79 @@ const BROWSER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The function behind an HTTP port, as `cargo lambda watch` serves it:
 /// each request becomes an API Gateway event for the real handler.
-async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
+/// One message through the real handler, as API Gateway passes it on
+/// (`to_event` builds the event from the body and the headers), its
+/// answer JSON or a stream as the function's own.
+async fn answer_message(
+    app: Arc<FunctionApp<FixedKey>>,
+    request: axum::extract::Request,
+    to_event: fn(&str, &[(&str, &str)]) -> Value,
+) -> axum::response::Response {
     static INVOCATIONS: AtomicUsize = AtomicUsize::new(0);
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let headers: Vec<(String, String)> = parts
+        .headers
+        .iter()
+        .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+        .collect();
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let event = to_event(&String::from_utf8_lossy(&body), &headers);
+    let request_id = format!("req-widget-{}", INVOCATIONS.fetch_add(1, Ordering::SeqCst));
+    let streams = headers
+        .iter()
+        .any(|(n, v)| *n == "accept" && v.contains("text/event-stream"));
+    if !streams {
+        let answer = send_as(&app, event, &request_id, 0).await;
+        let mut response = axum::response::Response::builder().status(answer.status);
+        for (name, value) in &answer.headers {
+            response = response.header(name, value);
+        }
+        return response.body(axum::body::Body::from(answer.raw)).unwrap_or_default();
+    }
+    // The page's messages: the function's own answer, streamed as it comes.
+    let mut context = lambda_http::lambda_runtime::Context::default();
+    context.request_id = request_id;
+    let request = lambda_http::request::from_str(&event.to_string())
+        .expect("event")
+        .with_lambda_context(context);
+    Arc::clone(&app).answer(request).await.map(axum::body::Body::new)
+}
+
+/// A visitor's message (contract 27): no authorizer, from the loopback address.
+fn visitor_event(body: &str, headers: &[(&str, &str)]) -> Value {
+    visitor_post_event(body, "127.0.0.1", headers)
+}
+
+async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
     let handler = {
         let app = Arc::clone(&app);
-        move |request: axum::extract::Request| {
-            let app = Arc::clone(&app);
-            async move {
-                let (parts, body) = request.into_parts();
-                let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-                let headers: Vec<(String, String)> = parts
-                    .headers
-                    .iter()
-                    .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
-                    .collect();
-                let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-                let event = post_event(&String::from_utf8_lossy(&body), &headers);
-                let request_id = format!("req-widget-{}", INVOCATIONS.fetch_add(1, Ordering::SeqCst));
-                let streams = headers
-                    .iter()
-                    .any(|(n, v)| *n == "accept" && v.contains("text/event-stream"));
-                if !streams {
-                    let answer = send_as(&app, event, &request_id, 0).await;
-                    let mut response = axum::response::Response::builder().status(answer.status);
-                    for (name, value) in &answer.headers {
-                        response = response.header(name, value);
-                    }
-                    return response.body(axum::body::Body::from(answer.raw)).unwrap_or_default();
-                }
-                // The page's messages: the function's own answer, streamed as it comes.
-                let mut context = lambda_http::lambda_runtime::Context::default();
-                context.request_id = request_id;
-                let request = lambda_http::request::from_str(&event.to_string())
-                    .expect("event")
-                    .with_lambda_context(context);
-                Arc::clone(&app).answer(request).await.map(axum::body::Body::new)
-            }
-        }
+        move |request: axum::extract::Request| answer_message(Arc::clone(&app), request, post_event)
+    };
+    let visitor = {
+        let app = Arc::clone(&app);
+        move |request: axum::extract::Request| answer_message(Arc::clone(&app), request, visitor_event)
     };
     // The page's reads of its conversation (contract 18), as API Gateway
-    // passes them on: the path and the query string, no body.
+    // passes them on: the path, the query string and the headers, no body.
     let reads = {
         let app = Arc::clone(&app);
-        move |axum::extract::Path(id): axum::extract::Path<String>, uri: axum::http::Uri| {
+        move |axum::extract::Path(id): axum::extract::Path<String>,
+              uri: axum::http::Uri,
+              headers: axum::http::HeaderMap| {
             let app = Arc::clone(&app);
             async move {
-                let event = read_event(&id, uri.query().unwrap_or_default(), None);
-                let request_id = format!("req-widget-{}", INVOCATIONS.fetch_add(1, Ordering::SeqCst));
-                let answer = send_as(&app, event, &request_id, 0).await;
+                let event = if uri.path().starts_with(refund_chat::http::visitor::READ_PREFIX) {
+                    let token: Vec<(&str, &str)> = headers
+                        .get(refund_chat::visitor::TOKEN_HEADER)
+                        .and_then(|v| v.to_str().ok())
+                        .map(|token| vec![("X-Visitor-Token", token)])
+                        .unwrap_or_default();
+                    visitor_read_event(&id, uri.query().unwrap_or_default(), &token)
+                } else {
+                    read_event(&id, uri.query().unwrap_or_default(), None)
+                };
+                let answer = send_as(&app, event, &fresh_request_id(), 0).await;
                 axum::response::Response::builder()
                     .status(answer.status)
                     .header("content-type", "application/json")
@@ -94,8 +119,13 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
     let address = listener.local_addr().unwrap();
     let router = axum::Router::new()
         .route(refund_chat::http::ROUTE, axum::routing::post(handler))
+        .route(refund_chat::http::visitor::ROUTE, axum::routing::post(visitor))
         .route(
             &format!("{}{{id}}", refund_chat::http::read::PREFIX),
+            axum::routing::get(reads.clone()),
+        )
+        .route(
+            &format!("{}{{id}}", refund_chat::http::visitor::READ_PREFIX),
             axum::routing::get(reads),
         );
     tokio::spawn(async move { axum::serve(listener, router).await });
@@ -1176,5 +1206,76 @@ async fn a_change_of_address_is_made_after_the_customers_yes_in_the_next_message
         (written[0].0.as_str(), written[0].1["line1"].as_str()),
         ("A-1004", Some("12 Rue Byron"))
     );
+    stack.close().await;
+}
+
+/// Contract 27, as a new user meets it: a visitor asks and is answered from
+/// the help centre; asks about an order and is asked to verify, by code;
+/// and a second browser, another visitor, reads nothing of the first's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_visitor_is_answered_from_the_help_centre_asked_to_verify_for_an_order_and_kept_apart() {
+    let stack = Stack::on_the_page().await;
+    stack
+        .element("#customer option[value='visitor']")
+        .await
+        .click()
+        .await
+        .unwrap();
+
+    stack.type_message("How long does delivery take?").await;
+    let reply = stack.nth("assistant", 1).await;
+    assert!(reply.contains("working days"), "the delivery article's words: {reply}");
+    stack.type_message("where is my order A-1001?").await;
+    let verify = stack.nth("assistant", 2).await;
+    assert!(verify.contains("confirm your e-mail"), "{verify}");
+    let said = page_text(&stack.browser).await;
+    assert!(said.contains("sign in to the shop"), "{said}");
+    assert!(!said.contains("A-1001 was"), "no order was read: {said}");
+    let conversation = stack.conversation().await;
+    let token = stack
+        .browser
+        .execute("return sessionStorage.getItem('refund-chat-visitor-token');", vec![])
+        .await
+        .unwrap();
+    let token = token.as_str().expect("the page keeps the visitor's token").to_owned();
+    assert_eq!(token.len(), 64);
+    // The same tab reloaded reads its conversation back with its token.
+    stack.browser.refresh().await.unwrap();
+    let again = stack.nth("assistant", 2).await;
+    assert!(again.contains("confirm your e-mail"), "{again}");
+
+    // Another browser: another visitor, another token.
+    let (_chromedriver, other, profile) = browser().await;
+    other.goto(&stack.page).await.unwrap();
+    let read = |token: Option<String>| {
+        let headers = token
+            .map(|t| format!("{{'x-visitor-token': '{t}'}}"))
+            .unwrap_or("{}".into());
+        format!(
+            "return fetch('/support/refund-chat/visitor/conversations/{conversation}', {{headers: {headers}}}).then(r => r.status);"
+        )
+    };
+    let theirs = other
+        .execute(
+            "return fetch('/support/refund-chat/visitor', {method: 'POST', headers: {'content-type': 'application/json'}, \
+             body: JSON.stringify({message: 'hello'})}).then(r => r.json()).then(b => b.visitor);",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let theirs = theirs.as_str().expect("a token of their own").to_owned();
+    assert_ne!(theirs, token);
+    for (who, status) in [(Some(theirs), 404), (None, 404), (Some(token.clone()), 200)] {
+        let got = other.execute(&read(who.clone()), vec![]).await.unwrap();
+        assert_eq!(got.as_u64(), Some(status), "{who:?}");
+    }
+    other.close().await.unwrap();
+    let _ = std::process::Command::new("pkill")
+        .arg("-f")
+        .arg(profile.as_os_str())
+        .status();
+    let _ = std::fs::remove_dir_all(&profile);
+    assert_eq!(stack.refunds().await, 0);
+
     stack.close().await;
 }

@@ -14,7 +14,9 @@ any failed. Only the standard library: it runs wherever Python 3 does.
 5. a malformed body: a 400 with a `detail`, before any model call;
 6. with --turns-per-hour (a stack deployed with a tiny budget for the smoke
    customer): messages until the budget answers 429 with Retry-After;
-7. the desk (contract 24), beside the endpoint at .../support/staff (or
+7. a visitor (contract 27, no token): a question answered with a visitor
+   token, the conversation read back with it, and without it a 404;
+8. the desk (contract 24), beside the endpoint at .../support/staff (or
    --staff-url): its page with a content-security-policy, the folder without
    its slash redirected, a queue read refused without a token (401) and with
    the customer's token (401 or 403), and with --staff-token (a member of
@@ -58,6 +60,20 @@ def call(method, url, token, body=None, headers=None, redirect=True):
     except ValueError:
         parsed = None
     return status, parsed, raw, got
+
+
+def visitor(url):
+    """The visitors' routes: no authorizer, the token the first answer issues."""
+    status, answer, raw, _ = call("POST", url + "/visitor", None, {"message": "How long does delivery take?"})
+    token = (answer or {}).get("visitor") if status == 200 else None
+    step(bool(token) and bool((answer or {}).get("reply")), "a visitor's question is answered, with a token", f"{status} {raw[:200]!r}")
+    if not token:
+        return
+    read = f"{url}/visitor/conversations/{urllib.parse.quote(answer['conversation_id'], safe='')}"
+    status, _, raw, _ = call("GET", read, None, headers={"x-visitor-token": token})
+    step(status == 200, "the visitor reads the conversation back with the token", f"{status} {raw[:200]!r}")
+    status, _, raw, _ = call("GET", read, None)
+    step(status == 404, "without the token it is a 404", f"{status} {raw[:200]!r}")
 
 
 def desk(staff, customer_token, staff_token):
@@ -143,6 +159,7 @@ def main():
                 break
         step(spent is not None and spent.get("retry-after"), "a spent budget is a 429 with Retry-After")
 
+    visitor(url)
     desk(args.staff_url.rstrip("/") or url.rsplit("/", 1)[0] + "/staff", args.customer_token or args.token, args.staff_token)
 
     if failures:

@@ -36,6 +36,14 @@
 // assistant began (an error, a replay, a person's conversation) comes as
 // JSON and is shown as before; a stream that breaks off is a dropped answer.
 //
+// A visitor (the customer picker's "a visitor", contract 27) talks to
+// `.../visitor` with no user_id: the first answer hands the page a token
+// (`visitor`), kept for this tab and sent back as X-Visitor-Token with every
+// later message and read. The first message goes without an
+// Idempotency-Key (there is no token yet to scope it by); every later one
+// has its key as a customer's does. An answer with `verify` means the
+// question needs an account: the page says how to go on.
+//
 // A reply's URL becomes a link only on an origin of the shop's help-centre
 // articles (`refund-chat-link-origins`, filled from the articles the
 // function loads): any other URL, which a customer or an injected reply
@@ -50,7 +58,21 @@
   const CONVERSATION = "refund-chat-conversation";
   const AUTOMATIC_RESENDS = 3; // for 409 and 503, each after its Retry-After
   const waiting = $("waiting");
-  const readBase = endpoint.replace(/\/+$/, "") + "/conversations/";
+  const VISITOR = "visitor"; // the picker's value for someone not signed in
+  const VISITOR_TOKEN = "refund-chat-visitor-token";
+  const isVisitor = () => customer.value === VISITOR;
+  const base = () => endpoint.replace(/\/+$/, "") + (isVisitor() ? "/visitor" : "");
+  const readBase = () => base() + "/conversations/";
+  const visitorToken = () => sessionStorage.getItem(VISITOR_TOKEN);
+  // Who the request is from: a customer's user_id in the query, or a visitor's token.
+  function readRequest(id, after) {
+    const query = new URLSearchParams(isVisitor() ? {} : { user_id: customer.value });
+    if (after !== null && after !== undefined) query.set("after", String(after));
+    const headers = { accept: "application/json" };
+    if (isVisitor() && visitorToken()) headers["x-visitor-token"] = visitorToken();
+    const suffix = query.toString() ? "?" + query : "";
+    return fetch(readBase() + encodeURIComponent(id) + suffix, { headers });
+  }
   const POLL_SECONDS =
     Number(document.querySelector('meta[name="refund-chat-poll-seconds"]')?.content) || 10;
   const POLL_BACKOFF_CAP = 8; // the longest wait, in intervals
@@ -179,11 +201,9 @@
   async function readNew() {
     const id = conversationId();
     if (!id) return stopPolling();
-    const query = new URLSearchParams({ user_id: customer.value });
-    if (poll.after !== null) query.set("after", String(poll.after));
     let response, answer;
     try {
-      response = await fetch(readBase + encodeURIComponent(id) + "?" + query, { headers: { accept: "application/json" } });
+      response = await readRequest(id, poll.after);
       answer = await response.json();
     } catch (_) {
       return backOff(); // the network, or a proxy's page: ask again later
@@ -325,14 +345,14 @@
     problem.hidden = true;
     setBusy(true);
     let response;
+    const headers = { "content-type": "application/json", accept: "text/event-stream" };
+    // A visitor's first message has no token yet, so no key either.
+    if (!message.visitor || message.token) headers["idempotency-key"] = message.key;
+    if (message.token) headers["x-visitor-token"] = message.token;
     try {
-      response = await fetch(endpoint, {
+      response = await fetch(message.url, {
         method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "idempotency-key": message.key,
-          accept: "text/event-stream",
-        },
+        headers,
         body: message.body,
       });
     } catch (_) {
@@ -363,6 +383,10 @@
   // What JSON mode answered, or `done` carried: the same status, the same body.
   function answered(message, resendsLeft, status, answer, headers) {
     const wait = Math.max(1, Number(headers.get("retry-after")) || 1);
+    if (message.visitor && typeof answer.visitor === "string") {
+      sessionStorage.setItem(VISITOR_TOKEN, answer.visitor);
+      message.token = answer.visitor;
+    }
     keepConversation(answer.conversation_id);
     if (answer.handed_off === true) {
       showWithAPerson();
@@ -388,6 +412,10 @@
           say(pending ? "assistant pending-approval" : "assistant", answer.reply || "(no text)",
             pending ? "Waiting for our team" : null);
           if (pending) pollFor("approval");
+          // Code's answer to a visitor's question about an order (contract 27).
+          if (answer.verify && Array.isArray(answer.verify.intents)) {
+            say("status", "To go on with an order, sign in to the shop and open the chat again.");
+          }
         }
         input.focus();
         return;
@@ -410,6 +438,14 @@
       case 403:
         setBusy(false);
         current = null;
+        if (message.visitor) {
+          // A token the function no longer takes: the next message starts afresh.
+          sessionStorage.removeItem(VISITOR_TOKEN);
+          startNewConversation();
+          input.value = message.text;
+          showProblem("This chat has ended. Your message is still in the box: send it to start a new one.", false);
+          return;
+        }
         showProblem("Please sign in again to use the refund assistant.", false);
         return;
       case 504:
@@ -434,10 +470,14 @@
     event.preventDefault();
     const text = input.value.trim();
     if (!text || send.disabled) return;
-    const body = { user_id: customer.value, message: text };
+    const visitor = isVisitor();
+    const body = visitor ? { message: text } : { user_id: customer.value, message: text };
     const conversation = conversationId();
     if (conversation) body.conversation_id = conversation;
-    current = { key: crypto.randomUUID(), text, body: JSON.stringify(body) };
+    current = {
+      key: crypto.randomUUID(), text, body: JSON.stringify(body), url: base(), visitor,
+      token: visitor ? visitorToken() : null,
+    };
     say("customer", text);
     input.value = "";
     deliver(current);
@@ -462,7 +502,14 @@
   });
 
   // A conversation is one customer's: another customer starts a new one.
-  customer.addEventListener("change", startNewConversation);
+  // The choice is kept for the tab, so a reload reads the same conversation.
+  const PICKED = "refund-chat-customer";
+  const picked = sessionStorage.getItem(PICKED);
+  if (picked && [...customer.options].some((option) => option.value === picked)) customer.value = picked;
+  customer.addEventListener("change", () => {
+    sessionStorage.setItem(PICKED, customer.value);
+    startNewConversation();
+  });
 
   // A reloaded page: the conversation of this tab read back in one read,
   // its polling picked up from the flags the function keeps.
@@ -471,8 +518,7 @@
     if (!id) return;
     let response, answer;
     try {
-      const query = new URLSearchParams({ user_id: customer.value });
-      response = await fetch(readBase + encodeURIComponent(id) + "?" + query, { headers: { accept: "application/json" } });
+      response = await readRequest(id, null);
       answer = await response.json();
     } catch (_) {
       return;

@@ -34,6 +34,9 @@ pub const CHAT_PATH: &str = "/support/refund-chat";
 pub const DROP_NEXT_ANSWER_PATH: &str = "/__faults/drop-next-answer";
 /// Where the page reads a conversation back (contract 18): this, then its id.
 pub const READ_PREFIX: &str = "/support/refund-chat/conversations/";
+/// A visitor's messages and reads (contract 27), passed on as the chat's are.
+pub const VISITOR_PATH: &str = "/support/refund-chat/visitor";
+pub const VISITOR_READ_PREFIX: &str = "/support/refund-chat/visitor/conversations/";
 /// The page's polling interval as shipped (`web/index.html`'s meta).
 const SHIPPED_POLL: &str = r#"<meta name="refund-chat-poll-seconds" content="10">"#;
 /// The origins the shipped page links to: the shipped articles' (a test
@@ -141,7 +144,7 @@ impl Widget {
         let (method, path) = (request.method().clone(), request.uri().path().to_owned());
         let streamed = asks_for_events(&request) && !self.faults.drop_next_answer.load(Ordering::SeqCst);
         match (method, path.as_str()) {
-            (Method::POST, CHAT_PATH) if streamed => Ok(self.stream(request).await),
+            (Method::POST, CHAT_PATH | VISITOR_PATH) if streamed => Ok(self.stream(request).await),
             _ => self.serve_whole(request).await.map(|response| response.map(whole)),
         }
     }
@@ -151,7 +154,10 @@ impl Widget {
     async fn stream(&self, request: Request<Incoming>) -> Response<Answer> {
         let (parts, body) = request.into_parts();
         let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
-        let mut outgoing = self.http.post(&self.function_url).body(body);
+        // The chat's route or the visitors', on the function's address.
+        let base = self.function_url.strip_suffix(CHAT_PATH).unwrap_or(&self.function_url);
+        let url = format!("{base}{}", parts.uri.path());
+        let mut outgoing = self.http.post(&url).body(body);
         for (name, value) in parts.headers.iter().filter(|(name, _)| *name != "host") {
             outgoing = outgoing.header(name, value);
         }
@@ -181,8 +187,10 @@ impl Widget {
             return Ok(self.desk(desk, rest, request).await);
         }
         match (method, path.as_str()) {
-            (Method::POST, CHAT_PATH) => self.function.handle(request).await,
-            (Method::GET, read) if read.starts_with(READ_PREFIX) => self.function.handle(request).await,
+            (Method::POST, CHAT_PATH | VISITOR_PATH) => self.function.handle(request).await,
+            (Method::GET, read) if read.starts_with(READ_PREFIX) || read.starts_with(VISITOR_READ_PREFIX) => {
+                self.function.handle(request).await
+            }
             (Method::POST, DROP_NEXT_ANSWER_PATH) => {
                 self.drop_next_answer();
                 Ok(plain(StatusCode::NO_CONTENT, "", "text/plain"))

@@ -589,6 +589,47 @@ pub fn read_event(id: &str, query: &str, user: Option<&str>) -> Value {
     event
 }
 
+/// A visitor's POST (contract 27) as API Gateway's REST API passes it: no
+/// authorizer, `address` as the source address, `headers` as sent (the
+/// visitor's token among them, once it has one).
+pub fn visitor_post_event(body: &str, address: &str, headers: &[(&str, &str)]) -> Value {
+    let mut event = load_event("visitor-question.json");
+    event["body"] = Value::String(body.to_owned());
+    event["requestContext"]["identity"]["sourceIp"] = Value::String(address.to_owned());
+    for (name, value) in headers {
+        event["headers"][*name] = Value::String((*value).to_owned());
+        event["multiValueHeaders"][*name] = serde_json::json!([value]);
+    }
+    event
+}
+
+/// A visitor's read of conversation `id` (contract 27), with `headers` as
+/// sent (none: no token) and `query` as its query string.
+pub fn visitor_read_event(id: &str, query: &str, headers: &[(&str, &str)]) -> Value {
+    let mut event = load_event("visitor-read-another.json");
+    event["path"] = Value::String(format!("/support/refund-chat/visitor/conversations/{id}"));
+    event["pathParameters"]["id"] = Value::String(id.to_owned());
+    for header in ["X-Visitor-Token"] {
+        event["headers"].as_object_mut().map(|h| h.remove(header));
+        event["multiValueHeaders"].as_object_mut().map(|h| h.remove(header));
+    }
+    for (name, value) in headers {
+        event["headers"][*name] = Value::String((*value).to_owned());
+        event["multiValueHeaders"][*name] = serde_json::json!([value]);
+    }
+    let pairs: serde_json::Map<String, Value> = query
+        .split('&')
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(name, value)| (name.to_owned(), Value::String(value.to_owned())))
+        .collect();
+    if !pairs.is_empty() {
+        event["multiValueQueryStringParameters"] =
+            Value::Object(pairs.iter().map(|(k, v)| (k.clone(), serde_json::json!([v]))).collect());
+        event["queryStringParameters"] = Value::Object(pairs);
+    }
+    event
+}
+
 /// The customer's `message`, as the Lambda request `request_id` (a scope of its own).
 pub async fn chat_as<K: ApiKeySource>(h: &TestApp<K>, request_id: &str, message: &str) -> Answer {
     send_as(&h.app, post_event(&chat_body(message), &[]), request_id, 0).await

@@ -13,42 +13,19 @@ use serde_json::{Value, json};
 
 use refund_chat_testkit::*;
 
-/// A visitor's POST as API Gateway's REST API passes it: no authorizer,
-/// the source address in `requestContext.identity`.
 fn visitor_post(body: Value, token: Option<&str>, address: &str, headers: &[(&str, &str)]) -> Value {
-    let mut event = load_event("visitor-question.json");
-    event["body"] = Value::String(body.to_string());
-    event["requestContext"]["identity"]["sourceIp"] = json!(address);
+    let mut all: Vec<(&str, &str)> = headers.to_vec();
     if let Some(token) = token {
-        event["headers"]["X-Visitor-Token"] = json!(token);
-        event["multiValueHeaders"]["X-Visitor-Token"] = json!([token]);
+        all.push(("X-Visitor-Token", token));
     }
-    for (name, value) in headers {
-        event["headers"][*name] = json!(value);
-        event["multiValueHeaders"][*name] = json!([value]);
-    }
-    event
+    visitor_post_event(&body.to_string(), address, &all)
 }
 
 fn visitor_read(id: &str, token: Option<&str>) -> Value {
-    let mut event = load_event("visitor-read-another.json");
-    let path = format!("/support/refund-chat/visitor/conversations/{id}");
-    event["path"] = json!(path);
-    event["pathParameters"]["id"] = json!(id);
     match token {
-        Some(token) => {
-            event["headers"]["X-Visitor-Token"] = json!(token);
-            event["multiValueHeaders"]["X-Visitor-Token"] = json!([token]);
-        }
-        None => {
-            event["headers"].as_object_mut().unwrap().remove("X-Visitor-Token");
-            event["multiValueHeaders"]
-                .as_object_mut()
-                .unwrap()
-                .remove("X-Visitor-Token");
-        }
+        Some(token) => visitor_read_event(id, "", &[("X-Visitor-Token", token)]),
+        None => visitor_read_event(id, "", &[]),
     }
-    event
 }
 
 fn ask(message: &str, conversation: Option<&str>) -> Value {
