@@ -609,9 +609,11 @@ pub fn visitor_read_event(id: &str, query: &str, headers: &[(&str, &str)]) -> Va
     let mut event = load_event("visitor-read-another.json");
     event["path"] = Value::String(format!("/support/refund-chat/visitor/conversations/{id}"));
     event["pathParameters"]["id"] = Value::String(id.to_owned());
-    for header in ["X-Visitor-Token"] {
-        event["headers"].as_object_mut().map(|h| h.remove(header));
-        event["multiValueHeaders"].as_object_mut().map(|h| h.remove(header));
+    // The event file's own token is another visitor's: only `headers` count.
+    for sent in ["headers", "multiValueHeaders"] {
+        if let Some(sent) = event[sent].as_object_mut() {
+            sent.remove("X-Visitor-Token");
+        }
     }
     for (name, value) in headers {
         event["headers"][*name] = Value::String((*value).to_owned());
