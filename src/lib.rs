@@ -49,7 +49,8 @@
 //! and IBANs, read as a person reads them), [`live`] (what a turn shows
 //! while it runs, for event-stream mode), [`untrusted`] (customer- and
 //! model-written text made safe for a terminal, a spreadsheet or a log),
-//! [`http_client`], [`secrets`].
+//! [`http_client`], [`secrets`], [`web_page`] (what serving a page compiled
+//! into a function takes: the chat's and the desk's).
 //!
 //! Binaries: `refund-chat` (the function, `src/main.rs`),
 //! `refund-chat-sweep` and `refund-chat-staff` (the desk) in `src/bin/`. The support team's `refund-chat-admin`
@@ -83,3 +84,4 @@ pub mod startup;
 pub mod turn;
 pub mod untrusted;
 pub mod visitor;
+pub mod web_page;

@@ -90,7 +90,11 @@ fn timeouts_cover_the_worst_case_from_the_code() {
     // Contract 20: every route streams, so its integration may run 15
     // minutes on an account whose quotas were never raised.
     let events = function["Properties"]["Events"].as_object().unwrap();
-    assert_eq!(events.len(), 4, "the POST and the read, a customer's and a visitor's");
+    assert_eq!(
+        events.len(),
+        7,
+        "the POST and the read, a customer's and a visitor's, and the page with its two files"
+    );
     for (name, event) in events {
         let properties = &event["Properties"];
         assert_eq!(properties["ResponseTransferMode"], "RESPONSE_STREAM", "{name} streams");
@@ -415,7 +419,7 @@ fn every_route_needs_a_signed_in_customer() {
 /// throttle of their own below the stage's; the function gets the address
 /// key from a secret of the stack's; the alarm divides by the day it deploys.
 #[test]
-fn visitors_have_open_routes_throttled_on_their_own_and_a_day_watched_at_three_quarters() {
+fn visitors_and_the_page_have_open_routes_visitors_throttled_on_their_own_and_a_day_watched_at_three_quarters() {
     let template = template();
     let resources = &template["Resources"];
     let events = &function(&template)["Properties"]["Events"];
@@ -449,9 +453,22 @@ fn visitors_have_open_routes_throttled_on_their_own_and_a_day_watched_at_three_q
                 < parameters["ThrottlingBurstLimit"]["Default"].as_u64(),
         "below the customers'"
     );
+    // The page and its files hold no data: no token either.
+    for (event, path) in [
+        ("ChatPage", "/support/"),
+        ("ChatScript", "/support/chat.js"),
+        ("ChatStyle", "/support/chat.css"),
+    ] {
+        let properties = &events[event]["Properties"];
+        assert_eq!(
+            (properties["Path"].as_str(), properties["Method"].as_str()),
+            (Some(path), Some("GET"))
+        );
+        assert_eq!(properties["Auth"]["Authorizer"], "NONE", "{event}");
+    }
     // Every other route keeps the customers' authorizer.
     for (name, event) in events.as_object().unwrap() {
-        if !name.starts_with("Visitor") {
+        if !name.starts_with("Visitor") && !name.starts_with("Chat") {
             assert!(event["Properties"]["Auth"].is_null(), "{name}");
         }
     }

@@ -51,6 +51,9 @@ async fn answer_message(
         .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
         .collect();
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    if let Some((_, token)) = headers.iter().find(|(name, _)| *name == "authorization") {
+        AUTHORIZATIONS.lock().unwrap().push((*token).to_owned());
+    }
     let event = to_event(&String::from_utf8_lossy(&body), &headers);
     let request_id = format!("req-widget-{}", INVOCATIONS.fetch_add(1, Ordering::SeqCst));
     let streams = headers
@@ -78,7 +81,31 @@ fn visitor_event(body: &str, headers: &[(&str, &str)]) -> Value {
     visitor_post_event(body, "127.0.0.1", headers)
 }
 
+/// The `Authorization` of every chat message the function was sent, in order.
+static AUTHORIZATIONS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
 async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
+    // The chat page and its files (contract 27), as API Gateway passes a GET on.
+    let page = {
+        let app = Arc::clone(&app);
+        move |uri: axum::http::Uri| {
+            let app = Arc::clone(&app);
+            async move {
+                let mut event = load_event("visitor-read-another.json");
+                event["path"] = Value::String(uri.path().to_owned());
+                event["pathParameters"] = Value::Null;
+                let request = lambda_http::request::from_str(&event.to_string()).expect("event");
+                let response = app.handle(request).await;
+                let (parts, body) = response.into_parts();
+                let body = match body {
+                    lambda_http::Body::Text(text) => axum::body::Body::from(text),
+                    lambda_http::Body::Binary(bytes) => axum::body::Body::from(bytes),
+                    _ => axum::body::Body::empty(),
+                };
+                axum::response::Response::from_parts(parts, body)
+            }
+        }
+    };
     let handler = {
         let app = Arc::clone(&app);
         move |request: axum::extract::Request| answer_message(Arc::clone(&app), request, post_event)
@@ -118,6 +145,10 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let router = axum::Router::new()
+        .route("/support", axum::routing::get(page.clone()))
+        .route("/support/", axum::routing::get(page.clone()))
+        .route("/support/chat.js", axum::routing::get(page.clone()))
+        .route("/support/chat.css", axum::routing::get(page))
         .route(refund_chat::http::ROUTE, axum::routing::post(handler))
         .route(refund_chat::http::visitor::ROUTE, axum::routing::post(visitor))
         .route(
@@ -134,6 +165,8 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
 
 struct Stack {
     page: String,
+    /// The function's own address: its page (`/support/`, contract 27) as deployed.
+    function: String,
     /// The staff pool's people (`tools/local-staff-pool.py`'s answer).
     staff_pool: Value,
     widget: Arc<Widget>,
@@ -160,6 +193,11 @@ impl Drop for Stack {
 
 impl Stack {
     async fn start() -> Stack {
+        Stack::start_configured(|_| {}).await
+    }
+
+    /// The stack, with the function's settings changed by `change` last.
+    async fn start_configured(change: impl FnOnce(&mut refund_chat::config::Config)) -> Stack {
         let LocalStack {
             sandbox, mut config, ..
         } = local_stack().await;
@@ -210,6 +248,7 @@ impl Stack {
             ],
         );
         let desk = serve_desk(StaffDesk::new(&aws, desk_config)).await;
+        change(&mut config);
         let app = Arc::new(refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap());
         let function = serve_function(app).await;
         let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
@@ -233,6 +272,7 @@ impl Stack {
         let (chromedriver, browser, profile) = browser().await;
         Stack {
             page: format!("http://{page}/"),
+            function: format!("http://{function}"),
             staff_pool,
             widget,
             sandbox,
@@ -1276,6 +1316,90 @@ async fn a_visitor_is_answered_from_the_help_centre_asked_to_verify_for_an_order
         .status();
     let _ = std::fs::remove_dir_all(&profile);
     assert_eq!(stack.refunds().await, 0);
+
+    stack.close().await;
+}
+
+/// The page as deployed (contract 27), embedded by the shop's page on
+/// another origin: a visitor talks at once; a token posted by the page's own
+/// window is ignored; the shop's page hands over a signed-in customer's ID
+/// token by postMessage, and the page sends it as `Authorization`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_deployed_page_talks_as_a_visitor_until_the_shops_page_hands_over_a_token() {
+    let shop_port = free_port();
+    let shop = format!("http://127.0.0.1:{shop_port}");
+    let origin = shop.clone();
+    let stack = Stack::start_configured(move |config| config.cors_allow_origin = Some(origin)).await;
+    // The shop's page: the chat in a frame, and a token for it.
+    let frame = format!("{}/support/", stack.function);
+    let html = format!(
+        "<!doctype html><meta charset=utf-8><title>shop</title>\
+         <iframe id=chat src='{frame}' width=390 height=700></iframe>"
+    );
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", shop_port)).await.unwrap();
+    let router = axum::Router::new().route(
+        "/",
+        axum::routing::get(move || async move { axum::response::Html(html) }),
+    );
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    let browser = &stack.browser;
+    browser.goto(&format!("{shop}/")).await.unwrap();
+    let chat = browser.find(Locator::Id("chat")).await.unwrap();
+    chat.enter_frame().await.unwrap();
+
+    let signed_in = stack.element("#signed-in").await;
+    assert!(signed_in.text().await.unwrap().contains("Not signed in"));
+    assert!(
+        !stack.element("#picker").await.is_displayed().await.unwrap(),
+        "no picker deployed"
+    );
+    stack.type_message("How long does delivery take?").await;
+    let reply = stack.nth("assistant", 1).await;
+    assert!(reply.contains("working days"), "{reply}");
+
+    // A token as a JWT carries it (the authorizer verifies it; the page only reads `sub`).
+    let token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1LTEwMDEifQ.c2lnbmF0dXJl";
+    let post = format!("window.postMessage({{type: 'refund-chat-id-token', token: '{token}'}}, '*');");
+    browser.execute(&post, vec![]).await.unwrap();
+    stack.type_message("hello again").await;
+    stack.nth("assistant", 2).await;
+    assert!(
+        signed_in.text().await.unwrap().contains("Not signed in"),
+        "its own window is not the shop"
+    );
+    assert!(!AUTHORIZATIONS.lock().unwrap().iter().any(|t| t == token));
+
+    browser.enter_parent_frame().await.unwrap();
+    let handed = format!(
+        "document.getElementById('chat').contentWindow.postMessage({{type: 'refund-chat-id-token', token: '{token}'}}, '*');"
+    );
+    browser.execute(&handed, vec![]).await.unwrap();
+    browser
+        .find(Locator::Id("chat"))
+        .await
+        .unwrap()
+        .enter_frame()
+        .await
+        .unwrap();
+    stack
+        .browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::XPath(
+            "//p[@id='signed-in' and contains(., 'Signed in at the shop')]",
+        ))
+        .await
+        .unwrap();
+    stack.type_message("where is my order A-1001?").await;
+    let reply = stack.nth("assistant", 1).await;
+    assert!(
+        !reply.contains("confirm your e-mail"),
+        "a customer is not asked to verify: {reply}"
+    );
+    assert!(
+        AUTHORIZATIONS.lock().unwrap().iter().any(|t| t == token),
+        "the token went as Authorization"
+    );
 
     stack.close().await;
 }

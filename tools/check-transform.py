@@ -67,13 +67,14 @@ def main(path):
             # and the visitors' routes (contract 27).
             security = [name for entry in operation.get("security", []) for name in entry]
             staff = path.startswith("/support/staff")
-            page = path in ("/support/staff/", "/support/staff/desk.js", "/support/staff/desk.css")
+            page = path in ("/support/staff/", "/support/staff/desk.js", "/support/staff/desk.css",
+                            "/support/", "/support/chat.js", "/support/chat.css")
             visitor = path.startswith("/support/refund-chat/visitor")
             expected = ["NONE"] if page or visitor else ["StaffCognito"] if staff else ["CustomerCognito"]
             check(security == expected, f"{method.upper()} {path}: authorizer {expected[0]} ({security})")
-            called = "RefundChatStaffFunction" if staff else "RefundChatFunction"
+            called = "RefundChatStaffFunction" if staff else "RefundChatFunction"  # the chat's page is the chat function's
             check(called in uri, f"{method.upper()} {path}: integrates {called}")
-    check(methods == 15, f"the chat's 4 routes (2 of them the visitors') and the desk's 11 integrate their functions ({methods})")
+    check(methods == 18, f"the chat's 7 routes (2 the visitors', 3 its page's) and the desk's 11 integrate their functions ({methods})")
     check(function_timeout * 1000 < timeout_default <= 900000, f"function {function_timeout} s < integration {timeout_default} ms <= 900 s")
     staff_timeout = resources["RefundChatStaffFunction"]["Properties"]["Timeout"]
     check(staff_timeout * 1000 < timeout_default, f"the desk's function {staff_timeout} s < integration {timeout_default} ms")

@@ -44,6 +44,14 @@
 // has its key as a customer's does. An answer with `verify` means the
 // question needs an account: the page says how to go on.
 //
+// Deployed (`refund-chat-identity` is "token", the function's page at
+// GET /support/), there is no picker: the page talks as a visitor until the
+// shop's own page, which embeds it, hands over the signed-in customer's ID
+// token by postMessage ({type: "refund-chat-id-token", token}); only a
+// message from `refund-chat-widget-origin` counts, and the token goes to the
+// API in Authorization, where the authorizer verifies it. The page reads the
+// token's `sub` only to name the customer in the body, never to trust it.
+//
 // A reply's URL becomes a link only on an origin of the shop's help-centre
 // articles (`refund-chat-link-origins`, filled from the articles the
 // function loads): any other URL, which a customer or an injected reply
@@ -58,6 +66,11 @@
   const CONVERSATION = "refund-chat-conversation";
   const AUTOMATIC_RESENDS = 3; // for 409 and 503, each after its Retry-After
   const waiting = $("waiting");
+  const meta = (name) => document.querySelector(`meta[name="${name}"]`)?.content || "";
+  const IDENTITY = meta("refund-chat-identity") || "pick";
+  const WIDGET_ORIGIN = meta("refund-chat-widget-origin");
+  const signedIn = $("signed-in");
+  let idToken = null; // deployed: the signed-in customer's, from the shop's page
   const VISITOR = "visitor"; // the picker's value for someone not signed in
   const VISITOR_TOKEN = "refund-chat-visitor-token";
   const isVisitor = () => customer.value === VISITOR;
@@ -70,6 +83,7 @@
     if (after !== null && after !== undefined) query.set("after", String(after));
     const headers = { accept: "application/json" };
     if (isVisitor() && visitorToken()) headers["x-visitor-token"] = visitorToken();
+    if (!isVisitor() && idToken) headers.authorization = idToken;
     const suffix = query.toString() ? "?" + query : "";
     return fetch(readBase() + encodeURIComponent(id) + suffix, { headers });
   }
@@ -349,6 +363,7 @@
     // A visitor's first message has no token yet, so no key either.
     if (!message.visitor || message.token) headers["idempotency-key"] = message.key;
     if (message.token) headers["x-visitor-token"] = message.token;
+    if (!message.visitor && idToken) headers.authorization = idToken;
     try {
       response = await fetch(message.url, {
         method: "POST",
@@ -500,6 +515,38 @@
     say("status", "New conversation.");
     input.focus();
   });
+
+  // The token's subject, read (not verified: the authorizer does that) to
+  // name the customer in the body as the API asks.
+  function subjectOf(token) {
+    try {
+      const part = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+      const claims = JSON.parse(atob(part + "===".slice((part.length + 3) % 4)));
+      return typeof claims.sub === "string" && claims.sub ? claims.sub : null;
+    } catch (_) {
+      return null;
+    }
+  }
+
+  if (IDENTITY === "token") {
+    $("picker").hidden = true;
+    customer.replaceChildren(new Option("a visitor", VISITOR));
+    signedIn.hidden = false;
+    signedIn.textContent = "Not signed in: ask about our rules here, or sign in at the shop for your orders.";
+    window.addEventListener("message", (event) => {
+      if (!WIDGET_ORIGIN || event.origin !== WIDGET_ORIGIN) return;
+      const data = event.data;
+      if (!data || data.type !== "refund-chat-id-token" || typeof data.token !== "string") return;
+      const sub = subjectOf(data.token);
+      if (!sub) return;
+      idToken = data.token; // a renewed token for the same customer just replaces it
+      if (customer.value !== sub) {
+        customer.replaceChildren(new Option(sub, sub));
+        startNewConversation();
+      }
+      signedIn.textContent = "Signed in at the shop.";
+    });
+  }
 
   // A conversation is one customer's: another customer starts a new one.
   // The choice is kept for the tab, so a reload reads the same conversation.

@@ -39,9 +39,9 @@ pub const VISITOR_PATH: &str = "/support/refund-chat/visitor";
 pub const VISITOR_READ_PREFIX: &str = "/support/refund-chat/visitor/conversations/";
 /// The page's polling interval as shipped (`web/index.html`'s meta).
 const SHIPPED_POLL: &str = r#"<meta name="refund-chat-poll-seconds" content="10">"#;
-/// The origins the shipped page links to: the shipped articles' (a test
-/// keeps them equal); replaced by those of the articles the function loads.
-pub const SHIPPED_LINK_ORIGINS: &str = r#"<meta name="refund-chat-link-origins" content="https://shop.example">"#;
+/// The origins the shipped page links to, replaced by those of the
+/// articles the function loads, as the deployed page's are.
+use refund_chat::http::page::SHIPPED_LINK_ORIGINS;
 
 pub struct Widget {
     web_dir: PathBuf,

@@ -16,6 +16,7 @@ pub mod body;
 pub mod idempotency;
 pub mod identity;
 pub mod live;
+pub mod page;
 pub mod read;
 pub mod visitor;
 
@@ -63,6 +64,8 @@ fn invocation_of(request: &Request) -> Invocation {
 /// container has answered yet.
 pub struct App<K, R, L, C, O> {
     intake: Intake<K, R, L, C, O>,
+    /// The chat page (contract 27), its settings written in once.
+    page: page::ChatPage,
     /// True until the container's first request has been answered.
     cold: AtomicBool,
     /// Event-stream turns running on tasks of their own.
@@ -99,6 +102,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
 {
     pub fn new(config: Config, ports: Ports<K, R, L, C, O>) -> Self {
         App {
+            page: page::ChatPage::new(&config),
             intake: Intake::new(config, ports, answer::render),
             cold: AtomicBool::new(true),
             running: Arc::default(),
@@ -116,6 +120,12 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
 
     async fn handle_heard(&self, request: Request, live: &Live) -> Response<Body> {
         let path = request.raw_http_path();
+        // The page and its files hold no data (contract 27).
+        if matches!(*request.method(), Method::GET | Method::HEAD)
+            && let Some(page) = self.page.serve(path)
+        {
+            return page;
+        }
         if let Some(id) = read::route_id(path).map(str::to_owned) {
             let checked = read::check(&request, &id, &self.config().identity);
             return self.handle_read(&request, &id, checked).await;

@@ -5,8 +5,9 @@
 //! script, and the content-security-policy allows only the page's own
 //! files, the API (same origin) and the identity provider.
 
-use lambda_http::http::{StatusCode, header};
 use lambda_http::{Body, Response};
+
+use crate::web_page::{attribute, file, origin_of};
 
 const HTML: &str = include_str!("../../../web/staff/index.html");
 const SCRIPT: &str = include_str!("../../../web/staff/desk.js");
@@ -24,12 +25,6 @@ pub struct PageConfig {
     pub approver_group: String,
 }
 
-fn origin_of(url: &str) -> Option<String> {
-    reqwest::Url::parse(url)
-        .ok()
-        .map(|url| url.origin().ascii_serialization())
-}
-
 /// The origins of the URL templates, beside the help centre's.
 pub fn link_origins(help: Vec<String>, templates: [Option<&str>; 2]) -> Vec<String> {
     let mut origins: Vec<String> = help
@@ -40,20 +35,10 @@ pub fn link_origins(help: Vec<String>, templates: [Option<&str>; 2]) -> Vec<Stri
                 .flatten()
                 .filter_map(|t| origin_of(&t.replace(['{', '}'], ""))),
         )
-        .filter(|origin| origin != "null")
         .collect();
     origins.sort();
     origins.dedup();
     origins
-}
-
-/// Text for an HTML attribute's value.
-fn attribute(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 /// The policy: the page's own script and style, the API, the identity provider.
@@ -70,21 +55,6 @@ pub fn content_security_policy(config: &PageConfig) -> String {
     )
 }
 
-fn file(content_type: &str, body: String, policy: Option<String>) -> Response<Body> {
-    let mut response = Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, content_type)
-        .header(header::CACHE_CONTROL, "no-cache")
-        .header("x-content-type-options", "nosniff")
-        .header("referrer-policy", "no-referrer");
-    if let Some(policy) = policy {
-        response = response.header("content-security-policy", policy);
-    }
-    response
-        .body(Body::Text(body))
-        .unwrap_or_else(|_| Response::new(Body::Empty))
-}
-
 /// The page, its script or its style, by the path's last part; none for
 /// any other name.
 pub fn serve(name: &str, config: &PageConfig) -> Option<Response<Body>> {
@@ -95,7 +65,7 @@ pub fn serve(name: &str, config: &PageConfig) -> Option<Response<Body>> {
             Some(file(
                 "text/html; charset=utf-8",
                 html,
-                Some(content_security_policy(config)),
+                Some(&content_security_policy(config)),
             ))
         }
         "desk.js" => Some(file("text/javascript; charset=utf-8", SCRIPT.to_owned(), None)),
@@ -106,12 +76,7 @@ pub fn serve(name: &str, config: &PageConfig) -> Option<Response<Body>> {
 
 /// A redirect from the page's path without its slash to the folder.
 pub fn to_folder() -> Response<Body> {
-    Response::builder()
-        .status(lambda_http::http::StatusCode::MOVED_PERMANENTLY)
-        .header(lambda_http::http::header::LOCATION, "staff/")
-        .header(lambda_http::http::header::CACHE_CONTROL, "no-store")
-        .body(Body::Empty)
-        .unwrap_or_else(|_| Response::new(Body::Empty))
+    crate::web_page::to_folder("staff/")
 }
 
 #[cfg(test)]

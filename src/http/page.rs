@@ -1,0 +1,146 @@
+//! The chat page, deployed (contract 27): `GET /support/` serves the same
+//! page `make run` serves (`web/`, compiled in), with what differs written
+//! into its `<meta>` elements once, when the function starts: the endpoint
+//! relative to the page (so a stage's prefix stays), who talks ("token": a
+//! visitor, until the shop's page hands over a signed-in customer's ID token
+//! by `postMessage`), the one origin that may hand it over and embed the page
+//! (`CORS_ALLOW_ORIGIN`, also the policy's `frame-ancestors`), and the origins
+//! a reply may link to (the help centre's). The page holds no data.
+
+use lambda_http::{Body, Response};
+
+use crate::config::Config;
+use crate::web_page::{attribute, file, origin_of, to_folder};
+
+const HTML: &str = include_str!("../../web/index.html");
+const SCRIPT: &str = include_str!("../../web/chat.js");
+const STYLE: &str = include_str!("../../web/chat.css");
+
+/// The shipped page's settings, as `make run`'s page server serves them
+/// (a test checks that each is in the file).
+pub const SHIPPED_ENDPOINT: &str = r#"<meta name="refund-chat-endpoint" content="/support/refund-chat">"#;
+pub const SHIPPED_IDENTITY: &str = r#"<meta name="refund-chat-identity" content="pick">"#;
+pub const SHIPPED_WIDGET_ORIGIN: &str = r#"<meta name="refund-chat-widget-origin" content="">"#;
+pub const SHIPPED_LINK_ORIGINS: &str = r#"<meta name="refund-chat-link-origins" content="https://shop.example">"#;
+
+/// The page as this container serves it.
+pub struct ChatPage {
+    html: String,
+    policy: String,
+}
+
+impl ChatPage {
+    pub fn new(config: &Config) -> ChatPage {
+        let widget = config.cors_allow_origin.as_deref().and_then(origin_of);
+        let links = crate::help::origins(&config.help_articles).join(" ");
+        let html = HTML
+            .replace(
+                SHIPPED_ENDPOINT,
+                r#"<meta name="refund-chat-endpoint" content="refund-chat">"#,
+            )
+            .replace(
+                SHIPPED_IDENTITY,
+                r#"<meta name="refund-chat-identity" content="token">"#,
+            )
+            .replace(
+                SHIPPED_WIDGET_ORIGIN,
+                &format!(
+                    r#"<meta name="refund-chat-widget-origin" content="{}">"#,
+                    attribute(widget.as_deref().unwrap_or_default())
+                ),
+            )
+            .replace(
+                SHIPPED_LINK_ORIGINS,
+                &format!(
+                    r#"<meta name="refund-chat-link-origins" content="{}">"#,
+                    attribute(&links)
+                ),
+            );
+        // The page's own files and the API, nothing inline; embedded only by the shop's page.
+        let policy = format!(
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; \
+             base-uri 'none'; form-action 'none'; frame-ancestors {}",
+            widget.as_deref().unwrap_or("'none'")
+        );
+        ChatPage { html, policy }
+    }
+
+    /// The answer to a GET of `path` (the raw path), if it is the page's.
+    pub fn serve(&self, path: &str) -> Option<Response<Body>> {
+        match path {
+            "/support" => Some(to_folder("support/")),
+            "/support/" | "/support/index.html" => {
+                Some(file("text/html; charset=utf-8", self.html.clone(), Some(&self.policy)))
+            }
+            "/support/chat.js" => Some(file("text/javascript; charset=utf-8", SCRIPT.to_owned(), None)),
+            "/support/chat.css" => Some(file("text/css; charset=utf-8", STYLE.to_owned(), None)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(origin: Option<&str>) -> ChatPage {
+        let mut config = crate::config::Config::from_lookup(|name| match name {
+            "OPENAI_API_KEY_SECRET_ID" => Some("k".into()),
+            "PAYMENTS_BASE_URL" | "ORDERS_BASE_URL" => Some("http://127.0.0.1:1".into()),
+            "LEDGER_TABLE" | "CONVERSATION_TABLE" => Some("t".into()),
+            _ => None,
+        })
+        .unwrap();
+        config.cors_allow_origin = origin.map(str::to_owned);
+        ChatPage::new(&config)
+    }
+
+    fn html(page: &ChatPage) -> String {
+        match page.serve("/support/").map(|r| r.into_body()) {
+            Some(Body::Text(html)) => html,
+            _ => panic!("no page"),
+        }
+    }
+
+    #[test]
+    fn every_shipped_setting_is_in_the_file_and_each_is_rewritten() {
+        for shipped in [
+            SHIPPED_ENDPOINT,
+            SHIPPED_IDENTITY,
+            SHIPPED_WIDGET_ORIGIN,
+            SHIPPED_LINK_ORIGINS,
+        ] {
+            assert!(HTML.contains(shipped), "{shipped}");
+        }
+        let html = html(&page(Some("https://shop.example")));
+        assert!(html.contains(r#"content="refund-chat">"#), "relative to the page");
+        assert!(html.contains(r#"<meta name="refund-chat-identity" content="token">"#));
+        assert!(html.contains(r#"<meta name="refund-chat-widget-origin" content="https://shop.example">"#));
+        assert_eq!(
+            html.matches("<script").count(),
+            html.matches("<script src=").count(),
+            "nothing inline"
+        );
+    }
+
+    #[test]
+    fn the_policy_allows_only_the_pages_files_the_api_and_the_shop_as_the_frame() {
+        let page = page(Some("https://shop.example"));
+        let served = page.serve("/support/").unwrap();
+        let policy = served.headers()["content-security-policy"].to_str().unwrap();
+        assert!(
+            policy.contains("script-src 'self';") && !policy.contains("unsafe"),
+            "{policy}"
+        );
+        assert!(policy.ends_with("frame-ancestors https://shop.example"), "{policy}");
+        let alone = self::page(None).serve("/support/").unwrap();
+        assert!(
+            alone.headers()["content-security-policy"]
+                .to_str()
+                .unwrap()
+                .ends_with("frame-ancestors 'none'")
+        );
+        assert_eq!(page.serve("/support").unwrap().status(), 301);
+        assert!(page.serve("/support/chat.js").is_some() && page.serve("/support/../secret").is_none());
+    }
+}
