@@ -110,6 +110,45 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
         let app = Arc::clone(&app);
         move |request: axum::extract::Request| answer_message(Arc::clone(&app), request, post_event)
     };
+    // A claim (contract 27): the customer in the query, as body mode reads it
+    // (the page's token is no verified identity here), the visitor's header.
+    let claims = {
+        let app = Arc::clone(&app);
+        move |axum::extract::Path(id): axum::extract::Path<String>, headers: axum::http::HeaderMap| {
+            let app = Arc::clone(&app);
+            async move {
+                let subject = headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|token| token.split('.').nth(1))
+                    .and_then(|claims| {
+                        use base64::Engine;
+                        base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(claims).ok()
+                    })
+                    .and_then(|claims| serde_json::from_slice::<Value>(&claims).ok())
+                    .and_then(|claims| claims["sub"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                let mut event = read_event(&id, &format!("user_id={subject}"), None);
+                let path = format!("{}{id}/claim", refund_chat::http::read::PREFIX);
+                event["rawPath"] = Value::String(path.clone());
+                event["requestContext"]["http"]["path"] = Value::String(path);
+                event["requestContext"]["http"]["method"] = Value::String("POST".into());
+                event["body"] = Value::String("{}".into());
+                if let Some(token) = headers
+                    .get(refund_chat::visitor::TOKEN_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                {
+                    event["headers"]["x-visitor-token"] = Value::String(token.to_owned());
+                }
+                let answer = send_as(&app, event, &fresh_request_id(), 0).await;
+                axum::response::Response::builder()
+                    .status(answer.status)
+                    .header("content-type", "application/json")
+                    .body(axum::body::Body::from(answer.raw))
+                    .unwrap_or_default()
+            }
+        }
+    };
     let visitor = {
         let app = Arc::clone(&app);
         move |request: axum::extract::Request| answer_message(Arc::clone(&app), request, visitor_event)
@@ -150,6 +189,10 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
         .route("/support/chat.js", axum::routing::get(page.clone()))
         .route("/support/chat.css", axum::routing::get(page))
         .route(refund_chat::http::ROUTE, axum::routing::post(handler))
+        .route(
+            &format!("{}{{id}}/claim", refund_chat::http::read::PREFIX),
+            axum::routing::post(claims),
+        )
         .route(refund_chat::http::visitor::ROUTE, axum::routing::post(visitor))
         .route(
             &format!("{}{{id}}", refund_chat::http::read::PREFIX),
@@ -1356,13 +1399,17 @@ async fn the_deployed_page_talks_as_a_visitor_until_the_shops_page_hands_over_a_
     stack.type_message("How long does delivery take?").await;
     let reply = stack.nth("assistant", 1).await;
     assert!(reply.contains("working days"), "{reply}");
+    stack.type_message("where is my order A-1001?").await;
+    let verify = stack.nth("assistant", 2).await;
+    assert!(verify.contains("confirm your e-mail"), "{verify}");
+    let begun = stack.conversation().await;
 
     // A token as a JWT carries it (the authorizer verifies it; the page only reads `sub`).
     let token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1LTEwMDEifQ.c2lnbmF0dXJl";
     let post = format!("window.postMessage({{type: 'refund-chat-id-token', token: '{token}'}}, '*');");
     browser.execute(&post, vec![]).await.unwrap();
     stack.type_message("hello again").await;
-    stack.nth("assistant", 2).await;
+    stack.nth("assistant", 3).await;
     assert!(
         signed_in.text().await.unwrap().contains("Not signed in"),
         "its own window is not the shop"
@@ -1390,12 +1437,11 @@ async fn the_deployed_page_talks_as_a_visitor_until_the_shops_page_hands_over_a_
         ))
         .await
         .unwrap();
-    stack.type_message("where is my order A-1001?").await;
-    let reply = stack.nth("assistant", 1).await;
-    assert!(
-        !reply.contains("confirm your e-mail"),
-        "a customer is not asked to verify: {reply}"
-    );
+    // The page claims the conversation and sends the question again itself.
+    let reply = stack.nth("assistant", 4).await;
+    assert!(reply.contains("A-1001"), "the order, read as the customer: {reply}");
+    assert!(!reply.contains("confirm your e-mail"), "{reply}");
+    assert_eq!(stack.conversation().await, begun, "one conversation throughout");
     assert!(
         AUTHORIZATIONS.lock().unwrap().iter().any(|t| t == token),
         "the token went as Authorization"

@@ -71,6 +71,7 @@
   const WIDGET_ORIGIN = meta("refund-chat-widget-origin");
   const signedIn = $("signed-in");
   let idToken = null; // deployed: the signed-in customer's, from the shop's page
+  let askedToVerify = null; // the visitor's message that needs an account, sent again once signed in
   const VISITOR = "visitor"; // the picker's value for someone not signed in
   const VISITOR_TOKEN = "refund-chat-visitor-token";
   const isVisitor = () => customer.value === VISITOR;
@@ -429,7 +430,8 @@
           if (pending) pollFor("approval");
           // Code's answer to a visitor's question about an order (contract 27).
           if (answer.verify && Array.isArray(answer.verify.intents)) {
-            say("status", "To go on with an order, sign in to the shop and open the chat again.");
+            askedToVerify = message.text;
+            say("status", "To go on with an order, sign in to the shop: this conversation goes on here.");
           }
         }
         input.focus();
@@ -541,11 +543,43 @@
       if (!sub) return;
       idToken = data.token; // a renewed token for the same customer just replaces it
       if (customer.value !== sub) {
+        const begun = isVisitor() ? conversationId() : null;
+        const token = visitorToken();
         customer.replaceChildren(new Option(sub, sub));
-        startNewConversation();
+        if (begun && token) claim(begun, token);
+        else startNewConversation();
       }
       signedIn.textContent = "Signed in at the shop.";
     });
+  }
+
+  // The conversation begun as a visitor becomes the signed-in customer's
+  // (contract 27), and the question that asked to verify is sent again, so
+  // nothing is typed twice.
+  async function claim(id, token) {
+    let response;
+    try {
+      response = await fetch(base() + "/conversations/" + encodeURIComponent(id) + "/claim", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: idToken, "x-visitor-token": token },
+        body: "{}",
+      });
+    } catch (_) {
+      response = null;
+    }
+    sessionStorage.removeItem(VISITOR_TOKEN);
+    if (!response || response.status !== 200) {
+      startNewConversation();
+      say("status", "Signed in: this is a new conversation.");
+      return;
+    }
+    keepConversation(id);
+    say("status", "Signed in: the conversation goes on.");
+    if (askedToVerify && !send.disabled) {
+      input.value = askedToVerify;
+      askedToVerify = null;
+      form.requestSubmit();
+    }
   }
 
   // A conversation is one customer's: another customer starts a new one.

@@ -13,6 +13,7 @@
 
 pub mod answer;
 pub mod body;
+pub mod claim;
 pub mod idempotency;
 pub mod identity;
 pub mod live;
@@ -130,6 +131,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             let checked = read::check(&request, &id, &self.config().identity);
             return self.handle_read(&request, &id, checked).await;
         }
+        if let Some(id) = claim::route_id(path).map(str::to_owned) {
+            return self.handle_claim(&request, &id).await;
+        }
         if let Some(id) = visitor::read_route_id(path).map(str::to_owned) {
             let checked = match self.config().visitors {
                 Some(_) => visitor::check_read(&request, &id),
@@ -187,6 +191,45 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             duration: started.elapsed(),
         });
         self.response(status, outcome.body, error.as_ref(), outcome.replayed, &invocation)
+    }
+
+    /// A claim of a visitor's conversation (contract 27): one write, one line.
+    async fn handle_claim(&self, request: &Request, raw_id: &str) -> Response<Body> {
+        let invocation = invocation_of(request);
+        let checked = claim::check(request, raw_id, &self.config().identity);
+        let claimer = checked.as_ref().ok().map(|claim| claim.claimer.clone());
+        let (status, body, error) = match checked {
+            Err(error) => (error.status(), answer::render_error(&error).body, Some(error)),
+            Ok(claim::ClaimRequest {
+                id: Some(id),
+                visitor: Some(visitor),
+                claimer,
+            }) => match self.intake.claim(&id, &visitor, &claimer, crate::clock::now_ms()).await {
+                Ok(()) => (
+                    StatusCode::OK,
+                    serde_json::json!({"conversation_id": id.as_str(), "claimed": true}).to_string(),
+                    None,
+                ),
+                Err(refused) => {
+                    let error = ApiError::Intake(refused);
+                    (error.status(), answer::render_error(&error).body, Some(error))
+                }
+            },
+            Ok(_) => {
+                let error = ApiError::Intake(crate::intake::Refused::ConversationNotFound);
+                (error.status(), answer::render_error(&error).body, Some(error))
+            }
+        };
+        tracing::info!(
+            event = "claim",
+            status = status.as_u16(),
+            user_id = claimer.as_deref().unwrap_or_default(),
+            conversation_id = crate::conversation::ConversationId::parse(raw_id)
+                .as_ref()
+                .map_or("", crate::conversation::ConversationId::as_str),
+            error = %error.as_ref().map(ToString::to_string).unwrap_or_default(),
+        );
+        self.response(status, body, error.as_ref(), false, &invocation)
     }
 
     /// A read of a conversation (contract 18): its own summary line.

@@ -17,6 +17,7 @@
 //! parser and a mapping at the edge: the edge never learns the shop's rules.
 
 pub mod admission;
+mod claim;
 mod conversation;
 mod finish;
 mod model;

@@ -68,6 +68,19 @@ pub enum Begun {
     },
 }
 
+/// What claiming a visitor's conversation found (contract 27).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claimed {
+    /// It is the claimer's now: claimed just now, or by this very claimer
+    /// from this very visitor before (a claim whose answer was lost).
+    Claimed,
+    /// Unknown, expired, another visitor's or claimed by someone else: one
+    /// answer for all.
+    NotFound,
+    /// A turn of it still runs; its lease ends at `lease_until_ms`.
+    Busy { lease_until_ms: u64 },
+}
+
 /// An exchange to append, with what the conversation keeps beside it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewExchange {
@@ -169,6 +182,18 @@ pub trait ConversationStore: Send + Sync {
 
     /// Gives the lease back without an exchange (no turn ran).
     fn release(&self, lease: &ConversationLease) -> impl Future<Output = Result<(), LedgerError>> + Send;
+
+    /// Passes a visitor's conversation to `claimer` (contract 27): exactly
+    /// once, in one conditional write, while it is `visitor`'s, live and no
+    /// turn of it runs; recorded in it (who, from whom, when). From then on
+    /// it is `claimer`'s alone, and the visitor reads and writes nothing of it.
+    fn claim(
+        &self,
+        id: &ConversationId,
+        visitor: &str,
+        claimer: &str,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<Claimed, LedgerError>> + Send;
 
     /// What `customer` reads of the conversation (contract 18): the
     /// messages after `after`, oldest first, at most

@@ -33,6 +33,11 @@ pub const READ: Operation = Operation {
     method: "get",
 };
 
+/// `POST /support/refund-chat/conversations/{id}/claim` (contract 27).
+pub const CLAIM: Operation = Operation {
+    path: "/support/refund-chat/conversations/{id}/claim",
+    method: "post",
+};
 /// `POST /support/refund-chat/visitor` (contract 27).
 pub const VISITOR_CHAT: Operation = Operation {
     path: "/support/refund-chat/visitor",
@@ -46,7 +51,9 @@ pub const VISITOR_READ: Operation = Operation {
 
 /// The operation a request's path belongs to; any other path answers as the chat's route does (404).
 pub fn operation_of(path: &str) -> Operation {
-    if path.starts_with("/support/refund-chat/conversations/") && path.matches('/').count() == 4 {
+    if path.starts_with("/support/refund-chat/conversations/") && path.ends_with("/claim") {
+        CLAIM
+    } else if path.starts_with("/support/refund-chat/conversations/") && path.matches('/').count() == 4 {
         READ
     } else if path.starts_with("/support/refund-chat/visitor/conversations/") && path.matches('/').count() == 5 {
         VISITOR_READ

@@ -357,3 +357,101 @@ async fn the_visitors_day_is_shared_and_spending_it_refuses_no_customer() {
         customer.raw
     );
 }
+
+/// A claim of conversation `id` (contract 27), signed in as `user` (HTTP
+/// API v2, as the customers' other events), with the visitor's token.
+fn claim_event(id: &str, user: &str, token: Option<&str>) -> Value {
+    let headers: Vec<(&str, &str)> = token.map(|t| vec![("x-visitor-token", t)]).unwrap_or_default();
+    let mut event = post_event_as(user, "{}", &headers);
+    let path = format!("/support/refund-chat/conversations/{id}/claim");
+    event["rawPath"] = json!(path);
+    event["requestContext"]["http"]["path"] = json!(path);
+    event
+}
+
+#[tokio::test]
+async fn a_signed_in_customer_claims_a_visitors_conversation_once_and_the_visitor_reads_nothing_after() {
+    let h = TestApp::builder()
+        .router(routed(&["policy_question"], "low", 0.95))
+        .model_responder(|_| text("Within 3 to 5 working days."))
+        .build()
+        .await;
+    let first = send_visitor(
+        &h,
+        visitor_post(ask("how long is delivery?", None), None, "203.0.113.7", &[]),
+    )
+    .await;
+    let token = first.body["visitor"].as_str().unwrap().to_owned();
+    let id = first.conversation_id().to_owned();
+    let other = send_visitor(&h, visitor_post(ask("hi", None), None, "203.0.113.8", &[])).await;
+    let another = other.body["visitor"].as_str().unwrap().to_owned();
+
+    // Without the token, with another's, or by nobody signed in: nothing.
+    for (user, token) in [("u-1001", None), ("u-1001", Some(another.as_str()))] {
+        let refused = send_visitor(&h, claim_event(&id, user, token)).await;
+        assert_eq!(refused.status, StatusCode::NOT_FOUND, "{token:?}: {}", refused.raw);
+    }
+    let claimed = send_visitor(&h, claim_event(&id, "u-1001", Some(&token))).await;
+    assert_eq!(claimed.status, StatusCode::OK, "{}", claimed.raw);
+    assert_eq!(claimed.body, json!({"conversation_id": id, "claimed": true}));
+
+    // Once: the same claim again is answered the same; anyone else's is not.
+    let again = send_visitor(&h, claim_event(&id, "u-1001", Some(&token))).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.raw);
+    let late = send_visitor(&h, claim_event(&id, "u-2002", Some(&token))).await;
+    assert_eq!(late.status, StatusCode::NOT_FOUND, "{}", late.raw);
+    // The visitor reads and writes nothing of it now.
+    assert_eq!(
+        send_visitor(&h, visitor_read(&id, Some(&token))).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let write = send_visitor(
+        &h,
+        visitor_post(ask("still me", Some(&id)), Some(&token), "203.0.113.7", &[]),
+    )
+    .await;
+    assert_eq!(write.status, StatusCode::NOT_FOUND, "{}", write.raw);
+    // The customer has the whole conversation, their words as a visitor among it.
+    let read = h.read(&id, "").await;
+    assert_eq!(read.status, StatusCode::OK, "{}", read.raw);
+    assert_eq!(read.body["messages"][0]["text"], "how long is delivery?");
+    let next = h.say(Some(&id), "thanks").await;
+    assert_eq!(next.status, StatusCode::OK, "{}", next.raw);
+    assert_eq!(next.conversation_id(), id);
+    let header = items(&h.aws, &conversation_table(&h.table)).await;
+    let named = |item: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>, key: &str| {
+        item.get(key).and_then(|v| v.as_s().ok()).cloned()
+    };
+    let header = header
+        .iter()
+        .find(|item| named(item, "pk").as_deref() == Some(id.as_str()) && named(item, "sk").as_deref() == Some("head"))
+        .unwrap();
+    assert_eq!(header["claimed_by"].as_s().unwrap(), "u-1001");
+    assert!(header["claimed_from"].as_s().unwrap().starts_with("visitor:"));
+    assert!(!format!("{header:?}").contains(&token), "the token is not kept");
+}
+
+#[tokio::test]
+async fn two_claims_at_once_make_one_owner() {
+    // One request at a time to moto, as DynamoDB orders the writes of one item.
+    let serialised = proxy(&moto().endpoint, true, forward_all()).await;
+    let h = TestApp::builder()
+        .router(routed(&["policy_question"], "low", 0.95))
+        .model_responder(|_| text("ok"))
+        .ledger_at(serialised.clone())
+        .conversations_at(serialised)
+        .build()
+        .await;
+    let first = send_visitor(&h, visitor_post(ask("hello", None), None, "203.0.113.7", &[])).await;
+    let token = first.body["visitor"].as_str().unwrap().to_owned();
+    let id = first.conversation_id().to_owned();
+
+    let claims = futures::future::join_all(
+        ["u-1001", "u-2002", "u-3003", "u-4004"].map(|user| send_visitor(&h, claim_event(&id, user, Some(&token)))),
+    )
+    .await;
+
+    let statuses: Vec<u16> = claims.iter().map(|a| a.status.as_u16()).collect();
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 404).count(), 3, "{statuses:?}");
+}

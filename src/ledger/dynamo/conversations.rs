@@ -58,7 +58,7 @@ use crate::conversation::person::Person;
 use crate::conversation::shown::{self, Shown};
 use crate::conversation::{ConversationId, Exchange, Lifetime};
 use crate::ledger::{
-    Appended, Begun, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
+    Appended, Begun, Claimed, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
 };
 use crate::orders::address::{AddressProposal, ProposalStep};
 use crate::refund::RefundScope;
@@ -679,6 +679,52 @@ impl ConversationStore for DynamoConversations {
     /// costs what it returns plus the header, however long the
     /// conversation, and a 404 costs the header alone. Both are `Query`s
     /// (the function's role has no `GetItem` on this table).
+    async fn claim(
+        &self,
+        id: &ConversationId,
+        visitor: &str,
+        claimer: &str,
+        now_ms: u64,
+    ) -> Result<Claimed, LedgerError> {
+        // The header alone: every read goes through it, and `forget` finds
+        // the conversation by it (the `by_customer` index), then deletes
+        // every item of it, the visitor's words among them.
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(self.key(id.as_str(), HEAD).into_iter().collect()))
+            .update_expression(
+                "SET customer = :claimer, claimed_by = :claimer, claimed_from = :visitor, claimed_at = :now",
+            )
+            .condition_expression(
+                // An ended turn's append or release removes its lease.
+                "customer = :visitor AND expires_at > :now_s \
+                 AND (attribute_not_exists(lease_until_ms) OR lease_until_ms < :now_ms)",
+            )
+            .expression_attribute_values(":claimer", s(claimer))
+            .expression_attribute_values(":visitor", s(visitor))
+            .expression_attribute_values(":now", s(rfc3339(now_ms)))
+            .expression_attribute_values(":now_s", n(now_ms / 1000))
+            .expression_attribute_values(":now_ms", n(now_ms))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(malformed)?;
+        Ok(match update_item(&self.client, &update, ReturnValue::None).await? {
+            Ok(_) => Claimed::Claimed,
+            Err(found) => {
+                let live = number(&found, "expires_at").is_some_and(|at| at > now_ms / 1000);
+                let ours = text(&found, "customer") == Some(claimer) && text(&found, "claimed_from") == Some(visitor);
+                let visitors = text(&found, "customer") == Some(visitor);
+                match (live, ours, visitors) {
+                    (true, true, _) => Claimed::Claimed,
+                    (true, _, true) => Claimed::Busy {
+                        lease_until_ms: number(&found, "lease_until_ms").unwrap_or(now_ms),
+                    },
+                    _ => Claimed::NotFound,
+                }
+            }
+        })
+    }
+
     async fn shown(
         &self,
         id: &ConversationId,

@@ -12,7 +12,8 @@ use crate::conversation::person::PersonNote;
 use crate::conversation::shown::{self, Shown};
 use crate::conversation::{ConversationId, Exchange};
 use crate::ledger::{
-    Appended, Begun, ConversationLease, ConversationStore, HeldConversation, KeySettlement, LedgerError, NewExchange,
+    Appended, Begun, Claimed, ConversationLease, ConversationStore, HeldConversation, KeySettlement, LedgerError,
+    NewExchange,
 };
 use crate::refund::RefundScope;
 
@@ -32,6 +33,8 @@ pub(super) struct StoredConversation {
     awaiting: BTreeSet<String>,
     /// A change of address waiting for the customer's yes (contract 26).
     proposal: Option<crate::orders::address::AddressProposal>,
+    /// The visitor it was claimed from (contract 27).
+    claimed_from: Option<String>,
 }
 
 pub(super) struct StoredExchange {
@@ -77,6 +80,33 @@ impl MemoryLedger {
 }
 
 impl ConversationStore for MemoryLedger {
+    async fn claim(
+        &self,
+        id: &ConversationId,
+        visitor: &str,
+        claimer: &str,
+        now_ms: u64,
+    ) -> Result<Claimed, LedgerError> {
+        let mut books = self.books()?;
+        let Some(conversation) = books.conversations.get_mut(id.as_str()) else {
+            return Ok(Claimed::NotFound);
+        };
+        if conversation.customer == claimer && conversation.claimed_from.as_deref() == Some(visitor) {
+            return Ok(Claimed::Claimed);
+        }
+        if conversation.customer != visitor {
+            return Ok(Claimed::NotFound);
+        }
+        if let Some((_, until)) = &conversation.lease
+            && *until > now_ms
+        {
+            return Ok(Claimed::Busy { lease_until_ms: *until });
+        }
+        conversation.customer = claimer.to_owned();
+        conversation.claimed_from = Some(visitor.to_owned());
+        Ok(Claimed::Claimed)
+    }
+
     async fn begin(&self, lease: &ConversationLease, may_create: bool, now_ms: u64) -> Result<Begun, LedgerError> {
         let mut books = self.books()?;
         let conversation = match books.conversations.get_mut(lease.id.as_str()) {
