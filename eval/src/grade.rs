@@ -28,6 +28,8 @@ pub struct EndState {
     pub router: Option<String>,
     /// The changes of address the order system took (contract 26).
     pub addresses: Vec<AddressWritten>,
+    /// How many times the order system was asked for an order.
+    pub order_reads: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -127,6 +129,17 @@ pub fn grade(task: &Task, end: &EndState) -> Grade {
     if !addresses_ok {
         failures.push(format!("addresses {written:?}, expected {expected_addresses:?}"));
     }
+    // A visitor reads no order (contract 27): code's rule, like the money.
+    let reads_ok = task
+        .expect
+        .order_reads
+        .is_none_or(|expected| end.order_reads == expected);
+    if !reads_ok {
+        failures.push(format!(
+            "{} order reads, expected {:?}",
+            end.order_reads, task.expect.order_reads
+        ));
+    }
     let reply = end.reply.to_lowercase();
     let mut reply_ok = end.status == 200;
     for check in &task.reply_checks {
@@ -149,12 +162,13 @@ pub fn grade(task: &Task, end: &EndState) -> Grade {
         .iter()
         .all(|made| task.expect.refunds.contains(made) || task.expect.rules_allow.contains(made))
         && leaked.is_empty()
+        && reads_ok
         // No address the task does not expect (contract 26: never without the customer's yes).
         && end
             .addresses
             .iter()
             .all(|made| task.expect.addresses.contains(made) || task.expect.rules_allow_addresses.contains(made));
-    let end_state_ok = refunds_ok && approvals_ok && handoff_ok && leaked.is_empty() && addresses_ok;
+    let end_state_ok = refunds_ok && approvals_ok && handoff_ok && leaked.is_empty() && addresses_ok && reads_ok;
     Grade {
         end_state_ok,
         reply_ok,
@@ -204,6 +218,7 @@ mod tests {
             status: 200,
             prompts: String::new(),
             addresses: task.expect.addresses.clone(),
+            order_reads: task.expect.order_reads.unwrap_or_default(),
             router: task.expect.intents.as_ref().map(|intents| {
                 format!(
                     "{};{};0.90",

@@ -86,6 +86,8 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
         ("CONVERSATION_TABLE", conversations.clone()),
         ("USER_IDENTITY", "authorizer".to_owned()),
         ("AGENT_INTENTS", task.agent_intents.clone().unwrap_or_default()),
+        // Visitors served, as deployed (contract 27).
+        ("VISITOR_ADDRESS_KEY", "eval-visitor-address-key-0123456789".to_owned()),
     ];
     let config = Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()))?;
     let app = refund_chat::startup::wire(config, &bench.aws, FixedKey::new(bench.api_key.clone()))?;
@@ -93,21 +95,38 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
     // One conversation: each message continues the one the previous answer named.
     let started = Instant::now();
     let mut conversation: Option<String> = None;
+    let mut visitor_token: Option<String> = None;
     let mut response = None;
     for (n, message) in task.messages().enumerate() {
-        let mut body = json!({"user_id": task.customer, "message": message});
+        let mut body = match task.visitor {
+            true => json!({"message": message}),
+            false => json!({"user_id": task.customer, "message": message}),
+        };
         if let Some(id) = &conversation {
             body["conversation_id"] = json!(id);
         }
         let mut event: Value = serde_json::from_str(EVENT)?;
         event["body"] = json!(body.to_string());
-        event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(task.customer);
+        if task.visitor {
+            // The visitors' route: no authorizer, the token sent back once issued.
+            event["rawPath"] = json!(refund_chat::http::visitor::ROUTE);
+            event["requestContext"]["http"]["path"] = json!(refund_chat::http::visitor::ROUTE);
+            if let Some(context) = event["requestContext"].as_object_mut() {
+                context.remove("authorizer");
+            }
+            if let Some(token) = &visitor_token {
+                event["headers"][refund_chat::visitor::TOKEN_HEADER] = json!(token);
+            }
+        } else {
+            event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(task.customer);
+        }
         let mut context = Context::default();
         context.request_id = format!("eval-{}-{attempt}-{n}", task.id);
         let request = lambda_http::request::from_str(&event.to_string())?.with_lambda_context(context);
         let answer = app.handle(request).await;
         let body: Value = serde_json::from_slice(answer.body().as_ref()).unwrap_or(Value::Null);
         conversation = body["conversation_id"].as_str().map(str::to_owned).or(conversation);
+        visitor_token = body["visitor"].as_str().map(str::to_owned).or(visitor_token);
         response = Some(answer);
     }
     let response = response.ok_or("a task without a message")?;
@@ -186,6 +205,7 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
                 postcode: address["postcode"].as_str().unwrap_or_default().to_owned(),
             })
             .collect(),
+        order_reads: sandbox.order_reads().len(),
     };
     let exchanges: Vec<(Value, Value)> = recorder
         .passed()

@@ -41,6 +41,10 @@ pub struct Task {
     /// (an `address_change` task serves it, contract 26).
     #[serde(default)]
     pub agent_intents: Option<String>,
+    /// Sent as a visitor (contract 27): no sign-in, the visitors' route,
+    /// the token of the first answer sent back with every later message.
+    #[serde(default)]
+    pub visitor: bool,
 }
 
 impl Task {
@@ -98,6 +102,10 @@ pub struct Expect {
     /// The router's risk for the first message (`low`, `high`).
     #[serde(default)]
     pub risk: Option<String>,
+    /// Exactly this many order reads reach the order system (a visitor's
+    /// turn: none, contract 27); absent: any.
+    #[serde(default)]
+    pub order_reads: Option<usize>,
     /// Exactly these changes of address reach the order system (contract
     /// 26); absent: none may. Graded on the order system's end state.
     #[serde(default)]

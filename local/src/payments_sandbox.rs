@@ -100,6 +100,8 @@ struct Books {
     address_keys: BTreeMap<String, (u16, Value)>,
     /// The writes that changed an address, in order: (order id, body).
     address_writes: Vec<(String, Value)>,
+    /// Every order read, in order (contract 27: a visitor's turn reads none).
+    order_reads: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -156,6 +158,7 @@ impl Sandbox {
                 addresses: BTreeMap::new(),
                 address_keys: BTreeMap::new(),
                 address_writes: Vec::new(),
+                order_reads: Vec::new(),
             })),
             refunds_file,
         })
@@ -178,6 +181,11 @@ impl Sandbox {
     /// Every address write that changed an order: (order id, the new address).
     pub fn addresses_written(&self) -> Vec<(String, Value)> {
         self.lock().address_writes.clone()
+    }
+
+    /// Every order read (`GET /orders/{id}`), in order, found or not.
+    pub fn order_reads(&self) -> Vec<String> {
+        self.lock().order_reads.clone()
     }
 
     /// The refunds refused for being more than their order had left.
@@ -402,7 +410,8 @@ async fn order(
         .get("x-customer-id")
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    let books = sandbox.lock();
+    let mut books = sandbox.lock();
+    books.order_reads.push(order_id.clone());
     match books.orders.get(&order_id) {
         Some(found) if found.user_id == customer => (
             StatusCode::OK,

@@ -105,6 +105,11 @@ fn keyed_hash(key: &[u8], conversation: &str) -> String {
 const DAY_MS: u64 = 86_400_000;
 /// Every postcode's stand-in.
 const STAND_IN_POSTCODE: &str = "00000";
+/// The country of a stand-in request for a new address: a country is no
+/// one's detail, and a request without one names no address the agent can
+/// propose. It is the one the evaluation's sandbox ships every order to, so
+/// the replayed request asks for a change the rules allow there.
+const STAND_IN_COUNTRY: &str = "FR";
 const CUSTOMER: &str = "u-replay";
 
 pub async fn run(
@@ -489,7 +494,7 @@ impl StandIns {
         };
         format!(
             "Please change the delivery address of {order} to Sam Doe, 1 Example Street, {STAND_IN_POSTCODE} \
-             Exampleton."
+             Exampleton, {STAND_IN_COUNTRY}."
         )
     }
 
@@ -640,7 +645,7 @@ mod tests {
         let replaced = stand_ins.address_request(typed);
         assert_eq!(
             replaced,
-            "Please change the delivery address of order R-1001 to Sam Doe, 1 Example Street, 00000 Exampleton."
+            "Please change the delivery address of order R-1001 to Sam Doe, 1 Example Street, 00000 Exampleton, FR."
         );
         assert!(names_address_change(Some("address_change;low;0.90")));
         assert!(names_address_change(Some("order_status,address_change;low;0.90")));
