@@ -361,7 +361,8 @@ async fn a_reply_with_control_characters_or_to_no_conversation_is_refused_and_wr
     let asked = desk.h.say(None, "I want to talk to a person").await;
     let conversation = asked.conversation_id().to_owned();
     let file = std::env::temp_dir().join(format!("reply-{}.txt", fresh_request_id()));
-    std::fs::write(&file, "line one\nline two\n").unwrap();
+    // Paragraphs are a reply's (contract 24, tightened); a bell is no one's.
+    std::fs::write(&file, "line one\n\nline two\u{7}\n").unwrap();
 
     for (args, why) in [
         (

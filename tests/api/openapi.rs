@@ -10,6 +10,12 @@ use refund_chat_testkit::*;
 const CHAT_STATUSES: [u16; 13] = [200, 400, 401, 403, 404, 405, 409, 422, 429, 500, 502, 503, 504];
 /// The read's (contract 18): no budget, no model, no key, so no 409, 422, 429, 5xx of a turn.
 const READ_STATUSES: [u16; 7] = [200, 400, 401, 403, 404, 405, 503];
+/// A visitor's message (contract 27): no 403 (no identity to mismatch).
+const VISITOR_CHAT_STATUSES: [u16; 12] = [200, 400, 401, 404, 405, 409, 422, 429, 500, 502, 503, 504];
+/// A visitor's read: no token is a 404, not a 401.
+const VISITOR_READ_STATUSES: [u16; 5] = [200, 400, 404, 405, 503];
+/// A claim (contract 27): one conditional write, no turn.
+const CLAIM_STATUSES: [u16; 8] = [200, 400, 401, 403, 404, 405, 409, 503];
 
 fn documented(operation: Operation) -> Vec<u16> {
     openapi()["paths"][operation.path][operation.method]["responses"]
@@ -24,9 +30,12 @@ fn documented(operation: Operation) -> Vec<u16> {
 fn every_status_of_the_contract_is_documented_and_no_other() {
     assert_eq!(documented(CHAT), CHAT_STATUSES);
     assert_eq!(documented(READ), READ_STATUSES);
+    assert_eq!(documented(VISITOR_CHAT), VISITOR_CHAT_STATUSES);
+    assert_eq!(documented(VISITOR_READ), VISITOR_READ_STATUSES);
+    assert_eq!(documented(CLAIM), CLAIM_STATUSES);
     let mut paths: Vec<&String> = openapi()["paths"].as_object().unwrap().keys().collect();
     paths.sort();
-    let mut expected = vec![CHAT.path, READ.path];
+    let mut expected = vec![CHAT.path, READ.path, VISITOR_CHAT.path, VISITOR_READ.path, CLAIM.path];
     expected.extend(STAFF.iter().map(|(operation, _)| operation.path));
     expected.sort();
     assert_eq!(paths, expected, "no other path");
@@ -75,6 +84,9 @@ fn every_example_is_valid() {
         .iter()
         .map(|&status| (CHAT, status))
         .chain(READ_STATUSES.iter().map(|&status| (READ, status)))
+        .chain(VISITOR_CHAT_STATUSES.iter().map(|&status| (VISITOR_CHAT, status)))
+        .chain(VISITOR_READ_STATUSES.iter().map(|&status| (VISITOR_READ, status)))
+        .chain(CLAIM_STATUSES.iter().map(|&status| (CLAIM, status)))
         .chain(
             STAFF
                 .iter()
