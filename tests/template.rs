@@ -92,8 +92,8 @@ fn timeouts_cover_the_worst_case_from_the_code() {
     let events = function["Properties"]["Events"].as_object().unwrap();
     assert_eq!(
         events.len(),
-        7,
-        "the POST and the read, a customer's and a visitor's, and the page with its two files"
+        8,
+        "the POST and the read, a customer's and a visitor's, the claim, and the page with its two files"
     );
     for (name, event) in events {
         let properties = &event["Properties"];

@@ -34,6 +34,20 @@ const BROWSER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The function behind an HTTP port, as `cargo lambda watch` serves it:
 /// each request becomes an API Gateway event for the real handler.
+/// A request's head, its body read whole, and its headers that are text.
+async fn taken_apart(
+    request: axum::extract::Request,
+) -> (axum::http::request::Parts, axum::body::Bytes, Vec<(String, String)>) {
+    let (parts, body) = request.into_parts();
+    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
+    let headers = parts
+        .headers
+        .iter()
+        .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
+        .collect();
+    (parts, body, headers)
+}
+
 /// One message through the real handler, as API Gateway passes it on
 /// (`to_event` builds the event from the body and the headers), its
 /// answer JSON or a stream as the function's own.
@@ -43,13 +57,7 @@ async fn answer_message(
     to_event: fn(&str, &[(&str, &str)]) -> Value,
 ) -> axum::response::Response {
     static INVOCATIONS: AtomicUsize = AtomicUsize::new(0);
-    let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-    let headers: Vec<(String, String)> = parts
-        .headers
-        .iter()
-        .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
-        .collect();
+    let (parts, body, headers) = taken_apart(request).await;
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     if let Some((_, token)) = headers.iter().find(|(name, _)| *name == "authorization") {
         AUTHORIZATIONS.lock().unwrap().push((*token).to_owned());
@@ -499,13 +507,7 @@ async fn serve_desk(desk: StaffDesk) -> SocketAddr {
     let handler = move |request: axum::extract::Request| {
         let app = Arc::clone(&app);
         async move {
-            let (parts, body) = request.into_parts();
-            let body = axum::body::to_bytes(body, usize::MAX).await.unwrap_or_default();
-            let headers: Vec<(String, String)> = parts
-                .headers
-                .iter()
-                .filter_map(|(name, value)| Some((name.to_string(), value.to_str().ok()?.to_owned())))
-                .collect();
+            let (parts, body, headers) = taken_apart(request).await;
             let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
             let body = serde_json::from_slice::<Value>(&body).ok();
             let event = staff_event(parts.method.as_str(), parts.uri.path(), body, &headers, None);
