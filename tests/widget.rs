@@ -57,7 +57,7 @@ async fn answer_message(
     to_event: fn(&str, &[(&str, &str)]) -> Value,
 ) -> axum::response::Response {
     static INVOCATIONS: AtomicUsize = AtomicUsize::new(0);
-    let (parts, body, headers) = taken_apart(request).await;
+    let (_, body, headers) = taken_apart(request).await;
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     if let Some((_, token)) = headers.iter().find(|(name, _)| *name == "authorization") {
         AUTHORIZATIONS.lock().unwrap().push((*token).to_owned());
