@@ -455,3 +455,101 @@ async fn two_claims_at_once_make_one_owner() {
     assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
     assert_eq!(statuses.iter().filter(|s| **s == 404).count(), 3, "{statuses:?}");
 }
+
+/// The visitor's token reaches no log line; their source address neither,
+/// and the summary line names the visitor by the token's hash.
+#[tokio::test]
+async fn no_log_line_holds_the_visitors_token_or_address() {
+    use tracing::Instrument;
+    let h = TestApp::builder()
+        .router(routed(&["policy_question"], "low", 0.95))
+        .model_responder(|_| text("Within 3 to 5 working days."))
+        .build()
+        .await;
+    let captured = crate::observability::Captured::default();
+    let writer = captured.clone();
+    let _guard =
+        tracing::subscriber::set_default(refund_chat::ops::logging::subscriber("trace", move || writer.clone()));
+    let mut context = lambda_http::lambda_runtime::Context::default();
+    context.request_id = REQUEST_ID.to_owned();
+    let span = || lambda_http::lambda_runtime::layers::trace::request_span(&context);
+
+    let first = send_visitor(
+        &h,
+        visitor_post(ask("how long is delivery?", None), None, "203.0.113.77", &[]),
+    )
+    .instrument(span())
+    .await;
+    let token = first.body["visitor"].as_str().unwrap().to_owned();
+    let again = send_visitor(
+        &h,
+        visitor_post(
+            ask("and returns?", Some(first.conversation_id())),
+            Some(&token),
+            "203.0.113.77",
+            &[],
+        ),
+    )
+    .instrument(span())
+    .await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.raw);
+    send_visitor(&h, visitor_read(first.conversation_id(), Some(&token)))
+        .instrument(span())
+        .await;
+
+    let logged = captured.text();
+    assert!(!logged.is_empty());
+    assert!(!logged.contains(&token), "the token reached a log line");
+    assert!(
+        !logged.contains("203.0.113.77"),
+        "the source address reached a log line"
+    );
+    let visitor = refund_chat::visitor::VisitorToken::parse(token.as_bytes())
+        .unwrap()
+        .user_id();
+    assert!(logged.contains(&visitor), "the summary names the visitor by the hash");
+}
+
+/// A streamed answer is the JSON answer in pieces: `done` carries the token
+/// as JSON mode's body would; an answer code gives before any model call is
+/// JSON, with the token and `verify`.
+#[tokio::test]
+async fn a_visitors_streamed_done_carries_the_token_and_code_answers_verify_in_json() {
+    let streamed = TestApp::builder()
+        .router(routed(&["policy_question"], "low", 0.95))
+        .model(vec![streamed_text("Within 3 to 5 working days.")])
+        .build()
+        .await;
+    let event = visitor_post(
+        ask("how long is delivery?", None),
+        None,
+        "203.0.113.7",
+        &[("accept", "text/event-stream")],
+    );
+    let answer = send_streamed_as(&streamed.app, event, &fresh_request_id()).await;
+    assert!(answer.is_stream(), "{}", answer.raw);
+    let (status, done) = answer.done();
+    assert_eq!(status, 200, "{}", answer.raw);
+    assert_eq!(done["visitor"].as_str().map(str::len), Some(64), "{done}");
+    assert_eq!(answer.draft(), done["reply"].as_str().unwrap());
+
+    let h = TestApp::builder()
+        .router(routed(&["refund"], "low", 0.95))
+        .model(vec![text("never")])
+        .build()
+        .await;
+    let event = visitor_post(
+        ask("refund my order A-1001", None),
+        None,
+        "203.0.113.7",
+        &[("accept", "text/event-stream")],
+    );
+
+    let answer = send_streamed_as(&h.app, event, &fresh_request_id()).await;
+    // Decided before any model call: JSON, with the same body `done` would carry.
+    assert!(!answer.is_stream(), "{}", answer.raw);
+    let body: Value = serde_json::from_str(&answer.raw).unwrap();
+    assert_eq!(body["verify"], json!({"intents": ["refund"]}));
+    assert_eq!(body["visitor"].as_str().map(str::len), Some(64));
+    assert!(h.model_requests().await.is_empty());
+}
