@@ -134,6 +134,17 @@ impl Answered {
     }
 }
 
+/// The turn taken from `account`, settled to `used` tokens (the routing
+/// call's alone when no model ran: the turn was taken and the call spent,
+/// both are counted).
+fn settled(account: &Account, turn_taken: Option<Reservation>, used: u64) -> Option<TokenSettlement> {
+    turn_taken.map(|reservation| TokenSettlement {
+        reservation,
+        used,
+        counter: account.tokens.clone(),
+    })
+}
+
 /// A turn's outcome, with what it added to the conversation (`None` when no
 /// turn ran: the key could not be read).
 struct TurnResult {
@@ -260,15 +271,10 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             _ => Vec::new(),
         };
         if !verify.is_empty() {
-            let tokens = turn_taken.map(|reservation| TokenSettlement {
-                reservation,
-                used: routed.tokens,
-                counter: account.tokens.clone(),
-            });
             let answered = Answered {
                 reply: visitor::VERIFY_REPLY,
                 handoff: None,
-                tokens,
+                tokens: settled(account, turn_taken, routed.tokens),
                 router: Some(routed.labels),
                 verify,
             };
@@ -281,16 +287,10 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 reason,
                 summary: None,
             };
-            // The turn was taken and the routing call spent: both are counted.
-            let tokens = turn_taken.map(|reservation| TokenSettlement {
-                reservation,
-                used: routed.tokens,
-                counter: account.tokens.clone(),
-            });
             let answered = Answered {
                 reply: handoff::fixed_reply(reason),
                 handoff: Some(handoff),
-                tokens,
+                tokens: settled(account, turn_taken, routed.tokens),
                 router: Some(routed.labels),
                 verify: Vec::new(),
             };
@@ -351,9 +351,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         if let Some(summary) = turn.handoff.as_mut().and_then(|handoff| handoff.summary.as_mut()) {
             *summary = crate::conversation::person::kept(summary).into_owned();
         }
-        let tokens = turn_taken.map(|reservation| TokenSettlement {
-            counter: account.tokens.clone(),
-            used: trace.stats.as_ref().map_or(routed.tokens, |stats| {
+        let tokens = turn_taken.and_then(|reservation| {
+            let used = trace.stats.as_ref().map_or(routed.tokens, |stats| {
                 let counted = routed.tokens + stats.prompt_tokens + stats.completion_tokens;
                 // A streamed call that never said what it cost costs the worst case.
                 if stats.usage_unreported {
@@ -361,8 +360,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 } else {
                     counted
                 }
-            }),
-            reservation,
+            });
+            settled(account, Some(reservation), used)
         });
         let Some(own_messages) = turn.own_messages else {
             self.release_conversation(&lease, &held).await;
