@@ -547,6 +547,7 @@
         const token = visitorToken();
         customer.replaceChildren(new Option(sub, sub));
         if (begun && token) claim(begun, token);
+        else if (conversationId()) restore(); // this customer's, before a reload
         else startNewConversation();
       }
       signedIn.textContent = "Signed in at the shop.";
