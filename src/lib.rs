@@ -65,6 +65,7 @@ pub mod config;
 pub mod conversation;
 #[cfg(any(test, feature = "test-support"))]
 pub mod doubles;
+pub mod guest;
 pub mod handoff;
 pub mod help;
 pub mod http;

@@ -55,7 +55,7 @@ fn loader() -> aws_config::ConfigLoader {
 }
 
 pub async fn build(config: Config) -> reqwest::Result<FunctionApp> {
-    if config.identity == crate::config::IdentitySource::Body {
+    if config.identity.source == crate::config::IdentitySource::Body {
         tracing::warn!(
             event = "configuration",
             "USER_IDENTITY=body: the request body's user_id is trusted; for local development only"

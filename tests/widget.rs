@@ -260,7 +260,7 @@ impl Stack {
         config.openai_timeout = BROWSER_TIMEOUT;
         config.payments_timeout = BROWSER_TIMEOUT;
         config.orders_timeout = BROWSER_TIMEOUT;
-        config.identity = IdentitySource::Body; // as under make run: the page picks the customer
+        config.identity.source = IdentitySource::Body; // as under make run: the page picks the customer
         // As local.env serves it: the agent changes a placed order's address (contract 26).
         config.router.served =
             refund_chat::router::Served::parse("order_status,refund,policy_question,other,address_change").unwrap();

@@ -89,6 +89,24 @@ pub enum IdentitySource {
     Body,
 }
 
+/// Who a request is from (contracts 7 and 27): where the identity comes
+/// from, and the guest pool's issuer, whose tokens are guests'.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    pub source: IdentitySource,
+    /// `GUEST_POOL_ISSUER`; none: no guests.
+    pub guest_issuer: Option<String>,
+}
+
+impl From<IdentitySource> for Identity {
+    fn from(source: IdentitySource) -> Identity {
+        Identity {
+            source,
+            guest_issuer: None,
+        }
+    }
+}
+
 /// Contract 22's defaults for the routing call.
 pub const DEFAULT_ROUTER_TIMEOUT: Duration = Duration::from_secs(5);
 pub const DEFAULT_ROUTER_MIN_CONFIDENCE: f64 = 0.7;
@@ -121,7 +139,7 @@ pub struct Config {
     pub ledger_table: String,
     pub ledger_timeout: Duration,
     pub idempotency_ttl: Duration,
-    pub identity: IdentitySource,
+    pub identity: Identity,
     pub limits: Limits,
     /// Where conversations live (a table of their own).
     pub conversation_table: String,
@@ -152,6 +170,8 @@ pub struct Config {
     /// The routing call (contract 21): `ROUTER_MODEL`, `ROUTER_TIMEOUT_SECS`,
     /// `ROUTER_MIN_CONFIDENCE`, `AGENT_INTENTS`.
     pub router: RouterSettings,
+    /// What a guest is served (contract 27): `GUEST_INTENTS` within `AGENT_INTENTS`.
+    pub guest_intents: Served,
 }
 
 impl Config {
@@ -187,20 +207,23 @@ impl Config {
             ledger_table: vars.required("LEDGER_TABLE")?,
             ledger_timeout: vars.secs("LEDGER_TIMEOUT_SECS", DEFAULT_LEDGER_TIMEOUT, false)?,
             idempotency_ttl: vars.hours("IDEMPOTENCY_TTL_HOURS", DEFAULT_IDEMPOTENCY_TTL)?,
-            identity: match vars.get("USER_IDENTITY").as_deref() {
-                None | Some("authorizer") => IdentitySource::Authorizer {
-                    claim: vars
-                        .get("USER_ID_CLAIM")
-                        .unwrap_or_else(|| DEFAULT_USER_ID_CLAIM.to_owned()),
+            identity: Identity {
+                source: match vars.get("USER_IDENTITY").as_deref() {
+                    None | Some("authorizer") => IdentitySource::Authorizer {
+                        claim: vars
+                            .get("USER_ID_CLAIM")
+                            .unwrap_or_else(|| DEFAULT_USER_ID_CLAIM.to_owned()),
+                    },
+                    Some("body") => IdentitySource::Body,
+                    Some(other) => {
+                        return Err(ConfigError::Malformed {
+                            name: "USER_IDENTITY",
+                            expected: "authorizer or body",
+                            value: other.to_owned(),
+                        });
+                    }
                 },
-                Some("body") => IdentitySource::Body,
-                Some(other) => {
-                    return Err(ConfigError::Malformed {
-                        name: "USER_IDENTITY",
-                        expected: "authorizer or body",
-                        value: other.to_owned(),
-                    });
-                }
+                guest_issuer: super::guests::issuer(&vars)?,
             },
             limits: vars.limits(DEFAULT_LIMITS)?,
             conversation_table: vars.required("CONVERSATION_TABLE")?,
@@ -241,6 +264,7 @@ impl Config {
                 .map(|origin| parse_url("CORS_ALLOW_ORIGIN", origin))
                 .transpose()?,
             help_articles: Vec::new(),
+            guest_intents: Served::default(),
             visitors: VisitorSettings::read(&vars)?,
             router: RouterSettings {
                 model: vars.get("ROUTER_MODEL").unwrap_or_else(|| crate::chat::openai::MODEL.to_owned()),
@@ -268,6 +292,7 @@ impl Config {
                 },
             },
         };
+        config.guest_intents = super::guests::intents(&vars, &config.router.served)?;
         // One number, two readers: the articles say what the rules read.
         let placeholders = Placeholders::of_limits(&config.limits);
         config.help_articles = match vars.get("HELP_ARTICLES_DIR") {

@@ -5,13 +5,14 @@
 //! loudly, not answer customers with 500s.
 //!
 //! One file a reader: [`function`] (the customers' function, with what each
-//! of its concerns reads in a file of its own: [`address`], [`visitors`]), [`sweep`] and
+//! of its concerns reads in a file of its own: [`address`], [`visitors`], [`guests`]), [`sweep`] and
 //! [`staff`] (the terminal's and the desk's); [`vars`] is how every one of
 //! them reads a variable, so a rule (an empty value is unset, a URL is
 //! http(s)) holds for all.
 
 mod address;
 mod function;
+mod guests;
 mod staff;
 mod sweep;
 mod vars;

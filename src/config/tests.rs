@@ -113,7 +113,7 @@ fn decimals_are_allowed() {
     assert_eq!(config.limits.auto_refund_limit, AmountCents::ZERO);
     assert_eq!(config.orders_timeout, Duration::from_millis(500));
     assert_eq!(config.limits.refund_window, Duration::from_secs(14 * 86_400 + 43_200));
-    assert_eq!(config.identity, IdentitySource::Body);
+    assert_eq!(config.identity, IdentitySource::Body.into());
 }
 
 #[test]

@@ -12,7 +12,7 @@ use super::answer::ApiError;
 use super::body::InputError;
 use super::identity::IdentityError;
 use super::read::PREFIX;
-use crate::config::IdentitySource;
+use crate::config::Identity;
 use crate::conversation::ConversationId;
 use crate::visitor::{self, VisitorToken};
 
@@ -35,19 +35,19 @@ pub fn route_id(path: &str) -> Option<&str> {
         .filter(|id| !id.contains('/'))
 }
 
-pub fn check(request: &Request, raw_id: &str, identity: &IdentitySource) -> Result<ClaimRequest, ApiError> {
+pub fn check(request: &Request, raw_id: &str, identity: &Identity) -> Result<ClaimRequest, ApiError> {
     if request.method() != lambda_http::http::Method::POST {
         return Err(ApiError::MethodNotAllowed { allow: "POST" });
     }
     let claimer = match identity.authenticated(request)? {
-        Some(user_id) => user_id,
+        Some(who) => who.user_id,
         // Body mode (local only): the query names the customer, as a read's does.
         None => request
             .query_string_parameters_ref()
             .and_then(|query| query.first("user_id"))
             .filter(|user_id| !user_id.trim().is_empty())
-            .map(str::to_owned)
-            .ok_or(IdentityError::Unauthenticated)?,
+            .map(|user_id| super::identity::customer(None, user_id))
+            .ok_or(IdentityError::Unauthenticated)??,
     };
     // A visitor claims nothing: only an authorizer's token verifies anyone.
     if visitor::is_visitor(&claimer) {

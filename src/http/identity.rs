@@ -10,10 +10,32 @@
 //! where `<claim>` is `USER_ID_CLAIM` (`sub` by default). No identity there is
 //! a 401; a body `user_id` that differs is a 403. `USER_IDENTITY=body` trusts
 //! the body, for local runs only (`cargo lambda watch` sends no authorizer).
+//!
+//! A guest (contract 27) is told apart by the token's issuer: claims whose
+//! `iss` is `GUEST_POOL_ISSUER` are the guest pool's, and the guest is
+//! `guest:<sub>` with the e-mail Cognito verified; a guest token whose
+//! `email_verified` is not `true` is a 401. In body mode the page server's
+//! door ([`DOOR_CLAIMS_HEADER`]) hands over the claims of a guest token it
+//! verified, as API Gateway's authorizer would.
 
 use lambda_http::{Request, RequestExt};
+use serde_json::Value;
 
-use crate::config::IdentitySource;
+use crate::config::{Identity, IdentitySource};
+use crate::guest::{self, GuestEmail};
+
+/// Body mode only (`make run`): the claims of a guest pool token that the
+/// page server's door verified, as JSON. The door drops any a browser sent;
+/// the deployed function (authorizer mode) never reads it.
+pub const DOOR_CLAIMS_HEADER: &str = "x-local-authorizer-claims";
+
+/// Who an authorizer verified.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authenticated {
+    pub user_id: String,
+    /// A guest's verified e-mail; `None` for a customer.
+    pub guest: Option<GuestEmail>,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdentityError {
@@ -23,25 +45,90 @@ pub enum IdentityError {
     Mismatch,
 }
 
-impl IdentitySource {
-    /// The authenticated user id, if this source needs one from the request:
-    /// `Ok(None)` for [`IdentitySource::Body`].
-    pub fn authenticated(&self, request: &Request) -> Result<Option<String>, IdentityError> {
-        match self {
-            IdentitySource::Body => Ok(None),
-            IdentitySource::Authorizer { claim } => authorizer_user_id(request, claim)
-                .map(Some)
-                .ok_or(IdentityError::Unauthenticated),
+impl Identity {
+    /// Who the request's authorizer verified: `Ok(None)` in body mode
+    /// when the door handed over no guest's claims.
+    pub fn authenticated(&self, request: &Request) -> Result<Option<Authenticated>, IdentityError> {
+        let guest_issuer = self.guest_issuer.as_deref();
+        match &self.source {
+            IdentitySource::Body => match door_claims(request) {
+                None => Ok(None),
+                Some(claims) => match guest_of(&claims, guest_issuer) {
+                    Some(guest) => guest.map(Some),
+                    None => Err(IdentityError::Unauthenticated),
+                },
+            },
+            IdentitySource::Authorizer { claim } => {
+                if let Some(guest) = authorizer_claims(request).and_then(|claims| guest_of(&claims, guest_issuer)) {
+                    return guest.map(Some);
+                }
+                let user_id = authorizer_user_id(request, claim).ok_or(IdentityError::Unauthenticated)?;
+                // No customer id may pass for a guest's or a visitor's.
+                if guest::is_guest(&user_id) || crate::visitor::is_visitor(&user_id) {
+                    return Err(IdentityError::Unauthenticated);
+                }
+                Ok(Some(Authenticated { user_id, guest: None }))
+            }
         }
+    }
+}
+
+/// The guest of claims from the guest pool (`None`: not the guest pool's):
+/// `guest:<sub>` with a verified e-mail, else a 401.
+fn guest_of(
+    claims: &serde_json::Map<String, Value>,
+    guest_issuer: Option<&str>,
+) -> Option<Result<Authenticated, IdentityError>> {
+    let issuer = guest_issuer?;
+    if claims.get("iss").and_then(Value::as_str) != Some(issuer) {
+        return None;
+    }
+    // REST API's claims are strings ("true"); a JWT's are JSON (true).
+    let verified = matches!(claims.get("email_verified"), Some(Value::Bool(true)))
+        || claims.get("email_verified").and_then(Value::as_str) == Some("true");
+    let sub = claims.get("sub").and_then(Value::as_str).filter(|sub| !sub.is_empty());
+    let email = claims.get("email").and_then(Value::as_str).and_then(GuestEmail::parse);
+    Some(match (verified, sub, email) {
+        (true, Some(sub), Some(email)) => Ok(Authenticated {
+            user_id: guest::user_id(sub),
+            guest: Some(email),
+        }),
+        _ => Err(IdentityError::Unauthenticated),
+    })
+}
+
+/// The token's claims as a Cognito user pool authorizer (REST) or a JWT
+/// authorizer (HTTP API) hands them over; a Lambda authorizer has none.
+fn authorizer_claims(request: &Request) -> Option<serde_json::Map<String, Value>> {
+    let authorizer = request.request_context_ref()?.authorizer()?;
+    if let Some(jwt) = &authorizer.jwt {
+        return Some(
+            jwt.claims
+                .iter()
+                .map(|(name, value)| (name.clone(), Value::String(value.clone())))
+                .collect(),
+        );
+    }
+    authorizer.fields.get("claims")?.as_object().cloned()
+}
+
+/// The door's claims (body mode): present only when it verified a token.
+fn door_claims(request: &Request) -> Option<serde_json::Map<String, Value>> {
+    let raw = request.headers().get(DOOR_CLAIMS_HEADER)?;
+    match serde_json::from_slice(raw.as_bytes()) {
+        Ok(Value::Object(claims)) => Some(claims),
+        _ => Some(serde_json::Map::new()),
     }
 }
 
 /// The customer: the authenticated one, who must be the body's `user_id`
 /// too; or, with no authenticated one (body mode), the body's.
-pub fn customer(authenticated: Option<String>, body_user_id: &str) -> Result<String, IdentityError> {
+pub fn customer(authenticated: Option<&Authenticated>, body_user_id: &str) -> Result<String, IdentityError> {
     match authenticated {
-        Some(user_id) if user_id == body_user_id => Ok(user_id),
+        Some(who) if who.user_id == body_user_id => Ok(who.user_id.clone()),
         Some(_) => Err(IdentityError::Mismatch),
+        // Only a guest pool's token makes a guest, even locally.
+        None if guest::is_guest(body_user_id) => Err(IdentityError::Unauthenticated),
         None => Ok(body_user_id.to_owned()),
     }
 }
@@ -92,8 +179,24 @@ mod tests {
         lambda_http::request::from_str(&event.to_string()).unwrap()
     }
 
-    fn sub() -> IdentitySource {
-        IdentitySource::Authorizer { claim: "sub".into() }
+    fn sub() -> Identity {
+        IdentitySource::Authorizer { claim: "sub".into() }.into()
+    }
+
+    fn user(user_id: &str) -> Option<Authenticated> {
+        Some(Authenticated {
+            user_id: user_id.into(),
+            guest: None,
+        })
+    }
+
+    const GUESTS: &str = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_guests";
+
+    fn with_guests(source: IdentitySource) -> Identity {
+        Identity {
+            source,
+            guest_issuer: Some(GUESTS.into()),
+        }
     }
 
     #[test]
@@ -101,11 +204,75 @@ mod tests {
         let cognito = rest(json!({"claims": {"sub": "u-1", "email": "a@example.com"}}));
         let lambda_authorizer = rest(json!({"principalId": "u-2", "integrationLatency": 3}));
         let jwt = http_api(json!({"jwt": {"claims": {"sub": "u-3"}, "scopes": null}}));
-        assert_eq!(sub().authenticated(&cognito), Ok(Some("u-1".into())));
-        assert_eq!(sub().authenticated(&lambda_authorizer), Ok(Some("u-2".into())));
-        assert_eq!(sub().authenticated(&jwt), Ok(Some("u-3".into())));
-        let email = IdentitySource::Authorizer { claim: "email".into() };
-        assert_eq!(email.authenticated(&cognito), Ok(Some("a@example.com".into())));
+        assert_eq!(sub().authenticated(&cognito), Ok(user("u-1")));
+        assert_eq!(sub().authenticated(&lambda_authorizer), Ok(user("u-2")));
+        assert_eq!(sub().authenticated(&jwt), Ok(user("u-3")));
+        let email = Identity::from(IdentitySource::Authorizer { claim: "email".into() });
+        assert_eq!(email.authenticated(&cognito), Ok(user("a@example.com")));
+    }
+
+    /// Contract 27: the guest pool's token makes `guest:<sub>` with its
+    /// verified e-mail, in either shape of claims; the customers' pool
+    /// stays as it was.
+    #[test]
+    fn a_guest_is_told_apart_by_the_issuer() {
+        let claims = json!({"sub": "g-1", "iss": GUESTS, "email": "g@example.com", "email_verified": "true"});
+        let identity = with_guests(IdentitySource::Authorizer { claim: "sub".into() });
+        for request in [
+            rest(json!({ "claims": claims })),
+            http_api(json!({"jwt": {"claims": claims}})),
+        ] {
+            let who = identity.authenticated(&request).unwrap().unwrap();
+            assert_eq!(who.user_id, "guest:g-1");
+            assert!(who.guest.unwrap().is("g@example.com"));
+        }
+        let customer = rest(json!({"claims": {"sub": "u-1", "iss": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_shop"}}));
+        assert_eq!(identity.authenticated(&customer), Ok(user("u-1")));
+        // Without GUEST_POOL_ISSUER there are no guests: the pool's token is a customer's.
+        assert_eq!(sub().authenticated(&rest(json!({ "claims": claims }))), Ok(user("g-1")));
+    }
+
+    #[test]
+    fn a_guest_without_a_verified_email_is_unauthenticated() {
+        let identity = with_guests(IdentitySource::Authorizer { claim: "sub".into() });
+        for claims in [
+            json!({"sub": "g-1", "iss": GUESTS, "email": "g@example.com", "email_verified": "false"}),
+            json!({"sub": "g-1", "iss": GUESTS, "email": "g@example.com"}),
+            json!({"sub": "g-1", "iss": GUESTS, "email_verified": "true"}),
+            json!({"sub": "", "iss": GUESTS, "email": "g@example.com", "email_verified": "true"}),
+        ] {
+            assert_eq!(
+                identity.authenticated(&rest(json!({ "claims": claims }))),
+                Err(IdentityError::Unauthenticated),
+                "{claims}"
+            );
+        }
+        // A customer's claim can never read as a guest's or a visitor's id.
+        for id in ["guest:g-1", "visitor:ab"] {
+            assert_eq!(
+                identity.authenticated(&rest(json!({"claims": {"sub": id}}))),
+                Err(IdentityError::Unauthenticated)
+            );
+        }
+    }
+
+    /// Body mode (local): only the door's claims make a guest; a body's
+    /// `guest:` id without them is refused.
+    #[test]
+    fn locally_the_door_hands_over_a_guests_claims() {
+        let identity = with_guests(IdentitySource::Body);
+        let mut request = rest(json!({}));
+        assert_eq!(identity.authenticated(&request), Ok(None));
+        let claims = json!({"sub": "g-1", "iss": GUESTS, "email": "g@example.com", "email_verified": true});
+        request
+            .headers_mut()
+            .insert(DOOR_CLAIMS_HEADER, claims.to_string().parse().unwrap());
+        assert_eq!(identity.authenticated(&request).unwrap().unwrap().user_id, "guest:g-1");
+        request
+            .headers_mut()
+            .insert(DOOR_CLAIMS_HEADER, "not json".parse().unwrap());
+        assert_eq!(identity.authenticated(&request), Err(IdentityError::Unauthenticated));
+        assert_eq!(customer(None, "guest:g-1"), Err(IdentityError::Unauthenticated));
     }
 
     #[test]
@@ -118,13 +285,13 @@ mod tests {
         ] {
             assert_eq!(sub().authenticated(&request), Err(IdentityError::Unauthenticated));
         }
-        assert_eq!(IdentitySource::Body.authenticated(&rest(json!({}))), Ok(None));
+        assert_eq!(Identity::from(IdentitySource::Body).authenticated(&rest(json!({}))), Ok(None));
     }
 
     #[test]
     fn the_body_must_name_the_authenticated_customer() {
-        assert_eq!(customer(Some("u-1".into()), "u-1"), Ok("u-1".into()));
-        assert_eq!(customer(Some("u-1".into()), "u-2"), Err(IdentityError::Mismatch));
+        assert_eq!(customer(user("u-1").as_ref(), "u-1"), Ok("u-1".into()));
+        assert_eq!(customer(user("u-1").as_ref(), "u-2"), Err(IdentityError::Mismatch));
         assert_eq!(customer(None, "u-2"), Ok("u-2".into()));
     }
 }

@@ -430,7 +430,7 @@ fn body_text(body: Body) -> String {
 }
 
 /// The checks that need no I/O, in the contract's order.
-fn check(request: &Request, identity: &crate::config::IdentitySource) -> Result<Message, ApiError> {
+fn check(request: &Request, identity: &crate::config::Identity) -> Result<Message, ApiError> {
     // The raw path: a REST API stage prefixes `uri().path()` with `/Prod`.
     if request.raw_http_path() != ROUTE {
         return Err(ApiError::NotFound);
@@ -441,7 +441,7 @@ fn check(request: &Request, identity: &crate::config::IdentitySource) -> Result<
     let authenticated = identity.authenticated(request)?;
     let body = request.body().as_ref();
     let chat = ChatRequest::parse(body)?;
-    let customer = identity::customer(authenticated, &chat.user_id)?;
+    let customer = identity::customer(authenticated.as_ref(), &chat.user_id)?;
     // Contract 23: the message as it will be kept and sent, from here on
     // (the key's fingerprint too): the person mark any customer text loses
     // is taken out first, then card numbers and IBANs are masked.
@@ -464,6 +464,9 @@ fn check(request: &Request, identity: &crate::config::IdentitySource) -> Result<
         text: CustomerMessage::new(text),
         conversation_id: chat.conversation_id,
         key,
-        who: crate::intake::Who::Customer,
+        who: match authenticated.and_then(|who| who.guest) {
+            Some(email) => crate::intake::Who::Guest { email },
+            None => crate::intake::Who::Customer,
+        },
     })
 }

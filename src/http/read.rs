@@ -11,7 +11,7 @@ use serde_json::json;
 use super::answer::ApiError;
 use super::body::InputError;
 use super::identity::{IdentityError, customer};
-use crate::config::IdentitySource;
+use crate::config::Identity;
 use crate::conversation::ConversationId;
 use crate::conversation::shown::Shown;
 
@@ -35,17 +35,17 @@ pub fn route_id(path: &str) -> Option<&str> {
 }
 
 /// The checks of a request to a read route (`id` from [`route_id`]).
-pub fn check(request: &Request, id: &str, identity: &IdentitySource) -> Result<ReadRequest, ApiError> {
+pub fn check(request: &Request, id: &str, identity: &Identity) -> Result<ReadRequest, ApiError> {
     if request.method() != lambda_http::http::Method::GET {
         return Err(ApiError::MethodNotAllowed { allow: "GET" });
     }
     let authenticated = identity.authenticated(request)?;
     let user_id = one_query(request, "user_id")?;
     let customer = match (authenticated, user_id) {
-        (authenticated @ Some(_), Some(user_id)) => customer(authenticated, user_id)?,
-        (Some(authenticated), None) => authenticated,
+        (Some(authenticated), Some(user_id)) => customer(Some(&authenticated), user_id)?,
+        (Some(authenticated), None) => authenticated.user_id,
         // Body mode (local only): the query names the customer, as the body does a POST's.
-        (None, Some(user_id)) if !user_id.trim().is_empty() => user_id.to_owned(),
+        (None, Some(user_id)) if !user_id.trim().is_empty() => customer(None, user_id)?,
         (None, _) => return Err(IdentityError::Unauthenticated.into()),
     };
     let after = after_of(request)?;
@@ -109,8 +109,8 @@ mod tests {
         lambda_http::request::from_str(&event.to_string()).unwrap()
     }
 
-    fn sub() -> IdentitySource {
-        IdentitySource::Authorizer { claim: "sub".into() }
+    fn sub() -> Identity {
+        crate::config::IdentitySource::Authorizer { claim: "sub".into() }.into()
     }
 
     #[test]
@@ -140,12 +140,12 @@ mod tests {
         assert_eq!(other.status(), 403);
         // Body mode: the query's user_id, and none is a 401.
         assert_eq!(
-            check(&get("user_id=u-9"), "c_1", &IdentitySource::Body)
+            check(&get("user_id=u-9"), "c_1", &crate::config::IdentitySource::Body.into())
                 .unwrap()
                 .customer,
             "u-9"
         );
-        assert_eq!(check(&get(""), "c_1", &IdentitySource::Body).unwrap_err().status(), 401);
+        assert_eq!(check(&get(""), "c_1", &crate::config::IdentitySource::Body.into()).unwrap_err().status(), 401);
         assert_eq!(check(&get("after=1&after=2"), "c_1", &sub()).unwrap_err().status(), 400);
     }
 }

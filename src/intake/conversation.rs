@@ -159,6 +159,15 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
 {
     /// Takes the conversation's lease, reads its window, runs the turn, and
     /// returns the exchange to append.
+    /// The intents the agent takes for whoever wrote (contracts 21 and 27):
+    /// a guest's are `GUEST_INTENTS` within `AGENT_INTENTS`.
+    fn served(&self, who: &Who) -> &crate::router::Served {
+        match who {
+            Who::Guest { .. } => &self.config.guest_intents,
+            Who::Customer | Who::Visitor { .. } => &self.config.router.served,
+        }
+    }
+
     pub(super) async fn converse(&self, visit: Visit<'_>, trace: &mut Trace) -> (Outcome, Option<PendingExchange>) {
         let Visit {
             message,
@@ -307,7 +316,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         // and the router saw one, or a proposal waits for the customer's yes,
         // which code reads from the customer's own message.
         let now = now_ms();
-        let served = self.config.router.served.contains(Intent::AddressChange);
+        let served = self.served(&message.who).contains(Intent::AddressChange);
         let waiting = held.proposal.filter(|proposal| proposal.waits_at(now));
         let address = AddressTurn {
             offered: served && (routed.address_change || waiting.is_some()),
@@ -445,8 +454,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             // The turn reports the key; no call was made, none is counted.
             None => (Routing::Failed("no key"), Some(crate::chat::Usage::default())),
         };
-        let route = router::decide(&routing, &settings.served, settings.min_confidence);
-        let refund_not_routed = router::refund_not_routed(&routing, &settings.served);
+        let served = self.served(&message.who);
+        let route = router::decide(&routing, served, settings.min_confidence);
+        let refund_not_routed = router::refund_not_routed(&routing, served);
         let tokens = usage.map_or_else(router::call::worst_case_tokens, |u| {
             u.prompt_tokens + u.completion_tokens
         });
@@ -648,8 +658,10 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         .with_handoff(handoff_id)
         .routed(routed)
         .address(address);
-        if matches!(message.who, Who::Visitor { .. }) {
-            turn = turn.for_visitor();
+        match &message.who {
+            Who::Visitor { .. } => turn = turn.for_visitor(),
+            Who::Guest { email } => turn = turn.for_guest(email.clone()),
+            Who::Customer => {}
         }
         if live.is_listened() {
             turn = turn.with_live(live);

@@ -99,6 +99,9 @@ pub enum Who {
     /// `address` the keyed hash of their source address, which their turns
     /// count on.
     Visitor { address: String },
+    /// Verified by the guest pool's token (contract 27): `customer` is
+    /// `guest:<sub>`, and the order system is asked by this e-mail alone.
+    Guest { email: crate::guest::GuestEmail },
 }
 
 /// The message's `Idempotency-Key`, with the hash of the body it came with.
@@ -351,7 +354,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                     ..self.config.budget
                 },
             ),
-            (Who::Customer, _) => Account::of_customer(&message.customer, self.config.budget),
+            // Guests count as customers do (contract 27).
+            (Who::Customer | Who::Guest { .. }, _) => Account::of_customer(&message.customer, self.config.budget),
         }
     }
 

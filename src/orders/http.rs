@@ -1,11 +1,13 @@
 //! The order system's HTTP adapter (contract 16): `GET
-//! {ORDERS_BASE_URL}/orders/{order_id}` with `X-Customer-Id`, and the one
+//! {ORDERS_BASE_URL}/orders/{order_id}` with `X-Customer-Id` (a guest's
+//! with `X-Customer-Email`, contract 27, and the e-mail nowhere else), and the one
 //! write, `POST .../orders/{order_id}/address` (contract 26) with an
 //! `Idempotency-Key` too, tried once more with the same key after a timeout
 //! or a broken connection (never after an answer). The id and customer are
 //! percent-encoded as UTF-8 with RFC 3986's unreserved characters kept. A
 //! read is safe to repeat, so a timeout, a broken connection or a 5xx is
 //! tried once more; each try has its own timeout. A 200 of another customer
+//! (for a guest: whose `email` is not the guest's, compared without case)
 //! is a 404: the port never hands out another customer's order.
 //!
 //! What the adapter does not believe (contract 16): an id of `.` or `..` is
@@ -20,9 +22,11 @@ use std::time::Duration;
 use crate::http_client::percent_encoded;
 
 use super::address::{Address, AddressWrite};
-use super::{Order, OrderLookup, OrderSystem, OrdersError};
+use super::{Order, OrderLookup, OrderSystem, OrdersError, Shopper};
 
 pub const CUSTOMER_HEADER: &str = "x-customer-id";
+/// A guest's verified e-mail, instead of [`CUSTOMER_HEADER`] (contract 27).
+pub const EMAIL_HEADER: &str = "x-customer-email";
 /// Tries per read: the first and one more.
 pub const TRIES: u32 = 2;
 /// An order's JSON is a few hundred bytes; past this it is not one.
@@ -46,13 +50,10 @@ impl HttpOrders {
         }
     }
 
-    async fn once(&self, order_id: &str, customer: &str) -> Result<OrderLookup, OrdersError> {
+    async fn once(&self, order_id: &str, shopper: &Shopper) -> Result<OrderLookup, OrdersError> {
         let url = format!("{}{}", self.orders_url, percent_encoded(order_id));
         let exchange = async {
-            let response = self
-                .http
-                .get(&url)
-                .header(CUSTOMER_HEADER, percent_encoded(customer))
+            let response = asked_for(self.http.get(&url), shopper)
                 .send()
                 .await
                 .map_err(|_| OrdersError::Unreachable)?;
@@ -75,7 +76,7 @@ impl HttpOrders {
                 {
                     return Err(OrdersError::DeliveredInTheFuture);
                 }
-                Ok(if order.customer_id == customer {
+                Ok(if shopper.owns(&order) {
                     OrderLookup::Found(Box::new(order))
                 } else {
                     OrderLookup::NotFound
@@ -92,16 +93,13 @@ impl HttpOrders {
     async fn write_once(
         &self,
         order_id: &str,
-        customer: &str,
+        shopper: &Shopper,
         address: &Address,
         key: &str,
     ) -> Result<u16, OrdersError> {
         let url = format!("{}{}/address", self.orders_url, percent_encoded(order_id));
         let exchange = async {
-            let response = self
-                .http
-                .post(&url)
-                .header(CUSTOMER_HEADER, percent_encoded(customer))
+            let response = asked_for(self.http.post(&url), shopper)
                 .header(IDEMPOTENCY_HEADER, key)
                 .json(&address.body())
                 .send()
@@ -115,6 +113,16 @@ impl HttpOrders {
         tokio::time::timeout(self.timeout, exchange)
             .await
             .map_err(|_| OrdersError::Timeout)?
+    }
+}
+
+/// Whom the request asks for: the customer's id, or the guest's e-mail as
+/// it is (an address that is no header value, not ASCII, fails the
+/// request: the order is unavailable, never another's).
+fn asked_for(request: reqwest::RequestBuilder, shopper: &Shopper) -> reqwest::RequestBuilder {
+    match shopper {
+        Shopper::Customer(user_id) => request.header(CUSTOMER_HEADER, percent_encoded(user_id)),
+        Shopper::Guest { email, .. } => request.header(EMAIL_HEADER, email.expose()),
     }
 }
 
@@ -157,14 +165,14 @@ fn retried(error: OrdersError) -> bool {
 }
 
 impl OrderSystem for HttpOrders {
-    async fn change_address(&self, order_id: &str, customer: &str, address: &Address, key: &str) -> AddressWrite {
+    async fn change_address(&self, order_id: &str, shopper: &Shopper, address: &Address, key: &str) -> AddressWrite {
         if is_dot_segment(order_id) {
             return AddressWrite::Unknown(OrdersError::Status(404));
         }
         let mut tries = 0;
         loop {
             tries += 1;
-            match self.write_once(order_id, customer, address, key).await {
+            match self.write_once(order_id, shopper, address, key).await {
                 Ok(200) => return AddressWrite::Changed,
                 Ok(409) => return AddressWrite::Shipped,
                 Ok(other) => {
@@ -183,14 +191,14 @@ impl OrderSystem for HttpOrders {
         }
     }
 
-    async fn order(&self, order_id: &str, customer: &str) -> OrderLookup {
+    async fn order(&self, order_id: &str, shopper: &Shopper) -> OrderLookup {
         if is_dot_segment(order_id) {
             return OrderLookup::NotFound;
         }
         let mut tries = 0;
         loop {
             tries += 1;
-            match self.once(order_id, customer).await {
+            match self.once(order_id, shopper).await {
                 Ok(found) => return found,
                 Err(error) if tries < TRIES && retried(error) => {
                     tracing::warn!(event = "orders", op = "get_order", error = %error, "tried again");

@@ -8,7 +8,7 @@ use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 use super::*;
-use crate::orders::{OrderLookup, OrderStatus, OrderSystem, OrdersError};
+use crate::orders::{OrderLookup, OrderStatus, OrderSystem, OrdersError, Shopper};
 
 fn order_json(order_id: &str, customer: &str) -> Value {
     json!({
@@ -41,7 +41,7 @@ async fn an_order_is_read_with_the_verified_customer_and_every_field_kept() {
         .mount(&server)
         .await;
 
-    let OrderLookup::Found(order) = orders(&server, 1000).order("A-1001", "u-1001").await else {
+    let OrderLookup::Found(order) = orders(&server, 1000).order("A-1001", &"u-1001".into()).await else {
         panic!("the order is found");
     };
 
@@ -67,7 +67,7 @@ async fn the_order_id_and_the_customer_are_percent_encoded() {
         .mount(&server)
         .await;
 
-    let found = orders(&server, 1000).order("A/10 01?x=é", "u 1/é").await;
+    let found = orders(&server, 1000).order("A/10 01?x=é", &"u 1/é".into()).await;
 
     assert_eq!(found, OrderLookup::NotFound);
     let requests = server.received_requests().await.expect("recorded");
@@ -86,9 +86,68 @@ async fn another_customers_order_is_no_order() {
         .await;
 
     assert_eq!(
-        orders(&server, 1000).order("A-1001", "u-1001").await,
+        orders(&server, 1000).order("A-1001", &"u-1001".into()).await,
         OrderLookup::NotFound
     );
+}
+
+fn guest(email: &str) -> Shopper {
+    Shopper::Guest {
+        user_id: "guest:0f1e".into(),
+        email: crate::guest::GuestEmail::parse(email).unwrap(),
+    }
+}
+
+fn guest_order(order_id: &str, email: &str) -> Value {
+    let mut order = order_json(order_id, "");
+    order["customer_id"] = Value::Null;
+    order["email"] = json!(email);
+    order
+}
+
+/// Contract 27: a guest's read sends the verified e-mail, and only that:
+/// no customer id, and the guest's user id goes nowhere.
+#[tokio::test]
+async fn a_guests_order_is_read_by_the_verified_email() {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/orders/G-5001"))
+        .and(header(EMAIL_HEADER, "Guest+1@Example.com"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(guest_order("G-5001", "guest+1@example.COM")))
+        .expect(1)
+        .mount(&server)
+        .await;
+
+    let OrderLookup::Found(order) = orders(&server, 1000).order("G-5001", &guest("Guest+1@Example.com")).await else {
+        panic!("the guest's order is found, its e-mail compared without case");
+    };
+
+    assert_eq!(order.customer_id, "");
+    let requests = server.received_requests().await.expect("recorded");
+    assert!(!requests[0].headers.contains_key(CUSTOMER_HEADER));
+    assert!(!format!("{order:?}").to_lowercase().contains("example.com"), "no e-mail in a Debug");
+}
+
+/// Contract 27: a 200 for another e-mail, or with none, is a 404; so is a
+/// customer's order asked for as a guest, and a guest's as a customer.
+#[tokio::test]
+async fn an_order_of_another_email_is_no_order() {
+    for (answer, shopper) in [
+        (guest_order("G-5001", "other@example.com"), guest("guest@example.com")),
+        (order_json("G-5001", "u-1001"), guest("guest@example.com")),
+        (guest_order("G-5001", "guest@example.com"), Shopper::from("u-1001")),
+        (guest_order("G-5001", "guest@example.com"), Shopper::from("")),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+            .mount(&server)
+            .await;
+        assert_eq!(
+            orders(&server, 1000).order("G-5001", &shopper).await,
+            OrderLookup::NotFound
+        );
+    }
 }
 
 #[tokio::test]
@@ -100,7 +159,7 @@ async fn a_5xx_or_a_timeout_is_tried_once_more_then_unavailable() {
         .mount(&server)
         .await;
     assert_eq!(
-        orders(&server, 1000).order("A-1", "u-1").await,
+        orders(&server, 1000).order("A-1", &"u-1".into()).await,
         OrderLookup::Unavailable(OrdersError::Status(503))
     );
 
@@ -111,7 +170,7 @@ async fn a_5xx_or_a_timeout_is_tried_once_more_then_unavailable() {
         .mount(&slow)
         .await;
     assert_eq!(
-        orders(&slow, 50).order("A-1", "u-1").await,
+        orders(&slow, 50).order("A-1", &"u-1".into()).await,
         OrderLookup::Unavailable(OrdersError::Timeout)
     );
 }
@@ -130,7 +189,7 @@ async fn a_first_failure_then_an_order_is_the_order() {
         .await;
 
     assert!(matches!(
-        orders(&server, 1000).order("A-1", "u-1").await,
+        orders(&server, 1000).order("A-1", &"u-1".into()).await,
         OrderLookup::Found(_)
     ));
     assert_eq!(server.received_requests().await.map(|r| r.len()), Some(2));
@@ -150,7 +209,7 @@ async fn an_answer_that_is_not_an_order_is_unavailable_and_not_tried_again() {
             .mount(&server)
             .await;
         assert_eq!(
-            orders(&server, 1000).order("A-1", "u-1").await,
+            orders(&server, 1000).order("A-1", &"u-1".into()).await,
             OrderLookup::Unavailable(OrdersError::NotAnOrder)
         );
     }
@@ -166,7 +225,7 @@ async fn a_dot_segment_order_id_is_never_sent() {
 
     for dots in [".", ".."] {
         assert_eq!(
-            orders(&server, 1000).order(dots, "u-1").await,
+            orders(&server, 1000).order(dots, &"u-1".into()).await,
             OrderLookup::NotFound,
             "{dots:?} would be a dot segment: {{base}}/orders/ or {{base}}/"
         );
@@ -180,7 +239,7 @@ async fn a_dot_segment_order_id_is_never_sent() {
         .expect(1)
         .mount(&dotted)
         .await;
-    assert_eq!(orders(&dotted, 1000).order("A.1", "u-1").await, OrderLookup::NotFound);
+    assert_eq!(orders(&dotted, 1000).order("A.1", &"u-1".into()).await, OrderLookup::NotFound);
 }
 
 #[tokio::test]
@@ -193,7 +252,7 @@ async fn a_200_for_another_order_is_unavailable() {
         .await;
 
     assert_eq!(
-        orders(&server, 1000).order("A-1", "u-1").await,
+        orders(&server, 1000).order("A-1", &"u-1".into()).await,
         OrderLookup::Unavailable(OrdersError::OtherOrder)
     );
 }
@@ -209,7 +268,7 @@ async fn a_body_over_64_kib_is_unavailable() {
         .mount(&server)
         .await;
     assert_eq!(
-        orders(&server, 1000).order("A-1", "u-1").await,
+        orders(&server, 1000).order("A-1", &"u-1".into()).await,
         OrderLookup::Unavailable(OrdersError::TooLarge)
     );
 
@@ -224,7 +283,7 @@ async fn a_body_over_64_kib_is_unavailable() {
         .mount(&fits)
         .await;
     assert!(matches!(
-        orders(&fits, 1000).order("A-1", "u-1").await,
+        orders(&fits, 1000).order("A-1", &"u-1".into()).await,
         OrderLookup::Found(_)
     ));
 }
@@ -246,7 +305,7 @@ async fn a_delivery_more_than_a_day_ahead_is_unavailable() {
             .expect(1)
             .mount(&server)
             .await;
-        let found = orders(&server, 1000).order("A-1", "u-1").await;
+        let found = orders(&server, 1000).order("A-1", &"u-1".into()).await;
         if readable {
             assert!(matches!(found, OrderLookup::Found(_)), "{delivered_at}: {found:?}");
         } else {
@@ -295,10 +354,29 @@ async fn the_address_write_says_who_which_key_and_what_and_reads_the_answer() {
             .mount(&server)
             .await;
         let written = orders(&server, 1000)
-            .change_address("A-1004", "u-1001", &new_address(), "key-1")
+            .change_address("A-1004", &"u-1001".into(), &new_address(), "key-1")
             .await;
         assert_eq!(written, expected, "{status}: answered once, never tried again");
     }
+}
+
+/// Contract 27: a guest's write names the guest by the verified e-mail.
+#[tokio::test]
+async fn a_guests_address_write_is_sent_with_the_verified_email() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/orders/G-5001/address"))
+        .and(header(EMAIL_HEADER, "guest@example.com"))
+        .respond_with(ResponseTemplate::new(200))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let written = orders(&server, 1000)
+        .change_address("G-5001", &guest("guest@example.com"), &new_address(), "key-1")
+        .await;
+    assert_eq!(written, crate::orders::address::AddressWrite::Changed);
+    let requests = server.received_requests().await.expect("recorded");
+    assert!(!requests[0].headers.contains_key(CUSTOMER_HEADER));
 }
 
 /// A timeout is tried once more with the same key (the order system
@@ -314,7 +392,7 @@ async fn an_address_write_that_timed_out_is_sent_once_more_with_the_same_key() {
         .mount(&server)
         .await;
     let written = orders(&server, 100)
-        .change_address("A-1004", "u-1001", &new_address(), "key-2")
+        .change_address("A-1004", &"u-1001".into(), &new_address(), "key-2")
         .await;
     assert_eq!(
         written,

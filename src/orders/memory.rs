@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::address::{Address, AddressWrite};
-use super::{Order, OrderLookup, OrderStatus, OrderSystem, OrdersError, ShipTo};
+use super::{Order, OrderLookup, OrderStatus, OrderSystem, OrdersError, ShipTo, Shopper};
 
 #[derive(Default)]
 pub struct MemoryOrders {
@@ -58,7 +58,7 @@ impl MemoryOrders {
 }
 
 impl OrderSystem for MemoryOrders {
-    async fn change_address(&self, order_id: &str, customer: &str, address: &Address, key: &str) -> AddressWrite {
+    async fn change_address(&self, order_id: &str, shopper: &Shopper, address: &Address, key: &str) -> AddressWrite {
         if self.down.load(Ordering::SeqCst) {
             return AddressWrite::Unknown(OrdersError::Unreachable);
         }
@@ -68,7 +68,7 @@ impl OrderSystem for MemoryOrders {
         }
         let mut orders = self.orders.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let answer = match orders.get_mut(order_id) {
-            Some(order) if order.customer_id == customer && order.status == OrderStatus::Placed => {
+            Some(order) if shopper.owns(order) && order.status == OrderStatus::Placed => {
                 order.ship_to = ShipTo {
                     name: address.name.clone(),
                     line1: address.line1.clone(),
@@ -81,21 +81,21 @@ impl OrderSystem for MemoryOrders {
                 }
                 AddressWrite::Changed
             }
-            Some(order) if order.customer_id == customer => AddressWrite::Shipped,
+            Some(order) if shopper.owns(order) => AddressWrite::Shipped,
             _ => AddressWrite::Unknown(OrdersError::Status(404)),
         };
         keys.insert(key.to_owned(), answer.clone());
         answer
     }
 
-    async fn order(&self, order_id: &str, customer: &str) -> OrderLookup {
+    async fn order(&self, order_id: &str, shopper: &Shopper) -> OrderLookup {
         self.reads.fetch_add(1, Ordering::SeqCst);
         if self.down.load(Ordering::SeqCst) {
             return OrderLookup::Unavailable(OrdersError::Unreachable);
         }
         let orders = self.orders.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         match orders.get(order_id) {
-            Some(order) if order.customer_id == customer => OrderLookup::Found(Box::new(order.clone())),
+            Some(order) if shopper.owns(order) => OrderLookup::Found(Box::new(order.clone())),
             _ => OrderLookup::NotFound,
         }
     }

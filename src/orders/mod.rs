@@ -18,6 +18,7 @@ pub mod tool;
 
 use serde::Deserialize;
 
+use crate::guest::GuestEmail;
 use crate::refund::money::AmountCents;
 use crate::refund::policy::{OrderFacts, OrderSnapshot};
 
@@ -78,11 +79,49 @@ impl ShipTo {
     }
 }
 
+/// Whom the order system is asked for (contracts 16 and 27): a customer
+/// by their id (`X-Customer-Id`), or a guest by the e-mail they proved
+/// (`X-Customer-Email`). Its `Debug` shows no e-mail.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shopper {
+    Customer(String),
+    Guest { user_id: String, email: GuestEmail },
+}
+
+impl Shopper {
+    /// The user id refunds are paid and recorded with.
+    pub fn user_id(&self) -> &str {
+        match self {
+            Shopper::Customer(user_id) | Shopper::Guest { user_id, .. } => user_id,
+        }
+    }
+
+    /// Whether the order system's order is this shopper's: a customer's by
+    /// its `customer_id`, a guest's by its `email`, compared without case.
+    pub fn owns(&self, order: &Order) -> bool {
+        match self {
+            // A guest's order has no customer id: an empty one owns nothing.
+            Shopper::Customer(user_id) => !user_id.is_empty() && order.customer_id == *user_id,
+            Shopper::Guest { email, .. } => order.email.as_ref().is_some_and(|placed_by| email.is(placed_by.expose())),
+        }
+    }
+}
+
+impl From<&str> for Shopper {
+    fn from(user_id: &str) -> Shopper {
+        Shopper::Customer(user_id.to_owned())
+    }
+}
+
 /// One order, as the order system answered for the verified customer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Order {
     pub order_id: String,
+    /// Empty for an order placed by a guest.
     pub customer_id: String,
+    /// The e-mail the order was placed with, if the order system gave it
+    /// (a guest's order always has one): personal data, never logged.
+    pub email: Option<GuestEmail>,
     pub status: OrderStatus,
     /// RFC 3339, as the order system wrote it; `placed_at_ms` is the same moment.
     pub placed_at: String,
@@ -119,7 +158,10 @@ impl Order {
         #[derive(Deserialize)]
         struct Wire {
             order_id: String,
-            customer_id: String,
+            #[serde(default)]
+            customer_id: Option<String>,
+            #[serde(default)]
+            email: Option<String>,
             status: OrderStatus,
             placed_at: String,
             delivered_at: Option<String>,
@@ -137,7 +179,8 @@ impl Order {
         };
         Some(Order {
             order_id: wire.order_id,
-            customer_id: wire.customer_id,
+            customer_id: wire.customer_id.unwrap_or_default(),
+            email: wire.email.as_deref().and_then(GuestEmail::parse),
             status: wire.status,
             placed_at: wire.placed_at,
             placed_at_ms,
@@ -230,33 +273,33 @@ impl OrderLookup {
     }
 }
 
-/// The order system, read with the verified customer.
+/// The order system, read with the verified customer or guest.
 pub trait OrderSystem: Send + Sync {
-    fn order(&self, order_id: &str, customer: &str) -> impl Future<Output = OrderLookup> + Send;
+    fn order(&self, order_id: &str, shopper: &Shopper) -> impl Future<Output = OrderLookup> + Send;
 
-    /// Changes the order's delivery address (contract 26) as `customer`,
+    /// Changes the order's delivery address (contract 26) as `shopper`,
     /// under `key` (the proposal's: the same key writes once).
     fn change_address(
         &self,
         order_id: &str,
-        customer: &str,
+        shopper: &Shopper,
         address: &address::Address,
         key: &str,
     ) -> impl Future<Output = address::AddressWrite> + Send;
 }
 
 impl<T: OrderSystem> OrderSystem for &T {
-    fn order(&self, order_id: &str, customer: &str) -> impl Future<Output = OrderLookup> + Send {
-        (**self).order(order_id, customer)
+    fn order(&self, order_id: &str, shopper: &Shopper) -> impl Future<Output = OrderLookup> + Send {
+        (**self).order(order_id, shopper)
     }
 
     fn change_address(
         &self,
         order_id: &str,
-        customer: &str,
+        shopper: &Shopper,
         address: &address::Address,
         key: &str,
     ) -> impl Future<Output = address::AddressWrite> + Send {
-        (**self).change_address(order_id, customer, address, key)
+        (**self).change_address(order_id, shopper, address, key)
     }
 }

@@ -100,6 +100,7 @@ mod tests {
         Order {
             order_id: "A-1001".into(),
             customer_id: "u-1001".into(),
+            email: None,
             status: OrderStatus::Shipped,
             placed_at: "2026-11-20T10:00:00Z".into(),
             placed_at_ms: 0,

@@ -245,7 +245,7 @@ async fn order_allows<L: StaffLedger, O: OrderSystem>(
 ) -> Result<OrderInFlight, ApprovalError> {
     let in_flight = ledger.in_flight(&record.order_id, &record.record_id).await?;
     let record_id = record.record_id.clone();
-    match orders.order(&record.order_id, &record.user_id).await {
+    match orders.order(&record.order_id, &record.user_id.as_str().into()).await {
         OrderLookup::Found(order) => {
             let refundable = AmountCents::new(order.refundable_cents());
             let remaining = AmountCents::new(refundable.cents().saturating_sub(in_flight.amount.cents()));

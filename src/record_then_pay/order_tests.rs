@@ -26,6 +26,7 @@ fn order(order_id: &str, customer: &str, status: OrderStatus, delivered_days_ago
     Order {
         order_id: order_id.into(),
         customer_id: customer.into(),
+        email: None,
         status,
         placed_at: crate::clock::rfc3339(now - 60 * DAY_MS),
         placed_at_ms: now - 60 * DAY_MS,

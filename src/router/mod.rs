@@ -181,6 +181,12 @@ impl Served {
     pub fn contains(&self, intent: Intent) -> bool {
         self.0.contains(&intent)
     }
+
+    /// These intents that `outer` serves too (a guest's, out of the
+    /// agent's); possibly none, and then every turn goes to a person.
+    pub fn within(&self, outer: &Served) -> Served {
+        Served(self.0.iter().copied().filter(|intent| outer.contains(*intent)).collect())
+    }
 }
 
 impl Default for Served {

@@ -58,7 +58,7 @@ fn waited(since_ms: u64, now: u64) -> u64 {
 pub fn kind_of_person(user_id: &str) -> &'static str {
     if crate::visitor::is_visitor(user_id) {
         "visitor"
-    } else if user_id.starts_with("guest:") {
+    } else if crate::guest::is_guest(user_id) {
         "guest"
     } else {
         "customer"
@@ -241,7 +241,7 @@ fn money(cents: u64) -> String {
 
 /// The order read afresh as the record's customer.
 pub async fn order_now(staff: &Staff, order_id: &str, customer: &str) -> OrderNow {
-    match staff.orders.order(order_id, customer).await {
+    match staff.orders.order(order_id, &customer.into()).await {
         OrderLookup::Found(order) => OrderNow::Found {
             status: order.status.as_str().to_owned(),
             placed_at: order.placed_at.clone(),

@@ -278,6 +278,9 @@ pub struct Turn<'a, M, G, O> {
     /// A visitor's turn (contract 27): no tool that reads an order or
     /// moves money is declared or run.
     visitor: bool,
+    /// A guest's turn (contract 27): the order system is asked by this
+    /// e-mail, which reaches nothing else.
+    guest_email: Option<crate::guest::GuestEmail>,
 }
 
 impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
@@ -317,6 +320,25 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             address: AddressTurn::default(),
             addresses_written: Vec::new(),
             visitor: false,
+            guest_email: None,
+        }
+    }
+
+    /// A guest's turn: orders are read and written by the e-mail they proved.
+    pub fn for_guest(mut self, email: crate::guest::GuestEmail) -> Self {
+        self.guest_email = Some(email);
+        self
+    }
+
+    /// Whom the order system is asked for: the turn's customer, or its guest.
+    fn shopper(&self) -> orders::Shopper {
+        let user_id = self.context.scope.user_id().to_owned();
+        match &self.guest_email {
+            Some(email) => orders::Shopper::Guest {
+                user_id,
+                email: email.clone(),
+            },
+            None => orders::Shopper::Customer(user_id),
         }
     }
 
@@ -565,8 +587,8 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             return (order_tool::too_many_reads(), "too_many_reads");
         }
         self.stats.order_reads += 1;
-        let customer = self.context.scope.user_id().to_owned();
-        let order = match self.tools.orders.order(order_id, &customer).await {
+        let shopper = self.shopper();
+        let order = match self.tools.orders.order(order_id, &shopper).await {
             OrderLookup::Found(order) => order,
             OrderLookup::NotFound => return (address_tool::not_found(order_id), "not_found"),
             OrderLookup::Unavailable(_) => return (address_tool::unavailable(), "unavailable"),
@@ -616,7 +638,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         match self
             .tools
             .orders
-            .change_address(order_id, &customer, &arguments.address, &key)
+            .change_address(order_id, &shopper, &arguments.address, &key)
             .await
         {
             AddressWrite::Changed => {
@@ -667,7 +689,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         } else {
             self.stats.order_reads += 1;
             let started = Instant::now();
-            let lookup = self.tools.orders.order(&order_id, self.context.scope.user_id()).await;
+            let lookup = self.tools.orders.order(&order_id, &self.shopper()).await;
             (Some(lookup), started.elapsed())
         };
         tracing::info!(
@@ -725,7 +747,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         self.stats.refund_checks += 1;
         self.tools
             .orders
-            .order(order_id, self.context.scope.user_id())
+            .order(order_id, &self.shopper())
             .await
             .facts()
     }

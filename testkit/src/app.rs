@@ -69,6 +69,8 @@ pub fn config(openai_base: &str, payments_base: &str, table: &str) -> Config {
         ("USER_IDENTITY", "authorizer".to_owned()),
         // As deployed: visitors served (contract 27), with a key for their addresses.
         ("VISITOR_ADDRESS_KEY", VISITOR_ADDRESS_KEY.to_owned()),
+        // As deployed: the guest pool's tokens are guests' (contract 27).
+        ("GUEST_POOL_ISSUER", GUEST_ISSUER.to_owned()),
     ];
     Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone())).expect("test config")
 }
@@ -559,6 +561,18 @@ pub fn post_event_as(user: &str, body: &str, headers: &[(&str, &str)]) -> Value 
     for (name, value) in headers {
         event["headers"][*name] = Value::String((*value).to_owned());
     }
+    event
+}
+
+/// The same, signed in with a guest pool's token (contract 27): the
+/// authorizer's claims carry the pool's issuer, `sub`, `email` and
+/// `email_verified` as given.
+pub fn guest_post_event(sub: &str, email: &str, verified: &str, body: &str, headers: &[(&str, &str)]) -> Value {
+    let mut event = post_event_as(sub, body, headers);
+    let claims = &mut event["requestContext"]["authorizer"]["jwt"]["claims"];
+    claims["iss"] = Value::String(GUEST_ISSUER.to_owned());
+    claims["email"] = Value::String(email.to_owned());
+    claims["email_verified"] = Value::String(verified.to_owned());
     event
 }
 

@@ -475,7 +475,7 @@ async fn a_read_has_the_posts_identity_rules_and_one_404() {
 async fn under_body_identity_the_query_names_the_customer() {
     let h = TestApp::builder()
         .model(vec![text("Hello!")])
-        .configure(|config| config.identity = refund_chat::config::IdentitySource::Body)
+        .configure(|config| config.identity.source = refund_chat::config::IdentitySource::Body)
         .build()
         .await;
     let said = h.say(None, "hello").await;

@@ -93,7 +93,7 @@ async fn another_claim_can_name_the_customer() {
     let h = TestApp::builder()
         .model(vec![text("Hello.")])
         .configure(|config| {
-            config.identity = IdentitySource::Authorizer {
+            config.identity.source = IdentitySource::Authorizer {
                 claim: "cognito:username".into(),
             }
         })
@@ -107,7 +107,7 @@ async fn another_claim_can_name_the_customer() {
 async fn body_mode_trusts_the_body_as_before() {
     let h = TestApp::builder()
         .model(vec![refund_call("c1", "A-1001", 1250), text("Refunded.")])
-        .configure(|config| config.identity = IdentitySource::Body)
+        .configure(|config| config.identity.source = IdentitySource::Body)
         .build()
         .await;
 

@@ -13,6 +13,7 @@ mod conversations;
 mod event_stream;
 mod events;
 mod events_pipes;
+mod guests;
 mod guards;
 mod handoff;
 mod hearing_back;

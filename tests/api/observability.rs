@@ -55,7 +55,7 @@ pub(crate) async fn logged_turn<K: refund_chat::secrets::ApiKeySource>(
 
 /// Every log line of this thread captured at TRACE, and the runtime's
 /// request span for [`REQUEST_ID`], as `lambda_runtime` makes it.
-fn capturing() -> (Captured, tracing::subscriber::DefaultGuard, tracing::Span) {
+pub(crate) fn capturing() -> (Captured, tracing::subscriber::DefaultGuard, tracing::Span) {
     let captured = Captured::default();
     let writer = captured.clone();
     let guard =

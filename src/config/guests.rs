@@ -1,0 +1,33 @@
+//! Guests' settings (contracts 27 and 29).
+
+use super::ConfigError;
+use super::vars::{Vars, parse_url};
+use crate::router::Served;
+
+/// `GUEST_POOL_ISSUER`: the guest pool's issuer, an https URL as Cognito
+/// writes it in `iss` (`https://cognito-idp.{region}.amazonaws.com/{pool id}`,
+/// kept exactly, no trailing slash); none: no guests.
+pub(super) fn issuer(vars: &Vars<impl Fn(&str) -> Option<String>>) -> Result<Option<String>, ConfigError> {
+    vars.get("GUEST_POOL_ISSUER")
+        .map(|value| parse_url("GUEST_POOL_ISSUER", value))
+        .transpose()
+}
+
+/// `GUEST_INTENTS` (default `order_status,refund,policy_question,other`),
+/// out of what the agent is served at all (`AGENT_INTENTS`): an intent in
+/// the one and not the other is not served to a guest. None left: every
+/// guest's turn goes to a person.
+pub(super) fn intents(
+    vars: &Vars<impl Fn(&str) -> Option<String>>,
+    agent: &Served,
+) -> Result<Served, ConfigError> {
+    let wanted = match vars.get("GUEST_INTENTS") {
+        None => Served::default(),
+        Some(names) => Served::parse(&names).map_err(|_| ConfigError::Malformed {
+            name: "GUEST_INTENTS",
+            expected: "comma-separated intents (order_status, refund, return, address_change, account_access, policy_question, other), at least one",
+            value: names,
+        })?,
+    };
+    Ok(wanted.within(agent))
+}
