@@ -395,13 +395,14 @@ fn the_conversation_table_is_the_codes_encrypted_and_expiring() {
 }
 
 #[test]
-fn every_route_needs_a_signed_in_customer() {
+fn every_route_needs_a_signed_in_customer_or_guest() {
     let template = template();
     let auth = &template["Resources"]["RefundChatApi"]["Properties"]["Auth"];
     assert_eq!(auth["DefaultAuthorizer"], "CustomerCognito");
+    // The shop's customers, and the guests who proved their e-mail (contract 27).
     assert_eq!(
         auth["Authorizers"]["CustomerCognito"]["UserPoolArn"],
-        json!({"Ref": "CustomerUserPoolArn"})
+        json!([{"Ref": "CustomerUserPoolArn"}, {"Fn::GetAtt": ["GuestUserPool", "Arn"]}])
     );
     assert_eq!(
         auth["AddDefaultAuthorizerToCorsPreflight"], false,

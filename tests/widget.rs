@@ -22,7 +22,9 @@ use lambda_http::RequestExt;
 use refund_chat::config::IdentitySource;
 use refund_chat::secrets::FixedKey;
 use refund_chat::startup::FunctionApp;
+use refund_chat_local::guest_pool::GuestPool;
 use refund_chat_local::payments_sandbox::Sandbox;
+use refund_chat_local::pool_gate::PoolGate;
 use refund_chat_local::widget::Widget;
 use refund_chat_testkit::*;
 use serde_json::Value;
@@ -55,9 +57,11 @@ async fn answer_message(
     app: Arc<FunctionApp<FixedKey>>,
     request: axum::extract::Request,
     to_event: fn(&str, &[(&str, &str)]) -> Value,
+    guests: Arc<PoolGate>,
 ) -> axum::response::Response {
     static INVOCATIONS: AtomicUsize = AtomicUsize::new(0);
-    let (_, body, headers) = taken_apart(request).await;
+    let (_, body, mut headers) = taken_apart(request).await;
+    door(&guests, &mut headers).await;
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
     if let Some((_, token)) = headers.iter().find(|(name, _)| *name == "authorization") {
         AUTHORIZATIONS.lock().unwrap().push((*token).to_owned());
@@ -84,6 +88,21 @@ async fn answer_message(
     Arc::clone(&app).answer(request).await.map(axum::body::Body::new)
 }
 
+/// The guest pool's authorizer (contract 27), as the page server's door
+/// under `make run` is: a token of the pool that verifies goes on as its
+/// claims (the function reads them in body mode), never a browser's own.
+async fn door(guests: &PoolGate, headers: &mut Vec<(String, String)>) {
+    let claims_header = refund_chat::http::identity::DOOR_CLAIMS_HEADER;
+    headers.retain(|(name, _)| name != claims_header);
+    let token = headers
+        .iter()
+        .find(|(name, _)| name == "authorization")
+        .map(|(_, token)| token.clone());
+    if let Ok(claims) = guests.claims(token.as_deref()).await {
+        headers.push((claims_header.to_owned(), claims.to_string()));
+    }
+}
+
 /// A visitor's message (contract 27): no authorizer, from the loopback address.
 fn visitor_event(body: &str, headers: &[(&str, &str)]) -> Value {
     visitor_post_event(body, "127.0.0.1", headers)
@@ -92,7 +111,7 @@ fn visitor_event(body: &str, headers: &[(&str, &str)]) -> Value {
 /// The `Authorization` of every chat message the function was sent, in order.
 static AUTHORIZATIONS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
-async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
+async fn serve_function(app: Arc<FunctionApp<FixedKey>>, guests: Arc<PoolGate>) -> SocketAddr {
     // The chat page and its files (contract 27), as API Gateway passes a GET on.
     let page = {
         let app = Arc::clone(&app);
@@ -115,15 +134,17 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
         }
     };
     let handler = {
-        let app = Arc::clone(&app);
-        move |request: axum::extract::Request| answer_message(Arc::clone(&app), request, post_event)
+        let (app, guests) = (Arc::clone(&app), Arc::clone(&guests));
+        move |request: axum::extract::Request| {
+            answer_message(Arc::clone(&app), request, post_event, Arc::clone(&guests))
+        }
     };
     // A claim (contract 27): the customer in the query, as body mode reads it
     // (the page's token is no verified identity here), the visitor's header.
     let claims = {
-        let app = Arc::clone(&app);
+        let (app, guests) = (Arc::clone(&app), Arc::clone(&guests));
         move |axum::extract::Path(id): axum::extract::Path<String>, headers: axum::http::HeaderMap| {
-            let app = Arc::clone(&app);
+            let (app, guests) = (Arc::clone(&app), Arc::clone(&guests));
             async move {
                 let subject = headers
                     .get("authorization")
@@ -148,6 +169,7 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
                 {
                     event["headers"]["x-visitor-token"] = Value::String(token.to_owned());
                 }
+                guest_claims(&guests, &headers, &mut event).await;
                 let answer = send_as(&app, event, &fresh_request_id(), 0).await;
                 axum::response::Response::builder()
                     .status(answer.status)
@@ -158,17 +180,19 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
         }
     };
     let visitor = {
-        let app = Arc::clone(&app);
-        move |request: axum::extract::Request| answer_message(Arc::clone(&app), request, visitor_event)
+        let (app, guests) = (Arc::clone(&app), Arc::clone(&guests));
+        move |request: axum::extract::Request| {
+            answer_message(Arc::clone(&app), request, visitor_event, Arc::clone(&guests))
+        }
     };
     // The page's reads of its conversation (contract 18), as API Gateway
     // passes them on: the path, the query string and the headers, no body.
     let reads = {
-        let app = Arc::clone(&app);
+        let (app, guests) = (Arc::clone(&app), Arc::clone(&guests));
         move |axum::extract::Path(id): axum::extract::Path<String>,
               uri: axum::http::Uri,
               headers: axum::http::HeaderMap| {
-            let app = Arc::clone(&app);
+            let (app, guests) = (Arc::clone(&app), Arc::clone(&guests));
             async move {
                 let event = if uri.path().starts_with(refund_chat::http::visitor::READ_PREFIX) {
                     let token: Vec<(&str, &str)> = headers
@@ -180,6 +204,8 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
                 } else {
                     read_event(&id, uri.query().unwrap_or_default(), None)
                 };
+                let mut event = event;
+                guest_claims(&guests, &headers, &mut event).await;
                 let answer = send_as(&app, event, &fresh_request_id(), 0).await;
                 axum::response::Response::builder()
                     .status(answer.status)
@@ -214,12 +240,27 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>) -> SocketAddr {
     address
 }
 
+/// The door's claims of a guest token among `headers`, into `event`'s headers.
+async fn guest_claims(guests: &PoolGate, headers: &axum::http::HeaderMap, event: &mut Value) {
+    let mut passed: Vec<(String, String)> = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .map(|token| vec![("authorization".to_owned(), token.to_owned())])
+        .unwrap_or_default();
+    door(guests, &mut passed).await;
+    for (name, value) in passed {
+        event["headers"][name] = Value::String(value);
+    }
+}
+
 struct Stack {
     page: String,
     /// The function's own address: its page (`/support/`, contract 27) as deployed.
     function: String,
     /// The staff pool's people (`tools/local-staff-pool.py`'s answer).
     staff_pool: Value,
+    /// The guest pool's stand-in, whose outbox holds the codes it "sent".
+    guest_pool: Arc<GuestPool>,
     widget: Arc<Widget>,
     sandbox: Sandbox,
     /// What `refund-chat-admin` needs to act on this stack's ledger.
@@ -299,12 +340,26 @@ impl Stack {
             ],
         );
         let desk = serve_desk(StaffDesk::new(&aws, desk_config)).await;
+        // Guests (contract 27) as make run has them: the pool in moto, the
+        // stand-in for its passwordless sign-in, the door for its tokens.
+        let outbox = std::env::temp_dir().join(format!("refund-chat-outbox-{}.jsonl", fresh_request_id()));
+        let guest_pool = GuestPool::create(&moto().endpoint, outbox).await.unwrap();
+        let sign_in = refund_chat_local::guest_pool::spawn(0, Arc::clone(&guest_pool))
+            .await
+            .unwrap();
+        let ids = guest_pool.ids().clone();
+        let guest_gate = || PoolGate::new(&moto().endpoint, &ids.pool_id, &ids.issuer, &ids.client_id);
+        config.identity.guest_issuer = Some(ids.issuer.clone());
+        config.guest_sign_in = Some(refund_chat::config::GuestSignIn {
+            url: format!("http://{sign_in}/"),
+            client_id: ids.client_id.clone(),
+        });
         change(&mut config);
         let app = Arc::new(refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap());
-        let function = serve_function(app).await;
+        let function = serve_function(app, Arc::new(guest_gate())).await;
         let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
         let door = refund_chat_local::widget::DeskDoor {
-            gate: refund_chat_local::staff_gate::StaffGate::new(
+            gate: refund_chat_local::pool_gate::PoolGate::new(
                 &moto().endpoint,
                 staff_pool["pool_id"].as_str().unwrap(),
                 staff_pool["issuer"].as_str().unwrap(),
@@ -312,18 +367,25 @@ impl Stack {
             ),
             function: format!("http://{desk}"),
         };
+        let guests = refund_chat_local::widget::GuestDoor {
+            gate: guest_gate(),
+            sign_in_url: format!("http://{sign_in}/"),
+            client_id: ids.client_id.clone(),
+        };
         // The page asks for a person's words every 0.2 s here, not every 10 s.
-        let widget = Widget::with_desk(
+        let widget = Widget::serving(
             web,
             format!("http://{function}{}", refund_chat::http::ROUTE),
             Some(0.2),
-            door,
+            Some(door),
+            Some(guests),
         );
         let page = refund_chat_local::widget::spawn(0, Arc::clone(&widget)).await.unwrap();
         let (chromedriver, browser, profile) = browser().await;
         Stack {
             page: format!("http://{page}/"),
             function: format!("http://{function}"),
+            guest_pool,
             staff_pool,
             widget,
             sandbox,
@@ -1314,7 +1376,7 @@ async fn a_visitor_is_answered_from_the_help_centre_asked_to_verify_for_an_order
     let verify = stack.nth("assistant", 2).await;
     assert!(verify.contains("confirm your e-mail"), "{verify}");
     let said = page_text(&stack.browser).await;
-    assert!(said.contains("sign in to the shop"), "{said}");
+    assert!(said.contains("confirm your e-mail below"), "{said}");
     assert!(!said.contains("A-1001 was"), "no order was read: {said}");
     let conversation = stack.conversation().await;
     let token = stack
@@ -1449,5 +1511,130 @@ async fn the_deployed_page_talks_as_a_visitor_until_the_shops_page_hands_over_a_
         "the token went as Authorization"
     );
 
+    stack.close().await;
+}
+
+impl Stack {
+    /// The code the guest pool "sent" to `email`, last: waits for it only
+    /// as long as the page takes to show the code's field, which comes
+    /// after Cognito (here the stand-in) answered.
+    async fn code_sent_to(&self, email: &str) -> String {
+        self.element("#verify-code-step:not([hidden])").await;
+        self.guest_pool
+            .outbox()
+            .into_iter()
+            .rev()
+            .find(|(to, _)| to.eq_ignore_ascii_case(email))
+            .map(|(_, code)| code)
+            .unwrap_or_else(|| panic!("no code was sent to {email}"))
+    }
+
+    /// Types `email` into "confirm my e-mail" and asks for a code.
+    async fn ask_for_a_code(&self, email: &str) {
+        let field = self.element("#verify:not([hidden]) #verify-email").await;
+        field.send_keys(email).await.unwrap();
+        self.click("verify-send").await;
+    }
+
+    async fn type_code(&self, code: &str) {
+        let field = self.browser.find(Locator::Id("verify-code")).await.unwrap();
+        field.clear().await.unwrap();
+        field.send_keys(code).await.unwrap();
+        self.click("verify-confirm").await;
+    }
+
+    async fn verify_status(&self, words: &str) -> String {
+        let xpath = format!("//p[@id='verify-status' and contains(., \"{words}\")]");
+        match self
+            .browser
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::XPath(&xpath))
+            .await
+        {
+            Ok(status) => status.text().await.unwrap(),
+            Err(error) => panic!(
+                "no status {words:?}: {error}; the page said:\n{}",
+                page_text(&self.browser).await
+            ),
+        }
+    }
+}
+
+/// Contract 27, the README's tour under `make run`: a visitor asks the
+/// rules and is answered from the help centre; asks about an order and is
+/// asked to confirm their e-mail; the code comes from the guest pool's
+/// outbox; and the same conversation goes on, the question sent again by
+/// the page, the order read as the guest. The code reaches no chat message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_visitor_confirms_their_email_and_the_same_conversation_reads_the_order() {
+    let stack = Stack::on_the_page().await;
+    stack
+        .element("#customer option[value='visitor']")
+        .await
+        .click()
+        .await
+        .unwrap();
+    stack.type_message("How long does delivery take?").await;
+    let rules = stack.nth("assistant", 1).await;
+    assert!(rules.contains("working days"), "the delivery article's words: {rules}");
+    stack.type_message("where is my order A-1001?").await;
+    let verify = stack.nth("assistant", 2).await;
+    assert!(verify.contains("confirm your e-mail"), "{verify}");
+    let begun = stack.conversation().await;
+    assert!(stack.sandbox.order_reads().is_empty(), "a visitor reads no order");
+
+    stack.ask_for_a_code("Ada@Shop.example").await;
+    let code = stack.code_sent_to("ada@shop.example").await;
+    assert_eq!(code.len(), 6);
+    stack.type_code(&code).await;
+
+    // The page claims the conversation and sends the question again itself.
+    let answer = stack.nth("assistant", 3).await;
+    assert!(answer.contains("A-1001"), "the order, read as the guest: {answer}");
+    assert!(!answer.contains("confirm your e-mail"), "{answer}");
+    assert_eq!(stack.conversation().await, begun, "one conversation throughout");
+    assert_eq!(stack.sandbox.order_reads(), vec!["A-1001".to_owned()]);
+    let signed_in = stack.element("#signed-in").await.text().await.unwrap();
+    assert!(signed_in.contains("e-mail"), "{signed_in}");
+    let shown = page_text(&stack.browser).await;
+    assert!(!shown.contains(&code), "the code is no chat message: {shown}");
+    stack.close().await;
+}
+
+/// Contract 27: three wrong codes and the code is dead, the right one too;
+/// nobody is signed in and no order is read. On the deployed page, whose
+/// policy lets it reach the guest pool's sign-in and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_wrong_codes_are_refused_and_then_the_right_one_too() {
+    let stack = Stack::start().await;
+    stack
+        .browser
+        .goto(&format!("{}/support/", stack.function))
+        .await
+        .unwrap();
+    stack.type_message("where is my order A-1001?").await;
+    let verify = stack.nth("assistant", 1).await;
+    assert!(verify.contains("confirm your e-mail"), "{verify}");
+
+    stack.ask_for_a_code("ada@shop.example").await;
+    let code = stack.code_sent_to("ada@shop.example").await;
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    for _ in 0..3 {
+        stack.type_code(wrong).await;
+        stack.verify_status("not right").await;
+        // The next try starts from a fresh status.
+        stack
+            .browser
+            .execute("document.getElementById('verify-status').textContent = '';", vec![])
+            .await
+            .unwrap();
+    }
+    stack.type_code(&code).await;
+    stack.verify_status("can no longer be used").await;
+
+    let signed_in = stack.element("#signed-in").await.text().await.unwrap();
+    assert!(signed_in.contains("Not signed in"), "{signed_in}");
+    assert!(stack.sandbox.order_reads().is_empty(), "no order read");
     stack.close().await;
 }

@@ -110,6 +110,38 @@ def main(path):
         "no concurrency reserved by default (ReservedConcurrency 0, through a condition)",
     )
 
+    # Guests (contract 27): the customers' authorizer takes both pools; the
+    # guest pool signs in by an e-mail code only, and its client has no secret.
+    body = apis[0]["Properties"]["Body"]
+    schemes = body.get("securityDefinitions") or body.get("components", {}).get("securitySchemes", {})
+    customers = schemes.get("CustomerCognito", {}).get("x-amazon-apigateway-authorizer", {})
+    check(customers.get("providerARNs") == [{"Ref": "CustomerUserPoolArn"}, {"Fn::GetAtt": ["GuestUserPool", "Arn"]}],
+          f"the customers' authorizer takes the shop's pool and the guest pool ({customers.get('providerARNs')})")
+    staff_scheme = schemes.get("StaffCognito", {}).get("x-amazon-apigateway-authorizer", {})
+    check(staff_scheme.get("providerARNs") == [{"Fn::GetAtt": ["StaffUserPool", "Arn"]}],
+          "the desk's authorizer takes the staff pool alone")
+    guests = resources["GuestUserPool"]["Properties"]
+    check(guests.get("UserPoolTier") == "ESSENTIALS", "the guest pool is on Essentials")
+    check(guests.get("Policies", {}).get("SignInPolicy", {}).get("AllowedFirstAuthFactors") == ["EMAIL_OTP"],
+          "the guest pool's one first factor is EMAIL_OTP")
+    check(guests.get("MfaConfiguration") == "OFF" and "PasswordPolicy" not in guests.get("Policies", {}),
+          "no MFA, no password policy on the guest pool")
+    check(guests.get("UsernameAttributes") == ["email"]
+          and guests.get("AdminCreateUserConfig", {}).get("AllowAdminCreateUserOnly") is False,
+          "guests sign themselves up by e-mail")
+    mail = guests.get("EmailConfiguration", {}).get("Fn::If", [])
+    check(len(mail) == 3 and mail[0] == "HasGuestEmailIdentity" and mail[1].get("EmailSendingAccount") == "DEVELOPER"
+          and mail[1].get("SourceArn") == {"Ref": "GuestEmailIdentityArn"},
+          "the guest pool sends through SES when GuestEmailIdentityArn is given")
+    client = resources["GuestUserPoolClient"]["Properties"]
+    check(client.get("GenerateSecret") is False and client.get("PreventUserExistenceErrors") == "ENABLED",
+          "the guests' client: no secret, no user existence errors")
+    check(sorted(client.get("ExplicitAuthFlows", [])) == ["ALLOW_REFRESH_TOKEN_AUTH", "ALLOW_USER_AUTH"],
+          "the guests' client: USER_AUTH and refresh only")
+    check(client.get("WriteAttributes") == ["locale"], "a guest writes no attribute that matters (not their e-mail)")
+    env = function["Environment"]["Variables"]
+    check("GuestUserPool" in json.dumps(env.get("GUEST_POOL_ISSUER")), "the function knows the guest pool's issuer")
+
     # In the API's own definition, where SAM puts them.
     responses = apis[0]["Properties"]["Body"].get("x-amazon-apigateway-gateway-responses", {})
     for kind in ["DEFAULT_4XX", "DEFAULT_5XX"]:

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 VENV=.venv
 STATE=${REFUND_CHAT_STATE:-.local}
-MOTO_PORT=5005 PAYMENTS_PORT=8081 MODEL_PORT=8082 FUNCTION_PORT=9000 PAGE_PORT=8080 DESK_PORT=9001
+MOTO_PORT=5005 PAYMENTS_PORT=8081 MODEL_PORT=8082 GUESTS_PORT=8083 FUNCTION_PORT=9000 PAGE_PORT=8080 DESK_PORT=9001
 SECRET_ID=refund-chat/openai-api-key
 mkdir -p "$STATE"
 
@@ -38,7 +38,7 @@ wait_for_port() {
   exit 1
 }
 
-for port in $MOTO_PORT $PAYMENTS_PORT $MODEL_PORT $FUNCTION_PORT $PAGE_PORT $DESK_PORT; do
+for port in $MOTO_PORT $PAYMENTS_PORT $MODEL_PORT $GUESTS_PORT $FUNCTION_PORT $PAGE_PORT $DESK_PORT; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "port $port on 127.0.0.1 is in use: stop whatever runs there (an earlier make run?) and try again" >&2
     exit 1
@@ -78,7 +78,24 @@ pool() { "$VENV/bin/python" -c "import json,sys; d=json.load(open('$STATE/staff-
   echo "STAFF_SIGN_IN_URL=$(pool "d['sign_in_url']")"
 } >"$STATE/staff.env"
 
-start function "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --bin refund-chat --env-file local.env \
+# Guests (contract 27): the guest pool in moto, and the stand-in for the
+# passwordless sign-in moto lacks. Every code it "sends" lands in the
+# outbox, which this terminal shows (below) as a mailbox would.
+OUTBOX="$STATE/guest-outbox.jsonl"
+: >"$OUTBOX"
+rm -f "$STATE/guest-pool.json"
+start guests target/debug/refund-chat-local guests --port "$GUESTS_PORT" --moto "http://127.0.0.1:$MOTO_PORT" \
+  --outbox "$OUTBOX" --describe "$STATE/guest-pool.json"
+wait_for_port guests "$GUESTS_PORT"
+guests() { "$VENV/bin/python" -c "import json,sys; d=json.load(open('$STATE/guest-pool.json')); print(d[sys.argv[1]])" "$1"; }
+{
+  cat local.env
+  echo "GUEST_POOL_ISSUER=$(guests issuer)"
+  echo "GUEST_POOL_CLIENT_ID=$(guests client_id)"
+  echo "GUEST_SIGN_IN_URL=$(guests sign_in_url)"
+} >"$STATE/function.env"
+
+start function "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --bin refund-chat --env-file "$STATE/function.env" \
   --invoke-address 127.0.0.1 --invoke-port "$FUNCTION_PORT"
 wait_for_port function "$FUNCTION_PORT"
 start desk "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --bin refund-chat-staff --env-file "$STATE/staff.env" \
@@ -87,7 +104,8 @@ wait_for_port desk "$DESK_PORT"
 URL="http://127.0.0.1:$FUNCTION_PORT/support/refund-chat"
 start page target/debug/refund-chat-local widget --port "$PAGE_PORT" --web web --function "$URL" \
   --desk-function "http://127.0.0.1:$DESK_PORT" --staff-endpoint "http://127.0.0.1:$MOTO_PORT" \
-  --staff-pool-id "$(pool "d['pool_id']")" --staff-issuer "$(pool "d['issuer']")" --staff-client-id "$(pool "d['client_id']")"
+  --staff-pool-id "$(pool "d['pool_id']")" --staff-issuer "$(pool "d['issuer']")" --staff-client-id "$(pool "d['client_id']")" \
+  --guest-pool "$STATE/guest-pool.json" --guest-endpoint "http://127.0.0.1:$MOTO_PORT"
 wait_for_port page "$PAGE_PORT"
 # Warm-up: the first invocation waits for watch to start the function; a GET
 # is answered 405 without touching the model, payments or the secret. The
@@ -98,7 +116,9 @@ cat <<TXT
 
 refund-chat is running at $URL
 
-  Chat page:  http://127.0.0.1:$PAGE_PORT/   (pick a customer, type a message, press Enter)
+  Chat page:  http://127.0.0.1:$PAGE_PORT/   (pick a customer, type a message, press Enter;
+              or pick "a visitor", ask about order A-1001, and confirm the e-mail ada@shop.example
+              with the code this terminal shows: the guest pool's outbox)
   The desk:   http://127.0.0.1:$PAGE_PORT/staff/   (the support team: approvals, handoffs, replies)
               ann / $(pool "d['people'][0]['password']")   an approver
               sam / $(pool "d['people'][1]['password']")   the support staff group alone (reads, replies, closes)
@@ -107,6 +127,7 @@ refund-chat is running at $URL
   DynamoDB (moto)         http://127.0.0.1:$MOTO_PORT   refund ledger table refund-chat-ledger
   payments sandbox        http://127.0.0.1:$PAYMENTS_PORT   refunds made: $STATE/payments-refunds.jsonl
   local model             http://127.0.0.1:$MODEL_PORT/v1
+  guest pool sign-in      http://127.0.0.1:$GUESTS_PORT/   (moto's pool $(guests pool_id); codes: $OUTBOX)
   chat page               http://127.0.0.1:$PAGE_PORT/   (same origin as the function: it passes chat requests on;
                           curl -X POST http://127.0.0.1:$PAGE_PORT/__faults/drop-next-answer drops the next answer)
   the desk's function     http://127.0.0.1:$DESK_PORT/support/staff/   (behind the page server's door only)
@@ -131,6 +152,9 @@ Refund ledger:    make ledger
 Replay an event:  make invoke EVENT=events/refund.json
 Start afresh:     make reset-payments (while stopped)
 
-Ctrl-C stops everything.
+Ctrl-C stops everything. The one-time codes the guest pool sends appear below.
 TXT
+# The guests' mailbox: each code as it is "sent" (contract 27).
+setsid bash -c 'tail -n 0 -F "$1" 2>/dev/null | sed -u "s/^/guest pool outbox: /"' _ "$OUTBOX" &
+groups+=("$!")
 wait

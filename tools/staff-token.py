@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A staff pool's tokens in moto's Cognito, for the tests of the desk's
-local door (local/src/staff_gate.rs). Prints one JSON object.
+local door (local/src/pool_gate.rs). Prints one JSON object.
 
   staff-token.py sign-in ENDPOINT CLIENT_ID USERNAME PASSWORD
       a real sign-in (InitiateAuth, USER_PASSWORD_AUTH): {"id": ..., "access": ...}

@@ -44,6 +44,11 @@
 // has its key as a customer's does. An answer with `verify` means the
 // question needs an account: the page says how to go on.
 //
+// A visitor may confirm their e-mail instead (contract 27, "Confirm my
+// e-mail", offered once the page knows the guest pool's sign-in): the page
+// signs them in to the guest pool itself, and goes on as `guest:<sub>`,
+// the conversation claimed and the question sent again as for a customer.
+//
 // Deployed (`refund-chat-identity` is "token", the function's page at
 // GET /support/), there is no picker: the page talks as a visitor until the
 // shop's own page, which embeds it, hands over the signed-in customer's ID
@@ -70,7 +75,9 @@
   const IDENTITY = meta("refund-chat-identity") || "pick";
   const WIDGET_ORIGIN = meta("refund-chat-widget-origin");
   const signedIn = $("signed-in");
-  let idToken = null; // deployed: the signed-in customer's, from the shop's page
+  let idToken = null; // the signed-in customer's (from the shop's page) or guest's (from the guest pool)
+  let idTokenFor = null; // whose it is: sent only while that person talks
+  const tokenNow = () => (!isVisitor() && idToken && customer.value === idTokenFor ? idToken : null);
   let askedToVerify = null; // the visitor's message that needs an account, sent again once signed in
   const VISITOR = "visitor"; // the picker's value for someone not signed in
   const VISITOR_TOKEN = "refund-chat-visitor-token";
@@ -84,7 +91,7 @@
     if (after !== null && after !== undefined) query.set("after", String(after));
     const headers = { accept: "application/json" };
     if (isVisitor() && visitorToken()) headers["x-visitor-token"] = visitorToken();
-    if (!isVisitor() && idToken) headers.authorization = idToken;
+    if (tokenNow()) headers.authorization = tokenNow();
     const suffix = query.toString() ? "?" + query : "";
     return fetch(readBase() + encodeURIComponent(id) + suffix, { headers });
   }
@@ -364,7 +371,7 @@
     // A visitor's first message has no token yet, so no key either.
     if (!message.visitor || message.token) headers["idempotency-key"] = message.key;
     if (message.token) headers["x-visitor-token"] = message.token;
-    if (!message.visitor && idToken) headers.authorization = idToken;
+    if (!message.visitor && tokenNow()) headers.authorization = tokenNow();
     try {
       response = await fetch(message.url, {
         method: "POST",
@@ -431,7 +438,12 @@
           // Code's answer to a visitor's question about an order (contract 27).
           if (answer.verify && Array.isArray(answer.verify.intents)) {
             askedToVerify = message.text;
-            say("status", "To go on with an order, sign in to the shop: this conversation goes on here.");
+            if (guestsOffered()) {
+              say("status", "To go on with an order, confirm your e-mail below: this conversation goes on here.");
+              showVerify();
+            } else {
+              say("status", "To go on with an order, sign in to the shop: this conversation goes on here.");
+            }
           }
         }
         input.focus();
@@ -530,6 +542,28 @@
     }
   }
 
+  // Signed in (a customer's token from the shop, or a guest's from the
+  // guest pool): `userId` talks from now on. A conversation begun as a
+  // visitor is claimed; the same person's token renewed just replaces it.
+  function signedInAs(token, userId, label) {
+    idToken = token;
+    idTokenFor = userId;
+    if (customer.value !== userId) {
+      const begun = isVisitor() ? conversationId() : null;
+      const visitor = visitorToken();
+      if (IDENTITY === "token") customer.replaceChildren(new Option(userId, userId));
+      else {
+        if (![...customer.options].some((option) => option.value === userId)) customer.add(new Option(label, userId));
+        customer.value = userId;
+      }
+      if (begun && visitor) claim(begun, visitor);
+      else if (conversationId()) restore(); // this person's, before a reload
+      else startNewConversation();
+    }
+    signedIn.hidden = false;
+    signedIn.textContent = label.startsWith("guest") ? "Signed in with your e-mail." : "Signed in at the shop.";
+  }
+
   if (IDENTITY === "token") {
     $("picker").hidden = true;
     customer.replaceChildren(new Option("a visitor", VISITOR));
@@ -540,19 +574,135 @@
       const data = event.data;
       if (!data || data.type !== "refund-chat-id-token" || typeof data.token !== "string") return;
       const sub = subjectOf(data.token);
-      if (!sub) return;
-      idToken = data.token; // a renewed token for the same customer just replaces it
-      if (customer.value !== sub) {
-        const begun = isVisitor() ? conversationId() : null;
-        const token = visitorToken();
-        customer.replaceChildren(new Option(sub, sub));
-        if (begun && token) claim(begun, token);
-        else if (conversationId()) restore(); // this customer's, before a reload
-        else startNewConversation();
-      }
-      signedIn.textContent = "Signed in at the shop.";
+      if (sub) signedInAs(data.token, sub, "customer");
     });
   }
+
+  // "Confirm my e-mail" (contract 27): the guest pool's passwordless
+  // sign-in, from this page to Cognito. A new address signs up (no
+  // password) and confirms with the code, whose session then signs in; an
+  // address Cognito already knows answers UsernameExistsException to the
+  // sign-up, and signs in with an EMAIL_OTP challenge instead (one it has
+  // not confirmed yet gets a new sign-up code). The code goes from the
+  // mailbox to Cognito only: never into the chat, the function or a model.
+  // The guest is `guest:` and the token's sub, as the API asks.
+  const GUEST_SIGN_IN = meta("refund-chat-guest-sign-in");
+  const GUEST_CLIENT = meta("refund-chat-guest-client-id");
+  const verify = $("verify"), confirmEmail = $("confirm-email"), verifyStatus = $("verify-status");
+  const verifyEmail = $("verify-email"), verifyCode = $("verify-code"), codeStep = $("verify-code-step");
+  let pendingSignIn = null; // { email, session } while a code is awaited; session null: a sign-up's
+  const guestsOffered = () => Boolean(GUEST_SIGN_IN && GUEST_CLIENT) && isVisitor();
+  function offerConfirm() {
+    confirmEmail.hidden = !guestsOffered() || !verify.hidden;
+  }
+
+  async function cognito(target, body) {
+    const response = await fetch(GUEST_SIGN_IN, {
+      method: "POST",
+      headers: {
+        "content-type": "application/x-amz-json-1.1",
+        "x-amz-target": "AWSCognitoIdentityProviderService." + target,
+      },
+      body: JSON.stringify({ ClientId: GUEST_CLIENT, ...body }),
+    });
+    const answer = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      const error = new Error(answer.message || "the sign-in failed");
+      error.type = String(answer.__type || "").split("#").pop();
+      throw error;
+    }
+    return answer;
+  }
+
+  function showVerify() {
+    if (!guestsOffered()) return;
+    verify.hidden = false;
+    confirmEmail.hidden = true;
+    verifyEmail.focus();
+  }
+  confirmEmail.addEventListener("click", showVerify);
+
+  verify.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const email = verifyEmail.value.trim();
+    if (!email.includes("@")) {
+      verifyStatus.textContent = "Please type your e-mail address.";
+      return;
+    }
+    verifyStatus.textContent = "Sending a code…";
+    try {
+      try {
+        await cognito("SignUp", { Username: email, UserAttributes: [] });
+        pendingSignIn = { email, session: null };
+      } catch (error) {
+        if (error.type !== "UsernameExistsException") throw error;
+        const challenge = await cognito("InitiateAuth", {
+          AuthFlow: "USER_AUTH",
+          AuthParameters: { USERNAME: email, PREFERRED_CHALLENGE: "EMAIL_OTP" },
+        });
+        pendingSignIn = { email, session: challenge.Session };
+      }
+    } catch (error) {
+      if (error.type === "UserNotConfirmedException") {
+        await cognito("ResendConfirmationCode", { Username: email }).catch(() => {});
+        pendingSignIn = { email, session: null };
+      } else {
+        verifyStatus.textContent = "The code could not be sent. Try again in a moment.";
+        return;
+      }
+    }
+    codeStep.hidden = false;
+    verifyCode.value = "";
+    verifyCode.focus();
+    verifyStatus.textContent = "We sent a code to " + email + ". Type it here.";
+  });
+
+  $("verify-confirm").addEventListener("click", async () => {
+    if (!pendingSignIn) return;
+    const { email, session } = pendingSignIn;
+    const code = verifyCode.value.trim();
+    let result;
+    try {
+      if (session === null) {
+        const confirmed = await cognito("ConfirmSignUp", { Username: email, ConfirmationCode: code });
+        result = await cognito("InitiateAuth", {
+          AuthFlow: "USER_AUTH",
+          AuthParameters: { USERNAME: email },
+          Session: confirmed.Session,
+        });
+      } else {
+        result = await cognito("RespondToAuthChallenge", {
+          ChallengeName: "EMAIL_OTP",
+          Session: session,
+          ChallengeResponses: { USERNAME: email, EMAIL_OTP_CODE: code },
+        });
+        pendingSignIn.session = result.Session || session;
+      }
+    } catch (error) {
+      verifyCode.value = "";
+      if (error.type === "CodeMismatchException") {
+        verifyStatus.textContent = "That code is not right. Check the e-mail and type it again.";
+      } else {
+        pendingSignIn = null;
+        codeStep.hidden = true;
+        verifyStatus.textContent = "That code can no longer be used. Send yourself a new one.";
+      }
+      return;
+    }
+    const token = result.AuthenticationResult && result.AuthenticationResult.IdToken;
+    const sub = token && subjectOf(token);
+    if (!sub) {
+      verifyStatus.textContent = "The sign-in did not finish. Try again.";
+      return;
+    }
+    pendingSignIn = null;
+    verify.hidden = true;
+    codeStep.hidden = true;
+    verifyStatus.textContent = "";
+    signedInAs(token, "guest:" + sub, "guest (" + email + ")");
+  });
+  offerConfirm();
+  customer.addEventListener("change", offerConfirm);
 
   // The conversation begun as a visitor becomes the signed-in customer's
   // (contract 27), and the question that asked to verify is sent again, so

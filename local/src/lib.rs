@@ -9,16 +9,19 @@
 //! - [`completions`]: OpenAI completion bodies, for every stand-in that answers like OpenAI;
 //! - [`widget`]: the chat page, on the function's origin, with a fault that drops an answer;
 //! - [`runtime_api`]: a Lambda Runtime API emulator, to run the function as Lambda does;
-//! - [`moto`]: moto's server, for tools that run a whole stack in one process.
+//! - [`moto`]: moto's server, for tools that run a whole stack in one process;
+//! - [`pool_gate`]: the door that checks a Cognito pool's ID token as API Gateway's authorizer does;
+//! - [`guest_pool`]: the guest pool's passwordless sign-in, which moto's Cognito lacks.
 
 pub mod completions;
+pub mod guest_pool;
 pub mod local_model;
 pub mod moto;
 pub mod order_text;
 pub mod payments_sandbox;
+pub mod pool_gate;
 pub mod proxy;
 pub mod runtime_api;
-pub mod staff_gate;
 pub mod widget;
 
 use std::net::SocketAddr;

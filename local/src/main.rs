@@ -1,5 +1,5 @@
-//! `refund-chat-local payments|model|widget [--port N] ...`: runs one local
-//! stand-in (or the chat page) on 127.0.0.1 until stopped.
+//! `refund-chat-local payments|model|guests|widget [--port N] ...`: runs one
+//! local stand-in (or the chat page) on 127.0.0.1 until stopped.
 
 use std::path::PathBuf;
 
@@ -25,6 +25,21 @@ enum Cli {
         #[arg(long, default_value_t = 1500)]
         stream_within_ms: u64,
     },
+    /// The guest pool's sign-in (contract 27): makes the pool in moto, writes
+    /// what the others need of it to `--describe`, answers the page's calls.
+    Guests {
+        #[arg(long, default_value_t = 8083)]
+        port: u16,
+        /// moto's server, where the pool and its tokens live.
+        #[arg(long)]
+        moto: String,
+        /// Every code "sent", one JSON line each (the terminal shows them too).
+        #[arg(long)]
+        outbox: PathBuf,
+        /// Where to write the pool's id, client, issuer and sign-in URL (JSON).
+        #[arg(long)]
+        describe: PathBuf,
+    },
     /// The chat page, passing chat requests on to the function.
     Widget {
         #[arg(long, default_value_t = 8080)]
@@ -45,6 +60,12 @@ enum Cli {
         staff_issuer: Option<String>,
         #[arg(long)]
         staff_client_id: Option<String>,
+        /// The guest pool as `guests --describe` wrote it: the page offers
+        /// "confirm my e-mail" and the chat's door checks its tokens (at `--guest-endpoint`, moto).
+        #[arg(long, requires = "guest_endpoint")]
+        guest_pool: Option<PathBuf>,
+        #[arg(long)]
+        guest_endpoint: Option<String>,
     },
 }
 
@@ -59,6 +80,27 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .streaming_within(std::time::Duration::from_millis(stream_within_ms))
                 .router(),
         ),
+        Cli::Guests {
+            port,
+            moto,
+            outbox,
+            describe,
+        } => {
+            let pool = refund_chat_local::guest_pool::GuestPool::create(&moto, outbox).await?;
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+            let ids = pool.ids();
+            let described = serde_json::json!({
+                "pool_id": ids.pool_id, "client_id": ids.client_id, "issuer": ids.issuer,
+                "sign_in_url": format!("http://{}/", listener.local_addr()?),
+            });
+            std::fs::write(&describe, described.to_string())?;
+            println!("guest pool sign-in on http://{}", listener.local_addr()?);
+            tokio::select! {
+                () = refund_chat_local::guest_pool::serve(listener, pool) => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return Ok(());
+        }
         Cli::Widget {
             port,
             web,
@@ -68,10 +110,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             staff_pool_id,
             staff_issuer,
             staff_client_id,
+            guest_pool,
+            guest_endpoint,
         } => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
             println!("chat page on http://{}", listener.local_addr()?);
-            let widget = match (
+            let desk = match (
                 desk_function,
                 staff_endpoint,
                 staff_pool_id,
@@ -80,12 +124,29 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             ) {
                 (Some(desk), Some(endpoint), Some(pool), Some(issuer), Some(client)) => {
                     println!("the desk on http://{}/staff/", listener.local_addr()?);
-                    let gate = refund_chat_local::staff_gate::StaffGate::new(&endpoint, &pool, &issuer, &client);
-                    let door = refund_chat_local::widget::DeskDoor { gate, function: desk };
-                    refund_chat_local::widget::Widget::with_desk(web, function, None, door)
+                    let gate = refund_chat_local::pool_gate::PoolGate::new(&endpoint, &pool, &issuer, &client);
+                    Some(refund_chat_local::widget::DeskDoor { gate, function: desk })
                 }
-                _ => refund_chat_local::widget::Widget::new(web, function),
+                _ => None,
             };
+            let guests = match (guest_pool, guest_endpoint) {
+                (Some(described), Some(endpoint)) => {
+                    let pool: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(described)?)?;
+                    let text = |name: &str| pool[name].as_str().unwrap_or_default().to_owned();
+                    Some(refund_chat_local::widget::GuestDoor {
+                        gate: refund_chat_local::pool_gate::PoolGate::new(
+                            &endpoint,
+                            &text("pool_id"),
+                            &text("issuer"),
+                            &text("client_id"),
+                        ),
+                        sign_in_url: text("sign_in_url"),
+                        client_id: text("client_id"),
+                    })
+                }
+                _ => None,
+            };
+            let widget = refund_chat_local::widget::Widget::serving(web, function, None, desk, guests);
             tokio::select! {
                 () = refund_chat_local::widget::serve(listener, widget) => {}
                 _ = tokio::signal::ctrl_c() => {}

@@ -14,7 +14,13 @@
 //! team's desk at `/staff/`: the page and its files as the staff function
 //! serves them, and every other `/staff/...` request passed on to
 //! `/support/staff/...` once the staff pool's token has passed the door
-//! ([`crate::staff_gate`]), as API Gateway's authorizer would let it.
+//! ([`crate::pool_gate`]), as API Gateway's authorizer would let it.
+//!
+//! With guests ([`GuestDoor`], contract 27) its page names the guest pool's
+//! sign-in (the stand-in, [`crate::guest_pool`]), and the chat's requests
+//! pass a door: a token of the guest pool that verifies goes on as the
+//! authorizer's claims (`x-local-authorizer-claims`, read by the function
+//! in body mode); any such header a browser sent is dropped first.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -37,6 +43,8 @@ pub const READ_PREFIX: &str = "/support/refund-chat/conversations/";
 /// A visitor's messages and reads (contract 27), passed on as the chat's are.
 pub const VISITOR_PATH: &str = "/support/refund-chat/visitor";
 pub const VISITOR_READ_PREFIX: &str = "/support/refund-chat/visitor/conversations/";
+/// A claim of a visitor's conversation (contract 27): `READ_PREFIX`, its id, this.
+pub const CLAIM_SUFFIX: &str = "/claim";
 /// The page's polling interval as shipped (`web/index.html`'s meta).
 const SHIPPED_POLL: &str = r#"<meta name="refund-chat-poll-seconds" content="10">"#;
 /// The origins the shipped page links to, replaced by those of the
@@ -57,12 +65,22 @@ pub struct Widget {
     http: reqwest::Client,
     faults: Arc<Faults>,
     desk: Option<DeskDoor>,
+    guests: Option<GuestDoor>,
+}
+
+/// The guest pool behind the page server (contract 27): where the page
+/// signs a guest in, and the door that checks the pool's tokens.
+pub struct GuestDoor {
+    pub gate: crate::pool_gate::PoolGate,
+    /// The stand-in's address, as the page's `refund-chat-guest-sign-in`.
+    pub sign_in_url: String,
+    pub client_id: String,
 }
 
 /// The desk behind the page server: the staff function (under `cargo
 /// lambda watch`, `STAFF_IDENTITY=header`) and the door that checks tokens.
 pub struct DeskDoor {
-    pub gate: crate::staff_gate::StaffGate,
+    pub gate: crate::pool_gate::PoolGate,
     /// `http://127.0.0.1:9001`: requests go on to `{function}/support/staff/...`.
     pub function: String,
 }
@@ -97,6 +115,20 @@ impl Widget {
         Arc::new(widget)
     }
 
+    /// The page server with whatever of the desk and the guests is given.
+    pub fn serving(
+        web_dir: PathBuf,
+        function_url: impl Into<String>,
+        poll_seconds: Option<f64>,
+        desk: Option<DeskDoor>,
+        guests: Option<GuestDoor>,
+    ) -> Arc<Widget> {
+        let mut widget = Widget::build(web_dir, function_url.into(), poll_seconds);
+        widget.desk = desk;
+        widget.guests = guests;
+        Arc::new(widget)
+    }
+
     /// The same, serving the page with another polling interval (the
     /// browser tests: a person's note shows within a second, not ten).
     pub fn polling_every(web_dir: PathBuf, function_url: impl Into<String>, seconds: f64) -> Arc<Widget> {
@@ -127,6 +159,7 @@ impl Widget {
             http: reqwest::Client::new(),
             faults,
             desk: None,
+            guests: None,
         }
     }
 
@@ -152,7 +185,8 @@ impl Widget {
     /// An event stream passed on as it arrives, chunk by chunk: nothing is
     /// held back here, so the page sees each word when the function sends it.
     async fn stream(&self, request: Request<Incoming>) -> Response<Answer> {
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
+        self.door(&mut parts.headers).await;
         let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
         // The chat's route or the visitors', on the function's address.
         let base = self.function_url.strip_suffix(CHAT_PATH).unwrap_or(&self.function_url);
@@ -186,9 +220,18 @@ impl Widget {
         if let (Some(desk), Some(rest)) = (&self.desk, path.strip_prefix(DESK_PREFIX)) {
             return Ok(self.desk(desk, rest, request).await);
         }
+        let mut request = request;
         match (method, path.as_str()) {
-            (Method::POST, CHAT_PATH | VISITOR_PATH) => self.function.handle(request).await,
+            (Method::POST, CHAT_PATH | VISITOR_PATH) => {
+                self.door(request.headers_mut()).await;
+                self.function.handle(request).await
+            }
             (Method::GET, read) if read.starts_with(READ_PREFIX) || read.starts_with(VISITOR_READ_PREFIX) => {
+                self.door(request.headers_mut()).await;
+                self.function.handle(request).await
+            }
+            (Method::POST, claim) if claim.starts_with(READ_PREFIX) && claim.ends_with(CLAIM_SUFFIX) => {
+                self.door(request.headers_mut()).await;
                 self.function.handle(request).await
             }
             (Method::POST, DROP_NEXT_ANSWER_PATH) => {
@@ -202,6 +245,31 @@ impl Widget {
         }
     }
 
+    /// The chat's door (contract 27): the claims of a guest pool token that
+    /// verifies, as the authorizer hands them over; never a browser's. A
+    /// token of no pool here passes as it came (body mode: the page's
+    /// picker names the customer, and a `guest:` id without the door's
+    /// claims is refused by the function).
+    async fn door(&self, headers: &mut hyper::HeaderMap) {
+        headers.remove(refund_chat::http::identity::DOOR_CLAIMS_HEADER);
+        let Some(guests) = &self.guests else { return };
+        let authorization = headers
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if authorization.is_none() {
+            return;
+        }
+        match guests.gate.claims(authorization.as_deref()).await {
+            Ok(claims) => {
+                if let Ok(value) = HeaderValue::from_str(&claims.to_string()) {
+                    headers.insert(refund_chat::http::identity::DOOR_CLAIMS_HEADER, value);
+                }
+            }
+            Err(refused) => eprintln!("chat: a token that is not the guest pool's: {refused}"),
+        }
+    }
+
     /// `index.html`, with the articles' origins and, if one was given, the
     /// polling interval.
     async fn page(&self) -> Response<Full<Bytes>> {
@@ -212,6 +280,9 @@ impl Widget {
                     self.link_origins
                 );
                 let mut html = html.replace(SHIPPED_LINK_ORIGINS, &origins);
+                if let Some(guests) = &self.guests {
+                    html = refund_chat::http::page::guest_sign_in_metas(&html, &guests.sign_in_url, &guests.client_id);
+                }
                 if let Some(seconds) = self.poll_seconds {
                     let polled = format!(r#"<meta name="refund-chat-poll-seconds" content="{seconds}">"#);
                     html = html.replace(SHIPPED_POLL, &polled);

@@ -172,6 +172,8 @@ pub struct Config {
     pub router: RouterSettings,
     /// What a guest is served (contract 27): `GUEST_INTENTS` within `AGENT_INTENTS`.
     pub guest_intents: Served,
+    /// Where the page signs guests in; none: the page offers no sign-in.
+    pub guest_sign_in: Option<super::GuestSignIn>,
 }
 
 impl Config {
@@ -265,6 +267,7 @@ impl Config {
                 .transpose()?,
             help_articles: Vec::new(),
             guest_intents: Served::default(),
+            guest_sign_in: super::guests::sign_in(&vars)?,
             visitors: VisitorSettings::read(&vars)?,
             router: RouterSettings {
                 model: vars.get("ROUTER_MODEL").unwrap_or_else(|| crate::chat::openai::MODEL.to_owned()),

@@ -17,10 +17,7 @@ pub(super) fn issuer(vars: &Vars<impl Fn(&str) -> Option<String>>) -> Result<Opt
 /// out of what the agent is served at all (`AGENT_INTENTS`): an intent in
 /// the one and not the other is not served to a guest. None left: every
 /// guest's turn goes to a person.
-pub(super) fn intents(
-    vars: &Vars<impl Fn(&str) -> Option<String>>,
-    agent: &Served,
-) -> Result<Served, ConfigError> {
+pub(super) fn intents(vars: &Vars<impl Fn(&str) -> Option<String>>, agent: &Served) -> Result<Served, ConfigError> {
     let wanted = match vars.get("GUEST_INTENTS") {
         None => Served::default(),
         Some(names) => Served::parse(&names).map_err(|_| ConfigError::Malformed {
@@ -30,4 +27,28 @@ pub(super) fn intents(
         })?,
     };
     Ok(wanted.within(agent))
+}
+
+/// Where the chat page signs a guest in (contract 27): the guest pool's
+/// Cognito endpoint (`GUEST_SIGN_IN_URL`, `https://cognito-idp.{region}.amazonaws.com/`;
+/// locally the stand-in's) and its app client (`GUEST_POOL_CLIENT_ID`).
+/// The page talks to it from the browser: the code never passes through
+/// the function.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuestSignIn {
+    pub url: String,
+    pub client_id: String,
+}
+
+/// Both, or neither (no "confirm my e-mail" on the page).
+pub(super) fn sign_in(vars: &Vars<impl Fn(&str) -> Option<String>>) -> Result<Option<GuestSignIn>, ConfigError> {
+    match (vars.get("GUEST_SIGN_IN_URL"), vars.get("GUEST_POOL_CLIENT_ID")) {
+        (None, None) => Ok(None),
+        (Some(url), Some(client_id)) => Ok(Some(GuestSignIn {
+            url: parse_url("GUEST_SIGN_IN_URL", url)? + "/",
+            client_id,
+        })),
+        (None, Some(_)) => Err(ConfigError::Missing("GUEST_SIGN_IN_URL")),
+        (Some(_), None) => Err(ConfigError::Missing("GUEST_POOL_CLIENT_ID")),
+    }
 }

@@ -27,6 +27,7 @@ use crate::help::HelpError;
 
 pub use address::{AddressSettings, DEFAULT_ADDRESS_CONFIRM};
 pub use function::*;
+pub use guests::GuestSignIn;
 pub use staff::{DeskConfig, StaffConfig, StaffIdentity};
 pub use sweep::SweepConfig;
 pub use visitors::{DEFAULT_VISITOR_TOKENS_PER_DAY, DEFAULT_VISITOR_TURNS_PER_HOUR_PER_ADDRESS, VisitorSettings};

@@ -226,7 +226,9 @@ mod tests {
             assert_eq!(who.user_id, "guest:g-1");
             assert!(who.guest.unwrap().is("g@example.com"));
         }
-        let customer = rest(json!({"claims": {"sub": "u-1", "iss": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_shop"}}));
+        let customer = rest(
+            json!({"claims": {"sub": "u-1", "iss": "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_shop"}}),
+        );
         assert_eq!(identity.authenticated(&customer), Ok(user("u-1")));
         // Without GUEST_POOL_ISSUER there are no guests: the pool's token is a customer's.
         assert_eq!(sub().authenticated(&rest(json!({ "claims": claims }))), Ok(user("g-1")));
@@ -285,7 +287,10 @@ mod tests {
         ] {
             assert_eq!(sub().authenticated(&request), Err(IdentityError::Unauthenticated));
         }
-        assert_eq!(Identity::from(IdentitySource::Body).authenticated(&rest(json!({}))), Ok(None));
+        assert_eq!(
+            Identity::from(IdentitySource::Body).authenticated(&rest(json!({}))),
+            Ok(None)
+        );
     }
 
     #[test]

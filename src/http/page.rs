@@ -5,7 +5,10 @@
 //! visitor, until the shop's page hands over a signed-in customer's ID token
 //! by `postMessage`), the one origin that may hand it over and embed the page
 //! (`CORS_ALLOW_ORIGIN`, also the policy's `frame-ancestors`), and the origins
-//! a reply may link to (the help centre's). The page holds no data.
+//! a reply may link to (the help centre's), and where a visitor confirms
+//! their e-mail (the guest pool's sign-in endpoint and client, contract 27:
+//! the policy's `connect-src` names that endpoint, and nothing else beyond
+//! the page's own origin). The page holds no data.
 
 use lambda_http::{Body, Response};
 
@@ -22,6 +25,27 @@ pub const SHIPPED_ENDPOINT: &str = r#"<meta name="refund-chat-endpoint" content=
 pub const SHIPPED_IDENTITY: &str = r#"<meta name="refund-chat-identity" content="pick">"#;
 pub const SHIPPED_WIDGET_ORIGIN: &str = r#"<meta name="refund-chat-widget-origin" content="">"#;
 pub const SHIPPED_LINK_ORIGINS: &str = r#"<meta name="refund-chat-link-origins" content="https://shop.example">"#;
+pub const SHIPPED_GUEST_SIGN_IN: &str = r#"<meta name="refund-chat-guest-sign-in" content="">"#;
+pub const SHIPPED_GUEST_CLIENT: &str = r#"<meta name="refund-chat-guest-client-id" content="">"#;
+
+/// The page's guest sign-in metas for `url` and `client_id` (the page
+/// server under `make run` writes the same).
+pub fn guest_sign_in_metas(html: &str, url: &str, client_id: &str) -> String {
+    html.replace(
+        SHIPPED_GUEST_SIGN_IN,
+        &format!(
+            r#"<meta name="refund-chat-guest-sign-in" content="{}">"#,
+            attribute(url)
+        ),
+    )
+    .replace(
+        SHIPPED_GUEST_CLIENT,
+        &format!(
+            r#"<meta name="refund-chat-guest-client-id" content="{}">"#,
+            attribute(client_id)
+        ),
+    )
+}
 
 /// The page as this container serves it.
 pub struct ChatPage {
@@ -56,10 +80,19 @@ impl ChatPage {
                     attribute(&links)
                 ),
             );
-        // The page's own files and the API, nothing inline; embedded only by the shop's page.
+        let (html, sign_in) = match &config.guest_sign_in {
+            Some(guests) => (
+                guest_sign_in_metas(&html, &guests.url, &guests.client_id),
+                origin_of(&guests.url),
+            ),
+            None => (html, None),
+        };
+        // The page's own files, the API and the guest pool's sign-in, nothing
+        // inline; embedded only by the shop's page.
         let policy = format!(
-            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; \
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'{}; \
              base-uri 'none'; form-action 'none'; frame-ancestors {}",
+            sign_in.map(|origin| format!(" {origin}")).unwrap_or_default(),
             widget.as_deref().unwrap_or("'none'")
         );
         ChatPage { html, policy }
@@ -109,6 +142,8 @@ mod tests {
             SHIPPED_IDENTITY,
             SHIPPED_WIDGET_ORIGIN,
             SHIPPED_LINK_ORIGINS,
+            SHIPPED_GUEST_SIGN_IN,
+            SHIPPED_GUEST_CLIENT,
         ] {
             assert!(HTML.contains(shipped), "{shipped}");
         }
@@ -142,5 +177,41 @@ mod tests {
         );
         assert_eq!(page.serve("/support").unwrap().status(), 301);
         assert!(page.serve("/support/chat.js").is_some() && page.serve("/support/../secret").is_none());
+    }
+
+    /// Contract 27: "confirm my e-mail" talks to the guest pool from the
+    /// page, so the policy lets the page reach that one origin, and the
+    /// page knows the endpoint and the client; without them, neither.
+    #[test]
+    fn the_guest_sign_in_is_named_in_the_page_and_its_policy() {
+        let mut config = crate::config::Config::from_lookup(|name| match name {
+            "OPENAI_API_KEY_SECRET_ID" => Some("k".into()),
+            "PAYMENTS_BASE_URL" | "ORDERS_BASE_URL" => Some("http://127.0.0.1:1".into()),
+            "LEDGER_TABLE" | "CONVERSATION_TABLE" => Some("t".into()),
+            "GUEST_SIGN_IN_URL" => Some("https://cognito-idp.eu-west-1.amazonaws.com/".into()),
+            "GUEST_POOL_CLIENT_ID" => Some("guestclient123".into()),
+            _ => None,
+        })
+        .unwrap();
+        config.cors_allow_origin = Some("https://shop.example".into());
+        let with = ChatPage::new(&config);
+        let served = with.serve("/support/").unwrap();
+        let policy = served.headers()["content-security-policy"].to_str().unwrap().to_owned();
+        assert!(
+            policy.contains("connect-src 'self' https://cognito-idp.eu-west-1.amazonaws.com;"),
+            "{policy}"
+        );
+        let html = html(&with);
+        assert!(html.contains(
+            r#"<meta name="refund-chat-guest-sign-in" content="https://cognito-idp.eu-west-1.amazonaws.com/">"#
+        ));
+        assert!(html.contains(r#"<meta name="refund-chat-guest-client-id" content="guestclient123">"#));
+        let without = self::page(None).serve("/support/").unwrap();
+        assert!(
+            without.headers()["content-security-policy"]
+                .to_str()
+                .unwrap()
+                .contains("connect-src 'self';")
+        );
     }
 }

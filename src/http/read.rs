@@ -145,7 +145,12 @@ mod tests {
                 .customer,
             "u-9"
         );
-        assert_eq!(check(&get(""), "c_1", &crate::config::IdentitySource::Body.into()).unwrap_err().status(), 401);
+        assert_eq!(
+            check(&get(""), "c_1", &crate::config::IdentitySource::Body.into())
+                .unwrap_err()
+                .status(),
+            401
+        );
         assert_eq!(check(&get("after=1&after=2"), "c_1", &sub()).unwrap_err().status(), 400);
     }
 }

@@ -118,14 +118,20 @@ async fn a_guests_order_is_read_by_the_verified_email() {
         .mount(&server)
         .await;
 
-    let OrderLookup::Found(order) = orders(&server, 1000).order("G-5001", &guest("Guest+1@Example.com")).await else {
+    let OrderLookup::Found(order) = orders(&server, 1000)
+        .order("G-5001", &guest("Guest+1@Example.com"))
+        .await
+    else {
         panic!("the guest's order is found, its e-mail compared without case");
     };
 
     assert_eq!(order.customer_id, "");
     let requests = server.received_requests().await.expect("recorded");
     assert!(!requests[0].headers.contains_key(CUSTOMER_HEADER));
-    assert!(!format!("{order:?}").to_lowercase().contains("example.com"), "no e-mail in a Debug");
+    assert!(
+        !format!("{order:?}").to_lowercase().contains("example.com"),
+        "no e-mail in a Debug"
+    );
 }
 
 /// Contract 27: a 200 for another e-mail, or with none, is a 404; so is a
@@ -239,7 +245,10 @@ async fn a_dot_segment_order_id_is_never_sent() {
         .expect(1)
         .mount(&dotted)
         .await;
-    assert_eq!(orders(&dotted, 1000).order("A.1", &"u-1".into()).await, OrderLookup::NotFound);
+    assert_eq!(
+        orders(&dotted, 1000).order("A.1", &"u-1".into()).await,
+        OrderLookup::NotFound
+    );
 }
 
 #[tokio::test]

@@ -102,7 +102,10 @@ impl Shopper {
         match self {
             // A guest's order has no customer id: an empty one owns nothing.
             Shopper::Customer(user_id) => !user_id.is_empty() && order.customer_id == *user_id,
-            Shopper::Guest { email, .. } => order.email.as_ref().is_some_and(|placed_by| email.is(placed_by.expose())),
+            Shopper::Guest { email, .. } => order
+                .email
+                .as_ref()
+                .is_some_and(|placed_by| email.is(placed_by.expose())),
         }
     }
 }

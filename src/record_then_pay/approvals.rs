@@ -166,7 +166,20 @@ pub async fn approve<L: StaffLedger, G: Payments, O: OrderSystem>(
         if record.state != RefundState::AwaitingApproval {
             return Err(already_decided(record_id, record));
         }
-        let seen = order_allows(ledger, orders, &record).await?;
+        let seen = match order_allows(ledger, orders, &record).await {
+            Ok(seen) => seen,
+            // Another approval may have paid it while the order was read: its
+            // payment is what the order no longer has. Say who decided.
+            Err(refused @ ApprovalError::MoreThanRemains { .. }) => {
+                return match ledger.record_and_writer(record_id).await? {
+                    Some((now, _)) if now.state != RefundState::AwaitingApproval => {
+                        Err(already_decided(record_id, now))
+                    }
+                    _ => Err(refused),
+                };
+            }
+            Err(other) => return Err(other),
+        };
         let since = SinceClaim::now();
         let claim = Claim {
             record_id,

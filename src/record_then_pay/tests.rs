@@ -219,3 +219,82 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
         "another customer's: absent"
     );
 }
+
+/// The order a second approver reads after the first approver's payment
+/// (the race of two approvals, made to happen): the first approval runs,
+/// and pays, while the second reads the order, which then shows nothing left.
+struct PaidWhileRead<'a> {
+    ledger: &'a MemoryLedger,
+    payments: &'a RecordingPayments,
+    record_id: String,
+    first: std::sync::atomic::AtomicBool,
+}
+
+impl crate::orders::OrderSystem for PaidWhileRead<'_> {
+    async fn order(&self, order_id: &str, shopper: &crate::orders::Shopper) -> crate::orders::OrderLookup {
+        if !self.first.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            approvals::approve(
+                self.ledger,
+                self.payments,
+                &AnyOrder,
+                &self.record_id,
+                Person::named("alice"),
+                &WriterMark::new("staff:alice"),
+                &DEFAULT_LIMITS,
+            )
+            .await
+            .expect("the first approval pays");
+        }
+        let mut order = crate::doubles::any_order(order_id, shopper.user_id());
+        order.refunded_cents = order.paid_cents;
+        crate::orders::OrderLookup::Found(Box::new(order))
+    }
+
+    async fn change_address(
+        &self,
+        _order_id: &str,
+        _shopper: &crate::orders::Shopper,
+        _address: &crate::orders::address::Address,
+        _key: &str,
+    ) -> crate::orders::address::AddressWrite {
+        crate::orders::address::AddressWrite::Shipped
+    }
+}
+
+/// The loser of two approvals is told who decided, not what the winner's
+/// payment left of the order (which the browsers' race showed).
+#[tokio::test]
+async fn an_approval_whose_order_was_paid_meanwhile_by_another_approval_is_already_decided() {
+    let refunds = RecordedRefunds::new(
+        MemoryLedger::new(),
+        RecordingPayments::answering(paid()),
+        DEFAULT_LIMITS,
+    );
+    let RefundOutcome::PendingApproval { approval_id, .. } = refunds.refund(&request("r-1", "D-4", 12000)).await else {
+        panic!("above the limit: sent to a person");
+    };
+    let payments = RecordingPayments::answering(paid());
+    let meanwhile = PaidWhileRead {
+        ledger: &refunds.ledger,
+        payments: &payments,
+        record_id: approval_id.clone(),
+        first: Default::default(),
+    };
+
+    let bob = approvals::approve(
+        &refunds.ledger,
+        &payments,
+        &meanwhile,
+        &approval_id,
+        Person::named("bob"),
+        &WriterMark::new("staff:bob"),
+        &DEFAULT_LIMITS,
+    )
+    .await;
+
+    assert_eq!(payments.requests().len(), 1, "alice's payment only");
+    match bob {
+        Err(ApprovalError::AlreadyDecided { .. }) => {}
+        other => panic!("bob is told it was decided: {other:?}"),
+    }
+}

@@ -185,7 +185,13 @@ impl Served {
     /// These intents that `outer` serves too (a guest's, out of the
     /// agent's); possibly none, and then every turn goes to a person.
     pub fn within(&self, outer: &Served) -> Served {
-        Served(self.0.iter().copied().filter(|intent| outer.contains(*intent)).collect())
+        Served(
+            self.0
+                .iter()
+                .copied()
+                .filter(|intent| outer.contains(*intent))
+                .collect(),
+        )
     }
 }
 

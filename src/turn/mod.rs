@@ -745,11 +745,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             return OrderFacts::Unverified;
         }
         self.stats.refund_checks += 1;
-        self.tools
-            .orders
-            .order(order_id, &self.shopper())
-            .await
-            .facts()
+        self.tools.orders.order(order_id, &self.shopper()).await.facts()
     }
 
     /// `hand_off_to_person`: validated like `issue_refund`; moves no money and

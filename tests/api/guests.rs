@@ -80,15 +80,22 @@ async fn a_guest_is_refunded_by_the_verified_email_which_reaches_nothing_but_the
         .await;
     let (captured, _guard, span) = capturing();
 
-    let answer = as_guest(&h, "true", &said("my mug from G-5001 arrived broken, refund 12.50 please"))
-        .instrument(span)
-        .await;
+    let answer = as_guest(
+        &h,
+        "true",
+        &said("my mug from G-5001 arrived broken, refund 12.50 please"),
+    )
+    .instrument(span)
+    .await;
 
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
     let reads = order_headers(&h).await;
     assert_eq!(reads.len(), 2, "get_order, then the refund's own check");
     for headers in &reads {
-        assert!(headers.contains(&("x-customer-email".into(), EMAIL.into())), "{headers:?}");
+        assert!(
+            headers.contains(&("x-customer-email".into(), EMAIL.into())),
+            "{headers:?}"
+        );
         assert!(!headers.iter().any(|(name, _)| name == "x-customer-id"), "{headers:?}");
     }
     let payments = h.payments_requests().await;
@@ -97,10 +104,16 @@ async fn a_guest_is_refunded_by_the_verified_email_which_reaches_nothing_but_the
     let email = EMAIL.to_lowercase();
     let everywhere = [
         ("the model", serde_json::to_string(&h.model_requests().await).unwrap()),
-        ("the routing call", serde_json::to_string(&h.routing_requests().await).unwrap()),
+        (
+            "the routing call",
+            serde_json::to_string(&h.routing_requests().await).unwrap(),
+        ),
         ("payments", serde_json::to_string(&payments).unwrap()),
         ("the ledger", format!("{:?}", h.ledger().await)),
-        ("the conversations", format!("{:?}", items(&h.aws, &conversation_table(&h.table)).await)),
+        (
+            "the conversations",
+            format!("{:?}", items(&h.aws, &conversation_table(&h.table)).await),
+        ),
         ("a log line", captured.text()),
         ("the answer", answer.raw.clone()),
     ];
@@ -134,7 +147,10 @@ async fn an_order_of_another_email_is_not_found_and_moves_no_money() {
             order["email"] = json!("someone.else@example.com");
             ResponseTemplate::new(200).set_body_json(order)
         })
-        .model(vec![refund_call("r1", "G-5001", 1250), text("I could not find that order.")])
+        .model(vec![
+            refund_call("r1", "G-5001", 1250),
+            text("I could not find that order."),
+        ])
         .build()
         .await;
 
@@ -172,7 +188,11 @@ async fn a_guest_is_served_the_guest_intents_only() {
 
     let customer = h.chat("please send A-1001 to my new address").await;
     assert_eq!(customer.status, StatusCode::OK, "{}", customer.raw);
-    assert_ne!(customer.body["handed_off"], true, "a customer is served it: {}", customer.raw);
+    assert_ne!(
+        customer.body["handed_off"], true,
+        "a customer is served it: {}",
+        customer.raw
+    );
 }
 
 /// One conversation throughout: a visitor asks, proves their e-mail, and the
@@ -190,7 +210,11 @@ async fn a_guest_claims_the_conversation_begun_as_a_visitor_and_goes_on_in_it() 
         .await;
     let asked = send_as(
         &h.app,
-        visitor_post_event(&json!({"message": "where is my order G-5001?"}).to_string(), "203.0.113.9", &[]),
+        visitor_post_event(
+            &json!({"message": "where is my order G-5001?"}).to_string(),
+            "203.0.113.9",
+            &[],
+        ),
         &fresh_request_id(),
         0,
     )
@@ -219,7 +243,10 @@ async fn a_guest_claims_the_conversation_begun_as_a_visitor_and_goes_on_in_it() 
     assert_eq!(h.orders_requests().await, vec!["/orders/G-5001".to_owned()]);
     let header = conversation_header(&h, &id).await;
     assert_eq!(header["claimed_by"].as_s().unwrap(), GUEST);
-    assert!(!format!("{header:?}").to_lowercase().contains("example.com"), "no e-mail in the claim");
+    assert!(
+        !format!("{header:?}").to_lowercase().contains("example.com"),
+        "no e-mail in the claim"
+    );
 }
 
 async fn conversation_header(

@@ -616,17 +616,17 @@ async fn a_handoff_keeps_its_place_in_the_queue_however_often_its_customer_write
     assert!(h.model_requests().await.is_empty(), "the screen handed them off");
 }
 
-/// The desk's door under `make run` (`local/src/staff_gate.rs`) checks a
+/// The desk's door under `make run` (`local/src/pool_gate.rs`) checks a
 /// staff token as API Gateway's Cognito authorizer does in production: a
 /// real ID token of the pool passes with its groups; an expired one,
 /// another app client's, another pool's, an access token, a signature that
 /// does not verify and no token at all are refused, before the function.
 #[tokio::test]
 async fn the_local_door_checks_a_staff_token_as_the_authorizer_would() {
-    use refund_chat_local::staff_gate::{Refused, StaffGate};
+    use refund_chat_local::pool_gate::{PoolGate, Refused};
     let pool = local_staff_pool();
     let text = |name: &str| pool[name].as_str().unwrap().to_owned();
-    let gate = StaffGate::new(&moto().endpoint, &text("pool_id"), &text("issuer"), &text("client_id"));
+    let gate = PoolGate::new(&moto().endpoint, &text("pool_id"), &text("issuer"), &text("client_id"));
     let tokens = staff_tokens(&pool, "ann");
     let id = tokens["id"].as_str().unwrap();
 

@@ -175,7 +175,10 @@ pub async fn run(
     };
     let order_system = HttpOrders::new(http, &config.orders_base_url, config.orders_timeout);
     for order_id in stand_ins.named_orders() {
-        match order_system.order(&order_id, &transcript.customer.as_str().into()).await {
+        match order_system
+            .order(&order_id, &transcript.customer.as_str().into())
+            .await
+        {
             OrderLookup::Found(order) => stand_ins.personal(&order.ship_to),
             OrderLookup::NotFound => {}
             OrderLookup::Unavailable(error) => {
