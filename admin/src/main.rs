@@ -105,9 +105,21 @@ enum Command {
     /// The right to be forgotten: delete the customer's conversations and
     /// request records, and remove their messages from their refund records
     /// (which stay: they are the shop's financial record). Recorded.
+    ///
+    /// A guest (contract 27) is forgotten by user id (`guest:<sub>`) or by
+    /// the e-mail they proved, looked up in the guest pool (GUEST_POOL_ID);
+    /// the guest pool's user is deleted too.
     Forget {
-        #[arg(long, value_name = "USER")]
-        customer: String,
+        #[arg(
+            long,
+            value_name = "USER",
+            required_unless_present = "email",
+            conflicts_with = "email"
+        )]
+        customer: Option<String>,
+        /// A guest's e-mail, instead of --customer.
+        #[arg(long, value_name = "EMAIL")]
+        email: Option<String>,
         #[arg(long, value_name = "NAME")]
         by: String,
     },
@@ -275,7 +287,14 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
                 .map(cmd::decide::ending),
             Err(why) => Ok(Ending::Failed(why)),
         },
-        Command::Forget { customer, by } => cmd::forget::run(ledger, conversations, &customer, &by).await,
+        Command::Forget { customer, email, by } => {
+            let who = match (customer, email) {
+                (Some(customer), _) => cmd::forget::Who::UserId(customer),
+                (None, Some(email)) => cmd::forget::Who::GuestEmail(email),
+                (None, None) => return Ending::Failed("--customer or --email".into()),
+            };
+            cmd::forget::run(ledger, conversations, staff.orders.guests(), who, &by).await
+        }
         Command::Pending => cmd::pending::run(ledger).await,
         Command::Show { id } => cmd::show::run(ledger, conversations, &id).await,
         Command::Approve { id, by, intent } => {

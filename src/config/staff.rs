@@ -26,6 +26,9 @@ pub struct StaffConfig {
     pub orders_base_url: String,
     pub orders_timeout: Duration,
     pub limits: Limits,
+    /// The guest pool (`GUEST_POOL_ID`, contract 27): a guest's order is
+    /// read by the e-mail it holds; none: a guest's order is unavailable.
+    pub guest_pool_id: Option<String>,
 }
 
 impl StaffConfig {
@@ -47,6 +50,7 @@ impl StaffConfig {
             // The rules' settings, as the function reads them: rule 2's window
             // for approvals, the others for what a replayed task may pay.
             limits: vars.limits(DEFAULT_LIMITS)?,
+            guest_pool_id: vars.get("GUEST_POOL_ID"),
         })
     }
 }

@@ -11,6 +11,8 @@
 //! a [`GuestEmail`], whose `Debug` shows nothing, and no log line, event,
 //! metric, ledger key or model request holds it.
 
+pub mod directory;
+
 use std::fmt;
 
 /// A guest's user id begins with this; no customer's or visitor's does.

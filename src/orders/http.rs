@@ -160,7 +160,8 @@ fn retried(error: OrdersError) -> bool {
         OrdersError::NotAnOrder
         | OrdersError::OtherOrder
         | OrdersError::TooLarge
-        | OrdersError::DeliveredInTheFuture => false,
+        | OrdersError::DeliveredInTheFuture
+        | OrdersError::GuestPool => false,
     }
 }
 

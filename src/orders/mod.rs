@@ -225,6 +225,10 @@ pub enum OrdersError {
     TooLarge,
     #[error("the order system's delivery time is more than a day ahead")]
     DeliveredInTheFuture,
+    /// A guest's order, and the guest pool that holds their e-mail could
+    /// not be read (or is not configured): not asked at all (contract 27).
+    #[error("the guest's e-mail could not be read from the guest pool")]
+    GuestPool,
 }
 
 #[cfg(test)]

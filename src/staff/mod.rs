@@ -15,6 +15,7 @@
 
 pub mod decide;
 pub mod http;
+pub mod orders;
 pub mod read;
 
 /// What the desk's function calls on the refund ledger and on the
@@ -38,6 +39,7 @@ use aws_config::SdkConfig;
 
 use crate::config::StaffConfig;
 use crate::conversation::Lifetime;
+use crate::guest::directory::GuestDirectory;
 use crate::ledger::dynamo::DynamoLedger;
 use crate::ledger::dynamo::conversations::DynamoConversations;
 use crate::ledger::dynamo::notes::PersonNotes;
@@ -53,7 +55,7 @@ pub struct Staff {
     pub ledger: DynamoLedger,
     pub conversations: DynamoConversations,
     pub payments: HttpPayments,
-    pub orders: HttpOrders,
+    pub orders: orders::StaffOrders,
     pub limits: Limits,
 }
 
@@ -93,7 +95,13 @@ impl Staff {
             ledger,
             conversations,
             payments: HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout),
-            orders: HttpOrders::new(http, &config.orders_base_url, config.orders_timeout),
+            orders: orders::StaffOrders::new(
+                HttpOrders::new(http, &config.orders_base_url, config.orders_timeout),
+                config
+                    .guest_pool_id
+                    .as_ref()
+                    .map(|pool| GuestDirectory::new(aws, pool, config.ledger_timeout)),
+            ),
             limits: config.limits,
         }
     }

@@ -259,3 +259,211 @@ async fn conversation_header(
         .find(|item| item.get("claimed_by").is_some() && format!("{item:?}").contains(id))
         .expect("the conversation's header")
 }
+
+/// A guest in moto's guest pool, as the page's sign-in leaves them: signed
+/// up by e-mail, the e-mail verified. Returns the pool and the guest's sub.
+async fn guest_in_the_pool(h: &TestApp, email: &str) -> (String, String) {
+    let idp = aws_sdk_cognitoidentityprovider::Client::new(&h.aws);
+    let pool = idp
+        .create_user_pool()
+        .pool_name("refund-chat-guests")
+        .username_attributes(aws_sdk_cognitoidentityprovider::types::UsernameAttributeType::Email)
+        .send()
+        .await
+        .unwrap();
+    let pool_id = pool.user_pool().unwrap().id().unwrap().to_owned();
+    let attribute = |name: &str, value: &str| {
+        aws_sdk_cognitoidentityprovider::types::AttributeType::builder()
+            .name(name)
+            .value(value)
+            .build()
+            .unwrap()
+    };
+    let made = idp
+        .admin_create_user()
+        .user_pool_id(&pool_id)
+        .username(email)
+        .user_attributes(attribute("email", email))
+        .user_attributes(attribute("email_verified", "true"))
+        .message_action(aws_sdk_cognitoidentityprovider::types::MessageActionType::Suppress)
+        .send()
+        .await
+        .unwrap();
+    let sub = made
+        .user()
+        .unwrap()
+        .attributes()
+        .iter()
+        .find(|a| a.name() == "sub")
+        .and_then(|a| a.value())
+        .unwrap()
+        .to_owned();
+    (pool_id, sub)
+}
+
+/// A guest's refund above the limit waits for a person; the approval reads
+/// the order afresh by the e-mail the guest pool holds for the guest's sub
+/// (kept nowhere of ours), and pays the guest's user id once. Without the
+/// guest pool, or for a guest the pool no longer has, nothing is paid.
+#[tokio::test]
+async fn a_person_approves_a_guests_refund_with_the_order_read_by_the_pools_email() {
+    let h = TestApp::builder()
+        .orders(orders_of_the_guest)
+        .model(vec![
+            refund_call("r1", "G-5001", 9000),
+            text("A person will review it."),
+        ])
+        .build()
+        .await;
+    let (pool_id, sub) = guest_in_the_pool(&h, EMAIL).await;
+    let guest = format!("guest:{sub}");
+    let asked = send_as(
+        &h.app,
+        guest_post_event(
+            &sub,
+            EMAIL,
+            "true",
+            &json!({"user_id": guest, "message": "refund 90.00 for G-5001"}).to_string(),
+            &[],
+        ),
+        &fresh_request_id(),
+        0,
+    )
+    .await;
+    assert_eq!(asked.status, StatusCode::OK, "{}", asked.raw);
+    assert_eq!(asked.body["awaiting_approval"], true, "{}", asked.raw);
+    let record_id = attr(&h.refund_records().await[0], "record_id").unwrap().to_owned();
+    let reads_before = order_headers(&h).await.len();
+
+    // Without the guest pool: the guest's order is unavailable, nothing is paid.
+    let blind = h.staff();
+    let refused = refund_chat::staff::decide::approve(
+        &blind,
+        &record_id,
+        refund_chat::conversation::person::Person::named("ann"),
+    )
+    .await;
+    assert!(
+        refused.as_ref().is_ok_and(|d| !d.text.contains("refunded")),
+        "{:?}",
+        refused.map(|d| d.text)
+    );
+    assert!(h.payments_requests().await.is_empty());
+    assert_eq!(
+        order_headers(&h).await.len(),
+        reads_before,
+        "not asked without an e-mail"
+    );
+
+    let config = desk_config(&h.table, &h.payments.uri(), &[("GUEST_POOL_ID", &pool_id)]);
+    let http = refund_chat::http_client::money_path_client().unwrap();
+    let staff = refund_chat::staff::Staff::new(&config.staff, &h.aws, http);
+    let approved = refund_chat::staff::decide::approve(
+        &staff,
+        &record_id,
+        refund_chat::conversation::person::Person::named("ann"),
+    )
+    .await
+    .unwrap();
+    assert!(approved.text.contains("refunded 90.00"), "{}", approved.text);
+    let reads = order_headers(&h).await;
+    let last = reads.last().unwrap();
+    assert!(last.contains(&("x-customer-email".into(), EMAIL.into())), "{last:?}");
+    let payments = h.payments_requests().await;
+    assert_eq!(payments.len(), 1);
+    assert_eq!(payments[0]["user_id"], guest.as_str());
+    assert!(
+        !format!("{:?}", h.ledger().await)
+            .to_lowercase()
+            .contains(&EMAIL.to_lowercase()),
+        "no e-mail in the ledger"
+    );
+}
+
+/// Forgetting a guest (contracts 11 and 27), found by the e-mail they
+/// proved: their conversation goes, and so does the guest pool's user; a
+/// guest is not forgotten half-way without the guest pool.
+#[tokio::test]
+async fn forgetting_a_guest_by_email_deletes_the_conversation_and_the_pools_user() {
+    let h = TestApp::builder()
+        .orders(orders_of_the_guest)
+        .router(routed(&["policy_question"], "low", 0.95))
+        .model(vec![text("Within 30 days.")])
+        .build()
+        .await;
+    let (pool_id, sub) = guest_in_the_pool(&h, EMAIL).await;
+    let guest = format!("guest:{sub}");
+    let said = send_as(
+        &h.app,
+        guest_post_event(
+            &sub,
+            EMAIL,
+            "true",
+            &json!({"user_id": guest, "message": "how long may I ask?"}).to_string(),
+            &[],
+        ),
+        &fresh_request_id(),
+        0,
+    )
+    .await;
+    assert_eq!(said.status, StatusCode::OK, "{}", said.raw);
+    let (moto_endpoint, payments) = (moto().endpoint.clone(), h.payments.uri());
+
+    let without_pool = crate::approvals::admin(
+        &h.table,
+        &moto_endpoint,
+        &payments,
+        &["forget", "--customer", &guest, "--by", "dpo@shop"],
+    )
+    .await;
+    assert_eq!(
+        without_pool.status.code(),
+        Some(2),
+        "{}",
+        crate::approvals::stderr(&without_pool)
+    );
+    assert!(
+        !h.exchanges(said.conversation_id()).await.is_empty(),
+        "nothing forgotten half-way"
+    );
+
+    let pool = [("GUEST_POOL_ID", pool_id.as_str())];
+    let forgot = crate::approvals::admin_with(
+        &h.table,
+        &moto_endpoint,
+        &payments,
+        &pool,
+        &["forget", "--email", EMAIL, "--by", "dpo@shop"],
+    )
+    .await;
+    assert_eq!(forgot.status.code(), Some(0), "{}", crate::approvals::stderr(&forgot));
+    let printed = crate::approvals::stdout(&forgot);
+    assert!(
+        printed.contains(&guest) && printed.contains("deleted the guest pool's user"),
+        "{printed}"
+    );
+    assert!(
+        !printed.to_lowercase().contains("example.com"),
+        "the e-mail is not printed: {printed}"
+    );
+    assert!(h.exchanges(said.conversation_id()).await.is_empty());
+    let idp = aws_sdk_cognitoidentityprovider::Client::new(&h.aws);
+    assert!(
+        idp.admin_get_user()
+            .user_pool_id(&pool_id)
+            .username(&sub)
+            .send()
+            .await
+            .is_err(),
+        "the pool's user is gone"
+    );
+    let again = crate::approvals::admin_with(
+        &h.table,
+        &moto_endpoint,
+        &payments,
+        &pool,
+        &["forget", "--email", "ada.guest@example.com", "--by", "dpo@shop"],
+    )
+    .await;
+    assert_eq!(again.status.code(), Some(1), "{}", crate::approvals::stderr(&again));
+}
