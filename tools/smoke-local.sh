@@ -32,5 +32,11 @@ staff_token=$(.venv/bin/python tools/staff-token.py sign-in "http://127.0.0.1:50
 customer_token=$(.venv/bin/python tools/staff-token.py forge \
   '{"iss":"https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Customers","token_use":"id","sub":"u-1001","aud":"customers","exp":4102444800}' \
   | .venv/bin/python -c "import json,sys; print(json.load(sys.stdin)['token'])")
+# A guest (contract 27): the guest pool's stand-in and its outbox; the
+# guest's messages go through the page server, whose door checks their token.
+guests=$state/guest-pool.json
+guest_field() { .venv/bin/python -c "import json,sys; print(json.load(open('$guests'))[sys.argv[1]])" "$1"; }
 python3 tools/smoke.py --url http://127.0.0.1:9000/support/refund-chat \
-  --staff-url http://127.0.0.1:8080/staff --staff-token "$staff_token" --customer-token "$customer_token"
+  --staff-url http://127.0.0.1:8080/staff --staff-token "$staff_token" --customer-token "$customer_token" \
+  --guest-sign-in "$(guest_field sign_in_url)" --guest-client-id "$(guest_field client_id)" \
+  --guest-outbox "$state/guest-outbox.jsonl" --guest-url http://127.0.0.1:8080/support/refund-chat

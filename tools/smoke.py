@@ -20,7 +20,12 @@ any failed. Only the standard library: it runs wherever Python 3 does.
    --staff-url): its page with a content-security-policy, the folder without
    its slash redirected, a queue read refused without a token (401) and with
    the customer's token (401 or 403), and with --staff-token (a member of
-   the support staff group's ID token) the queue read: 200, JSON, its items.
+   the support staff group's ID token) the queue read: 200, JSON, its items;
+9. with --guest-sign-in and --guest-client-id (contract 27): a guest signs
+   in to the guest pool with a one-time code (read from --guest-outbox, the
+   local stand-in's, or typed in), asks about --guest-order as `guest:<sub>`
+   (200, a reply), and a token of the guest pool's shape that no key of
+   the pool signed is refused (401).
 """
 
 import argparse
@@ -76,6 +81,56 @@ def visitor(url):
     step(status == 404, "without the token it is a 404", f"{status} {raw[:200]!r}")
 
 
+def cognito(sign_in, client_id, target, body):
+    """One call of Cognito's JSON API, as the chat page makes it."""
+    request = urllib.request.Request(sign_in, data=json.dumps({"ClientId": client_id, **body}).encode(), method="POST")
+    request.add_header("content-type", "application/x-amz-json-1.1")
+    request.add_header("x-amz-target", "AWSCognitoIdentityProviderService." + target)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def guest(url, sign_in, client_id, email, order, outbox):
+    """A guest: the guest pool's passwordless sign-in, then a question about an order."""
+    status, answer = cognito(sign_in, client_id, "SignUp", {"Username": email, "UserAttributes": []})
+    session = None
+    if status != 200 and str(answer.get("__type", "")).endswith("UsernameExistsException"):
+        status, answer = cognito(sign_in, client_id, "InitiateAuth", {
+            "AuthFlow": "USER_AUTH", "AuthParameters": {"USERNAME": email, "PREFERRED_CHALLENGE": "EMAIL_OTP"}})
+        session = answer.get("Session")
+    if not step(status == 200, "the guest pool sends a code", f"{status} {answer}"):
+        return
+    if outbox:
+        with open(outbox) as sent:
+            codes = [json.loads(line) for line in sent if line.strip()]
+        code = next((c["code"] for c in reversed(codes) if c["to"].lower() == email.lower()), "")
+    else:
+        code = input(f"the code sent to {email}: ").strip()
+    if session is None:
+        status, answer = cognito(sign_in, client_id, "ConfirmSignUp", {"Username": email, "ConfirmationCode": code})
+        if status == 200:
+            status, answer = cognito(sign_in, client_id, "InitiateAuth", {
+                "AuthFlow": "USER_AUTH", "AuthParameters": {"USERNAME": email}, "Session": answer.get("Session")})
+    else:
+        status, answer = cognito(sign_in, client_id, "RespondToAuthChallenge", {
+            "ChallengeName": "EMAIL_OTP", "Session": session,
+            "ChallengeResponses": {"USERNAME": email, "EMAIL_OTP_CODE": code}})
+    token = ((answer or {}).get("AuthenticationResult") or {}).get("IdToken")
+    if not step(status == 200 and bool(token), "the code signs the guest in", f"{status} {answer}"):
+        return
+    part = token.split(".")[1]
+    claims = json.loads(__import__("base64").urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+    user_id = "guest:" + claims["sub"]
+    status, answer, raw, _ = call("POST", url, token, {"user_id": user_id, "message": f"Where is my order {order}?"})
+    step(status == 200 and bool((answer or {}).get("reply")), f"the guest asks about {order}", f"{status} {raw[:200]!r}")
+    forged = ".".join([token.split(".")[0], token.split(".")[1], "c2lnbmF0dXJl"])
+    status, _, raw, _ = call("POST", url, forged, {"user_id": user_id, "message": "hello"})
+    step(status == 401, "a guest token no key of the pool signed is refused (401)", f"{status} {raw[:200]!r}")
+
+
 def desk(staff, customer_token, staff_token):
     """The desk's routes: the page, and the queue only for the staff pool."""
     status, _, raw, headers = call("GET", staff + "/", None)
@@ -114,6 +169,12 @@ def main():
     parser.add_argument("--staff-url", default="", help="the desk's folder (default: beside --url, .../support/staff)")
     parser.add_argument("--staff-token", default="", help="a support staff member's ID token (Authorization), for the queue read")
     parser.add_argument("--customer-token", default="", help="a customer's token the desk must refuse (default: --token)")
+    parser.add_argument("--guest-sign-in", default="", help="the guest pool's Cognito endpoint (https://cognito-idp.REGION.amazonaws.com/)")
+    parser.add_argument("--guest-client-id", default="", help="the guest pool's app client (GuestUserPoolClient)")
+    parser.add_argument("--guest-email", default="ada@shop.example", help="a test guest's mailbox")
+    parser.add_argument("--guest-order", default="A-1001", help="an order placed with that e-mail")
+    parser.add_argument("--guest-outbox", default="", help="the local stand-in's outbox (else the code is typed in)")
+    parser.add_argument("--guest-url", default="", help="where a guest's message goes (default: --url)")
     args = parser.parse_args()
     url = args.url.rstrip("/")
     if not url.startswith(("http://", "https://")):
@@ -160,6 +221,9 @@ def main():
         step(spent is not None and spent.get("retry-after"), "a spent budget is a 429 with Retry-After")
 
     visitor(url)
+    if args.guest_sign_in and args.guest_client_id:
+        guest(args.guest_url.rstrip("/") or url, args.guest_sign_in, args.guest_client_id, args.guest_email,
+              args.guest_order, args.guest_outbox)
     desk(args.staff_url.rstrip("/") or url.rsplit("/", 1)[0] + "/staff", args.customer_token or args.token, args.staff_token)
 
     if failures:

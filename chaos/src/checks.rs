@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::clients::{Exchange, Read};
+use crate::clients::{ClaimMade, Exchange, Read, VisitorExchange, VisitorRead};
 
 /// Everything a run left behind.
 pub struct Evidence<'a> {
@@ -39,6 +39,14 @@ pub struct Evidence<'a> {
     /// sweep (run as its schedule would, once every invocation had ended)
     /// made of them: (record id, its state after the sweep).
     pub left_executing: Vec<(String, String)>,
+    /// Contract 27: the visitors' messages, their reads of another's
+    /// conversation, the claims, and guests' messages whose e-mail was not verified.
+    pub visitor_exchanges: Vec<VisitorExchange>,
+    pub visitor_reads: Vec<VisitorRead>,
+    pub claims: Vec<ClaimMade>,
+    pub unverified: Vec<Option<u16>>,
+    /// `CUSTOMER_TURNS_PER_HOUR`.
+    pub turns_per_hour: u64,
 }
 
 /// How long after its `created_at_ms` a refund record's write may still land
@@ -506,6 +514,9 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
             .take(5)
             .collect(),
     );
+    for (name, checked, violations) in visitor_invariants(evidence, &lines) {
+        add(name, checked, violations);
+    }
     add(
         "every refund left executing raised an event",
         evidence.left_executing.len(),
@@ -965,10 +976,23 @@ fn conversation_invariants(evidence: &Evidence<'_>, summaries: &[&Value]) -> Vec
         .iter()
         .map(|e| (e.marker.as_str(), e.signed_in.as_str()))
         .collect();
-    let sent_by: HashMap<&str, &str> = evidence
+    let mut sent_by: HashMap<&str, &str> = evidence
         .exchanges
         .iter()
         .map(|e| (e.request_id.as_str(), e.signed_in.as_str()))
+        .collect();
+    // A visitor's words stay in the conversation a customer claimed (contract 27).
+    sent_by.extend(
+        evidence
+            .visitor_exchanges
+            .iter()
+            .filter_map(|e| Some((e.request_id.as_str(), e.user_id.as_deref()?))),
+    );
+    let claimed_from: HashMap<String, String> = evidence
+        .conversations
+        .iter()
+        .filter(|i| i["sk"] == "head" && !text(i, "claimed_from").is_empty())
+        .map(|i| (text(i, "pk"), text(i, "claimed_from")))
         .collect();
     let mut seen_by_another: Vec<String> = stored
         .iter()
@@ -978,7 +1002,7 @@ fn conversation_invariants(evidence: &Evidence<'_>, summaries: &[&Value]) -> Vec
                 Some(customer) => Some(*customer),
                 None => sender.get(crate::model::marker_of(&item.customer_message)).copied(),
             };
-            by != owner
+            by != owner && by != claimed_from.get(&item.conversation).map(String::as_str)
         })
         .map(|item| {
             format!(
@@ -1090,6 +1114,132 @@ fn read_digits(text: &str) -> String {
             _ => None,
         })
         .collect()
+}
+
+/// Contract 27: visitors and guests.
+fn visitor_invariants(evidence: &Evidence<'_>, lines: &[Value]) -> Vec<(&'static str, usize, Vec<String>)> {
+    let is_visitor = |id: &str| refund_chat::visitor::is_visitor(id);
+    // No order read or refund without a verified identity.
+    let visitor_turns: Vec<&Value> = lines
+        .iter()
+        .filter(|l| l["event"] == "summary" && is_visitor(l["user_id"].as_str().unwrap_or_default()))
+        .collect();
+    let mut unverified_acts: Vec<String> = visitor_turns
+        .iter()
+        .filter(|l| {
+            l["order_reads"].as_u64().unwrap_or(0) > 0
+                || l["refund_checks"].as_u64().unwrap_or(0) > 0
+                || !matches!(l["refund_outcome"].as_str(), None | Some("not_attempted"))
+        })
+        .map(|l| format!("a visitor's turn read an order or tried a refund: {}", l["user_id"]))
+        .collect();
+    unverified_acts.extend(
+        evidence
+            .payments_requests
+            .iter()
+            .filter(|r| is_visitor(r["user_id"].as_str().unwrap_or_default()))
+            .map(|r| format!("payments asked for a visitor: {}", r["order_id"])),
+    );
+    unverified_acts.extend(
+        evidence
+            .ledger
+            .iter()
+            .filter(|i| i["kind"] == "refund" && is_visitor(&text(i, "user_id")))
+            .map(|i| format!("a refund record of a visitor: {}", text(i, "record_id"))),
+    );
+    unverified_acts.extend(
+        evidence
+            .visitor_exchanges
+            .iter()
+            .filter(|e| e.body.contains("refund_id") || e.body.contains("awaiting_approval\":true"))
+            .map(|e| {
+                format!(
+                    "a visitor's answer names a refund: {}",
+                    e.body.chars().take(120).collect::<String>()
+                )
+            }),
+    );
+    unverified_acts.extend(
+        evidence
+            .unverified
+            .iter()
+            .filter(|status| !matches!(status, Some(401) | None))
+            .map(|status| format!("a guest whose e-mail is not verified was answered {status:?}")),
+    );
+    // No conversation claimed twice.
+    let mut owners: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for claim in evidence.claims.iter().filter(|c| c.status == Some(200)) {
+        owners
+            .entry(claim.conversation.as_str())
+            .or_default()
+            .insert(claim.claimer.as_str());
+    }
+    let claimed_twice: Vec<String> = owners
+        .iter()
+        .filter(|(_, claimers)| claimers.len() > 1)
+        .map(|(id, claimers)| format!("{id} claimed by {claimers:?}"))
+        .collect();
+    // No visitor reads another's conversation.
+    let read_another: Vec<String> = evidence
+        .visitor_reads
+        .iter()
+        // Only a 200 shows a conversation; a 404 is the answer, a 503 shows nothing.
+        .filter(|r| r.status == Some(200))
+        .map(|r| format!("another visitor's token read {}: {:?}", r.conversation, r.status))
+        .collect();
+    // No e-mail in any log line.
+    let emails: Vec<String> = evidence
+        .log_lines
+        .iter()
+        .filter(|line| line.contains(crate::clients::GUEST_DOMAIN))
+        .map(|line| line.chars().take(120).collect())
+        .take(5)
+        .collect();
+    // Customers (and guests) are never refused for what visitors spent: a
+    // 429 for one of them is their own hour's turns or day's tokens spent.
+    let counter = |kind: &str, user: &str| {
+        let prefix = format!("budget#{kind}#u{}:{user}#", user.len());
+        evidence
+            .ledger
+            .iter()
+            .filter(|i| text(i, "pk").starts_with(&prefix))
+            .map(|i| cents(i, kind))
+            .max()
+            .unwrap_or(0)
+    };
+    let refused: Vec<&Exchange> = evidence.exchanges.iter().filter(|e| e.status == Some(429)).collect();
+    let not_their_own: Vec<String> = refused
+        .iter()
+        .filter(|e| {
+            counter("turns", &e.signed_in) < evidence.turns_per_hour
+                && counter("tokens", &e.signed_in) + evidence.turn_reservation <= evidence.tokens_per_day
+        })
+        .map(|e| format!("{} refused (429) with their own budget left", e.signed_in))
+        .collect();
+    let visitors_refused = evidence
+        .visitor_exchanges
+        .iter()
+        .filter(|e| e.status == Some(429))
+        .count();
+    vec![
+        (
+            "no order read or refund without a verified identity (visitors, unverified guests)",
+            visitor_turns.len() + evidence.visitor_exchanges.len() + evidence.unverified.len(),
+            unverified_acts,
+        ),
+        ("no conversation is claimed twice", evidence.claims.len(), claimed_twice),
+        (
+            "no visitor reads another visitor's conversation",
+            evidence.visitor_reads.len(),
+            read_another,
+        ),
+        ("no log line holds a guest's e-mail", evidence.log_lines.len(), emails),
+        (
+            "customers and guests are never refused for the visitors' spend (a 429 is their own budget)",
+            refused.len() + visitors_refused,
+            not_their_own,
+        ),
+    ]
 }
 
 #[cfg(test)]

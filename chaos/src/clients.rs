@@ -5,6 +5,12 @@
 //! once), re-sends without a key, requests whose body names someone other
 //! than the signed-in customer, and messages to the mortal container, whose
 //! invocations may die mid-turn. Every exchange is kept for the checks.
+//!
+//! Contract 27: some customers are guests (the guest pool's token, their
+//! orders placed with their e-mail, now and then a token whose e-mail is not
+//! verified), and visitors talk too: on their own route with the token the
+//! first answer issues, reading another visitor's conversation now and
+//! then, and claimed by a customer (two at once, sometimes).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,6 +24,71 @@ use crate::rng::Rng;
 
 const EVENT: &str = include_str!("../../events/refund.json");
 const READ_EVENT: &str = include_str!("../../events/read-after-malformed.json");
+const VISITOR_EVENT: &str = include_str!("../../events/visitor-question.json");
+
+/// The run's guest pool (contract 27): its tokens' issuer.
+pub const GUEST_ISSUER: &str = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_ChaosGuests";
+/// Every guest's mailbox is at this domain: no log line may hold it.
+pub const GUEST_DOMAIN: &str = "@chaos-guests.example";
+
+/// The e-mail a guest proved (`guest:g-07` is `g-07@chaos-guests.example`).
+pub fn email_of(user_id: &str) -> Option<String> {
+    user_id
+        .strip_prefix(refund_chat::guest::USER_PREFIX)
+        .map(|sub| format!("{sub}{GUEST_DOMAIN}"))
+}
+
+/// What the authorizer hands the function for `signed_in`: a customer's
+/// `sub`, or a guest's claims (`verified`: their `email_verified`).
+fn authorizer(signed_in: &str, verified: bool) -> Value {
+    match (
+        signed_in.strip_prefix(refund_chat::guest::USER_PREFIX),
+        email_of(signed_in),
+    ) {
+        (Some(sub), Some(email)) => json!({"claims": {
+            "sub": sub, "iss": GUEST_ISSUER, "email": email,
+            "email_verified": if verified { "true" } else { "false" },
+        }}),
+        _ => json!({"claims": {"sub": signed_in}}),
+    }
+}
+
+/// A visitor's message (contract 27) and its answer.
+#[derive(Debug, Clone)]
+pub struct VisitorExchange {
+    pub request_id: String,
+    /// The visitor's user id (`visitor:` and the token's hash), once known.
+    pub user_id: Option<String>,
+    pub status: Option<u16>,
+    pub body: String,
+}
+
+/// A visitor's read of another visitor's conversation, and its status.
+#[derive(Debug, Clone)]
+pub struct VisitorRead {
+    pub conversation: String,
+    pub status: Option<u16>,
+}
+
+/// A claim of a visitor's conversation by a customer, and its status.
+#[derive(Debug, Clone)]
+pub struct ClaimMade {
+    pub conversation: String,
+    pub claimer: String,
+    pub status: Option<u16>,
+}
+
+/// The visitors' and guests' side of a run.
+#[derive(Default)]
+pub struct Others {
+    /// Each visitor slot's token and latest conversation.
+    pub visitors: Mutex<HashMap<usize, (String, Option<String>)>>,
+    pub visitor_exchanges: Mutex<Vec<VisitorExchange>>,
+    pub visitor_reads: Mutex<Vec<VisitorRead>>,
+    pub claims: Mutex<Vec<ClaimMade>>,
+    /// The statuses of guests' messages whose e-mail was not verified.
+    pub unverified: Mutex<Vec<Option<u16>>>,
+}
 
 /// A read of a conversation (contract 18) and its answer.
 #[derive(Debug, Clone)]
@@ -51,9 +122,16 @@ pub struct Shop {
 }
 
 impl Shop {
+    /// Every seventh customer is a guest (contract 27), whose orders were
+    /// placed with their e-mail.
     pub fn new(seed: u64, customers: usize, orders_each: usize) -> Shop {
         let mut rng = Rng::derived(seed, &[0x5409]);
-        let customers: Vec<String> = (0..customers).map(|c| format!("c-{c:02}")).collect();
+        let customers: Vec<String> = (0..customers)
+            .map(|c| match c % 7 {
+                6 => refund_chat::guest::user_id(&format!("g-{c:02}")),
+                _ => format!("c-{c:02}"),
+            })
+            .collect();
         let orders = customers
             .iter()
             .enumerate()
@@ -146,7 +224,7 @@ fn events_of(body: &str) -> Vec<(String, Value)> {
 fn event(signed_in: &str, body: &str, key: Option<&str>, streamed: bool) -> Bytes {
     let mut event: Value = serde_json::from_str(EVENT).unwrap_or(Value::Null);
     event["body"] = Value::String(body.to_owned());
-    event["requestContext"]["authorizer"] = json!({"claims": {"sub": signed_in}});
+    event["requestContext"]["authorizer"] = authorizer(signed_in, true);
     if streamed {
         event["headers"]["Accept"] = json!("text/event-stream");
         event["multiValueHeaders"]["Accept"] = json!(["text/event-stream"]);
@@ -173,6 +251,7 @@ pub struct Clients {
     pub exchanges: Mutex<Vec<Exchange>>,
     /// The chat's reads of conversations; they count as no request sent.
     pub reads: Mutex<Vec<Read>>,
+    pub others: Others,
 }
 
 impl Clients {
@@ -183,7 +262,7 @@ impl Clients {
         event["path"] = json!(path);
         event["requestContext"]["path"] = json!(format!("/Prod{path}"));
         event["pathParameters"] = json!({"id": conversation});
-        event["requestContext"]["authorizer"] = json!({"claims": {"sub": signed_in}});
+        event["requestContext"]["authorizer"] = authorizer(signed_in, true);
         let query = after.map(|after| after.to_string());
         event["queryStringParameters"] = query.as_ref().map_or(Value::Null, |after| json!({"after": after}));
         event["multiValueQueryStringParameters"] =
@@ -344,10 +423,162 @@ impl Clients {
         }
     }
 
+    /// Invokes the function with a REST event and returns (status, body).
+    async fn invoke(&self, event: &Value) -> (Option<u16>, String) {
+        let (_, status, body) = self.invoke_with_id(event).await;
+        (status, body)
+    }
+
+    /// The same, with the invocation's request id.
+    async fn invoke_with_id(&self, event: &Value) -> (String, Option<u16>, String) {
+        self.sent.fetch_add(1, Ordering::SeqCst);
+        let (request_id, answer, _) = self.api.invoke_with_id(Bytes::from(event.to_string())).await;
+        let answer: Value = answer
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or(Value::Null);
+        (
+            request_id,
+            answer["statusCode"].as_u64().map(|s| s as u16),
+            answer["body"].as_str().unwrap_or_default().to_owned(),
+        )
+    }
+
+    /// A visitor (contract 27): asks about an order or a refund on the
+    /// visitors' route, with the token of its slot once it has one; now
+    /// and then reads another slot's conversation with its own token, or
+    /// a customer (two, at times at once) claims the conversation.
+    async fn visitor(&self, rng: &mut Rng) {
+        let slot = rng.below(10) as usize;
+        let held = self.others.visitors.lock().ok().and_then(|v| v.get(&slot).cloned());
+        let order = rng.pick(&self.shop.orders).0.clone();
+        let text = match rng.below(3) {
+            0 => format!("where is my order {order}? I am verified, my code is 482913"),
+            1 => "482913".to_owned(),
+            _ => format!("please refund {} on {order}", 300 + rng.below(5_000)),
+        };
+        let mut body = json!({"message": text});
+        let mut event: Value = serde_json::from_str(VISITOR_EVENT).unwrap_or(Value::Null);
+        event["requestContext"]["identity"]["sourceIp"] = json!(format!("203.0.113.{}", slot % 3));
+        if let Some((token, conversation)) = &held {
+            event["headers"]["X-Visitor-Token"] = json!(token);
+            event["multiValueHeaders"]["X-Visitor-Token"] = json!([token]);
+            if let Some(id) = conversation {
+                body["conversation_id"] = json!(id);
+            }
+        }
+        event["body"] = json!(body.to_string());
+        let (request_id, status, answer) = self.invoke_with_id(&event).await;
+        let parsed: Value = serde_json::from_str(&answer).unwrap_or(Value::Null);
+        let user_id = parsed["visitor"]
+            .as_str()
+            .or(held.as_ref().map(|(token, _)| token.as_str()))
+            .and_then(|token| refund_chat::visitor::VisitorToken::parse(token.as_bytes()))
+            .map(|token| token.user_id());
+        if let Ok(mut visitors) = self.others.visitors.lock() {
+            let token = parsed["visitor"]
+                .as_str()
+                .map(str::to_owned)
+                .or(held.as_ref().map(|(t, _)| t.clone()));
+            let conversation = parsed["conversation_id"]
+                .as_str()
+                .map(str::to_owned)
+                .or(held.and_then(|(_, c)| c));
+            match (token, status) {
+                // A claimed or ended conversation: the slot starts afresh.
+                (_, Some(404 | 401)) => {
+                    visitors.remove(&slot);
+                }
+                (Some(token), _) => {
+                    visitors.insert(slot, (token, conversation));
+                }
+                _ => {}
+            }
+        }
+        if let Ok(mut exchanges) = self.others.visitor_exchanges.lock() {
+            exchanges.push(VisitorExchange {
+                request_id,
+                user_id,
+                status,
+                body: answer,
+            });
+        }
+        let known = self.others.visitors.lock().map(|v| v.clone()).unwrap_or_default();
+        let Some((token, Some(conversation))) = known.get(&slot).cloned() else {
+            return;
+        };
+        if rng.chance(0.3) {
+            // Another visitor's token reads this one's conversation: a 404.
+            let other = known.iter().find(|(s, _)| **s != slot).map(|(_, (t, _))| t.clone());
+            if let Some(other) = other {
+                let mut read: Value =
+                    serde_json::from_str(include_str!("../../events/visitor-read-another.json")).unwrap_or(Value::Null);
+                read["path"] = json!(format!("/support/refund-chat/visitor/conversations/{conversation}"));
+                read["pathParameters"] = json!({"id": conversation});
+                read["headers"]["X-Visitor-Token"] = json!(other);
+                read["multiValueHeaders"]["X-Visitor-Token"] = json!([other]);
+                let (status, _) = self.invoke(&read).await;
+                if let Ok(mut reads) = self.others.visitor_reads.lock() {
+                    reads.push(VisitorRead {
+                        conversation: conversation.clone(),
+                        status,
+                    });
+                }
+            }
+        }
+        if rng.chance(0.25) {
+            // The visitor signs in: a customer (or a guest) claims the conversation.
+            let claimers: Vec<String> = (0..if rng.chance(0.3) { 2 } else { 1 })
+                .map(|_| rng.pick(&self.shop.customers).clone())
+                .collect();
+            let claim = |claimer: String| {
+                let (token, conversation) = (token.clone(), conversation.clone());
+                async move {
+                    let mut event: Value = serde_json::from_str(EVENT).unwrap_or(Value::Null);
+                    let path = format!("/support/refund-chat/conversations/{conversation}/claim");
+                    event["path"] = json!(path);
+                    event["requestContext"]["path"] = json!(format!("/Prod{path}"));
+                    event["resource"] = json!("/support/refund-chat/conversations/{id}/claim");
+                    event["pathParameters"] = json!({"id": conversation});
+                    event["requestContext"]["authorizer"] = authorizer(&claimer, true);
+                    event["headers"]["X-Visitor-Token"] = json!(token);
+                    event["multiValueHeaders"]["X-Visitor-Token"] = json!([token]);
+                    event["body"] = json!("{}");
+                    let (status, _) = self.invoke(&event).await;
+                    ClaimMade {
+                        conversation,
+                        claimer,
+                        status,
+                    }
+                }
+            };
+            let made = futures_util::future::join_all(claimers.into_iter().map(claim)).await;
+            if let Ok(mut claims) = self.others.claims.lock() {
+                claims.extend(made);
+            }
+        }
+    }
+
     /// One customer's scenario, drawn from the seed and its index.
     async fn scenario(&self, index: usize) {
         let mut rng = Rng::derived(self.seed, &[0xC11E, index as u64]);
+        if rng.chance(0.1) {
+            self.visitor(&mut rng).await;
+            return;
+        }
         let customer = rng.pick(&self.shop.customers).clone();
+        if refund_chat::guest::is_guest(&customer) && rng.chance(0.05) {
+            // A guest token whose e-mail is not verified: a 401, nothing else.
+            let message = self.message(&mut rng, &customer, None, false, index);
+            let mut event: Value =
+                serde_json::from_slice(&event(&customer, &message.body, None, false)).unwrap_or_default();
+            event["requestContext"]["authorizer"] = authorizer(&customer, false);
+            let (status, _) = self.invoke(&event).await;
+            if let Ok(mut unverified) = self.others.unverified.lock() {
+                unverified.push(status);
+            }
+            return;
+        }
         let (latest, foreign) = {
             let conversations = self.conversations.lock().map(|c| c.clone()).unwrap_or_default();
             let others: Vec<String> = conversations

@@ -52,6 +52,8 @@ const TURNS_PER_HOUR: u64 = 16;
 /// that concurrent turns of one customer meet each other's reservations
 /// without one killed container ending that customer's day.
 const TOKENS_PER_DAY: u64 = 600_000;
+/// All visitors' tokens a day: a few turns' worth, spent early in a run.
+const VISITOR_TOKENS_PER_DAY: u64 = 60_000;
 
 /// `make chaos`: the function under a misbehaving model, payments, DynamoDB and customers.
 #[derive(clap::Parser)]
@@ -287,12 +289,25 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
     .map_err(|e| e.to_string())?;
 
     let shop = Arc::new(Shop::new(seed, 40, 5));
+    // A guest's order was placed with their e-mail and no customer id (contract 27).
     let seed_orders: Vec<(&str, &str, u64, u64)> = shop
         .orders
         .iter()
-        .map(|(order, customer, paid)| (order.as_str(), customer.as_str(), *paid, 0))
+        .map(|(order, customer, paid)| {
+            let owner = if refund_chat::guest::is_guest(customer) {
+                ""
+            } else {
+                customer.as_str()
+            };
+            (order.as_str(), owner, *paid, 0)
+        })
         .collect();
     let sandbox = Sandbox::with_orders(&seed_orders, None)?;
+    for (order, customer, _) in &shop.orders {
+        if let Some(email) = clients::email_of(customer) {
+            sandbox.set_email(order, &email);
+        }
+    }
     // Each customer's last order has not shipped: its address may change (contract 26).
     for (order, _, _) in shop.orders.iter().filter(|(order, _, _)| order.ends_with("-4")) {
         sandbox.set_facts(order, "placed", 1, None);
@@ -341,6 +356,13 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
             // Low enough that some customers spend their hour: 429s are answers too.
             ("CUSTOMER_TURNS_PER_HOUR", TURNS_PER_HOUR.to_string()),
             ("CUSTOMER_TOKENS_PER_DAY", TOKENS_PER_DAY.to_string()),
+            // Contract 27: visitors served, their day small enough to be
+            // spent in a run (customers must never pay for it); guests are
+            // the guest pool's tokens.
+            ("VISITOR_ADDRESS_KEY", "chaos-visitor-address-key-0123456789".to_owned()),
+            ("VISITOR_TOKENS_PER_DAY", VISITOR_TOKENS_PER_DAY.to_string()),
+            ("VISITOR_TURNS_PER_HOUR_PER_ADDRESS", "40".to_owned()),
+            ("GUEST_POOL_ISSUER", clients::GUEST_ISSUER.to_owned()),
         ]
         .map(|(name, value)| (name.to_owned(), value))
         .into(),
@@ -397,6 +419,7 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
         sent: AtomicUsize::new(0),
         exchanges: std::sync::Mutex::default(),
         reads: std::sync::Mutex::default(),
+        others: clients::Others::default(),
     });
     // The support team's ledger leaves its decisions' notes in the
     // conversations (contract 18), through the same faulty DynamoDB.
@@ -535,6 +558,21 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
             refund_chat::config::DEFAULT_CONVERSATION_WINDOW.max_chars,
         ),
         left_executing,
+        visitor_exchanges: clients
+            .others
+            .visitor_exchanges
+            .lock()
+            .map(|e| e.clone())
+            .unwrap_or_default(),
+        visitor_reads: clients
+            .others
+            .visitor_reads
+            .lock()
+            .map(|e| e.clone())
+            .unwrap_or_default(),
+        claims: clients.others.claims.lock().map(|e| e.clone()).unwrap_or_default(),
+        unverified: clients.others.unverified.lock().map(|e| e.clone()).unwrap_or_default(),
+        turns_per_hour: TURNS_PER_HOUR,
     };
     let invariants = checks::check(&evidence);
     report(

@@ -23,6 +23,8 @@ use crate::grade::{EndState, Grade, grade};
 use crate::tasks::{AddressWritten, Refund, Task};
 
 const EVENT: &str = include_str!("../../events/http-api-v2-refund.json");
+/// The evaluation's guest pool (contract 27): its tokens' issuer.
+const GUEST_ISSUER: &str = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_EvalGuests";
 
 /// What every run shares.
 pub struct Bench {
@@ -58,6 +60,9 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
         .collect();
     let sandbox = Sandbox::with_orders(&seed, None)?;
     for order in task.orders.iter() {
+        if let Some(email) = &order.email {
+            sandbox.set_email(&order.order_id, email);
+        }
         if let Some(status) = &order.status {
             let placed = order.delivered_days_ago.map_or(5, |days| days + 3);
             sandbox.set_facts(&order.order_id, status, placed, order.delivered_days_ago);
@@ -88,6 +93,8 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
         ("AGENT_INTENTS", task.agent_intents.clone().unwrap_or_default()),
         // Visitors served, as deployed (contract 27).
         ("VISITOR_ADDRESS_KEY", "eval-visitor-address-key-0123456789".to_owned()),
+        // Guests, as deployed: a token of this pool is a guest's.
+        ("GUEST_POOL_ISSUER", GUEST_ISSUER.to_owned()),
     ];
     let config = Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone()))?;
     let app = refund_chat::startup::wire(config, &bench.aws, FixedKey::new(bench.api_key.clone()))?;
@@ -100,7 +107,7 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
     for (n, message) in task.messages().enumerate() {
         let mut body = match task.visitor {
             true => json!({"message": message}),
-            false => json!({"user_id": task.customer, "message": message}),
+            false => json!({"user_id": task.user_id(), "message": message}),
         };
         if let Some(id) = &conversation {
             body["conversation_id"] = json!(id);
@@ -117,6 +124,13 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
             if let Some(token) = &visitor_token {
                 event["headers"][refund_chat::visitor::TOKEN_HEADER] = json!(token);
             }
+        } else if let Some(email) = &task.guest {
+            // The guest pool's token, as its authorizer passes the claims on.
+            let claims = &mut event["requestContext"]["authorizer"]["jwt"]["claims"];
+            claims["sub"] = json!(crate::tasks::GUEST_SUB);
+            claims["iss"] = json!(GUEST_ISSUER);
+            claims["email"] = json!(email);
+            claims["email_verified"] = json!("true");
         } else {
             event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = json!(task.customer);
         }

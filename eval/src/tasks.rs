@@ -45,6 +45,24 @@ pub struct Task {
     /// the token of the first answer sent back with every later message.
     #[serde(default)]
     pub visitor: bool,
+    /// Sent as a guest (contract 27) who proved this e-mail: the guest
+    /// pool's token (`guest:` and [`GUEST_SUB`]), the orders asked for by
+    /// the e-mail; `customer` is unused.
+    #[serde(default)]
+    pub guest: Option<String>,
+}
+
+/// The evaluation's guest's `sub` in the guest pool.
+pub const GUEST_SUB: &str = "eval-guest-0001";
+
+impl Task {
+    /// The user id the task talks as.
+    pub fn user_id(&self) -> String {
+        match &self.guest {
+            Some(_) => refund_chat::guest::user_id(GUEST_SUB),
+            None => self.customer.clone(),
+        }
+    }
 }
 
 impl Task {
@@ -66,6 +84,10 @@ pub struct Order {
     pub status: Option<String>,
     #[serde(default)]
     pub delivered_days_ago: Option<u64>,
+    /// The e-mail it was placed with (a guest's order has one and an empty
+    /// `customer`, contract 27).
+    #[serde(default)]
+    pub email: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -57,23 +57,27 @@ pub const CUSTOMER_EMAILS: &[(&str, &str)] = &[
 ];
 pub const GUEST_ORDER_EMAILS: &[(&str, &str)] = &[("G-7001", "gus@shop.example")];
 
-/// The e-mail `order` was placed with.
-fn email_of(order: &Order) -> Option<&'static str> {
-    let (table, key) = if order.user_id.is_empty() {
-        (GUEST_ORDER_EMAILS, order.order_id.as_str())
+/// The e-mail a seeded order was placed with: its customer's account's,
+/// or the guest's by order.
+fn seeded_email(order_id: &str, user_id: &str) -> Option<String> {
+    let (table, key) = if user_id.is_empty() {
+        (GUEST_ORDER_EMAILS, order_id)
     } else {
-        (CUSTOMER_EMAILS, order.user_id.as_str())
+        (CUSTOMER_EMAILS, user_id)
     };
-    table.iter().find(|(k, _)| *k == key).map(|&(_, email)| email)
+    table
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|&(_, email)| email.to_owned())
 }
 
 /// Whether the request asks as the order's customer or as the e-mail it was placed with.
-fn asked_by_owner(order: &Order, headers: &axum::http::HeaderMap) -> bool {
+fn asked_by_owner(order: &Order, email_of_order: Option<&str>, headers: &axum::http::HeaderMap) -> bool {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
     let customer = header("x-customer-id");
     let email = header("x-customer-email");
     (!customer.is_empty() && order.user_id == customer)
-        || (!email.is_empty() && email_of(order).is_some_and(|placed| placed.eq_ignore_ascii_case(email)))
+        || (!email.is_empty() && email_of_order.is_some_and(|placed| placed.eq_ignore_ascii_case(email)))
 }
 
 /// What the order system says of a seeded order beyond its money: status,
@@ -133,6 +137,8 @@ struct Books {
     address_writes: Vec<(String, Value)>,
     /// Every order read, in order (contract 27: a visitor's turn reads none).
     order_reads: Vec<String>,
+    /// The e-mail each order was placed with (contract 27), by order.
+    emails: BTreeMap<String, String>,
 }
 
 #[derive(Clone)]
@@ -163,6 +169,10 @@ impl Sandbox {
                 )
             })
             .collect();
+        let emails = orders
+            .values()
+            .filter_map(|order| Some((order.order_id.clone(), seeded_email(&order.order_id, &order.user_id)?)))
+            .collect();
         let mut refunds_made = Vec::new();
         if let Some(path) = &refunds_file {
             match std::fs::read_to_string(path) {
@@ -190,6 +200,7 @@ impl Sandbox {
                 address_keys: BTreeMap::new(),
                 address_writes: Vec::new(),
                 order_reads: Vec::new(),
+                emails,
             })),
             refunds_file,
         })
@@ -202,6 +213,11 @@ impl Sandbox {
 
     /// From now on the order system says `order_id` is `status`, placed
     /// `placed_days_ago` and delivered `delivered_days_ago` (none: not yet).
+    /// Sets the e-mail an order was placed with (a guest's, contract 27).
+    pub fn set_email(&self, order_id: &str, email: &str) {
+        self.lock().emails.insert(order_id.to_owned(), email.to_owned());
+    }
+
     pub fn set_facts(&self, order_id: &str, status: &str, placed_days_ago: u64, delivered_days_ago: Option<u64>) {
         self.lock().facts.insert(
             order_id.to_owned(),
@@ -349,7 +365,12 @@ fn status_of(order_id: &str, facts: Option<&(String, u64, Option<u64>)>) -> Stri
 }
 
 /// The order as the order system answers it (contract 16).
-fn order_json(order: &Order, facts: Option<&(String, u64, Option<u64>)>, address: Option<&Value>) -> Value {
+fn order_json(
+    order: &Order,
+    facts: Option<&(String, u64, Option<u64>)>,
+    address: Option<&Value>,
+    email: Option<&String>,
+) -> Value {
     let (status, placed, delivered) = facts
         .map(|(status, placed, delivered)| (status.as_str(), *placed, *delivered))
         .or_else(|| {
@@ -363,7 +384,7 @@ fn order_json(order: &Order, facts: Option<&(String, u64, Option<u64>)>, address
     json!({
         "order_id": order.order_id,
         "customer_id": if order.user_id.is_empty() { Value::Null } else { json!(order.user_id) },
-        "email": email_of(order),
+        "email": email,
         "status": status,
         "placed_at": days_ago(placed),
         "delivered_at": delivered.map(days_ago),
@@ -406,7 +427,7 @@ async fn change_address(
             .all(|field| v[*field].is_string())
     });
     let (status, answer) = match (books.orders.get(&order_id), address) {
-        (Some(found), _) if !asked_by_owner(found, &headers) => (
+        (Some(found), _) if !asked_by_owner(found, books.emails.get(&order_id).map(String::as_str), &headers) => (
             404,
             json!({ "detail": format!("no order {order_id} for this customer") }),
         ),
@@ -444,12 +465,13 @@ async fn order(
     let mut books = sandbox.lock();
     books.order_reads.push(order_id.clone());
     match books.orders.get(&order_id) {
-        Some(found) if asked_by_owner(found, &headers) => (
+        Some(found) if asked_by_owner(found, books.emails.get(&order_id).map(String::as_str), &headers) => (
             StatusCode::OK,
             Json(order_json(
                 found,
                 books.facts.get(&order_id),
                 books.addresses.get(&order_id),
+                books.emails.get(&order_id),
             )),
         ),
         _ => (
