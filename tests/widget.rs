@@ -1362,19 +1362,7 @@ async fn a_change_of_address_is_made_after_the_customers_yes_in_the_next_message
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_visitor_is_answered_from_the_help_centre_asked_to_verify_for_an_order_and_kept_apart() {
     let stack = Stack::on_the_page().await;
-    stack
-        .element("#customer option[value='visitor']")
-        .await
-        .click()
-        .await
-        .unwrap();
-
-    stack.type_message("How long does delivery take?").await;
-    let reply = stack.nth("assistant", 1).await;
-    assert!(reply.contains("working days"), "the delivery article's words: {reply}");
-    stack.type_message("where is my order A-1001?").await;
-    let verify = stack.nth("assistant", 2).await;
-    assert!(verify.contains("confirm your e-mail"), "{verify}");
+    stack.visitor_asks_about_an_order().await;
     let said = page_text(&stack.browser).await;
     assert!(said.contains("confirm your e-mail below"), "{said}");
     assert!(!said.contains("A-1001 was"), "no order was read: {said}");
@@ -1515,6 +1503,23 @@ async fn the_deployed_page_talks_as_a_visitor_until_the_shops_page_hands_over_a_
 }
 
 impl Stack {
+    /// On `make run`'s page, "a visitor" picked: a question the help centre
+    /// answers, then "where is my order A-1001?", which code answers by
+    /// asking to confirm the e-mail (contract 27).
+    async fn visitor_asks_about_an_order(&self) {
+        self.element("#customer option[value='visitor']")
+            .await
+            .click()
+            .await
+            .unwrap();
+        self.type_message("How long does delivery take?").await;
+        let reply = self.nth("assistant", 1).await;
+        assert!(reply.contains("working days"), "the delivery article's words: {reply}");
+        self.type_message("where is my order A-1001?").await;
+        let verify = self.nth("assistant", 2).await;
+        assert!(verify.contains("confirm your e-mail"), "{verify}");
+    }
+
     /// The code the guest pool "sent" to `email`, last: waits for it only
     /// as long as the page takes to show the code's field, which comes
     /// after Cognito (here the stand-in) answered.
@@ -1569,18 +1574,7 @@ impl Stack {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_visitor_confirms_their_email_and_the_same_conversation_reads_the_order() {
     let stack = Stack::on_the_page().await;
-    stack
-        .element("#customer option[value='visitor']")
-        .await
-        .click()
-        .await
-        .unwrap();
-    stack.type_message("How long does delivery take?").await;
-    let rules = stack.nth("assistant", 1).await;
-    assert!(rules.contains("working days"), "the delivery article's words: {rules}");
-    stack.type_message("where is my order A-1001?").await;
-    let verify = stack.nth("assistant", 2).await;
-    assert!(verify.contains("confirm your e-mail"), "{verify}");
+    stack.visitor_asks_about_an_order().await;
     let begun = stack.conversation().await;
     assert!(stack.sandbox.order_reads().is_empty(), "a visitor reads no order");
 

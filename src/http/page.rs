@@ -117,11 +117,16 @@ mod tests {
     use super::*;
 
     fn page(origin: Option<&str>) -> ChatPage {
+        page_with(origin, &[])
+    }
+
+    /// The page of a function configured with `more` variables too.
+    fn page_with(origin: Option<&str>, more: &[(&str, &str)]) -> ChatPage {
         let mut config = crate::config::Config::from_lookup(|name| match name {
             "OPENAI_API_KEY_SECRET_ID" => Some("k".into()),
             "PAYMENTS_BASE_URL" | "ORDERS_BASE_URL" => Some("http://127.0.0.1:1".into()),
             "LEDGER_TABLE" | "CONVERSATION_TABLE" => Some("t".into()),
-            _ => None,
+            _ => more.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned()),
         })
         .unwrap();
         config.cors_allow_origin = origin.map(str::to_owned);
@@ -184,17 +189,13 @@ mod tests {
     /// page knows the endpoint and the client; without them, neither.
     #[test]
     fn the_guest_sign_in_is_named_in_the_page_and_its_policy() {
-        let mut config = crate::config::Config::from_lookup(|name| match name {
-            "OPENAI_API_KEY_SECRET_ID" => Some("k".into()),
-            "PAYMENTS_BASE_URL" | "ORDERS_BASE_URL" => Some("http://127.0.0.1:1".into()),
-            "LEDGER_TABLE" | "CONVERSATION_TABLE" => Some("t".into()),
-            "GUEST_SIGN_IN_URL" => Some("https://cognito-idp.eu-west-1.amazonaws.com/".into()),
-            "GUEST_POOL_CLIENT_ID" => Some("guestclient123".into()),
-            _ => None,
-        })
-        .unwrap();
-        config.cors_allow_origin = Some("https://shop.example".into());
-        let with = ChatPage::new(&config);
+        let with = page_with(
+            Some("https://shop.example"),
+            &[
+                ("GUEST_SIGN_IN_URL", "https://cognito-idp.eu-west-1.amazonaws.com/"),
+                ("GUEST_POOL_CLIENT_ID", "guestclient123"),
+            ],
+        );
         let served = with.serve("/support/").unwrap();
         let policy = served.headers()["content-security-policy"].to_str().unwrap().to_owned();
         assert!(

@@ -50,6 +50,18 @@ async fn as_guest(h: &TestApp, verified: &str, body: &str) -> Answer {
     .await
 }
 
+/// `message` from the guest `sub` of the pool (its e-mail [`EMAIL`], verified).
+async fn guest_says(h: &TestApp, sub: &str, message: &str) -> Answer {
+    let body = json!({"user_id": format!("guest:{sub}"), "message": message}).to_string();
+    send_as(
+        &h.app,
+        guest_post_event(sub, EMAIL, "true", &body, &[]),
+        &fresh_request_id(),
+        0,
+    )
+    .await
+}
+
 /// Every header the order system received, lowercased name: value.
 async fn order_headers(h: &TestApp) -> Vec<Vec<(String, String)>> {
     h.payments
@@ -304,7 +316,7 @@ async fn guest_in_the_pool(h: &TestApp, email: &str) -> (String, String) {
 /// A guest's refund above the limit waits for a person; the approval reads
 /// the order afresh by the e-mail the guest pool holds for the guest's sub
 /// (kept nowhere of ours), and pays the guest's user id once. Without the
-/// guest pool, or for a guest the pool no longer has, nothing is paid.
+/// guest pool nothing is paid, and the order system is not asked.
 #[tokio::test]
 async fn a_person_approves_a_guests_refund_with_the_order_read_by_the_pools_email() {
     let h = TestApp::builder()
@@ -317,19 +329,7 @@ async fn a_person_approves_a_guests_refund_with_the_order_read_by_the_pools_emai
         .await;
     let (pool_id, sub) = guest_in_the_pool(&h, EMAIL).await;
     let guest = format!("guest:{sub}");
-    let asked = send_as(
-        &h.app,
-        guest_post_event(
-            &sub,
-            EMAIL,
-            "true",
-            &json!({"user_id": guest, "message": "refund 90.00 for G-5001"}).to_string(),
-            &[],
-        ),
-        &fresh_request_id(),
-        0,
-    )
-    .await;
+    let asked = guest_says(&h, &sub, "refund 90.00 for G-5001").await;
     assert_eq!(asked.status, StatusCode::OK, "{}", asked.raw);
     assert_eq!(asked.body["awaiting_approval"], true, "{}", asked.raw);
     let record_id = attr(&h.refund_records().await[0], "record_id").unwrap().to_owned();
@@ -393,19 +393,7 @@ async fn forgetting_a_guest_by_email_deletes_the_conversation_and_the_pools_user
         .await;
     let (pool_id, sub) = guest_in_the_pool(&h, EMAIL).await;
     let guest = format!("guest:{sub}");
-    let said = send_as(
-        &h.app,
-        guest_post_event(
-            &sub,
-            EMAIL,
-            "true",
-            &json!({"user_id": guest, "message": "how long may I ask?"}).to_string(),
-            &[],
-        ),
-        &fresh_request_id(),
-        0,
-    )
-    .await;
+    let said = guest_says(&h, &sub, "how long may I ask?").await;
     assert_eq!(said.status, StatusCode::OK, "{}", said.raw);
     let (moto_endpoint, payments) = (moto().endpoint.clone(), h.payments.uri());
 
