@@ -350,6 +350,7 @@ impl Stack {
         let ids = guest_pool.ids().clone();
         let guest_gate = || PoolGate::new(&moto().endpoint, &ids.pool_id, &ids.issuer, &ids.client_id);
         config.identity.guest_issuer = Some(ids.issuer.clone());
+        config.identity.guest_audience = Some(ids.client_id.clone());
         config.guest_sign_in = Some(refund_chat::config::GuestSignIn {
             url: format!("http://{sign_in}/"),
             client_id: ids.client_id.clone(),

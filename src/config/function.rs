@@ -96,6 +96,9 @@ pub struct Identity {
     pub source: IdentitySource,
     /// `GUEST_POOL_ISSUER`; none: no guests.
     pub guest_issuer: Option<String>,
+    /// `GUEST_POOL_CLIENT_ID`: a guest's token must be this client's (its
+    /// `aud`), which API Gateway's authorizer does not check; none: any.
+    pub guest_audience: Option<String>,
 }
 
 impl From<IdentitySource> for Identity {
@@ -103,6 +106,7 @@ impl From<IdentitySource> for Identity {
         Identity {
             source,
             guest_issuer: None,
+            guest_audience: None,
         }
     }
 }
@@ -226,6 +230,7 @@ impl Config {
                     }
                 },
                 guest_issuer: super::guests::issuer(&vars)?,
+                guest_audience: vars.get("GUEST_POOL_CLIENT_ID"),
             },
             limits: vars.limits(DEFAULT_LIMITS)?,
             conversation_table: vars.required("CONVERSATION_TABLE")?,

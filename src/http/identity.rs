@@ -14,7 +14,9 @@
 //! A guest (contract 27) is told apart by the token's issuer: claims whose
 //! `iss` is `GUEST_POOL_ISSUER` are the guest pool's, and the guest is
 //! `guest:<sub>` with the e-mail Cognito verified; a guest token whose
-//! `email_verified` is not `true` is a 401. In body mode the page server's
+//! `email_verified` is not `true`, or whose audience is not the guest pool's
+//! client (`GUEST_POOL_CLIENT_ID`, which the authorizer does not check), is
+//! a 401. In body mode the page server's
 //! door ([`DOOR_CLAIMS_HEADER`]) hands over the claims of a guest token it
 //! verified, as API Gateway's authorizer would.
 
@@ -49,17 +51,20 @@ impl Identity {
     /// Who the request's authorizer verified: `Ok(None)` in body mode
     /// when the door handed over no guest's claims.
     pub fn authenticated(&self, request: &Request) -> Result<Option<Authenticated>, IdentityError> {
-        let guest_issuer = self.guest_issuer.as_deref();
+        let guests = GuestTokens {
+            issuer: self.guest_issuer.as_deref(),
+            audience: self.guest_audience.as_deref(),
+        };
         match &self.source {
             IdentitySource::Body => match door_claims(request) {
                 None => Ok(None),
-                Some(claims) => match guest_of(&claims, guest_issuer) {
+                Some(claims) => match guest_of(&claims, &guests) {
                     Some(guest) => guest.map(Some),
                     None => Err(IdentityError::Unauthenticated),
                 },
             },
             IdentitySource::Authorizer { claim } => {
-                if let Some(guest) = authorizer_claims(request).and_then(|claims| guest_of(&claims, guest_issuer)) {
+                if let Some(guest) = authorizer_claims(request).and_then(|claims| guest_of(&claims, &guests)) {
                     return guest.map(Some);
                 }
                 let user_id = authorizer_user_id(request, claim).ok_or(IdentityError::Unauthenticated)?;
@@ -73,15 +78,25 @@ impl Identity {
     }
 }
 
+/// What a guest pool token must say: its issuer, and its client when known.
+struct GuestTokens<'a> {
+    issuer: Option<&'a str>,
+    audience: Option<&'a str>,
+}
+
 /// The guest of claims from the guest pool (`None`: not the guest pool's):
-/// `guest:<sub>` with a verified e-mail, else a 401.
+/// `guest:<sub>` with a verified e-mail, of the pool's client, else a 401.
 fn guest_of(
     claims: &serde_json::Map<String, Value>,
-    guest_issuer: Option<&str>,
+    pool: &GuestTokens<'_>,
 ) -> Option<Result<Authenticated, IdentityError>> {
-    let issuer = guest_issuer?;
+    let issuer = pool.issuer?;
     if claims.get("iss").and_then(Value::as_str) != Some(issuer) {
         return None;
+    }
+    let audience = claims.get("aud").and_then(Value::as_str);
+    if pool.audience.is_some_and(|client| audience != Some(client)) {
+        return Some(Err(IdentityError::Unauthenticated));
     }
     // REST API's claims are strings ("true"); a JWT's are JSON (true).
     let verified = matches!(claims.get("email_verified"), Some(Value::Bool(true)))
@@ -196,6 +211,7 @@ mod tests {
         Identity {
             source,
             guest_issuer: Some(GUESTS.into()),
+            guest_audience: None,
         }
     }
 
@@ -249,6 +265,19 @@ mod tests {
                 "{claims}"
             );
         }
+        // Another client of the guest pool than the page's: the authorizer
+        // lets its token through; the function does not.
+        let of_the_page = Identity {
+            guest_audience: Some("page-client".into()),
+            ..identity.clone()
+        };
+        let page = json!({"sub": "g-1", "iss": GUESTS, "aud": "page-client", "email": "g@example.com", "email_verified": "true"});
+        let other = json!({"sub": "g-1", "iss": GUESTS, "aud": "other-client", "email": "g@example.com", "email_verified": "true"});
+        assert!(of_the_page.authenticated(&rest(json!({ "claims": page }))).is_ok());
+        assert_eq!(
+            of_the_page.authenticated(&rest(json!({ "claims": other }))),
+            Err(IdentityError::Unauthenticated)
+        );
         // A customer's claim can never read as a guest's or a visitor's id.
         for id in ["guest:g-1", "visitor:ab"] {
             assert_eq!(

@@ -71,6 +71,11 @@ pub fn config(openai_base: &str, payments_base: &str, table: &str) -> Config {
         ("VISITOR_ADDRESS_KEY", VISITOR_ADDRESS_KEY.to_owned()),
         // As deployed: the guest pool's tokens are guests' (contract 27).
         ("GUEST_POOL_ISSUER", GUEST_ISSUER.to_owned()),
+        ("GUEST_POOL_CLIENT_ID", GUEST_CLIENT.to_owned()),
+        (
+            "GUEST_SIGN_IN_URL",
+            "https://cognito-idp.eu-west-1.amazonaws.com/".to_owned(),
+        ),
     ];
     Config::from_lookup(|name| vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.clone())).expect("test config")
 }
@@ -571,6 +576,7 @@ pub fn guest_post_event(sub: &str, email: &str, verified: &str, body: &str, head
     let mut event = post_event_as(sub, body, headers);
     let claims = &mut event["requestContext"]["authorizer"]["jwt"]["claims"];
     claims["iss"] = Value::String(GUEST_ISSUER.to_owned());
+    claims["aud"] = Value::String(GUEST_CLIENT.to_owned());
     claims["email"] = Value::String(email.to_owned());
     claims["email_verified"] = Value::String(verified.to_owned());
     event

@@ -35,6 +35,8 @@ pub const USER: &str = "u-1001";
 pub const VISITOR_ADDRESS_KEY: &str = "tests-visitor-address-key-0123456789";
 /// The tests' guest pool (contract 27): its tokens' issuer.
 pub const GUEST_ISSUER: &str = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_GuestsTest";
+/// The guest pool's app client: a guest token's `aud`.
+pub const GUEST_CLIENT: &str = "guests-test-client";
 pub const REFUND_MESSAGE: &str = "Order A-1001 arrived broken, please refund 12.50";
 pub const OPENAI_TIMEOUT: Duration = Duration::from_millis(500);
 pub const BACKOFF: Duration = Duration::from_millis(200);
