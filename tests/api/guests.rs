@@ -455,3 +455,26 @@ async fn forgetting_a_guest_by_email_deletes_the_conversation_and_the_pools_user
     .await;
     assert_eq!(again.status.code(), Some(1), "{}", crate::approvals::stderr(&again));
 }
+
+/// A guest who asks for a person is handed off as anyone is, and the desk
+/// says who it is (contract 27): a guest, not a customer or a visitor.
+#[tokio::test]
+async fn a_guest_handed_to_a_person_is_marked_a_guest_on_the_desk() {
+    let h = TestApp::builder().model(vec![text("never")]).build().await;
+
+    let answer = as_guest(&h, "true", &said("I want to talk to a person")).await;
+
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+    assert_eq!(answer.body["handed_off"], true);
+    let queue = refund_chat::staff::read::queue(&h.staff()).await.unwrap();
+    let item = queue
+        .handoffs
+        .iter()
+        .find(|item| item.conversation_id.as_deref() == Some(answer.conversation_id()))
+        .expect("the handoff is queued");
+    assert_eq!(item.who, "guest", "{:?}", queue.handoffs);
+    assert!(
+        !format!("{:?}", queue.handoffs).to_lowercase().contains("example.com"),
+        "no e-mail on the desk"
+    );
+}
