@@ -98,6 +98,13 @@ async fn door(guests: &PoolGate, headers: &mut Vec<(String, String)>) {
         .iter()
         .find(|(name, _)| name == "authorization")
         .map(|(_, token)| token.clone());
+    if let Some(token) = &token {
+        GUEST_TOKENS_SEEN.lock().unwrap().push(token.clone());
+        // An ID token past its hour, as the authorizer would refuse it.
+        if EXPIRED.lock().unwrap().contains(token) {
+            return;
+        }
+    }
     if let Ok(claims) = guests.claims(token.as_deref()).await {
         headers.push((claims_header.to_owned(), claims.to_string()));
     }
@@ -107,6 +114,10 @@ async fn door(guests: &PoolGate, headers: &mut Vec<(String, String)>) {
 fn visitor_event(body: &str, headers: &[(&str, &str)]) -> Value {
     visitor_post_event(body, "127.0.0.1", headers)
 }
+
+/// Every token the door was shown, and those it takes as expired.
+static GUEST_TOKENS_SEEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+static EXPIRED: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
 /// The `Authorization` of every chat message the function was sent, in order.
 static AUTHORIZATIONS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
@@ -1594,6 +1605,49 @@ async fn a_visitor_confirms_their_email_and_the_same_conversation_reads_the_orde
     assert!(signed_in.contains("e-mail"), "{signed_in}");
     let shown = page_text(&stack.browser).await;
     assert!(!shown.contains(&code), "the code is no chat message: {shown}");
+    stack.close().await;
+}
+
+/// A guest's ID token lasts an hour: once it is refused, the page renews it
+/// with the refresh token (Cognito's REFRESH_TOKEN_AUTH) and sends the
+/// message again, once; the guest signs in to nothing twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guests_expired_token_is_renewed_and_the_message_goes_through() {
+    let stack = Stack::on_the_page().await;
+    stack.visitor_asks_about_an_order().await;
+    stack.ask_for_a_code("ada@shop.example").await;
+    let code = stack.code_sent_to("ada@shop.example").await;
+    stack.type_code(&code).await;
+    let answer = stack.nth("assistant", 3).await;
+    assert!(answer.contains("A-1001"), "{answer}");
+
+    // Every token of this stack's guest pool used so far is now past its
+    // hour (the tests share the door's lists, not their pools).
+    let issuer = stack.guest_pool.ids().issuer.clone();
+    let of_this_pool = |token: &String| {
+        use base64::Engine;
+        token
+            .split('.')
+            .nth(1)
+            .and_then(|claims| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(claims).ok())
+            .and_then(|claims| serde_json::from_slice::<Value>(&claims).ok())
+            .is_some_and(|claims| claims["iss"] == issuer.as_str())
+    };
+    let used: Vec<String> = GUEST_TOKENS_SEEN
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|t| of_this_pool(t))
+        .cloned()
+        .collect();
+    assert!(!used.is_empty(), "the page used a token of the pool");
+    EXPIRED.lock().unwrap().extend(used);
+    stack.type_message("and where is my order A-1002?").await;
+    let again = stack.nth("assistant", 4).await;
+    assert!(again.contains("A-1002"), "answered with a renewed token: {again}");
+    assert_eq!(stack.guest_pool.refreshes(), 1, "renewed once");
+    let problem = stack.browser.find(Locator::Css("#problem:not([hidden])")).await;
+    assert!(problem.is_err(), "no 'sign in again'");
     stack.close().await;
 }
 

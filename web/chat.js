@@ -77,6 +77,7 @@
   const signedIn = $("signed-in");
   let idToken = null; // the signed-in customer's (from the shop's page) or guest's (from the guest pool)
   let idTokenFor = null; // whose it is: sent only while that person talks
+  let refreshToken = null; // a guest's, in memory only: renews an expired ID token once
   const tokenNow = () => (!isVisitor() && idToken && customer.value === idTokenFor ? idToken : null);
   let askedToVerify = null; // the visitor's message that needs an account, sent again once signed in
   const VISITOR = "visitor"; // the picker's value for someone not signed in
@@ -465,6 +466,15 @@
         return;
       case 401:
       case 403:
+        // A guest's ID token lasts an hour: renewed once, the message goes again.
+        if (status === 401 && !message.visitor && refreshToken && !message.renewed) {
+          message.renewed = true;
+          renewGuestToken().then((renewed) => {
+            if (renewed) deliver(message, resendsLeft);
+            else answered(message, resendsLeft, status, answer, headers);
+          });
+          return;
+        }
         setBusy(false);
         current = null;
         if (message.visitor) {
@@ -699,8 +709,27 @@
     verify.hidden = true;
     codeStep.hidden = true;
     verifyStatus.textContent = "";
+    refreshToken = result.AuthenticationResult.RefreshToken || null;
     signedInAs(token, "guest:" + sub, "guest (" + email + ")");
   });
+
+  // The guest's ID token renewed with the refresh token (Cognito's
+  // REFRESH_TOKEN_AUTH); false when it cannot be, and the guest signs in again.
+  async function renewGuestToken() {
+    try {
+      const renewed = await cognito("InitiateAuth", {
+        AuthFlow: "REFRESH_TOKEN_AUTH",
+        AuthParameters: { REFRESH_TOKEN: refreshToken },
+      });
+      const token = renewed.AuthenticationResult && renewed.AuthenticationResult.IdToken;
+      if (!token || "guest:" + subjectOf(token) !== idTokenFor) return false;
+      idToken = token;
+      return true;
+    } catch (_) {
+      refreshToken = null;
+      return false;
+    }
+  }
   offerConfirm();
   customer.addEventListener("change", offerConfirm);
 

@@ -10,7 +10,9 @@
 //! - `InitiateAuth` with `USER_AUTH`: with that `Session`, the tokens; with
 //!   `PREFERRED_CHALLENGE=EMAIL_OTP`, an `EMAIL_OTP` challenge (a code is
 //!   sent to a known address);
-//! - `RespondToAuthChallenge` with `EMAIL_OTP_CODE`: the tokens.
+//! - `RespondToAuthChallenge` with `EMAIL_OTP_CODE`: the tokens;
+//! - `InitiateAuth` with `REFRESH_TOKEN_AUTH`: new tokens, from moto's own
+//!   pool (which implements that flow), when the page's ID token expired.
 //!
 //! A code is 6 digits from the operating system's secure generator, valid
 //! [`CODE_LIFETIME`], used once, and dead after [`WRONG_TRIES`] wrong tries.
@@ -27,7 +29,7 @@
 //! Gateway's authorizer checks the guest pool's.
 //!
 //! What it does not emulate (decisions.md): the pool's other calls,
-//! resending a code, `UserNotConfirmedException`, refresh, and Cognito's
+//! resending a code, `UserNotConfirmedException`, and Cognito's
 //! `UsernameExistsException` on `SignUp` (which Cognito's
 //! `PreventUserExistenceErrors` does not cover; the page handles it).
 
@@ -69,6 +71,8 @@ struct State {
     sessions: HashMap<String, Waiting>,
     /// The random password of each guest made in moto, by address.
     passwords: HashMap<String, String>,
+    /// Tokens renewed (`REFRESH_TOKEN_AUTH`).
+    refreshes: usize,
 }
 
 struct Waiting {
@@ -211,6 +215,15 @@ impl GuestPool {
     }
 
     async fn initiate_auth(&self, body: &Value) -> Result<Value, CognitoError> {
+        if body["AuthFlow"] == "REFRESH_TOKEN_AUTH" {
+            // moto's pool issued the tokens, and renews them itself.
+            if let Ok(mut state) = self.state.lock() {
+                state.refreshes += 1;
+            }
+            return call(&self.http, &self.moto, "InitiateAuth", body.clone())
+                .await
+                .map_err(|_| CognitoError("NotAuthorizedException", "Invalid Refresh Token."));
+        }
         if body["AuthFlow"] != "USER_AUTH" {
             return Err(CognitoError("InvalidParameterException", "Only USER_AUTH is emulated."));
         }
@@ -368,6 +381,11 @@ impl GuestPool {
         .await
         .map_err(unavailable)?;
         Ok(json!({"AuthenticationResult": signed_in["AuthenticationResult"], "ChallengeParameters": {}}))
+    }
+
+    /// How many times a page renewed its tokens.
+    pub fn refreshes(&self) -> usize {
+        self.state.lock().map(|state| state.refreshes).unwrap_or(0)
     }
 }
 
