@@ -97,25 +97,12 @@ struct Faults {
 }
 
 impl Widget {
-    /// `function_url` is the function's endpoint (`http://127.0.0.1:9000/support/refund-chat`,
-    /// or under `cargo lambda watch` `.../lambda-url/refund-chat/support/refund-chat`).
-    pub fn new(web_dir: PathBuf, function_url: impl Into<String>) -> Arc<Widget> {
-        Arc::new(Widget::build(web_dir, function_url.into(), None))
-    }
-
-    /// The same, with the support team's desk at `/staff/`.
-    pub fn with_desk(
-        web_dir: PathBuf,
-        function_url: impl Into<String>,
-        poll_seconds: Option<f64>,
-        desk: DeskDoor,
-    ) -> Arc<Widget> {
-        let mut widget = Widget::build(web_dir, function_url.into(), poll_seconds);
-        widget.desk = Some(desk);
-        Arc::new(widget)
-    }
-
-    /// The page server with whatever of the desk and the guests is given.
+    /// The page server, passing chat requests on to `function_url`, the
+    /// function's endpoint (`http://127.0.0.1:9000/support/refund-chat`, or
+    /// under `cargo lambda watch` `.../lambda-url/refund-chat/support/refund-chat`),
+    /// with whatever of the desk and the guests is given; `poll_seconds`: a
+    /// polling interval other than the page's own (the browser tests: a
+    /// person's note shows within a second, not ten).
     pub fn serving(
         web_dir: PathBuf,
         function_url: impl Into<String>,
@@ -127,12 +114,6 @@ impl Widget {
         widget.desk = desk;
         widget.guests = guests;
         Arc::new(widget)
-    }
-
-    /// The same, serving the page with another polling interval (the
-    /// browser tests: a person's note shows within a second, not ten).
-    pub fn polling_every(web_dir: PathBuf, function_url: impl Into<String>, seconds: f64) -> Arc<Widget> {
-        Arc::new(Widget::build(web_dir, function_url.into(), Some(seconds)))
     }
 
     fn build(web_dir: PathBuf, function_url: String, poll_seconds: Option<f64>) -> Widget {
