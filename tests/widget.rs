@@ -444,17 +444,23 @@ impl Stack {
     /// The text of the `n`th (1-based) element matching `css`, once it exists.
     async fn nth(&self, css: &str, n: usize) -> String {
         let xpath = format!("(//*[{}])[{n}]", css_class_xpath(css));
+        self.text_at(&xpath, &format!("{css} #{n}")).await
+    }
+
+    /// The text of the element at `xpath`, once there is one; else what
+    /// the page said, in the failure.
+    async fn text_at(&self, xpath: &str, what: &str) -> String {
         match self
             .browser
             .wait()
             .at_most(WAIT)
-            .for_element(Locator::XPath(&xpath))
+            .for_element(Locator::XPath(xpath))
             .await
         {
             Ok(element) => element.text().await.unwrap(),
             Err(error) => {
                 let page = page_text(&self.browser).await;
-                panic!("no {css} #{n}: {error}; the page said:\n{page}")
+                panic!("no {what}: {error}; the page said:\n{page}")
             }
         }
     }
@@ -1562,19 +1568,7 @@ impl Stack {
 
     async fn verify_status(&self, words: &str) -> String {
         let xpath = format!("//p[@id='verify-status' and contains(., \"{words}\")]");
-        match self
-            .browser
-            .wait()
-            .at_most(WAIT)
-            .for_element(Locator::XPath(&xpath))
-            .await
-        {
-            Ok(status) => status.text().await.unwrap(),
-            Err(error) => panic!(
-                "no status {words:?}: {error}; the page said:\n{}",
-                page_text(&self.browser).await
-            ),
-        }
+        self.text_at(&xpath, &format!("status {words:?}")).await
     }
 }
 
