@@ -12,7 +12,12 @@
 //! or 404 for an unknown order or another customer's. Its one write,
 //! `POST /orders/{id}/address` (contract 26), changes a `placed` order's
 //! address (200), refuses any other (409), and answers a key it has seen
-//! with its first answer: one write per `Idempotency-Key`.
+//! with its first answer: one write per `Idempotency-Key`. Its other write,
+//! `POST /orders/{id}/returns` (contract 28), starts a return of a delivered
+//! order within [`RETURN_WINDOW_DAYS`], of no more than the order holds less
+//! what was returned, with no return open: 201 with a label of the
+//! sandbox's own origin (`GET /labels/{id}`), else 409 with why; one return
+//! per key. A seeded order (R-8001) has a return open already.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -45,7 +50,27 @@ pub const SEED_ORDERS: &[(&str, &str, u64, u64)] = &[
     ("A-1004", "u-1001", 2200, 0),
     // A guest's order (contract 27): placed without an account, by e-mail.
     ("G-7001", "", 1500, 0),
+    // A return is open already (contract 28): no second one.
+    ("R-8001", "u-1001", 1800, 0),
 ];
+
+/// What a seeded order holds, by name (contract 28); any other holds one "Item".
+pub const ORDER_ITEMS: &[(&str, &str)] = &[
+    ("A-1002", "Blue mug"),
+    ("F-6001", "Blue mug"),
+    ("R-8001", "Linen cushion"),
+];
+
+/// Days after delivery the order system takes a return (contract 28).
+pub const RETURN_WINDOW_DAYS: u64 = 30;
+
+/// The one item a seeded order holds.
+fn item_of(order_id: &str) -> &'static str {
+    ORDER_ITEMS
+        .iter()
+        .find(|(id, _)| *id == order_id)
+        .map_or("Item", |&(_, name)| name)
+}
 
 /// The e-mail each order was placed with (contract 27): a customer's
 /// account's, or a guest's by order. The order system answers a guest's
@@ -89,6 +114,7 @@ pub const ORDER_FACTS: &[(&str, &str, u64, Option<u64>)] = &[
     ("E-5001", "shipped", 2, None),
     ("F-6001", "delivered", 50, Some(45)),
     ("A-1004", "placed", 1, None),
+    ("R-8001", "delivered", 8, Some(5)),
 ];
 
 /// The address every seeded order went to: personal data the function must
@@ -139,6 +165,10 @@ struct Books {
     order_reads: Vec<String>,
     /// The e-mail each order was placed with (contract 27), by order.
     emails: BTreeMap<String, String>,
+    /// Returns started (contract 28), by order: `{return_id, status, items, reason}`.
+    returns: BTreeMap<String, Vec<Value>>,
+    /// Each `Idempotency-Key` of a return, with its answer.
+    return_keys: BTreeMap<String, (u16, Value)>,
 }
 
 #[derive(Clone)]
@@ -201,6 +231,12 @@ impl Sandbox {
                 address_writes: Vec::new(),
                 order_reads: Vec::new(),
                 emails,
+                returns: BTreeMap::from([(
+                    "R-8001".to_owned(),
+                    vec![json!({"return_id": "ret_seeded", "status": "open",
+                        "items": [{"name": item_of("R-8001"), "quantity": 1}], "reason": "changed_mind"})],
+                )]),
+                return_keys: BTreeMap::new(),
             })),
             refunds_file,
         })
@@ -225,6 +261,16 @@ impl Sandbox {
         );
     }
 
+    /// Every return started (contract 28): (order id, the return as kept).
+    pub fn returns_started(&self) -> Vec<(String, Value)> {
+        self.lock()
+            .returns
+            .iter()
+            .flat_map(|(order, returns)| returns.iter().map(move |r| (order.clone(), r.clone())))
+            .filter(|(_, r)| r["return_id"] != "ret_seeded")
+            .collect()
+    }
+
     /// Every address write that changed an order: (order id, the new address).
     pub fn addresses_written(&self) -> Vec<(String, Value)> {
         self.lock().address_writes.clone()
@@ -246,6 +292,8 @@ impl Sandbox {
             .route("/orders", get(orders))
             .route("/orders/{order_id}", get(order))
             .route("/orders/{order_id}/address", post(change_address))
+            .route("/orders/{order_id}/returns", post(start_return))
+            .route("/labels/{return_id}", get(label))
             .with_state(self.clone())
     }
 
@@ -370,6 +418,7 @@ fn order_json(
     facts: Option<&(String, u64, Option<u64>)>,
     address: Option<&Value>,
     email: Option<&String>,
+    returns: Option<&Vec<Value>>,
 ) -> Value {
     let (status, placed, delivered) = facts
         .map(|(status, placed, delivered)| (status.as_str(), *placed, *delivered))
@@ -381,7 +430,7 @@ fn order_json(
         })
         .unwrap_or(("delivered", 5, Some(2)));
     let (name, line1, city, postcode, country) = SHIP_TO;
-    json!({
+    let mut json = json!({
         "order_id": order.order_id,
         "customer_id": if order.user_id.is_empty() { Value::Null } else { json!(order.user_id) },
         "email": email,
@@ -391,11 +440,135 @@ fn order_json(
         "currency": "EUR",
         "paid_cents": order.paid_cents,
         "refunded_cents": order.refunded_cents,
-        "items": [{"name": "Item", "quantity": 1, "unit_price_cents": order.paid_cents}],
+        "items": [{"name": item_of(&order.order_id), "quantity": 1, "unit_price_cents": order.paid_cents}],
         "ship_to": address.cloned().unwrap_or_else(
             || json!({"name": name, "line1": line1, "city": city, "postcode": postcode, "country": country})
         ),
-    })
+    });
+    // Contract 28: what was returned, and the returns, only once there are any.
+    if let Some(returns) = returns.filter(|r| !r.is_empty()) {
+        let returned: u64 = returns
+            .iter()
+            .flat_map(|r| r["items"].as_array().cloned().unwrap_or_default())
+            .filter(|item| item["name"] == item_of(&order.order_id))
+            .filter_map(|item| item["quantity"].as_u64())
+            .sum();
+        json["items"][0]["returned_quantity"] = json!(returned);
+        json["returns"] = returns
+            .iter()
+            .map(|r| json!({"return_id": r["return_id"], "status": r["status"]}))
+            .collect();
+    }
+    json
+}
+
+/// `POST /orders/{id}/returns` (contract 28): a return of a delivered
+/// order of the asker's, within the window, of no more than it holds less
+/// what was returned, with none open; one per `Idempotency-Key`.
+async fn start_return(
+    State(sandbox): State<Sandbox>,
+    axum::extract::Path(order_id): axum::extract::Path<String>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> (StatusCode, Json<Value>) {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (key, host) = (header("idempotency-key"), header("host"));
+    let mut books = sandbox.lock();
+    if let Some((status, answer)) = books.return_keys.get(&key).filter(|_| !key.is_empty()) {
+        return (
+            StatusCode::from_u16(*status).unwrap_or(StatusCode::OK),
+            Json(answer.clone()),
+        );
+    }
+    let asked: Option<Value> = serde_json::from_slice::<Value>(&body).ok().filter(|v| {
+        v["reason"].is_string()
+            && v["items"].as_array().is_some_and(|items| {
+                !items.is_empty()
+                    && items
+                        .iter()
+                        .all(|i| i["name"].is_string() && i["quantity"].as_u64().is_some_and(|q| q > 0))
+            })
+    });
+    let refuse = |status: u16, detail: String| (status, json!({ "detail": detail }));
+    let (status, answer) = match (books.orders.get(&order_id).cloned(), asked) {
+        (Some(found), _) if !asked_by_owner(&found, books.emails.get(&order_id).map(String::as_str), &headers) => {
+            refuse(404, format!("no order {order_id} for this customer"))
+        }
+        (None, _) => refuse(404, format!("no order {order_id} for this customer")),
+        (Some(_), None) => refuse(422, "the body is not a return".into()),
+        (Some(found), Some(asked)) => {
+            let facts = books.facts.get(&order_id).cloned().or_else(|| {
+                ORDER_FACTS
+                    .iter()
+                    .find(|(id, ..)| *id == order_id)
+                    .map(|&(_, status, placed, delivered)| (status.to_owned(), placed, delivered))
+            });
+            let (status, _, delivered) = facts.unwrap_or(("delivered".into(), 5, Some(2)));
+            let returns = books.returns.get(&order_id).cloned().unwrap_or_default();
+            let returned: u64 = returns
+                .iter()
+                .flat_map(|r| r["items"].as_array().cloned().unwrap_or_default())
+                .filter_map(|item| item["quantity"].as_u64())
+                .sum();
+            let item = item_of(&order_id);
+            let wanted: u64 = asked["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i["quantity"].as_u64())
+                .sum();
+            let named_only_it = asked["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .all(|i| i["name"] == item);
+            if status != "delivered" {
+                refuse(409, format!("order {order_id} is not delivered"))
+            } else if delivered.is_some_and(|days| days > RETURN_WINDOW_DAYS) {
+                refuse(
+                    409,
+                    format!("order {order_id} was delivered more than {RETURN_WINDOW_DAYS} days ago"),
+                )
+            } else if returns.iter().any(|r| r["status"] == "open") {
+                refuse(409, format!("order {order_id} has a return open already"))
+            } else if !named_only_it || wanted + returned > 1 {
+                refuse(409, format!("order {order_id} does not hold that many of those items"))
+            } else {
+                let number = books.returns.values().map(Vec::len).sum::<usize>() + 1;
+                let return_id = format!("ret_{number:06}");
+                books.returns.entry(order_id.clone()).or_default().push(json!({
+                    "return_id": return_id, "status": "open", "items": asked["items"], "reason": asked["reason"],
+                }));
+                let expires = time::OffsetDateTime::now_utc() + time::Duration::days(14);
+                (
+                    201,
+                    json!({
+                        "return_id": return_id,
+                        "label_url": format!("http://{host}/labels/{return_id}"),
+                        // The one item's price, less what was refunded of it already.
+                        "refund_cents": found.paid_cents.saturating_sub(found.refunded_cents),
+                        "expires_at": expires.replace_nanosecond(0).unwrap_or(expires)
+                            .format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+                    }),
+                )
+            }
+        }
+    };
+    if !key.is_empty() {
+        books.return_keys.insert(key, (status, answer.clone()));
+    }
+    (StatusCode::from_u16(status).unwrap_or(StatusCode::OK), Json(answer))
+}
+
+/// `GET /labels/{id}`: a return's label, as a carrier would serve it.
+async fn label(axum::extract::Path(return_id): axum::extract::Path<String>) -> String {
+    format!("Return label {return_id}: print it, stick it on the parcel, drop it at any carrier's point.\n")
 }
 
 /// `POST /orders/{id}/address` (contract 26): a `placed` order of the
@@ -472,6 +645,7 @@ async fn order(
                 books.facts.get(&order_id),
                 books.addresses.get(&order_id),
                 books.emails.get(&order_id),
+                books.returns.get(&order_id),
             )),
         ),
         _ => (
@@ -525,6 +699,64 @@ mod tests {
             "another customer's"
         );
         assert_eq!(get(&sandbox, "/orders/Z-9", "u-1001").await.0, 404, "unknown");
+    }
+
+    /// Contract 28: the order system's returns. A delivered order in the
+    /// window starts one (201, a label of the sandbox's own origin), once
+    /// per key; the order then shows it open and its item returned; a second
+    /// return, an order outside the window, one not delivered, one with a
+    /// return open, more than it holds or another customer's: refused.
+    #[tokio::test]
+    async fn a_return_starts_once_within_the_rules_and_is_then_on_the_order() {
+        let sandbox = Sandbox::open(None).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let router = sandbox.router();
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        let start = |order: &'static str, customer: &'static str, key: &'static str, quantity: u64| async move {
+            let response = reqwest::Client::new()
+                .post(format!("http://{address}/orders/{order}/returns"))
+                .header("x-customer-id", customer)
+                .header("idempotency-key", key)
+                .json(&json!({"items": [{"name": item_of(order), "quantity": quantity}], "reason": "wrong_size"}))
+                .send()
+                .await
+                .unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap_or(Value::Null))
+        };
+
+        let (status, started) = start("A-1002", "u-1001", "k-1", 1).await;
+        assert_eq!(status, 201, "{started}");
+        let label = started["label_url"].as_str().unwrap();
+        assert!(label.starts_with(&format!("http://{address}/labels/")), "{label}");
+        assert_eq!(started["refund_cents"], 3999, "paid less what was refunded");
+        assert_eq!(
+            start("A-1002", "u-1001", "k-1", 1).await,
+            (201, started.clone()),
+            "the same key: the same answer"
+        );
+        assert_eq!(sandbox.returns_started().len(), 1, "one return per key");
+        let (_, order) = get(&sandbox, "/orders/A-1002", "u-1001").await;
+        assert_eq!(order["returns"][0]["status"], "open");
+        assert_eq!(order["items"][0]["returned_quantity"], 1);
+        assert_eq!(order["items"][0]["name"], "Blue mug");
+
+        for (order, customer, key, quantity, why) in [
+            ("A-1002", "u-1001", "k-2", 1, "a return open already"),
+            ("F-6001", "u-1001", "k-3", 1, "delivered more than 30 days ago"),
+            ("E-5001", "u-1001", "k-4", 1, "not delivered"),
+            ("R-8001", "u-1001", "k-5", 1, "a return open already"),
+            ("A-1001", "u-1001", "k-6", 2, "does not hold that many"),
+        ] {
+            let (status, refused) = start(order, customer, key, quantity).await;
+            assert_eq!(status, 409, "{order}: {refused}");
+            assert!(refused["detail"].as_str().unwrap().contains(why), "{order}: {refused}");
+        }
+        assert_eq!(start("B-2001", "u-1001", "k-7", 1).await.0, 404, "another customer's");
+        assert_eq!(sandbox.returns_started().len(), 1);
+        let printed = reqwest::get(label).await.unwrap().text().await.unwrap();
+        assert!(printed.contains("Return label"), "{printed}");
     }
 
     /// Contract 27: a guest's read names the e-mail, and finds the orders
