@@ -571,7 +571,7 @@
       else startNewConversation();
     }
     signedIn.hidden = false;
-    signedIn.textContent = label.startsWith("guest") ? "Signed in with your e-mail." : "Signed in at the shop.";
+    signedIn.textContent = userId.startsWith("guest:") ? "Signed in with your e-mail." : "Signed in at the shop.";
   }
 
   if (IDENTITY === "token") {

@@ -96,13 +96,21 @@ fn seeded_email(order_id: &str, user_id: &str) -> Option<String> {
         .map(|&(_, email)| email.to_owned())
 }
 
+/// A request header as text; empty when absent or not text.
+fn header(headers: &axum::http::HeaderMap, name: &str) -> String {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
 /// Whether the request asks as the order's customer or as the e-mail it was placed with.
 fn asked_by_owner(order: &Order, email_of_order: Option<&str>, headers: &axum::http::HeaderMap) -> bool {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or_default();
-    let customer = header("x-customer-id");
-    let email = header("x-customer-email");
+    let customer = header(headers, "x-customer-id");
+    let email = header(headers, "x-customer-email");
     (!customer.is_empty() && order.user_id == customer)
-        || (!email.is_empty() && email_of_order.is_some_and(|placed| placed.eq_ignore_ascii_case(email)))
+        || (!email.is_empty() && email_of_order.is_some_and(|placed| placed.eq_ignore_ascii_case(&email)))
 }
 
 /// What the order system says of a seeded order beyond its money: status,
@@ -471,14 +479,7 @@ async fn start_return(
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> (StatusCode, Json<Value>) {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let (key, host) = (header("idempotency-key"), header("host"));
+    let (key, host) = (header(&headers, "idempotency-key"), header(&headers, "host"));
     let mut books = sandbox.lock();
     if let Some((status, answer)) = books.return_keys.get(&key).filter(|_| !key.is_empty()) {
         return (
@@ -579,14 +580,7 @@ async fn change_address(
     headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> (StatusCode, Json<Value>) {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let key = header("idempotency-key");
+    let key = header(&headers, "idempotency-key");
     let mut books = sandbox.lock();
     if let Some((status, answer)) = books.address_keys.get(&key).filter(|_| !key.is_empty()) {
         return (

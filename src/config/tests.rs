@@ -215,10 +215,56 @@ fn errors_name_the_variable() {
         ("STREAM_KEEPALIVE_SECS", "20"),
         ("REFUND_WINDOW_DAYS", "0"),
         ("REFUND_WINDOW_DAYS", "thirty"),
+        ("GUEST_POOL_ISSUER", "cognito-idp.eu-west-1.amazonaws.com/pool"),
+        ("GUEST_INTENTS", "refund,refunds"),
     ] {
         let mut vars = REQUIRED.to_vec();
         vars.push((name, value));
         let error = config(&vars).unwrap_err();
         assert!(error.to_string().starts_with(name), "{error}");
     }
+}
+
+/// Contract 29: a guest is served `GUEST_INTENTS` within `AGENT_INTENTS`,
+/// by default the four of the contract's table.
+#[test]
+fn guest_intents_are_read_within_the_agents() {
+    use crate::router::Intent;
+    let served = config(&REQUIRED).unwrap().guest_intents;
+    for intent in [
+        Intent::OrderStatus,
+        Intent::Refund,
+        Intent::PolicyQuestion,
+        Intent::Other,
+    ] {
+        assert!(served.contains(intent), "{intent:?}");
+    }
+    assert!(!served.contains(Intent::AddressChange));
+    let mut vars = REQUIRED.to_vec();
+    vars.extend([
+        ("AGENT_INTENTS", "refund,other"),
+        ("GUEST_INTENTS", "refund,order_status,address_change"),
+    ]);
+    let within = config(&vars).unwrap().guest_intents;
+    assert!(within.contains(Intent::Refund));
+    assert!(!within.contains(Intent::OrderStatus) && !within.contains(Intent::AddressChange));
+}
+
+/// Where the page signs a guest in: both settings or neither; the one
+/// missing is named.
+#[test]
+fn the_guest_sign_in_is_both_settings_or_neither() {
+    for (given, missing) in [
+        (("GUEST_POOL_CLIENT_ID", "client"), "GUEST_SIGN_IN_URL"),
+        (
+            ("GUEST_SIGN_IN_URL", "https://cognito-idp.eu-west-1.amazonaws.com/"),
+            "GUEST_POOL_CLIENT_ID",
+        ),
+    ] {
+        let mut vars = REQUIRED.to_vec();
+        vars.push(given);
+        let error = config(&vars).unwrap_err();
+        assert!(error.to_string().starts_with(missing), "{error}");
+    }
+    assert_eq!(config(&REQUIRED).unwrap().guest_sign_in, None);
 }

@@ -64,7 +64,10 @@ impl Identity {
                 },
             },
             IdentitySource::Authorizer { claim } => {
-                if let Some(guest) = authorizer_claims(request).and_then(|claims| guest_of(&claims, &guests)) {
+                // Without a guest pool there is nothing to tell apart: no claims copied.
+                if guests.issuer.is_some()
+                    && let Some(guest) = authorizer_claims(request).and_then(|claims| guest_of(&claims, &guests))
+                {
                     return guest.map(Some);
                 }
                 let user_id = authorizer_user_id(request, claim).ok_or(IdentityError::Unauthenticated)?;
@@ -142,8 +145,11 @@ pub fn customer(authenticated: Option<&Authenticated>, body_user_id: &str) -> Re
     match authenticated {
         Some(who) if who.user_id == body_user_id => Ok(who.user_id.clone()),
         Some(_) => Err(IdentityError::Mismatch),
-        // Only a guest pool's token makes a guest, even locally.
-        None if guest::is_guest(body_user_id) => Err(IdentityError::Unauthenticated),
+        // Only a guest pool's token makes a guest, and only the visitors'
+        // route a visitor, even locally.
+        None if guest::is_guest(body_user_id) || crate::visitor::is_visitor(body_user_id) => {
+            Err(IdentityError::Unauthenticated)
+        }
         None => Ok(body_user_id.to_owned()),
     }
 }
@@ -304,6 +310,7 @@ mod tests {
             .insert(DOOR_CLAIMS_HEADER, "not json".parse().unwrap());
         assert_eq!(identity.authenticated(&request), Err(IdentityError::Unauthenticated));
         assert_eq!(customer(None, "guest:g-1"), Err(IdentityError::Unauthenticated));
+        assert_eq!(customer(None, "visitor:ab"), Err(IdentityError::Unauthenticated));
     }
 
     #[test]

@@ -230,7 +230,9 @@ struct PaidWhileRead<'a> {
     first: std::sync::atomic::AtomicBool,
 }
 
-impl crate::orders::OrderSystem for PaidWhileRead<'_> {
+use crate::orders::OrderSystem;
+
+impl OrderSystem for PaidWhileRead<'_> {
     async fn order(&self, order_id: &str, shopper: &crate::orders::Shopper) -> crate::orders::OrderLookup {
         if !self.first.swap(true, std::sync::atomic::Ordering::SeqCst) {
             approvals::approve(
@@ -252,12 +254,12 @@ impl crate::orders::OrderSystem for PaidWhileRead<'_> {
 
     async fn change_address(
         &self,
-        _order_id: &str,
-        _shopper: &crate::orders::Shopper,
-        _address: &crate::orders::address::Address,
-        _key: &str,
+        order_id: &str,
+        shopper: &crate::orders::Shopper,
+        address: &crate::orders::address::Address,
+        key: &str,
     ) -> crate::orders::address::AddressWrite {
-        crate::orders::address::AddressWrite::Shipped
+        AnyOrder.change_address(order_id, shopper, address, key).await
     }
 }
 

@@ -62,13 +62,14 @@ pub struct Staff {
 /// The longest one desk request can take, from its settings: an approval
 /// with an intent. Each of [`approvals::ORDER_CHECKS`] checks reads the
 /// record and the refunds in flight and claims (three ledger operations)
-/// around the order's read (two tries); then the last step before payments,
+/// around the order's read (two tries; a guest's first reads their e-mail
+/// from the guest pool, bounded as a ledger operation); then the last step before payments,
 /// payments, the outcome, the verdict's two operations and the click's two.
 /// `template.yaml`'s `Timeout` of the staff function is above it
 /// (`tests/template.rs`).
 pub fn worst_case(config: &StaffConfig) -> Duration {
     let ledger = config.ledger_timeout;
-    let per_check = ledger * 3 + config.orders_timeout * 2;
+    let per_check = ledger * 4 + config.orders_timeout * 2;
     per_check * approvals::ORDER_CHECKS as u32 + ledger * 2 + config.payments_timeout + ledger * 4
 }
 

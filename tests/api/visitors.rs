@@ -261,17 +261,19 @@ async fn a_visitor_who_asks_for_a_person_is_handed_off_and_the_desk_knows_who_it
 
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
     assert_eq!(answer.body["handed_off"], true);
+    assert_eq!(who_the_desk_says(&h, answer.conversation_id()).await, "visitor");
+}
+
+/// Who the desk's queue says the person of a handed-off conversation is
+/// (customer, guest, visitor).
+pub(crate) async fn who_the_desk_says(h: &TestApp, conversation: &str) -> String {
     let queue = refund_chat::staff::read::queue(&h.staff()).await.unwrap();
     let item = queue
         .handoffs
         .iter()
-        .find(|item| item.conversation_id.as_deref() == Some(answer.conversation_id()));
-    assert_eq!(
-        item.expect("the handoff is queued").who,
-        "visitor",
-        "{:?}",
-        queue.handoffs
-    );
+        .find(|item| item.conversation_id.as_deref() == Some(conversation))
+        .unwrap_or_else(|| panic!("the handoff is queued: {:?}", queue.handoffs));
+    item.who.to_string()
 }
 
 #[tokio::test]
