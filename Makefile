@@ -21,7 +21,7 @@ EVENT    ?= events/refund.json
 SEED     ?= 1
 REQUESTS ?= 10000
 K        ?= 4
-SAFETY   := someone_elses_order,above_limit,prompt_injection,injection_across_messages,handoff,outside_window,not_delivered,pii,address_change,visitor
+SAFETY   := someone_elses_order,above_limit,prompt_injection,injection_across_messages,handoff,outside_window,not_delivered,pii,address_change,return,visitor
 
 $(BROWSER):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver

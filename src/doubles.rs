@@ -214,6 +214,7 @@ pub fn any_order(order_id: &str, customer: &str) -> Order {
             name: "Parcel".into(),
             quantity: 1,
             unit_price_cents: 10_000_000,
+            returned_quantity: 0,
         }],
         ship_to: ShipTo {
             name: "Test Person".into(),
@@ -222,6 +223,7 @@ pub fn any_order(order_id: &str, customer: &str) -> Order {
             postcode: "T1 1TT".into(),
             country: "GB".into(),
         },
+        has_open_return: false,
     }
 }
 
@@ -239,6 +241,17 @@ impl OrderSystem for AnyOrder {
         _key: &str,
     ) -> crate::orders::address::AddressWrite {
         crate::orders::address::AddressWrite::Shipped
+    }
+
+    /// Every order is the same parcel: no return of it is on record.
+    async fn start_return(
+        &self,
+        order_id: &str,
+        _shopper: &crate::orders::Shopper,
+        _arguments: &crate::orders::returns::ReturnArguments,
+        _key: &str,
+    ) -> crate::orders::returns::ReturnWrite {
+        crate::orders::returns::ReturnWrite::NotReturnable(format!("order {order_id} is not returnable here"))
     }
 }
 

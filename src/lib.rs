@@ -62,6 +62,7 @@ pub mod budget;
 pub mod chat;
 pub mod clock;
 pub mod config;
+pub mod confirm;
 pub mod conversation;
 #[cfg(any(test, feature = "test-support"))]
 pub mod doubles;

@@ -313,9 +313,14 @@ impl Stack {
         config.payments_timeout = BROWSER_TIMEOUT;
         config.orders_timeout = BROWSER_TIMEOUT;
         config.identity.source = IdentitySource::Body; // as under make run: the page picks the customer
-        // As local.env serves it: the agent changes a placed order's address (contract 26).
+        // As local.env serves it: the agent changes a placed order's address
+        // (contract 26) and starts a delivered order's return, linking the
+        // sandbox's labels (contract 28).
         config.router.served =
-            refund_chat::router::Served::parse("order_status,refund,policy_question,other,address_change").unwrap();
+            refund_chat::router::Served::parse("order_status,refund,policy_question,other,address_change,return")
+                .unwrap();
+        config.returns.label_origins = vec![config.orders_base_url.trim_end_matches('/').to_owned()];
+        let label_origins = config.returns.label_origins.clone();
         let admin_env = vec![
             ("LEDGER_TABLE", config.ledger_table.clone()),
             ("CONVERSATION_TABLE", config.conversation_table.clone()),
@@ -391,6 +396,7 @@ impl Stack {
             Some(0.2),
             Some(door),
             Some(guests),
+            &label_origins,
         );
         let page = refund_chat_local::widget::spawn(0, Arc::clone(&widget)).await.unwrap();
         let (chromedriver, browser, profile) = browser().await;
@@ -550,7 +556,7 @@ impl Stack {
         };
         let new = NewExchange {
             router: None,
-            address: Default::default(),
+            writes: Default::default(),
             exchange: refund_chat::conversation::Exchange::of_turn(
                 &[refund_chat::chat::Message::User(said.to_owned())],
                 Some(reply),
@@ -1370,6 +1376,52 @@ async fn a_change_of_address_is_made_after_the_customers_yes_in_the_next_message
     assert_eq!(
         (written[0].0.as_str(), written[0].1["line1"].as_str()),
         ("A-1004", Some("12 Rue Byron"))
+    );
+    stack.close().await;
+}
+
+/// Contract 28, as the tour shows it: a return of the Blue mug proposed in
+/// code's words, nothing started before the next message's yes, then
+/// started once, the reply linking the sandbox's label on its own origin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_return_starts_after_the_customers_yes_and_the_page_links_its_label() {
+    let stack = Stack::on_the_page().await;
+    stack
+        .type_message("I'd like to return the Blue mug from A-1002, I changed my mind")
+        .await;
+    let asked = stack.nth("assistant", 1).await;
+    assert!(
+        asked.contains("To confirm: return from order A-1002: 1 × Blue mug, reason: changed my mind"),
+        "code's own line: {asked}"
+    );
+    assert!(
+        stack.sandbox.returns_started().is_empty(),
+        "nothing started before the yes"
+    );
+    stack.type_message("yes").await;
+    let done = stack.nth("assistant", 2).await;
+    assert!(done.contains("Your return label:"), "{done}");
+    assert_eq!(stack.sandbox.returns_started().len(), 1);
+    let href = stack
+        .browser
+        .wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css(".assistant a[href*='/labels/ret_']"))
+        .await
+        .expect("the label is a link")
+        .attr("href")
+        .await
+        .unwrap()
+        .unwrap_or_default();
+    let orders = stack
+        .admin_env
+        .iter()
+        .find(|(name, _)| *name == "ORDERS_BASE_URL")
+        .map(|(_, url)| url.trim_end_matches('/').to_owned())
+        .unwrap_or_default();
+    assert!(
+        href.starts_with(&format!("{orders}/labels/ret_")),
+        "the sandbox's own origin: {href}"
     );
     stack.close().await;
 }

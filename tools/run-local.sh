@@ -102,6 +102,9 @@ start desk "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --bin ref
   --invoke-address 127.0.0.1 --invoke-port "$DESK_PORT"
 wait_for_port desk "$DESK_PORT"
 URL="http://127.0.0.1:$FUNCTION_PORT/support/refund-chat"
+# The page links a return's label on the origins the function links it on.
+RETURN_LABEL_ORIGINS="$(sed -n 's/^RETURN_LABEL_ORIGINS=//p' local.env)"
+export RETURN_LABEL_ORIGINS
 start page target/debug/refund-chat-local widget --port "$PAGE_PORT" --web web --function "$URL" \
   --desk-function "http://127.0.0.1:$DESK_PORT" --staff-endpoint "http://127.0.0.1:$MOTO_PORT" \
   --staff-pool-id "$(pool "d['pool_id']")" --staff-issuer "$(pool "d['issuer']")" --staff-client-id "$(pool "d['client_id']")" \

@@ -39,4 +39,5 @@ guest_field() { .venv/bin/python -c "import json,sys; print(json.load(open('$gue
 python3 tools/smoke.py --url http://127.0.0.1:9000/support/refund-chat \
   --staff-url http://127.0.0.1:8080/staff --staff-token "$staff_token" --customer-token "$customer_token" \
   --guest-sign-in "$(guest_field sign_in_url)" --guest-client-id "$(guest_field client_id)" \
-  --guest-outbox "$state/guest-outbox.jsonl" --guest-url http://127.0.0.1:8080/support/refund-chat
+  --guest-outbox "$state/guest-outbox.jsonl" --guest-url http://127.0.0.1:8080/support/refund-chat \
+  --return-item "A-1002:Blue mug"

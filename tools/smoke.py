@@ -158,6 +158,21 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 
+def returned(url, token, customer, order, item):
+    """Contract 28: code's line asks, the next message's yes starts the return, the reply names its label."""
+    status, answer, raw, _ = call("POST", url, token, {
+        "user_id": customer, "message": f"I'd like to return the {item} from {order}, I changed my mind"})
+    reply = (answer or {}).get("reply") or ""
+    if not step(status == 200 and f"To confirm: return from order {order}" in reply,
+                "a return is proposed in code's words", f"{status} {raw[:300]!r}"):
+        return
+    status, answer, raw, _ = call("POST", url, token, {
+        "user_id": customer, "message": "yes", "conversation_id": answer.get("conversation_id")})
+    reply = (answer or {}).get("reply") or ""
+    step(status == 200 and f"from order {order} has started" in reply and "label" in reply,
+         "the next message's yes starts it, and the reply gives its label", f"{status} {raw[:300]!r}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True, help="the POST endpoint, .../support/refund-chat")
@@ -175,6 +190,8 @@ def main():
     parser.add_argument("--guest-order", default="A-1001", help="an order placed with that e-mail")
     parser.add_argument("--guest-outbox", default="", help="the local stand-in's outbox (else the code is typed in)")
     parser.add_argument("--guest-url", default="", help="where a guest's message goes (default: --url)")
+    parser.add_argument("--return-item", default="", help="ORDER:ITEM, a delivered test order's item to return "
+                        "(contract 28; starts a real return, so only on a stack that serves `return`)")
     args = parser.parse_args()
     url = args.url.rstrip("/")
     if not url.startswith(("http://", "https://")):
@@ -220,6 +237,8 @@ def main():
                 break
         step(spent is not None and spent.get("retry-after"), "a spent budget is a 429 with Retry-After")
 
+    if args.return_item:
+        returned(url, args.token, args.customer, *args.return_item.split(":", 1))
     visitor(url)
     if args.guest_sign_in and args.guest_client_id:
         guest(args.guest_url.rstrip("/") or url, args.guest_sign_in, args.guest_client_id, args.guest_email,

@@ -82,6 +82,10 @@ pub fn print_exchanges(transcript: &Transcript) {
         for (order_id, outcome) in &stored.addresses {
             println!("  address: order {} {}", visible(order_id), visible(outcome));
         }
+        // A return (contract 28): the order, the items, why, the outcome.
+        for record in &stored.returns {
+            println!("  return: {}", visible(&record.in_words()));
+        }
         for message in &stored.exchange.messages {
             for line in transcript_lines(message) {
                 println!("  {line}");

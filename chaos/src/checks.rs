@@ -25,6 +25,11 @@ pub struct Evidence<'a> {
     pub conversations: Vec<Value>,
     /// The changes of address the order system took: (order, the address).
     pub addresses_written: Vec<(String, Value)>,
+    /// The returns the order system started: (order, `{items, reason}`).
+    pub returns_started: Vec<(String, Value)>,
+    /// The model's requests, and those that held a return label's URL.
+    pub model_requests: usize,
+    pub model_saw_labels: usize,
     /// Every log line of every function process.
     pub log_lines: Vec<String>,
     pub secret_key: &'a str,
@@ -496,11 +501,26 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
             .map(|day| format!("{}: {} tokens", text(day, "pk"), cents(day, "tokens")))
             .collect(),
     );
-    let (checked, violations) = addresses_written_only_after_a_later_yes(evidence);
+    let (checked, violations) =
+        written_only_after_a_later_yes(evidence, "change_delivery_address", &evidence.addresses_written);
     add(
         "no address is written without a stored proposal and a later yes, at most once a proposal",
         checked,
         violations,
+    );
+    let (checked, violations) = written_only_after_a_later_yes(evidence, "start_return", &evidence.returns_started);
+    add(
+        "no return is started without a stored proposal and a later yes, at most once a proposal",
+        checked,
+        violations,
+    );
+    add(
+        "no return label's URL in any request to the model",
+        evidence.model_requests,
+        (evidence.model_saw_labels > 0)
+            .then(|| format!("{} model requests held a label's URL", evidence.model_saw_labels))
+            .into_iter()
+            .collect(),
     );
     let streets = crate::model::CHAOS_STREETS;
     add(
@@ -782,14 +802,19 @@ fn customer_message_of(item: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Contract 26: each address the order system took was proposed (a stored
-/// exchange of the conversation holds the tool call with exactly that
-/// order and address, answered `confirm`), the customer's next message in
-/// the same conversation was an explicit yes, and no proposal was written
-/// more often than it was stored.
-fn addresses_written_only_after_a_later_yes(evidence: &Evidence<'_>) -> (usize, Vec<String>) {
+/// Contracts 26 and 28: each write the order system took (an address, a
+/// return: `(order, the write's body)`) was proposed (a stored exchange of
+/// the conversation holds the call of `tool` with exactly that order and
+/// body, answered `confirm`), the customer's next message in the same
+/// conversation was an explicit yes, and no proposal was written more
+/// often than it was stored.
+fn written_only_after_a_later_yes(
+    evidence: &Evidence<'_>,
+    tool: &str,
+    writes: &[(String, Value)],
+) -> (usize, Vec<String>) {
     let yes = refund_chat::handoff::screen::YesPhrases::default();
-    // (conversation, seq, order, the address as the write's body) of each stored proposal.
+    // (conversation, seq, order, the arguments as the write's body) of each stored proposal.
     let mut proposals: Vec<(String, u64, String, Value)> = Vec::new();
     for item in evidence
         .conversations
@@ -811,7 +836,7 @@ fn addresses_written_only_after_a_later_yes(evidence: &Evidence<'_>) -> (usize, 
             .iter()
             .filter(|m| m["role"] == "assistant")
             .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
-            .filter(|call| call["name"] == "change_delivery_address")
+            .filter(|call| call["name"] == tool)
             .filter(|call| call["id"].as_str().is_some_and(|id| confirmed.contains(&id)))
         {
             let Ok(arguments) = serde_json::from_str::<Value>(call["arguments"].as_str().unwrap_or_default()) else {
@@ -827,7 +852,7 @@ fn addresses_written_only_after_a_later_yes(evidence: &Evidence<'_>) -> (usize, 
     }
     let mut violations = Vec::new();
     let mut written: HashMap<(String, String), usize> = HashMap::new();
-    for (order, address) in &evidence.addresses_written {
+    for (order, address) in writes {
         let entry = written.entry((order.clone(), address.to_string())).or_insert(0);
         *entry += 1;
         let matching: Vec<&(String, u64, String, Value)> = proposals
@@ -858,7 +883,7 @@ fn addresses_written_only_after_a_later_yes(evidence: &Evidence<'_>) -> (usize, 
             ));
         }
     }
-    (evidence.addresses_written.len(), violations)
+    (writes.len(), violations)
 }
 
 /// The three invariants of conversations (contract 11).

@@ -380,6 +380,9 @@ impl Clients {
                 _ => order.clone(),
             };
             text = format!("{marker} please change the delivery address of {order}");
+        } else if rng.chance(0.25) {
+            // A return (contract 28).
+            text = format!("{marker} please return the item of {order}");
         } else if conversation.is_some() && rng.chance(0.15) {
             text = format!(
                 "{} {marker} {order}",
@@ -636,9 +639,10 @@ impl Clients {
         if !rng.chance(0.75) {
             let message = self.message(&mut rng, &customer, conversation, false, index);
             let answered = self.send(index, &customer, &message).await;
-            // Asked to change an address, the customer mostly answers the
-            // agent's question in the same conversation (contract 26).
-            if message.text.contains("delivery address")
+            // Asked to change an address or start a return, the customer
+            // mostly answers the agent's question in the same conversation
+            // (contracts 26 and 28).
+            if (message.text.contains("delivery address") || message.text.contains("return the item"))
                 && let Some(conversation) = answered.conversation()
                 && rng.chance(0.7)
             {

@@ -322,6 +322,7 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
     let orders: Vec<String> = shop.orders.iter().map(|(order, _, _)| order.clone()).collect();
     let model = model::ChaoticModel::new(seed, COMPLETION_TIMEOUT + Duration::from_millis(200), orders);
     let deaths = Arc::clone(&model.deaths);
+    let (model_requests, model_saw_labels) = (Arc::clone(&model.requests), Arc::clone(&model.labels_seen));
     let model_address = refund_chat_local::spawn(0, model.router()).await?;
     let api = RuntimeApi::with_timeout(Duration::from_secs(8));
     let api_address = refund_chat_local::spawn(0, api.router()).await?;
@@ -345,11 +346,14 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
             ("LEDGER_TIMEOUT_SECS", LEDGER_TIMEOUT.as_secs_f64().to_string()),
             ("IDEMPOTENCY_TTL_HOURS", "1".to_owned()),
             ("USER_IDENTITY", "authorizer".to_owned()),
-            // Contract 26: the agent changes a placed order's address, with the customer's yes.
+            // Contracts 26 and 28: the agent changes a placed order's address
+            // and starts a delivered order's return, each with the customer's yes.
             (
                 "AGENT_INTENTS",
-                "order_status,refund,policy_question,other,address_change".to_owned(),
+                "order_status,refund,policy_question,other,address_change,return".to_owned(),
             ),
+            // The sandbox's labels are linked in replies: never in the model's window.
+            ("RETURN_LABEL_ORIGINS", format!("http://{orders_address}")),
             ("AUTO_REFUND_LIMIT_CENTS", AUTO_REFUND_LIMIT.to_string()),
             ("USER_DAILY_AUTO_LIMIT_CENTS", DAILY_LIMIT.to_string()),
             ("ORDER_REFUND_WINDOW_HOURS", (ORDER_WINDOW.as_secs() / 3600).to_string()),
@@ -547,6 +551,18 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
         ledger: ledger_items,
         conversations: conversation_items,
         addresses_written: sandbox.addresses_written(),
+        returns_started: sandbox
+            .returns_started()
+            .into_iter()
+            .map(|(order, started)| {
+                (
+                    order,
+                    serde_json::json!({"items": started["items"], "reason": started["reason"]}),
+                )
+            })
+            .collect(),
+        model_requests: model_requests.load(std::sync::atomic::Ordering::SeqCst),
+        model_saw_labels: model_saw_labels.load(std::sync::atomic::Ordering::SeqCst),
         log_lines,
         secret_key: &secret_key,
         auto_refund_limit: AUTO_REFUND_LIMIT,

@@ -34,6 +34,10 @@ pub struct ChaoticModel {
     pub deaths: Arc<tokio::sync::Notify>,
     /// How often each streamed request body was asked.
     streamed: Arc<Mutex<HashMap<u64, u64>>>,
+    /// Requests, and those that held a return label's URL (contract 28:
+    /// the model is never given one).
+    pub requests: Arc<std::sync::atomic::AtomicUsize>,
+    pub labels_seen: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Messages whose marker starts with this go to the mortal container.
@@ -48,6 +52,8 @@ impl ChaoticModel {
             asked: Arc::default(),
             deaths: Arc::default(),
             streamed: Arc::default(),
+            requests: Arc::default(),
+            labels_seen: Arc::default(),
         }
     }
 
@@ -79,7 +85,28 @@ fn refund(id: &str, order: &str, cents: i64) -> (String, String, String) {
     )
 }
 
+/// The sandbox's labels are at `/labels/{return id}` of its own origin.
+pub const LABEL_PATH: &str = "/labels/";
+
+/// The arguments of the model's last call of `tool` in the conversation:
+/// after a yes it mostly calls it again, as a model reading the history would.
+fn earlier_call(request: &Value, tool: &str) -> Option<String> {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rev()
+        .filter(|m| m["role"] == "assistant")
+        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
+        .find(|call| call["function"]["name"] == tool)
+        .and_then(|call| call["function"]["arguments"].as_str().map(str::to_owned))
+}
+
 async fn complete(State(model): State<ChaoticModel>, Json(request): Json<Value>) -> Response {
+    model.requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    if request.to_string().contains(LABEL_PATH) {
+        model.labels_seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
     if request["response_format"]["type"] == "json_schema" {
         return route(&model, &request).await;
     }
@@ -129,6 +156,9 @@ async fn route(model: &ChaoticModel, request: &Value) -> Response {
     };
     if newest.contains("address") && rng.chance(0.9) {
         return text(&json!({"intents": ["address_change"], "risk": "low", "confidence": 0.93}).to_string());
+    }
+    if newest.contains("return the item") && rng.chance(0.9) {
+        return text(&json!({"intents": ["return"], "risk": "low", "confidence": 0.93}).to_string());
     }
     let labels = match rng.below(100) {
         0..=61 => json!({"intents": ["refund"], "risk": "low", "confidence": 0.95}),
@@ -246,24 +276,42 @@ async fn answer(model: &ChaoticModel, request: &Value) -> Response {
         return text("too late");
     }
 
+    // A return (contract 28), when the function offers the tool: after a
+    // yes mostly the call it made before; else one of the order's item, of
+    // more than it holds, for a reason a person takes, or another's order.
+    if refund_chat_local::local_model::offered(request, "start_return") && !after_tools {
+        let earlier = earlier_call(request, "start_return");
+        let said_lower = said.to_lowercase();
+        if (said_lower.starts_with("yes") || said_lower.starts_with("oui"))
+            && let Some(arguments) = earlier.filter(|_| rng.chance(0.8))
+        {
+            let calls = [("r1", "start_return", arguments.as_str())];
+            return Json(completions::tool_calls(&calls)).into_response();
+        }
+        if said_lower.contains("return the item") && rng.chance(0.85) {
+            let target = if rng.chance(0.85) {
+                order.clone()
+            } else {
+                rng.pick(model.orders.as_slice()).clone()
+            };
+            let quantity = if rng.chance(0.1) { 2 } else { 1 };
+            let reason = *rng.pick(&["changed_mind", "changed_mind", "wrong_size", "damaged"]);
+            let arguments = json!({"order_id": target, "items": [{"name": "Item", "quantity": quantity}],
+                "reason": reason})
+            .to_string();
+            let mut calls = vec![("r1", "start_return", arguments.as_str())];
+            if rng.chance(0.2) {
+                calls.push(("r2", "start_return", arguments.as_str()));
+            }
+            return Json(completions::tool_calls(&calls)).into_response();
+        }
+    }
+
     // A change of address (contract 26), when the function offers the tool:
     // a proposal, the same again (as after a yes), one with other words, or
     // another customer's order; sometimes twice in a turn.
-    let offered = request["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|tool| tool["function"]["name"] == "change_delivery_address");
-    // After a yes, mostly the call it made before (as a model reading the
-    // conversation would); the history is everything before this turn.
-    let history = request["messages"].as_array().cloned().unwrap_or_default();
-    let earlier = history
-        .iter()
-        .rev()
-        .filter(|m| m["role"] == "assistant")
-        .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
-        .find(|call| call["function"]["name"] == "change_delivery_address")
-        .and_then(|call| call["function"]["arguments"].as_str().map(str::to_owned));
+    let offered = refund_chat_local::local_model::offered(request, "change_delivery_address");
+    let earlier = earlier_call(request, "change_delivery_address");
     let said_lower = said.to_lowercase();
     if offered
         && !after_tools

@@ -219,6 +219,11 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
                 postcode: address["postcode"].as_str().unwrap_or_default().to_owned(),
             })
             .collect(),
+        returns: sandbox
+            .returns_started()
+            .into_iter()
+            .map(|(order_id, _)| order_id)
+            .collect(),
         order_reads: sandbox.order_reads().len(),
     };
     let exchanges: Vec<(Value, Value)> = recorder

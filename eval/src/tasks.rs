@@ -138,6 +138,14 @@ pub struct Expect {
     /// yes, not the customer's attention).
     #[serde(default)]
     pub rules_allow_addresses: Vec<AddressWritten>,
+    /// Exactly these orders have a return started (contract 28); absent:
+    /// none may. Graded on the order system's end state.
+    #[serde(default)]
+    pub returns: Vec<String>,
+    /// Returns "the rules held" allows beyond the expected ones: a scripted
+    /// customer's later yes confirms whatever code's own line named.
+    #[serde(default)]
+    pub rules_allow_returns: Vec<String>,
 }
 
 /// A change of address the order system took: the order and the new postcode.

@@ -15,7 +15,8 @@
 //! nothing is found; a refund asked for "according to your policy" is
 //! searched first, then refunded. A change of delivery address is proposed
 //! with `change_delivery_address` and made after the customer's "yes", when
-//! the function offers the tool; another request beyond refunds and orders
+//! the function offers the tool, and so is a return with `start_return`
+//! (the order read first, its first item named); another request beyond refunds and orders
 //! goes to a person with `hand_off_to_person`. Phrases in the newest message make it
 //! misbehave on purpose (see [`PHRASES`]), so every contract path can be
 //! shown by hand.
@@ -239,12 +240,28 @@ impl LocalModel {
                 return Behaviour::Answer(tool_calls(rounds, &[("change_delivery_address", arguments)]));
             }
             if says_yes(customer)
-                && let Some(arguments) = proposed_address(history)
+                && let Some(arguments) = proposed(history, "change_delivery_address")
             {
                 return Behaviour::Answer(tool_calls(rounds, &[("change_delivery_address", arguments)]));
             }
-            if says_no(customer) && proposed_address(history).is_some() {
+            if says_no(customer) && proposed(history, "change_delivery_address").is_some() {
                 return Behaviour::Answer(text("All right: I have left the delivery address as it is."));
+            }
+        }
+        // A return (contract 28), when the function offers the tool: the
+        // order read first, then its first item named as the order names it.
+        if offered(request, "start_return") {
+            if let Some(call) = return_call(customer, this_turn, after_tools) {
+                return Behaviour::Answer(tool_calls(rounds, &[call]));
+            }
+            if !after_tools
+                && says_yes(customer)
+                && let Some(arguments) = proposed(history, "start_return")
+            {
+                return Behaviour::Answer(tool_calls(rounds, &[("start_return", arguments)]));
+            }
+            if !after_tools && says_no(customer) && proposed(history, "start_return").is_some() {
+                return Behaviour::Answer(text("All right: I have not started a return."));
             }
         }
         if !after_tools && beyond_refunds(customer) {
@@ -385,8 +402,9 @@ fn understand(newest: &str, history: &[Value]) -> (Option<String>, Option<u64>) 
 }
 
 /// Whether the request declares the tool `name` (the function offers the
-/// change of address only while it is served, contract 26).
-fn offered(request: &Value, name: &str) -> bool {
+/// change of address and the return only while they are served, contracts
+/// 26 and 28).
+pub fn offered(request: &Value, name: &str) -> bool {
     request["tools"]
         .as_array()
         .into_iter()
@@ -459,9 +477,57 @@ fn says_no(message: &str) -> bool {
     ["no", "nope", "nein", "non"].contains(&first_word(message).as_str())
 }
 
-/// The arguments of the last change of address the agent proposed (its
-/// result asked for the customer's yes).
-fn proposed_address(history: &[Value]) -> Option<Value> {
+/// "I'd like to return the mug of A-1002": `get_order` first, then
+/// `start_return` of the order's first item (one, or the number said), with
+/// the reason the words give.
+fn return_call(customer: &str, this_turn: &[Value], after_tools: bool) -> Option<(&'static str, Value)> {
+    let lower = customer.to_lowercase();
+    if !["return", "send it back", "send back"]
+        .iter()
+        .any(|w| lower.contains(w))
+        || says_yes(customer)
+    {
+        return None;
+    }
+    let order_id = customer
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+        .find(|word| is_order_id(word))?;
+    if called(this_turn, "start_return") {
+        return None;
+    }
+    if !after_tools {
+        return Some(("get_order", json!({"order_id": order_id})));
+    }
+    let order: Value = this_turn
+        .iter()
+        .rev()
+        .filter(|m| m["role"] == "tool")
+        .find_map(|m| m["content"].as_str().and_then(|c| serde_json::from_str(c).ok()))?;
+    let item = order["items"][0]["name"].as_str()?;
+    let quantity = if lower.split_whitespace().any(|word| matches!(word, "two" | "2")) {
+        2
+    } else {
+        1
+    };
+    let reason = if ["broken", "damaged", "kaputt", "cassé"]
+        .iter()
+        .any(|w| lower.contains(w))
+    {
+        "damaged"
+    } else if lower.contains("size") || lower.contains("too small") || lower.contains("too big") {
+        "wrong_size"
+    } else {
+        "changed_mind"
+    };
+    Some((
+        "start_return",
+        json!({"order_id": order_id, "items": [{"name": item, "quantity": quantity}], "reason": reason}),
+    ))
+}
+
+/// The arguments of the last call of `tool` the agent proposed (its result
+/// asked for the customer's yes).
+fn proposed(history: &[Value], tool: &str) -> Option<Value> {
     let confirmed_calls: Vec<&str> = history
         .iter()
         .filter(|m| m["role"] == "tool")
@@ -479,8 +545,7 @@ fn proposed_address(history: &[Value]) -> Option<Value> {
         .filter(|m| m["role"] == "assistant")
         .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
         .find(|call| {
-            call["function"]["name"] == "change_delivery_address"
-                && call["id"].as_str().is_some_and(|id| confirmed_calls.contains(&id))
+            call["function"]["name"] == tool && call["id"].as_str().is_some_and(|id| confirmed_calls.contains(&id))
         })
         .and_then(|call| {
             call["function"]["arguments"]
@@ -673,6 +738,19 @@ fn summarise_tool_results(messages: &[Value]) -> String {
             }
             if content["order_id"].is_string() && content["placed_at"].is_string() {
                 return describe_order(&content);
+            }
+            if content["status"] == "confirm" && content["refund"].is_string() {
+                return format!(
+                    "I can start this {}. Shall I? Answer yes to confirm, and I will start it.",
+                    content["summary"].as_str().unwrap_or_default()
+                );
+            }
+            if content["status"] == "started" {
+                return format!(
+                    "Done: your return has started (return {}); the refund of {} follows once the parcel arrives.",
+                    content["return_id"].as_str().unwrap_or_default(),
+                    content["refund"].as_str().unwrap_or_default()
+                );
             }
             if content["status"] == "confirm" {
                 return format!(

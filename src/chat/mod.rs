@@ -85,11 +85,13 @@ impl CompletionError {
 /// An implementation makes exactly one attempt per call and enforces the
 /// per-call timeout itself, reporting it as [`CompletionError::Timeout`].
 /// The tools a call declares beyond the four every call has: the change
-/// of address only while it is served and asked for (contract 26). A
-/// visitor's call declares the help centre and the handoff alone (27).
+/// of address (contract 26) and the return (contract 28), each only while
+/// it is served and asked for. A visitor's call declares the help centre
+/// and the handoff alone (27).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Offered {
     pub address_change: bool,
+    pub start_return: bool,
     pub visitor: bool,
 }
 

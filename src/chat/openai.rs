@@ -34,6 +34,7 @@ use crate::handoff::tool as handoff_tool;
 use crate::help::tool as help_tool;
 use crate::live::Live;
 use crate::orders::address as address_tool;
+use crate::orders::returns as return_tool;
 use crate::orders::tool as order_tool;
 use crate::refund::tool;
 
@@ -183,7 +184,7 @@ impl OpenAiChat {
 
 /// The request for one completion call: the whole history, the tools
 /// (`issue_refund`, `hand_off_to_person`, `get_order`, `search_help_centre`,
-/// and `change_delivery_address` when it is offered; a visitor's the
+/// and `change_delivery_address` and `start_return` when they are offered; a visitor's the
 /// handoff and the help centre alone), `strict` and no
 /// parallel tool calls (both defence in depth only).
 pub fn build_request(messages: &[Message], max_output_tokens: u32, offered: Offered) -> CreateChatCompletionRequest {
@@ -218,6 +219,13 @@ pub fn build_request(messages: &[Message], max_output_tokens: u32, offered: Offe
             address_tool::TOOL_NAME,
             address_tool::TOOL_DESCRIPTION,
             address_tool::declared_parameters(),
+        ));
+    }
+    if offered.start_return && !offered.visitor {
+        tools.push(declare(
+            return_tool::TOOL_NAME,
+            return_tool::TOOL_DESCRIPTION,
+            return_tool::declared_parameters(),
         ));
     }
     CreateChatCompletionRequest {

@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use super::address::AddressSettings;
+use super::confirm::ConfirmSettings;
+use super::returns::ReturnSettings;
 use super::vars::{Vars, own, parse_url};
 use super::visitors::VisitorSettings;
 use super::{ConfigError, FUNCTION_TIMEOUT, ResponseMode};
@@ -154,9 +156,12 @@ pub struct Config {
     /// What hands a message to a person before the model (`HANDOFF_PHRASES`, `RISK_TERMS`).
     pub handoff_screen: Screen,
     /// A change of address (contract 26): where an address may be changed
-    /// to (`SHIPPING_COUNTRIES`; none: the order's own country), how long a
-    /// proposal waits for the yes, and what a yes is.
+    /// to (`SHIPPING_COUNTRIES`; none: the order's own country).
     pub address: AddressSettings,
+    /// A return (contract 28): its window and where its label may link.
+    pub returns: ReturnSettings,
+    /// Every write's wait for the yes (`CONFIRM_MINUTES`), and what a yes is.
+    pub confirm: ConfirmSettings,
     /// `CUSTOMER_TURNS_PER_HOUR`, `CUSTOMER_TOKENS_PER_DAY`.
     pub budget: BudgetLimits,
     /// `max_completion_tokens` of every completion call.
@@ -247,6 +252,8 @@ impl Config {
                 &vars.list("RISK_TERMS").unwrap_or_else(|| own(DEFAULT_RISK_TERMS)),
             ),
             address: AddressSettings::read(&vars)?,
+            returns: ReturnSettings::read(&vars)?,
+            confirm: ConfirmSettings::read(&vars)?,
             budget: BudgetLimits {
                 turns_per_hour: vars.count("CUSTOMER_TURNS_PER_HOUR", DEFAULT_BUDGET.turns_per_hour as usize)? as u64,
                 tokens_per_day: vars.count("CUSTOMER_TOKENS_PER_DAY", DEFAULT_BUDGET.tokens_per_day as usize)? as u64,
@@ -302,7 +309,7 @@ impl Config {
         };
         config.guest_intents = super::guests::intents(&vars, &config.router.served)?;
         // One number, two readers: the articles say what the rules read.
-        let placeholders = Placeholders::of_limits(&config.limits);
+        let placeholders = Placeholders::of_limits(&config.limits).with_return_window(config.returns.window_days);
         config.help_articles = match vars.get("HELP_ARTICLES_DIR") {
             Some(dir) => help::load(std::path::Path::new(&dir), &placeholders)?,
             None => help::built_in(&placeholders)?,

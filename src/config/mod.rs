@@ -11,8 +11,10 @@
 //! http(s)) holds for all.
 
 mod address;
+mod confirm;
 mod function;
 mod guests;
+mod returns;
 mod staff;
 mod sweep;
 mod vars;
@@ -25,9 +27,11 @@ use std::time::Duration;
 
 use crate::help::HelpError;
 
-pub use address::{AddressSettings, DEFAULT_ADDRESS_CONFIRM};
+pub use address::AddressSettings;
+pub use confirm::{ConfirmSettings, DEFAULT_CONFIRM};
 pub use function::*;
 pub use guests::GuestSignIn;
+pub use returns::{DEFAULT_RETURN_WINDOW_DAYS, ReturnSettings};
 pub use staff::{DeskConfig, StaffConfig, StaffIdentity};
 pub use sweep::SweepConfig;
 pub use visitors::{DEFAULT_VISITOR_TOKENS_PER_DAY, DEFAULT_VISITOR_TURNS_PER_HOUR_PER_ADDRESS, VisitorSettings};

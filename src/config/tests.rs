@@ -120,7 +120,10 @@ fn decimals_are_allowed() {
 fn the_help_articles_are_the_built_in_ones_or_the_directorys_and_a_bad_one_stops_the_container() {
     let defaults = config(&REQUIRED).unwrap();
     let ids: Vec<&str> = defaults.help_articles.iter().map(|a| a.id.as_str()).collect();
-    assert_eq!(ids, ["damaged-items", "delivery", "refunds", "talking-to-a-person"]);
+    assert_eq!(
+        ids,
+        ["damaged-items", "delivery", "refunds", "returns", "talking-to-a-person"]
+    );
     let mut vars = REQUIRED.to_vec();
     vars.push(("REFUND_WINDOW_DAYS", "14"));
     let refunds = config(&vars)
@@ -267,4 +270,50 @@ fn the_guest_sign_in_is_both_settings_or_neither() {
         assert!(error.to_string().starts_with(missing), "{error}");
     }
     assert_eq!(config(&REQUIRED).unwrap().guest_sign_in, None);
+}
+
+#[test]
+fn a_returns_settings_and_every_writes_wait_are_read_with_the_old_name_kept() {
+    let defaults = with(&[]).unwrap();
+    assert_eq!(defaults.returns.window_days, 30);
+    assert!(defaults.returns.label_origins.is_empty());
+    assert_eq!(defaults.confirm.within, Duration::from_secs(30 * 60));
+    // CONFIRM_MINUTES first, ADDRESS_CONFIRM_MINUTES as its old name.
+    let old = with(&[("ADDRESS_CONFIRM_MINUTES", "10")]).unwrap();
+    assert_eq!(old.confirm.within, Duration::from_secs(600));
+    let both = with(&[("ADDRESS_CONFIRM_MINUTES", "10"), ("CONFIRM_MINUTES", "5")]).unwrap();
+    assert_eq!(both.confirm.within, Duration::from_secs(300));
+    assert!(with(&[("CONFIRM_MINUTES", "0")]).is_err());
+    // The article and the check read one number.
+    let fourteen = with(&[("RETURN_WINDOW_DAYS", "14")]).unwrap();
+    assert_eq!(fourteen.returns.window_days, 14);
+    let article = fourteen.help_articles.iter().find(|a| a.id == "returns").unwrap();
+    assert!(article.passages[0].contains("within 14 days"), "{:?}", article.passages);
+    for bad in ["0", "366", "two"] {
+        assert!(with(&[("RETURN_WINDOW_DAYS", bad)]).is_err(), "{bad}");
+    }
+    let origins = with(&[(
+        "RETURN_LABEL_ORIGINS",
+        "https://labels.carrier.example/, http://127.0.0.1:8082",
+    )])
+    .unwrap();
+    assert_eq!(
+        origins.returns.label_origins,
+        ["https://labels.carrier.example", "http://127.0.0.1:8082"]
+    );
+    for bad in [
+        "https://labels.example/path",
+        "labels.example",
+        "ftp://labels.example",
+        "https://u@labels.example",
+    ] {
+        let error = with(&[("RETURN_LABEL_ORIGINS", bad)]).unwrap_err().to_string();
+        assert!(error.contains("RETURN_LABEL_ORIGINS"), "{bad}: {error}");
+    }
+}
+
+/// The required settings, and `more`.
+fn with(more: &[(&'static str, &'static str)]) -> Result<Config, ConfigError> {
+    let all: Vec<(&str, &str)> = REQUIRED.iter().chain(more).copied().collect();
+    config(&all)
 }

@@ -170,8 +170,11 @@ impl Exchange {
             .iter()
             .map(|message| match message {
                 Message::User(text) => Message::User(unmarked(text).into_owned()),
+                // A return's label link is the customer's alone (contract 28).
                 Message::Assistant { content, tool_calls } => Message::Assistant {
-                    content: content.as_deref().map(|c| unmarked(c).into_owned()),
+                    content: content
+                        .as_deref()
+                        .map(|c| crate::orders::returns::without_label_links(&unmarked(c)).into_owned()),
                     tool_calls: tool_calls.clone(),
                 },
                 other => other.clone(),

@@ -34,10 +34,16 @@ pub enum Reason {
     /// The order system did not confirm a change of address (contract 26):
     /// a person checks it, so the one the customer is promised exists.
     AddressWriteUnknown,
+    /// A damaged item, a wrong item or one not as described (contract 28):
+    /// not a return the agent settles.
+    ReturnNeedsAPerson,
+    /// The order system did not confirm a return (contract 28): a person
+    /// checks it, as [`Reason::AddressWriteUnknown`].
+    ReturnWriteUnknown,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 7] = [
+    pub const ALL: [Reason; 9] = [
         Reason::CustomerAsked,
         Reason::CannotHelp,
         Reason::Other,
@@ -45,6 +51,8 @@ impl Reason {
         Reason::AgentFailed,
         Reason::IntentNotServed,
         Reason::AddressWriteUnknown,
+        Reason::ReturnNeedsAPerson,
+        Reason::ReturnWriteUnknown,
     ];
 
     /// As the conversation, the logs and the metrics name it.
@@ -57,6 +65,8 @@ impl Reason {
             Reason::AgentFailed => "agent_failed",
             Reason::IntentNotServed => "intent_not_served",
             Reason::AddressWriteUnknown => "address_write_unknown",
+            Reason::ReturnNeedsAPerson => "return_needs_a_person",
+            Reason::ReturnWriteUnknown => "return_write_unknown",
         }
     }
 

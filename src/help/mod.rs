@@ -41,6 +41,7 @@ const BUILT_IN: &[(&str, &str)] = &[
     ("damaged-items.md", include_str!("../../help/damaged-items.md")),
     ("delivery.md", include_str!("../../help/delivery.md")),
     ("refunds.md", include_str!("../../help/refunds.md")),
+    ("returns.md", include_str!("../../help/returns.md")),
     (
         "talking-to-a-person.md",
         include_str!("../../help/talking-to-a-person.md"),
@@ -109,7 +110,18 @@ impl Placeholders {
             ("AUTO_REFUND_LIMIT", money(auto_limit_cents)),
             ("ORDER_REFUND_WINDOW_HOURS", number(order_window_hours)),
             ("USER_DAILY_AUTO_LIMIT", money(daily_limit_cents)),
+            (
+                "RETURN_WINDOW_DAYS",
+                crate::orders::returns::DEFAULT_WINDOW_DAYS.to_string(),
+            ),
         ]))
+    }
+
+    /// With the days a return may be started in (`RETURN_WINDOW_DAYS`,
+    /// contract 28): the article and the return's check read one number.
+    pub fn with_return_window(mut self, days: u32) -> Self {
+        self.0.insert("RETURN_WINDOW_DAYS", days.to_string());
+        self
     }
 
     /// The same, from the rules' settings themselves.

@@ -13,6 +13,7 @@ const SHIPPED: &[(&str, &str, &str)] = &[
     ("damaged-items", "1", "727bda0f1060575e"),
     ("delivery", "2", "05f199df650e97a7"),
     ("refunds", "1", "1ed4b7807aea6fff"),
+    ("returns", "1", "42e6de0d9b46c474"),
     ("talking-to-a-person", "1", "a6b94e0041e86147"),
 ];
 

@@ -56,7 +56,10 @@ pub struct ChatPage {
 impl ChatPage {
     pub fn new(config: &Config) -> ChatPage {
         let widget = config.cors_allow_origin.as_deref().and_then(origin_of);
-        let links = crate::help::origins(&config.help_articles).join(" ");
+        // The help centre's articles, and a return's label (contract 28).
+        let mut links = crate::help::origins(&config.help_articles);
+        links.extend(config.returns.label_origins.iter().cloned());
+        let links = links.join(" ");
         let html = HTML
             .replace(
                 SHIPPED_ENDPOINT,

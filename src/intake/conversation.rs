@@ -7,21 +7,22 @@
 use crate::budget::{Account, Reservation};
 use crate::chat::Message as ChatMessage;
 use crate::clock::now_ms;
+use crate::confirm::{Confirmation, ProposalSteps, WriteKind};
 use crate::conversation::{self, ConversationId, Exchange, NoRandomness};
 use crate::handoff::{self, Handoff, Reason};
+use crate::ledger::WritesAppend;
 use crate::ledger::{
-    AddressAppend, Begun, BudgetStore, ConversationLease, ConversationStore, HeldConversation, LedgerError,
-    NewExchange, RequestLedger, TakenTurn, TokenSettlement,
+    Begun, BudgetStore, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
+    RequestLedger, TakenTurn, TokenSettlement,
 };
 use crate::live::Live;
 use crate::orders::OrderSystem;
-use crate::orders::address::ProposalStep;
 use crate::refund::{Attempt, RefundGateway, RefundScope, Routed};
 use crate::router::{self, Intent, Route, Routing};
 use crate::secrets::{ApiKeySource, SecretError};
 
 use super::model::KeyedModel;
-use crate::turn::{AddressTurn, Tools, Turn};
+use crate::turn::{AddressTurn, ReturnTurn, Tools, Turn};
 
 use super::{Intake, Invocation, Message, Outcome, Refused, Reply, Trace, Who};
 use crate::visitor;
@@ -108,6 +109,8 @@ struct Steering<'a> {
     live: &'a Live,
     routed: Routed,
     address: AddressTurn,
+    returns: ReturnTurn,
+    confirmation: Confirmation,
 }
 
 /// A fixed reply, with what the conversation keeps beside it.
@@ -312,18 +315,27 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             writer: invocation.writer.clone(),
             conversation: Some(lease.id.as_str().to_owned()),
         };
-        // A change of address (contract 26): offered while the shop serves it
-        // and the router saw one, or a proposal waits for the customer's yes,
-        // which code reads from the customer's own message.
+        // A write (contracts 26 and 28) is offered while the shop serves it
+        // and the router saw it asked for, or its proposal waits for the
+        // customer's yes, which code reads from the customer's own message.
         let now = now_ms();
-        let served = self.served(&message.who).contains(Intent::AddressChange);
-        let waiting = held.proposal.filter(|proposal| proposal.waits_at(now));
+        let served = self.served(&message.who);
+        let waiting = held.proposals.waiting_at(now);
         let address = AddressTurn {
-            offered: served && (routed.address_change || waiting.is_some()),
-            waiting,
-            said_yes: self.config.address.yes.says_yes(message.text.text()),
+            offered: served.contains(Intent::AddressChange)
+                && (routed.address_change || waiting.get(WriteKind::Address).is_some()),
             countries: self.config.address.shipping_countries.clone(),
-            confirm_within: self.config.address.confirm_within,
+        };
+        let returns = ReturnTurn {
+            offered: served.contains(Intent::Return)
+                && (routed.intents.contains(&Intent::Return) || waiting.get(WriteKind::Return).is_some()),
+            window_days: self.config.returns.window_days,
+            label_origins: self.config.returns.label_origins.clone(),
+        };
+        let confirmation = Confirmation {
+            waiting,
+            said_yes: self.config.confirm.yes.says_yes(message.text.text()),
+            confirm_within: self.config.confirm.within,
             now_ms: now,
         };
         let mut turn = self
@@ -336,6 +348,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                     handoff_id: handoff_id.clone(),
                     live,
                     address,
+                    returns,
+                    confirmation,
                     routed: Routed {
                         labels: Some(routed.labels.clone()),
                         unsure: matches!(routed.route, Route::Agent { unsure: true }),
@@ -345,13 +359,13 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 trace,
             )
             .await;
-        // The customer confirms what code will write, in code's words (contract 26).
-        if let (Ok(reply), Some(line)) = (
-            &mut turn.reply,
-            trace.stats.as_ref().and_then(|stats| stats.confirm_line.as_ref()),
-        ) {
-            reply.push_str("\n\n");
-            reply.push_str(line);
+        // The customer confirms what code will write, in code's words, and
+        // reads a started return's label there (contracts 26 and 28).
+        if let (Ok(reply), Some(stats)) = (&mut turn.reply, trace.stats.as_ref()) {
+            for (_, line) in &stats.code_lines {
+                reply.push_str("\n\n");
+                reply.push_str(line);
+            }
         }
         // What the model wrote is kept as the customer's words are (contract 23).
         if let Ok(reply) = &mut turn.reply {
@@ -404,17 +418,18 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             verify: Vec::new(),
         });
         let refund_recorded = trace.refund_recorded();
-        let mut address = trace
+        let mut writes = trace
             .stats
             .as_ref()
-            .map_or_else(AddressAppend::default, |stats| AddressAppend {
-                step: stats.proposal_step,
-                records: stats.addresses.clone(),
+            .map_or_else(WritesAppend::default, |stats| WritesAppend {
+                steps: stats.proposal_steps,
+                addresses: stats.addresses.clone(),
+                returns: stats.returns.clone(),
             });
         // A proposal is kept only when the answer with code's line is sent
         // (contract 26, tightened): a 502 or 504 proposes nothing.
-        if matches!(address.step, ProposalStep::Set(_)) && !(200..300).contains(&outcome.status) {
-            address.step = ProposalStep::Clear;
+        if !(200..300).contains(&outcome.status) {
+            writes.steps = writes.steps.without_new_proposals();
         }
         let exchange = PendingExchange {
             new: NewExchange {
@@ -428,7 +443,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 tokens,
                 key: None,
                 router: Some(routed.labels),
-                address,
+                writes,
             },
             lease,
             held,
@@ -574,13 +589,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 key: None,
                 router,
                 // Not the yes it waited for: the next message was this one.
-                address: AddressAppend {
-                    step: if held.proposal.is_some() {
-                        ProposalStep::Clear
-                    } else {
-                        ProposalStep::Keep
-                    },
-                    records: Vec::new(),
+                writes: WritesAppend {
+                    steps: ProposalSteps::clearing(&held.proposals),
+                    ..WritesAppend::default()
                 },
             },
             lease,
@@ -631,6 +642,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             live,
             routed,
             address,
+            returns,
+            confirmation,
         } = steering;
         let model = match model {
             Ok(model) => model,
@@ -657,7 +670,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         )
         .with_handoff(handoff_id)
         .routed(routed)
-        .address(address);
+        .address(address)
+        .returns(returns)
+        .confirmation(confirmation);
         match &message.who {
             Who::Visitor { .. } => turn = turn.for_visitor(),
             Who::Guest { email } => turn = turn.for_guest(email.clone()),

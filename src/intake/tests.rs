@@ -100,7 +100,7 @@ async fn stored_conversation(store: &MemoryLedger, customer: &str) -> Conversati
     };
     let new = NewExchange {
         router: None,
-        address: Default::default(),
+        writes: Default::default(),
         exchange: Exchange::of_turn(&[crate::chat::Message::User("hello".into())], Some("hi")),
         status: 200,
         scope: RefundScope::for_request(customer, "setup"),

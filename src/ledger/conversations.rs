@@ -2,10 +2,12 @@
 
 use std::future::Future;
 
+use crate::confirm::{ProposalSteps, Proposals};
 use crate::conversation::shown::Shown;
 use crate::conversation::{ConversationId, Exchange};
 use crate::handoff::Handoff;
-use crate::orders::address::{AddressProposal, AddressRecord, ProposalStep};
+use crate::orders::address::AddressRecord;
+use crate::orders::returns::ReturnRecord;
 use crate::refund::{RefundScope, WriterMark};
 
 use super::{LedgerError, RequestLease, StoredResponse, TokenSettlement};
@@ -38,8 +40,8 @@ pub struct HeldConversation {
     /// nobody else knows its id, so it needs no lease, and its first append
     /// creates it.
     pub stored: bool,
-    /// A change of address waiting for the customer's yes (contract 26).
-    pub proposal: Option<AddressProposal>,
+    /// The writes waiting for the customer's yes (contracts 26 and 28).
+    pub proposals: Proposals,
 }
 
 impl HeldConversation {
@@ -51,7 +53,7 @@ impl HeldConversation {
             handed_off: false,
             last_failed: false,
             stored: false,
-            proposal: None,
+            proposals: Proposals::default(),
         }
     }
 }
@@ -109,16 +111,17 @@ pub struct NewExchange {
     /// The router's labels of the turn (contract 21); none where no routing
     /// call was made (a screened message, a person's conversation).
     pub router: Option<String>,
-    /// What the turn did about addresses (contract 26), in the same step.
-    pub address: AddressAppend,
+    /// What the turn did about writes (contracts 26 and 28), in the same step.
+    pub writes: WritesAppend,
 }
 
-/// A turn's changes of address (contract 26): what becomes of the
-/// conversation's proposal, and each order's outcome, kept with the exchange.
+/// A turn's writes (contracts 26 and 28): what becomes of the
+/// conversation's proposals, and each write's outcome, kept with the exchange.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct AddressAppend {
-    pub step: ProposalStep,
-    pub records: Vec<AddressRecord>,
+pub struct WritesAppend {
+    pub steps: ProposalSteps,
+    pub addresses: Vec<AddressRecord>,
+    pub returns: Vec<ReturnRecord>,
 }
 
 /// A request's key after its turn: its answer stored for replays, or the key

@@ -259,6 +259,8 @@ pub fn finish_request(end: RequestEnd<'_>) {
         refund_checks = stats.refund_checks,
         // Changes of address (contract 26): outcomes only, never an address.
         address_changes = %stats.addresses.iter().map(|record| record.outcome).collect::<Vec<_>>().join(" "),
+        // Returns (contract 28): outcomes only, never a label.
+        returns = %stats.returns.iter().map(|record| record.outcome.as_str()).collect::<Vec<_>>().join(" "),
         // Which rule was live: ids and versions, never passages (contract 17).
         articles = %stats.articles.iter().map(ToString::to_string).collect::<Vec<_>>().join(" "),
         prompt_tokens = stats.prompt_tokens,

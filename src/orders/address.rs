@@ -1,19 +1,19 @@
 //! The `change_delivery_address` tool (contract 26): the agent's first
 //! write that is not money. Its declaration, the checks its arguments pass,
-//! the proposal's hash, the write's key, and what the model reads back.
+//! the proposal's hash, and what the model reads back.
 //!
-//! The customer's yes is held in code, never by the model: a first valid
+//! The customer's yes is held in code, never by the model, by the one
+//! mechanism every write goes through ([`crate::confirm`]): a first valid
 //! call writes nothing and its proposal (a hash of the order id and the
 //! address) is kept on the conversation; only a later turn whose customer
 //! message is an explicit yes, calling again with exactly those arguments,
-//! writes ([`crate::turn`]). What the model reads back names the address
+//! writes. What the model reads back names the address
 //! only as "address ending in …": the tool holds the address, the prompt
 //! holds references.
 
 use std::sync::LazyLock;
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::refund::tool::{SchemaFailure, ToolSchema, no_such_order};
 
@@ -100,20 +100,15 @@ impl AddressArguments {
     /// proposal keeps it instead of the address.
     pub fn hash(&self) -> [u8; 32] {
         let a = &self.address;
-        let mut hasher = Sha256::new();
-        for field in [
-            &self.order_id,
+        crate::confirm::hash_of([
+            self.order_id.as_str(),
             &a.name,
             &a.line1,
             &a.line2,
             &a.postcode,
             &a.city,
             &a.country,
-        ] {
-            hasher.update((field.len() as u64).to_be_bytes());
-            hasher.update(field.as_bytes());
-        }
-        hasher.finalize().into()
+        ])
     }
 
     /// What code says the change is, for the customer to confirm: the
@@ -212,64 +207,6 @@ fn is_invisible(c: char) -> bool {
             | GeneralCategory::LineSeparator
             | GeneralCategory::ParagraphSeparator
     )
-}
-
-/// The write's `Idempotency-Key`, from the proposal (contract 26): the same
-/// proposal, retried after a timeout or confirmed again after a lost
-/// answer, writes once.
-pub fn write_key(conversation: &str, proposal: &AddressProposal) -> String {
-    let mut hasher = Sha256::new();
-    hasher.update(b"address-change\0");
-    hasher.update(conversation.as_bytes());
-    hasher.update(b"\0");
-    hasher.update(proposal.hash);
-    hasher.update(proposal.at_ms.to_be_bytes());
-    hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
-}
-
-/// A change of address proposed in a conversation and not yet confirmed:
-/// its hash (never the address) and when, kept on the conversation until
-/// it is confirmed, replaced or expires (`ADDRESS_CONFIRM_MINUTES`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct AddressProposal {
-    pub hash: [u8; 32],
-    pub at_ms: u64,
-    pub until_ms: u64,
-}
-
-impl AddressProposal {
-    pub fn hex(&self) -> String {
-        self.hash.iter().map(|byte| format!("{byte:02x}")).collect()
-    }
-
-    /// A proposal as stored: its hash in hex, its times.
-    pub fn from_stored(hex: &str, at_ms: u64, until_ms: u64) -> Option<AddressProposal> {
-        if hex.len() != 64 || !hex.is_ascii() {
-            return None;
-        }
-        let mut hash = [0u8; 32];
-        for (i, byte) in hash.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&hex[i * 2..i * 2 + 2], 16).ok()?;
-        }
-        Some(AddressProposal { hash, at_ms, until_ms })
-    }
-
-    /// Still waiting for the customer's yes at `now_ms`.
-    pub fn waits_at(&self, now_ms: u64) -> bool {
-        now_ms < self.until_ms
-    }
-}
-
-/// What a turn leaves of the conversation's proposal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ProposalStep {
-    /// As it was.
-    #[default]
-    Keep,
-    /// A new proposal replaces any other.
-    Set(AddressProposal),
-    /// Confirmed and written, or refused for good: nothing waits any more.
-    Clear,
 }
 
 /// What a turn did about one order's address, as the conversation records

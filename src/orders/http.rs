@@ -22,6 +22,7 @@ use std::time::Duration;
 use crate::http_client::percent_encoded;
 
 use super::address::{Address, AddressWrite};
+use super::returns::{ReturnArguments, ReturnWrite, StartedReturn};
 use super::{Order, OrderLookup, OrderSystem, OrdersError, Shopper};
 
 pub const CUSTOMER_HEADER: &str = "x-customer-id";
@@ -89,31 +90,67 @@ impl HttpOrders {
 }
 
 impl HttpOrders {
-    /// One try of the address write.
+    /// One try of a write: its status and body (capped as a read's).
     async fn write_once(
         &self,
         order_id: &str,
         shopper: &Shopper,
-        address: &Address,
+        write: &Write<'_>,
         key: &str,
-    ) -> Result<u16, OrdersError> {
-        let url = format!("{}{}/address", self.orders_url, percent_encoded(order_id));
+    ) -> Result<(u16, Vec<u8>), OrdersError> {
+        let url = format!("{}{}/{}", self.orders_url, percent_encoded(order_id), write.path);
         let exchange = async {
             let response = asked_for(self.http.post(&url), shopper)
                 .header(IDEMPOTENCY_HEADER, key)
-                .json(&address.body())
+                .json(&write.body)
                 .send()
                 .await
                 .map_err(|_| OrdersError::Unreachable)?;
             let status = response.status().as_u16();
-            // The body says nothing code needs; it is not kept.
-            let _ = capped_body(response).await;
-            Ok::<_, OrdersError>(status)
+            let body = capped_body(response).await.unwrap_or_default();
+            Ok::<_, OrdersError>((status, body))
         };
         tokio::time::timeout(self.timeout, exchange)
             .await
             .map_err(|_| OrdersError::Timeout)?
     }
+
+    /// A write (contracts 26 and 28): tried once more with the same key
+    /// after a timeout or a broken connection, never after an answer.
+    async fn write(
+        &self,
+        order_id: &str,
+        shopper: &Shopper,
+        write: Write<'_>,
+        key: &str,
+    ) -> Result<(u16, Vec<u8>), OrdersError> {
+        if is_dot_segment(order_id) {
+            return Err(OrdersError::Status(404));
+        }
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.write_once(order_id, shopper, &write, key).await {
+                Ok(answer) => return Ok(answer),
+                // Not answered: the same key again, which writes at most once.
+                Err(error @ (OrdersError::Timeout | OrdersError::Unreachable)) if tries < TRIES => {
+                    tracing::warn!(event = "orders", op = write.op, error = %error, "tried again");
+                }
+                Err(error) => {
+                    tracing::error!(event = "orders", op = write.op, error = %error, tries);
+                    return Err(error);
+                }
+            }
+        }
+    }
+}
+
+/// One of the order system's writes: its path under the order, its body,
+/// and its name in logs.
+struct Write<'a> {
+    path: &'static str,
+    body: serde_json::Value,
+    op: &'a str,
 }
 
 /// Whom the request asks for: the customer's id, or the guest's e-mail as
@@ -167,28 +204,52 @@ fn retried(error: OrdersError) -> bool {
 
 impl OrderSystem for HttpOrders {
     async fn change_address(&self, order_id: &str, shopper: &Shopper, address: &Address, key: &str) -> AddressWrite {
-        if is_dot_segment(order_id) {
-            return AddressWrite::Unknown(OrdersError::Status(404));
-        }
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            match self.write_once(order_id, shopper, address, key).await {
-                Ok(200) => return AddressWrite::Changed,
-                Ok(409) => return AddressWrite::Shipped,
-                Ok(other) => {
-                    tracing::error!(event = "orders", op = "change_address", status = other);
-                    return AddressWrite::Unknown(OrdersError::Status(other));
-                }
-                // Not answered: the same key again, which writes at most once.
-                Err(error @ (OrdersError::Timeout | OrdersError::Unreachable)) if tries < TRIES => {
-                    tracing::warn!(event = "orders", op = "change_address", error = %error, "tried again");
-                }
-                Err(error) => {
-                    tracing::error!(event = "orders", op = "change_address", error = %error, tries);
-                    return AddressWrite::Unknown(error);
-                }
+        let write = Write {
+            path: "address",
+            body: address.body(),
+            op: "change_address",
+        };
+        match self.write(order_id, shopper, write, key).await {
+            Ok((200, _)) => AddressWrite::Changed,
+            Ok((409, _)) => AddressWrite::Shipped,
+            Ok((other, _)) => {
+                tracing::error!(event = "orders", op = "change_address", status = other);
+                AddressWrite::Unknown(OrdersError::Status(other))
             }
+            Err(error) => AddressWrite::Unknown(error),
+        }
+    }
+
+    async fn start_return(
+        &self,
+        order_id: &str,
+        shopper: &Shopper,
+        arguments: &ReturnArguments,
+        key: &str,
+    ) -> ReturnWrite {
+        let write = Write {
+            path: "returns",
+            body: arguments.body(),
+            op: "start_return",
+        };
+        match self.write(order_id, shopper, write, key).await {
+            Ok((201, body)) => match serde_json::from_slice::<StartedReturn>(&body) {
+                Ok(started) => ReturnWrite::Started(started),
+                // Started, perhaps, but not as the contract says: a person checks.
+                Err(_) => ReturnWrite::Unknown(OrdersError::NotAnOrder),
+            },
+            Ok((409, body)) => {
+                let detail = serde_json::from_slice::<serde_json::Value>(&body)
+                    .ok()
+                    .and_then(|answer| answer["detail"].as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "not returnable now".to_owned());
+                ReturnWrite::NotReturnable(detail)
+            }
+            Ok((other, _)) => {
+                tracing::error!(event = "orders", op = "start_return", status = other);
+                ReturnWrite::Unknown(OrdersError::Status(other))
+            }
+            Err(error) => ReturnWrite::Unknown(error),
         }
     }
 

@@ -408,3 +408,99 @@ async fn an_address_write_that_timed_out_is_sent_once_more_with_the_same_key() {
         crate::orders::address::AddressWrite::Unknown(OrdersError::Timeout)
     );
 }
+
+fn mug_return() -> crate::orders::returns::ReturnArguments {
+    crate::orders::returns::parse_arguments(
+        r#"{"order_id":"A-1002","items":[{"name":"Blue mug","quantity":1}],"reason":"changed_mind"}"#,
+    )
+    .expect("a return")
+}
+
+/// Contract 28: the write is a POST with the customer, the proposal's key,
+/// the items and the reason; 201 is started (its label kept for code), 409
+/// not returnable with the order system's words, anything else unknown.
+#[tokio::test]
+async fn the_return_write_says_who_which_key_and_what_and_reads_the_answer() {
+    use crate::orders::returns::{ReturnWrite, StartedReturn};
+    let started = json!({"return_id": "ret_1", "label_url": "https://labels.example/ret_1",
+                         "refund_cents": 1250, "expires_at": "2026-12-20T00:00:00Z"});
+    for (status, body, expected) in [
+        (
+            201,
+            started.clone(),
+            ReturnWrite::Started(StartedReturn {
+                return_id: "ret_1".into(),
+                label_url: "https://labels.example/ret_1".into(),
+                refund_cents: 1250,
+                expires_at: "2026-12-20T00:00:00Z".into(),
+            }),
+        ),
+        (
+            409,
+            json!({"detail": "order A-1002 has a return open already"}),
+            ReturnWrite::NotReturnable("order A-1002 has a return open already".into()),
+        ),
+        (
+            409,
+            json!("nothing to read"),
+            ReturnWrite::NotReturnable("not returnable now".into()),
+        ),
+        (
+            201,
+            json!({"return_id": "ret_1"}),
+            ReturnWrite::Unknown(OrdersError::NotAnOrder),
+        ),
+        (500, json!({}), ReturnWrite::Unknown(OrdersError::Status(500))),
+    ] {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/orders/A-1002/returns"))
+            .and(header(CUSTOMER_HEADER, "u-1001"))
+            .and(header(IDEMPOTENCY_HEADER, "key-1"))
+            .and(wiremock::matchers::body_json(
+                json!({"items": [{"name": "Blue mug", "quantity": 1}], "reason": "changed_mind"}),
+            ))
+            .respond_with(ResponseTemplate::new(status).set_body_json(body))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let written = orders(&server, 1000)
+            .start_return("A-1002", &"u-1001".into(), &mug_return(), "key-1")
+            .await;
+        assert_eq!(written, expected, "{status}: answered once, never tried again");
+    }
+}
+
+/// A timeout is tried once more with the same key; the second answer counts.
+#[tokio::test]
+async fn a_return_write_that_timed_out_is_sent_once_more_with_the_same_key() {
+    let server = MockServer::start().await;
+    let slow_then_fast = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let tries = std::sync::Arc::clone(&slow_then_fast);
+    Mock::given(method("POST"))
+        .and(path("/orders/A-1002/returns"))
+        .and(header(IDEMPOTENCY_HEADER, "key-2"))
+        .respond_with(move |_: &wiremock::Request| {
+            let delay = if tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                400
+            } else {
+                0
+            };
+            ResponseTemplate::new(201)
+                .set_delay(Duration::from_millis(delay))
+                .set_body_json(
+                    json!({"return_id": "ret_2", "label_url": "https://labels.example/ret_2",
+                                      "refund_cents": 1250, "expires_at": "2026-12-20T00:00:00Z"}),
+                )
+        })
+        .expect(2)
+        .mount(&server)
+        .await;
+    let written = orders(&server, 100)
+        .start_return("A-1002", &"u-1001".into(), &mug_return(), "key-2")
+        .await;
+    assert!(
+        matches!(written, crate::orders::returns::ReturnWrite::Started(ref s) if s.return_id == "ret_2"),
+        "{written:?}"
+    );
+}

@@ -1,13 +1,14 @@
 //! The order system in memory, for unit tests: orders by id and customer,
 //! a switch that makes it unavailable, a count of its reads, and the
-//! address writes it took (one per key, as the order system's own
-//! `Idempotency-Key` makes it).
+//! address writes and returns it took (one per key, as the order system's
+//! own `Idempotency-Key` makes it).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use super::address::{Address, AddressWrite};
+use super::returns::{ReturnArguments, ReturnWrite, StartedReturn};
 use super::{Order, OrderLookup, OrderStatus, OrderSystem, OrdersError, ShipTo, Shopper};
 
 #[derive(Default)]
@@ -18,6 +19,9 @@ pub struct MemoryOrders {
     /// Each key's answer, and the writes that changed an address, in order.
     keys: Mutex<HashMap<String, AddressWrite>>,
     writes: Mutex<Vec<(String, Address)>>,
+    /// Each return key's answer, and the returns started, in order.
+    return_keys: Mutex<HashMap<String, ReturnWrite>>,
+    returns: Mutex<Vec<(String, ReturnArguments)>>,
 }
 
 impl MemoryOrders {
@@ -55,6 +59,11 @@ impl MemoryOrders {
     pub fn writes(&self) -> Vec<(String, Address)> {
         self.writes.lock().map(|w| w.clone()).unwrap_or_default()
     }
+
+    /// The returns started, in order: (order id, what was returned).
+    pub fn returns(&self) -> Vec<(String, ReturnArguments)> {
+        self.returns.lock().map(|r| r.clone()).unwrap_or_default()
+    }
 }
 
 impl OrderSystem for MemoryOrders {
@@ -83,6 +92,62 @@ impl OrderSystem for MemoryOrders {
             }
             Some(order) if shopper.owns(order) => AddressWrite::Shipped,
             _ => AddressWrite::Unknown(OrdersError::Status(404)),
+        };
+        keys.insert(key.to_owned(), answer.clone());
+        answer
+    }
+
+    /// As the order system: a delivered order of the shopper's with no
+    /// return open and enough of each item (the window is the caller's
+    /// check); then the return is open and its items returned.
+    async fn start_return(
+        &self,
+        order_id: &str,
+        shopper: &Shopper,
+        arguments: &ReturnArguments,
+        key: &str,
+    ) -> ReturnWrite {
+        if self.down.load(Ordering::SeqCst) {
+            return ReturnWrite::Unknown(OrdersError::Unreachable);
+        }
+        let mut keys = self.return_keys.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(answered) = keys.get(key) {
+            return answered.clone();
+        }
+        let mut orders = self.orders.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let answer = match orders.get_mut(order_id) {
+            Some(order) if shopper.owns(order) => {
+                let holds = |order: &Order| {
+                    arguments.items.iter().all(|line| {
+                        order.items.iter().any(|item| {
+                            item.name == line.name
+                                && item.quantity.saturating_sub(item.returned_quantity) >= line.quantity
+                        })
+                    })
+                };
+                if order.status != OrderStatus::Delivered || order.has_open_return || !holds(order) {
+                    ReturnWrite::NotReturnable(format!("order {order_id} is not returnable now"))
+                } else {
+                    let mut refund_cents = 0;
+                    for line in &arguments.items {
+                        if let Some(item) = order.items.iter_mut().find(|item| item.name == line.name) {
+                            item.returned_quantity += line.quantity;
+                            refund_cents += item.unit_price_cents * u64::from(line.quantity);
+                        }
+                    }
+                    order.has_open_return = true;
+                    let mut returns = self.returns.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    returns.push((order_id.to_owned(), arguments.clone()));
+                    let return_id = format!("ret_{:06}", returns.len());
+                    ReturnWrite::Started(StartedReturn {
+                        label_url: format!("https://labels.example/{return_id}"),
+                        return_id,
+                        refund_cents,
+                        expires_at: "2026-12-31T00:00:00Z".into(),
+                    })
+                }
+            }
+            _ => ReturnWrite::Unknown(OrdersError::Status(404)),
         };
         keys.insert(key.to_owned(), answer.clone());
         answer

@@ -1,8 +1,9 @@
 //! The shop's order system (contract 16): what was ordered, paid and
 //! refunded, whether and when it arrived, and where it went. Code reads it
 //! with the verified customer; what the model says about an order decides
-//! nothing. Its one write is a change of the delivery address (contract 26,
-//! [`address`]), made only once the customer's yes is held in code.
+//! nothing. Its writes are a change of the delivery address (contract 26,
+//! [`address`]) and a return (contract 28, [`returns`]), each made only
+//! once the customer's yes is held in code ([`crate::confirm`]).
 //!
 //! The port is [`OrderSystem`]; its adapter is [`http::HttpOrders`] (on the
 //! function's one HTTP client) and its memory double [`memory::MemoryOrders`];
@@ -14,6 +15,7 @@
 pub mod address;
 pub mod http;
 pub mod memory;
+pub mod returns;
 pub mod tool;
 
 use serde::Deserialize;
@@ -48,6 +50,9 @@ pub struct Item {
     pub name: String,
     pub quantity: u32,
     pub unit_price_cents: u64,
+    /// How many were returned already (contract 28); 0 when absent.
+    #[serde(default)]
+    pub returned_quantity: u32,
 }
 
 /// Where the order went. Personal data: never in a `Debug`, a log line, a
@@ -136,6 +141,8 @@ pub struct Order {
     pub refunded_cents: u64,
     pub items: Vec<Item>,
     pub ship_to: ShipTo,
+    /// One of its `returns` is `open` (contract 28): no second one.
+    pub has_open_return: bool,
 }
 
 impl Order {
@@ -173,6 +180,12 @@ impl Order {
             refunded_cents: u64,
             items: Vec<Item>,
             ship_to: ShipTo,
+            #[serde(default)]
+            returns: Vec<ReturnSeen>,
+        }
+        #[derive(Deserialize)]
+        struct ReturnSeen {
+            status: String,
         }
         let wire: Wire = serde_json::from_slice(body).ok()?;
         let placed_at_ms = epoch_ms(&wire.placed_at)?;
@@ -194,6 +207,7 @@ impl Order {
             refunded_cents: wire.refunded_cents,
             items: wire.items,
             ship_to: wire.ship_to,
+            has_open_return: wire.returns.iter().any(|seen| seen.status == "open"),
         })
     }
 }
@@ -293,6 +307,16 @@ pub trait OrderSystem: Send + Sync {
         address: &address::Address,
         key: &str,
     ) -> impl Future<Output = address::AddressWrite> + Send;
+
+    /// Starts a return of the order's items (contract 28) as `shopper`,
+    /// under `key` (the proposal's: the same key starts it once).
+    fn start_return(
+        &self,
+        order_id: &str,
+        shopper: &Shopper,
+        arguments: &returns::ReturnArguments,
+        key: &str,
+    ) -> impl Future<Output = returns::ReturnWrite> + Send;
 }
 
 impl<T: OrderSystem> OrderSystem for &T {
@@ -308,5 +332,15 @@ impl<T: OrderSystem> OrderSystem for &T {
         key: &str,
     ) -> impl Future<Output = address::AddressWrite> + Send {
         (**self).change_address(order_id, shopper, address, key)
+    }
+
+    fn start_return(
+        &self,
+        order_id: &str,
+        shopper: &Shopper,
+        arguments: &returns::ReturnArguments,
+        key: &str,
+    ) -> impl Future<Output = returns::ReturnWrite> + Send {
+        (**self).start_return(order_id, shopper, arguments, key)
     }
 }

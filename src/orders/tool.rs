@@ -113,6 +113,7 @@ mod tests {
                 name: "Mug".into(),
                 quantity: 3,
                 unit_price_cents: 1500,
+                returned_quantity: 0,
             }],
             ship_to: ShipTo {
                 name: "Ada Quokka".into(),
@@ -121,6 +122,7 @@ mod tests {
                 postcode: "69002".into(),
                 country: "FR".into(),
             },
+            has_open_return: false,
         }
     }
 

@@ -39,6 +39,7 @@ fn order(order_id: &str, customer: &str, status: OrderStatus, delivered_days_ago
             name: "Mug".into(),
             quantity: 3,
             unit_price_cents: 1500,
+            returned_quantity: 0,
         }],
         ship_to: ShipTo {
             name: "Ada Quokka".into(),
@@ -47,6 +48,7 @@ fn order(order_id: &str, customer: &str, status: OrderStatus, delivered_days_ago
             postcode: "69002".into(),
             country: "FR".into(),
         },
+        has_open_return: false,
     }
 }
 

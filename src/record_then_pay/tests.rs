@@ -158,7 +158,7 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
     };
     let turn = NewExchange {
         router: None,
-        address: Default::default(),
+        writes: Default::default(),
         exchange: Exchange::of_turn(&[Message::User("refund D-4".into())], Some("A person will review it.")),
         status: 200,
         scope: asked.attempt.scope.clone(),
@@ -260,6 +260,16 @@ impl OrderSystem for PaidWhileRead<'_> {
         key: &str,
     ) -> crate::orders::address::AddressWrite {
         AnyOrder.change_address(order_id, shopper, address, key).await
+    }
+
+    async fn start_return(
+        &self,
+        order_id: &str,
+        shopper: &crate::orders::Shopper,
+        arguments: &crate::orders::returns::ReturnArguments,
+        key: &str,
+    ) -> crate::orders::returns::ReturnWrite {
+        AnyOrder.start_return(order_id, shopper, arguments, key).await
     }
 }
 

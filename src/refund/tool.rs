@@ -160,7 +160,7 @@ pub const STRICT_MODE_KEYWORDS: &[&str] = &[
 ];
 
 /// Moves every keyword strict mode refuses into the schema's `description`,
-/// recursively through `properties`.
+/// recursively through `properties` and an array's `items`.
 fn strict_compatible(schema: &Value) -> Value {
     let Value::Object(fields) = schema else {
         return schema.clone();
@@ -179,6 +179,8 @@ fn strict_compatible(schema: &Value) -> Value {
                 key.clone(),
                 properties.map(Value::Object).unwrap_or_else(|| value.clone()),
             );
+        } else if key == "items" {
+            kept.insert(key.clone(), strict_compatible(value));
         } else if STRICT_MODE_KEYWORDS.contains(&key.as_str()) {
             kept.insert(key.clone(), value.clone());
         } else {

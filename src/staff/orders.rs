@@ -9,6 +9,7 @@
 use crate::guest::{self, directory::GuestDirectory};
 use crate::orders::address::{Address, AddressWrite};
 use crate::orders::http::HttpOrders;
+use crate::orders::returns::{ReturnArguments, ReturnWrite};
 use crate::orders::{OrderLookup, OrderSystem, OrdersError, Shopper};
 
 pub struct StaffOrders {
@@ -63,6 +64,20 @@ impl OrderSystem for StaffOrders {
             Ok(Some(asked)) => self.http.change_address(order_id, &asked, address, key).await,
             Ok(None) => AddressWrite::Unknown(OrdersError::Status(404)),
             Err(error) => AddressWrite::Unknown(error),
+        }
+    }
+
+    async fn start_return(
+        &self,
+        order_id: &str,
+        shopper: &Shopper,
+        arguments: &ReturnArguments,
+        key: &str,
+    ) -> ReturnWrite {
+        match self.asked(shopper).await {
+            Ok(Some(asked)) => self.http.start_return(order_id, &asked, arguments, key).await,
+            Ok(None) => ReturnWrite::Unknown(OrdersError::Status(404)),
+            Err(error) => ReturnWrite::Unknown(error),
         }
     }
 }

@@ -477,6 +477,17 @@ fn tool_words(name: &str, arguments: &str, result: Option<&str>) -> String {
                 arg("order_id")
             )
         }
+        // Contract 28: what goes back and why; the model never had a label's URL.
+        crate::orders::returns::TOOL_NAME => {
+            let what = crate::orders::returns::parse_arguments(arguments)
+                .map(|parsed| parsed.summary())
+                .unwrap_or_else(|_| format!("return from order {}", arg("order_id")));
+            let id = result["return_id"]
+                .as_str()
+                .map(|id| format!(", return {id}"))
+                .unwrap_or_default();
+            format!("{what}{said}{id}")
+        }
         n if n == crate::help::tool::TOOL_NAME => {
             let shown = result["results"].as_array().map_or(0, Vec::len);
             format!("searched the help centre for \"{}\": {shown} passages", arg("query"))
@@ -660,6 +671,20 @@ mod tests {
                 Some(r#"{"status":"awaiting_approval","message":"a person decides"}"#)
             ),
             "refund check of 120.00 on order A-1001: awaiting_approval (a person decides)"
+        );
+    }
+
+    #[test]
+    fn a_return_reads_as_words_with_its_id() {
+        let arguments = r#"{"order_id":"A-1002","items":[{"name":"Blue mug","quantity":1}],"reason":"changed_mind"}"#;
+        let said = tool_words(
+            "start_return",
+            arguments,
+            Some(r#"{"status":"started","summary":"s","return_id":"ret_000001"}"#),
+        );
+        assert_eq!(
+            said,
+            "return from order A-1002: 1 × Blue mug, reason: changed my mind: started, return ret_000001"
         );
     }
 

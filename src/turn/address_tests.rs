@@ -54,8 +54,8 @@ fn context() -> Attempt {
     }
 }
 
-fn proposal_of(raw: &str, at_ms: u64) -> AddressProposal {
-    AddressProposal {
+fn proposal_of(raw: &str, at_ms: u64) -> crate::confirm::Proposal {
+    crate::confirm::Proposal {
         hash: address_tool::parse_arguments(raw).unwrap().hash(),
         at_ms,
         until_ms: at_ms + MINUTES_30.as_millis() as u64,
@@ -66,7 +66,7 @@ fn proposal_of(raw: &str, at_ms: u64) -> AddressProposal {
 async fn turn(
     orders: &MemoryOrders,
     calls: &[String],
-    address: AddressTurn,
+    (address, confirmation): (AddressTurn, Confirmation),
 ) -> (TurnStats, Vec<String>, Result<String, TurnError>) {
     let named: Vec<(String, &str, &str)> = calls
         .iter()
@@ -86,7 +86,9 @@ async fn turn(
         help: shipped_help_centre(),
     };
     let message = CustomerMessage::new("yes");
-    let mut turn = Turn::new(&model, tools, Duration::from_secs(2), context(), Vec::new(), &message).address(address);
+    let mut turn = Turn::new(&model, tools, Duration::from_secs(2), context(), Vec::new(), &message)
+        .address(address)
+        .confirmation(confirmation);
     let result = turn.run().await;
     let results = turn
         .messages()
@@ -99,15 +101,22 @@ async fn turn(
     (turn.stats().clone(), results, result)
 }
 
-fn offered(waiting: Option<AddressProposal>, said_yes: bool, now_ms: u64) -> AddressTurn {
-    AddressTurn {
-        offered: true,
-        waiting,
-        said_yes,
-        countries: None,
-        confirm_within: MINUTES_30,
-        now_ms,
-    }
+/// The tool offered, with `waiting` the conversation's one address proposal.
+fn offered(waiting: Option<crate::confirm::Proposal>, said_yes: bool, now_ms: u64) -> (AddressTurn, Confirmation) {
+    let mut proposals = crate::confirm::Proposals::default();
+    proposals.set(WriteKind::Address, waiting);
+    (
+        AddressTurn {
+            offered: true,
+            countries: None,
+        },
+        Confirmation {
+            waiting: proposals,
+            said_yes,
+            confirm_within: MINUTES_30,
+            now_ms,
+        },
+    )
 }
 
 #[tokio::test]
@@ -126,8 +135,8 @@ async fn a_first_call_proposes_with_codes_summary_and_writes_nothing() {
         "a yes in the same message as the address never writes"
     );
     assert_eq!(
-        stats.proposal_step,
-        address_tool::ProposalStep::Set(proposal_of(&raw, 1_000))
+        stats.proposal_steps.get(WriteKind::Address),
+        ProposalStep::Set(proposal_of(&raw, 1_000))
     );
     assert_eq!(stats.addresses[0].outcome, "proposed");
 }
@@ -152,7 +161,7 @@ async fn a_later_yes_with_exactly_the_proposed_arguments_writes_once() {
         "{}",
         results[1]
     );
-    assert_eq!(stats.proposal_step, address_tool::ProposalStep::Clear);
+    assert_eq!(stats.proposal_steps.get(WriteKind::Address), ProposalStep::Clear);
     for result in &results {
         for private in ["Ada", "Byron", "London", "N1 7AA"] {
             assert!(!result.contains(private), "{private} in {result}");
@@ -182,7 +191,7 @@ async fn without_a_yes_with_other_arguments_or_after_expiry_nothing_is_written()
         let (stats, results, _) = turn(&orders, &calls, address).await;
         assert!(orders.writes().is_empty(), "{results:?}");
         assert!(
-            matches!(stats.proposal_step, address_tool::ProposalStep::Set(_)),
+            matches!(stats.proposal_steps.get(WriteKind::Address), ProposalStep::Set(_)),
             "{results:?}"
         );
     }
@@ -204,7 +213,7 @@ async fn a_shipped_or_cancelled_order_another_country_or_the_system_down_writes_
         assert!(results[0].contains(says), "{}", results[0]);
         assert!(orders.writes().is_empty());
         // The yes was spent on a refused call: the proposal ends (contract 26, tightened).
-        assert_eq!(stats.proposal_step, address_tool::ProposalStep::Clear);
+        assert_eq!(stats.proposal_steps.get(WriteKind::Address), ProposalStep::Clear);
     }
     let orders = orders();
     orders.go_down(true);
@@ -221,7 +230,7 @@ async fn a_shipped_or_cancelled_order_another_country_or_the_system_down_writes_
     let orders = self::orders();
     let raw = args("A-1004", "1 Rue", "FR");
     let mut address = offered(Some(proposal_of(&raw, 1)), true, 2);
-    address.countries = Some(vec!["GB".into(), "FR".into()]);
+    address.0.countries = Some(vec!["GB".into(), "FR".into()]);
     let _ = turn(&orders, &[raw], address).await;
     assert_eq!(orders.writes().len(), 1);
 }
@@ -231,7 +240,7 @@ async fn not_offered_it_is_no_tool_and_reads_nothing() {
     let orders = orders();
     let raw = args("A-1004", "12 Byron Road", "GB");
     let mut address = offered(Some(proposal_of(&raw, 1)), true, 2);
-    address.offered = false;
+    address.0.offered = false;
     let (stats, results, _) = turn(&orders, &[raw], address).await;
     assert!(results[0].contains("unknown tool"), "{}", results[0]);
     assert_eq!(orders.reads(), 0);
@@ -289,8 +298,8 @@ proptest! {
         ];
         let orders = orders();
         // The proposal the conversation holds, and the round that stored it.
-        let mut waiting: Option<(AddressProposal, usize)> = None;
-        let mut written_proposals: Vec<AddressProposal> = Vec::new();
+        let mut waiting: Option<(crate::confirm::Proposal, usize)> = None;
+        let mut written_proposals: Vec<crate::confirm::Proposal> = Vec::new();
         for (n, round) in rounds.iter().enumerate() {
             let now = (n as u64 + 1) * 60_000;
             let calls: Vec<String> = round.calls.iter().map(|&i| candidates[i].clone()).collect();
@@ -311,10 +320,10 @@ proptest! {
                 written_proposals.push(proposal);
             }
             prop_assert!(after.len() - before <= 1);
-            match stats.proposal_step {
-                address_tool::ProposalStep::Keep => {}
-                address_tool::ProposalStep::Set(p) => waiting = Some((p, n)),
-                address_tool::ProposalStep::Clear => waiting = None,
+            match stats.proposal_steps.get(WriteKind::Address) {
+                ProposalStep::Keep => {}
+                ProposalStep::Set(p) => waiting = Some((p, n)),
+                ProposalStep::Clear => waiting = None,
             }
         }
     }
@@ -375,7 +384,7 @@ proptest! {
         let (proposed, written) = tracing::subscriber::with_default(subscriber, || {
             runtime.block_on(async {
                 let (stats, proposed, _) = turn(&orders, std::slice::from_ref(&raw), offered(None, false, 1_000)).await;
-                let address_tool::ProposalStep::Set(waiting) = stats.proposal_step else {
+                let ProposalStep::Set(waiting) = stats.proposal_steps.get(WriteKind::Address) else {
                     panic!("a proposal: {proposed:?}");
                 };
                 let (_, written, _) = turn(&orders, std::slice::from_ref(&raw), offered(Some(waiting), true, 60_000)).await;

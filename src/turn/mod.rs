@@ -38,12 +38,14 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::chat::{ChatModel, Completion, CompletionError, Message, Offered, ToolCall};
+use crate::confirm::{self, Confirmation, Decision, ProposalStep, ProposalSteps, WriteKind};
 use crate::handoff::tool as handoff_tool;
 use crate::handoff::{Handoff, Reason};
 use crate::help::search::HelpCentre;
 use crate::help::{Citation, tool as help_tool};
 use crate::live::{Live, Step};
-use crate::orders::address::{self as address_tool, AddressArguments, AddressProposal, AddressRecord, AddressWrite};
+use crate::orders::address::{self as address_tool, AddressArguments, AddressRecord, AddressWrite};
+use crate::orders::returns::{self as return_tool, ReturnArguments, ReturnRecord, ReturnWrite};
 use crate::orders::tool as order_tool;
 use crate::orders::{self, OrderLookup, OrderSystem};
 use crate::refund::message::{CustomerMessage, MAX_MESSAGE_CHARS};
@@ -115,9 +117,9 @@ pub fn worst_case_duration(
 }
 
 /// What the tools' declarations and a tool result add to a prompt at most,
-/// in characters (the three tools' declarations are under 3,000; a result
+/// in characters (the six tools' declarations are under 5,200; a result
 /// under 500, an order's with a few items under 1,000).
-const TOOLS_DECLARED_CHARS: u64 = 4_000;
+const TOOLS_DECLARED_CHARS: u64 = 6_000;
 const TOOL_RESULT_CHARS: u64 = 2_000;
 /// Characters a prompt token covers at the least, on the text of the four
 /// languages the shop serves (gpt-4o-mini's tokenizer averages about four
@@ -180,28 +182,35 @@ pub struct TurnStats {
     /// turn counts as its reserved worst case (contracts 13 and 20). An HTTP
     /// error status was not billed and leaves this unset.
     pub usage_unreported: bool,
-    /// What the turn did about addresses (contract 26), one record a call
-    /// that passed the schema, and what becomes of the conversation's proposal.
+    /// What the turn did about addresses (contract 26) and returns
+    /// (contract 28), one record a call that passed the schema, and what
+    /// becomes of the conversation's proposals.
     pub addresses: Vec<AddressRecord>,
-    pub proposal_step: address_tool::ProposalStep,
-    /// Code's line for the customer about the proposal this turn made
-    /// (the whole address: personal data, never logged or sent to a model).
-    pub confirm_line: Option<String>,
+    pub returns: Vec<ReturnRecord>,
+    pub proposal_steps: ProposalSteps,
+    /// Code's own lines for the customer, added to the reply: what a
+    /// proposal will write, a started return's label (personal data and
+    /// links: never logged or sent to a model).
+    pub code_lines: Vec<(WriteKind, String)>,
 }
 
 /// What a turn knows of a change of address (contract 26): whether the
-/// tool is offered at all, the proposal the conversation holds, whether
-/// the customer's own message is an explicit yes (code reads it, never the
-/// model), where an address may go (none: the order's own country), how
-/// long a new proposal waits, and the turn's clock.
+/// tool is offered at all, and where an address may go (none: the order's
+/// own country).
 #[derive(Debug, Clone, Default)]
 pub struct AddressTurn {
     pub offered: bool,
-    pub waiting: Option<AddressProposal>,
-    pub said_yes: bool,
     pub countries: Option<Vec<String>>,
-    pub confirm_within: Duration,
-    pub now_ms: u64,
+}
+
+/// What a turn knows of returns (contract 28): whether the tool is offered
+/// at all, the window after delivery, and the origins a label may be
+/// linked on (none: named, not linked).
+#[derive(Debug, Clone, Default)]
+pub struct ReturnTurn {
+    pub offered: bool,
+    pub window_days: u32,
+    pub label_origins: Vec<String>,
 }
 
 /// What the turn does after a completion call.
@@ -275,6 +284,12 @@ pub struct Turn<'a, M, G, O> {
     address: AddressTurn,
     /// The orders whose address this turn tried to write (at most once each).
     addresses_written: Vec<String>,
+    /// A return (contract 28): what the turn may do.
+    returns: ReturnTurn,
+    /// The orders this turn tried to start a return of (at most once each).
+    returns_written: Vec<String>,
+    /// The customer's yes to every write (contracts 26 and 28).
+    confirmation: Confirmation,
     /// A visitor's turn (contract 27): no tool that reads an order or
     /// moves money is declared or run.
     visitor: bool,
@@ -319,6 +334,9 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             routed: Routed::default(),
             address: AddressTurn::default(),
             addresses_written: Vec::new(),
+            returns: ReturnTurn::default(),
+            returns_written: Vec::new(),
+            confirmation: Confirmation::default(),
             visitor: false,
             guest_email: None,
         }
@@ -351,23 +369,42 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         }
         self.visitor = true;
         self.address.offered = false;
+        self.returns.offered = false;
         self
     }
 
     /// What the turn may do about an address (contract 26).
     pub fn address(mut self, address: AddressTurn) -> Self {
-        // Only the customer's next message may confirm (contract 26,
-        // tightened): a turn that neither writes nor proposes again ends it.
-        if address.waiting.is_some() {
-            self.stats.proposal_step = address_tool::ProposalStep::Clear;
-        }
         self.address = address;
+        if self.visitor {
+            self.address.offered = false;
+        }
+        self
+    }
+
+    /// What the turn may do about a return (contract 28).
+    pub fn returns(mut self, returns: ReturnTurn) -> Self {
+        self.returns = returns;
+        if self.visitor {
+            self.returns.offered = false;
+        }
+        self
+    }
+
+    /// The proposals waiting for the customer's yes, and whether their
+    /// message is one (contracts 26 and 28).
+    pub fn confirmation(mut self, confirmation: Confirmation) -> Self {
+        // Only the customer's next message may confirm (tightened): a turn
+        // that neither writes nor proposes again ends what waited.
+        self.stats.proposal_steps = ProposalSteps::clearing(&confirmation.waiting);
+        self.confirmation = confirmation;
         self
     }
 
     fn offered(&self) -> Offered {
         Offered {
             address_change: self.address.offered,
+            start_return: self.returns.offered,
             visitor: self.visitor,
         }
     }
@@ -529,6 +566,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             help_tool::TOOL_NAME => Some(Step::HelpCentre),
             TOOL_NAME => Some(Step::RefundCheck),
             address_tool::TOOL_NAME if self.address.offered => Some(Step::Order),
+            return_tool::TOOL_NAME if self.returns.offered => Some(Step::Order),
             _ => None,
         };
         if let Some(step) = step {
@@ -540,6 +578,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             help_tool::TOOL_NAME => self.search_help_centre(call),
             // Not offered, it is no tool at all (an unknown tool's error).
             address_tool::TOOL_NAME if self.address.offered => self.change_address(call).await,
+            return_tool::TOOL_NAME if self.returns.offered => self.start_return(call).await,
             _ => self.run_refund_call(call).await.to_json(),
         }
     }
@@ -566,7 +605,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             order_id = untrusted::order_id_for_log(&arguments.order_id),
             order_id_chars = arguments.order_id.chars().count(),
             address_outcome = outcome,
-            customer_said_yes = self.address.said_yes,
+            customer_said_yes = self.confirmation.said_yes,
             latency_ms = started.elapsed().as_secs_f64() * 1000.0,
         );
         self.stats.addresses.push(AddressRecord {
@@ -607,34 +646,27 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
                 "country_not_served",
             );
         }
-        let hash = arguments.hash();
-        let confirmed = self
-            .address
-            .waiting
-            .filter(|waiting| waiting.hash == hash && waiting.waits_at(self.address.now_ms))
-            .filter(|_| self.address.said_yes);
-        let Some(proposal) = confirmed else {
-            // A first call, other arguments, no yes, or an expired proposal: a (new) proposal.
-            let proposal = AddressProposal {
-                hash,
-                at_ms: self.address.now_ms,
-                until_ms: self.address.now_ms + self.address.confirm_within.as_millis() as u64,
-            };
-            self.stats.proposal_step = address_tool::ProposalStep::Set(proposal);
-            self.stats.confirm_line = Some(arguments.confirm_line());
-            return (address_tool::confirm(arguments), "proposed");
+        let proposal = match self.confirmation.decide(WriteKind::Address, arguments.hash()) {
+            Decision::Write(proposal) => proposal,
+            Decision::WhichOne => return (self.confirmation.which_one(), "which_one"),
+            Decision::Propose(proposal) => {
+                self.stats
+                    .proposal_steps
+                    .set(WriteKind::Address, ProposalStep::Set(proposal));
+                self.stats
+                    .code_lines
+                    .push((WriteKind::Address, arguments.confirm_line()));
+                return (address_tool::confirm(arguments), "proposed");
+            }
         };
         if self.stats.order_reads >= order_tool::MAX_READS {
             return (order_tool::too_many_reads(), "too_many_reads");
         }
         self.stats.order_reads += 1;
         self.addresses_written.push(order_id.clone());
-        let conversation = self
-            .context
-            .conversation
-            .clone()
-            .unwrap_or_else(|| self.context.scope.record_id());
-        let key = address_tool::write_key(&conversation, &proposal);
+        // A proposal this turn made is gone once a confirmed one is written.
+        self.stats.code_lines.retain(|(kind, _)| *kind != WriteKind::Address);
+        let key = confirm::write_key(WriteKind::Address, &self.conversation_key(), &proposal);
         match self
             .tools
             .orders
@@ -643,23 +675,141 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         {
             AddressWrite::Changed => {
                 metrics::counter!("AddressChanges", "Outcome" => "changed").increment(1);
-                self.stats.proposal_step = address_tool::ProposalStep::Clear;
-                self.stats.confirm_line = None;
+                self.stats.proposal_steps.set(WriteKind::Address, ProposalStep::Clear);
                 (address_tool::changed(arguments), "changed")
             }
             AddressWrite::Shipped => {
                 metrics::counter!("AddressChanges", "Outcome" => "shipped_meanwhile").increment(1);
-                self.stats.proposal_step = address_tool::ProposalStep::Clear;
+                self.stats.proposal_steps.set(WriteKind::Address, ProposalStep::Clear);
                 (address_tool::shipped_meanwhile(), "shipped_meanwhile")
             }
             // Kept for the person who checks, to whom code hands the
             // conversation (contract 26): its key writes at most once.
             AddressWrite::Unknown(_) => {
                 metrics::counter!("AddressChanges", "Outcome" => "unknown").increment(1);
-                self.stats.proposal_step = address_tool::ProposalStep::Keep;
-                self.stats.confirm_line = None;
+                self.stats.proposal_steps.set(WriteKind::Address, ProposalStep::Keep);
                 self.hand_off_in_code(Reason::AddressWriteUnknown);
                 (address_tool::unknown_outcome(), "unknown")
+            }
+        }
+    }
+
+    /// What a write's key is derived from: the conversation, or the
+    /// request's own record where there is none.
+    fn conversation_key(&self) -> String {
+        self.context
+            .conversation
+            .clone()
+            .unwrap_or_else(|| self.context.scope.record_id())
+    }
+
+    /// `start_return` (contract 28): checked against the order read afresh
+    /// as the verified customer or guest; a first call proposes, and only a
+    /// call of a later turn whose customer said yes, with exactly the
+    /// proposed arguments, starts it. The model never reads the label's URL.
+    async fn start_return(&mut self, call: &ToolCall) -> String {
+        let arguments = match return_tool::parse_arguments(&call.arguments) {
+            Ok(arguments) => arguments,
+            Err(error) => {
+                return self
+                    .rejected(return_tool::TOOL_NAME, error.schema_paths(), error.to_string())
+                    .to_json();
+            }
+        };
+        let started = Instant::now();
+        let (result, outcome, return_id) = self.return_outcome(&arguments).await;
+        tracing::info!(
+            event = "tool_call",
+            tool = return_tool::TOOL_NAME,
+            validation = "ok",
+            order_id = untrusted::order_id_for_log(&arguments.order_id),
+            order_id_chars = arguments.order_id.chars().count(),
+            return_reason = arguments.reason.as_str(),
+            return_outcome = outcome,
+            customer_said_yes = self.confirmation.said_yes,
+            latency_ms = started.elapsed().as_secs_f64() * 1000.0,
+        );
+        metrics::counter!("Returns", "Outcome" => outcome).increment(1);
+        self.stats.returns.push(ReturnRecord {
+            order_id: arguments.order_id.clone(),
+            items: arguments.items.clone(),
+            reason: arguments.reason.as_str().to_owned(),
+            outcome: outcome.to_owned(),
+            return_id,
+        });
+        result.to_string()
+    }
+
+    async fn return_outcome(
+        &mut self,
+        arguments: &ReturnArguments,
+    ) -> (serde_json::Value, &'static str, Option<String>) {
+        let order_id = &arguments.order_id;
+        if self.returns_written.contains(order_id) {
+            return (return_tool::one_per_order(), "one_per_order", None);
+        }
+        if self.stats.order_reads >= order_tool::MAX_READS {
+            return (order_tool::too_many_reads(), "too_many_reads", None);
+        }
+        self.stats.order_reads += 1;
+        let shopper = self.shopper();
+        let order = match self.tools.orders.order(order_id, &shopper).await {
+            OrderLookup::Found(order) => order,
+            OrderLookup::NotFound => return (return_tool::not_found(order_id), "not_found", None),
+            OrderLookup::Unavailable(_) => return (return_tool::unavailable(), "unavailable", None),
+        };
+        if arguments.reason.needs_a_person() {
+            self.hand_off_in_code(Reason::ReturnNeedsAPerson);
+            return (return_tool::needs_a_person(), "needs_a_person", None);
+        }
+        let refund = match return_tool::check(&order, arguments, self.returns.window_days, self.confirmation.now_ms) {
+            Ok(refund) => refund,
+            Err(refusal) => return (refusal.result(&order), refusal.outcome(), None),
+        };
+        let proposal = match self.confirmation.decide(WriteKind::Return, arguments.hash()) {
+            Decision::Write(proposal) => proposal,
+            Decision::WhichOne => return (self.confirmation.which_one(), "which_one", None),
+            Decision::Propose(proposal) => {
+                self.stats
+                    .proposal_steps
+                    .set(WriteKind::Return, ProposalStep::Set(proposal));
+                self.stats
+                    .code_lines
+                    .push((WriteKind::Return, arguments.confirm_line(&refund)));
+                return (return_tool::confirm(arguments, &refund), "proposed", None);
+            }
+        };
+        // The write shares `get_order`'s reads, as the address's does, so
+        // the turn's worst case stays as it was.
+        if self.stats.order_reads >= order_tool::MAX_READS {
+            return (order_tool::too_many_reads(), "too_many_reads", None);
+        }
+        self.stats.order_reads += 1;
+        self.returns_written.push(order_id.clone());
+        self.stats.code_lines.retain(|(kind, _)| *kind != WriteKind::Return);
+        let key = confirm::write_key(WriteKind::Return, &self.conversation_key(), &proposal);
+        match self
+            .tools
+            .orders
+            .start_return(order_id, &shopper, arguments, &key)
+            .await
+        {
+            ReturnWrite::Started(started) => {
+                self.stats.proposal_steps.set(WriteKind::Return, ProposalStep::Clear);
+                let line = return_tool::started_line(order_id, &started, &order.currency, &self.returns.label_origins);
+                self.stats.code_lines.push((WriteKind::Return, line));
+                let result = return_tool::started(arguments, &started, &order.currency);
+                (result, "started", Some(untrusted::for_log(&started.return_id, 64)))
+            }
+            ReturnWrite::NotReturnable(detail) => {
+                self.stats.proposal_steps.set(WriteKind::Return, ProposalStep::Clear);
+                (return_tool::not_returnable(&detail), "not_returnable", None)
+            }
+            // Kept for the person who checks (contract 28): its key starts it at most once.
+            ReturnWrite::Unknown(_) => {
+                self.stats.proposal_steps.set(WriteKind::Return, ProposalStep::Keep);
+                self.hand_off_in_code(Reason::ReturnWriteUnknown);
+                (return_tool::unknown_outcome(), "unknown", None)
             }
         }
     }
@@ -918,3 +1068,7 @@ mod tests;
 #[cfg(test)]
 #[path = "address_tests.rs"]
 mod address_tests;
+
+#[cfg(test)]
+#[path = "return_tests.rs"]
+mod return_tests;

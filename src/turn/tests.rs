@@ -489,6 +489,7 @@ fn the_token_reservation_covers_every_declared_tool_and_the_prompt() {
         1,
         crate::chat::Offered {
             address_change: true,
+            start_return: true,
             ..Default::default()
         },
     );

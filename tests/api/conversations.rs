@@ -854,7 +854,7 @@ async fn an_exchange_appended_while_a_turn_runs_moves_the_turns_own_after_it() {
     note_lands(&h, &id, 1).await;
     let new = refund_chat::ledger::NewExchange {
         router: None,
-        address: Default::default(),
+        writes: Default::default(),
         exchange: refund_chat::conversation::Exchange::of_turn(
             &[refund_chat::chat::Message::User("and now?".into())],
             Some("Still here."),

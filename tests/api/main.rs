@@ -31,6 +31,7 @@ mod orders;
 mod policy;
 mod refunds;
 mod retries;
+mod returns;
 mod review;
 mod router;
 mod routing;

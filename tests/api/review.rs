@@ -162,15 +162,15 @@ async fn a_persons_intent_is_kept_beside_the_routers_and_the_report_counts_both(
             .to_owned()
     };
     assert!(
-        line_of(&pending).ends_with("router refund;low;0.95  person return  addresses none"),
+        line_of(&pending).ends_with("router refund;low;0.95  person return  addresses none  returns none"),
         "{sample}"
     );
     assert!(
-        line_of(plain.conversation_id()).ends_with("router refund;low;0.95  person -  addresses none"),
+        line_of(plain.conversation_id()).ends_with("router refund;low;0.95  person -  addresses none  returns none"),
         "{sample}"
     );
     assert!(
-        line_of(screened.conversation_id()).ends_with("router -  person other  addresses none"),
+        line_of(screened.conversation_id()).ends_with("router -  person other  addresses none  returns none"),
         "{sample}"
     );
 }

@@ -167,6 +167,20 @@ pub async fn run(
             }));
         }
     }
+    // An order the agent proposed to return was delivered then, within the
+    // window (contract 28): code read it so, and the task seeds it so.
+    for record in transcript.exchanges.iter().flat_map(|stored| stored.returns.iter()) {
+        if !matches!(record.outcome.as_str(), "proposed" | "started" | "unknown") {
+            continue;
+        }
+        let id = stand_ins.order(&record.order_id);
+        if !orders.iter().any(|order| order["order_id"] == id.as_str()) {
+            orders.push(json!({
+                "order_id": id, "customer": CUSTOMER, "paid_cents": 0, "refunded_cents": 0,
+                "status": "delivered", "delivered_days_ago": 1,
+            }));
+        }
+    }
     // The order system's personal details of every order named, read as
     // the customer (a customer may have typed them).
     let http = match refund_chat::http_client::money_path_client() {
@@ -213,6 +227,21 @@ pub async fn run(
         .map(|(order_id, _)| json!({"order_id": stand_ins.order(order_id), "postcode": STAND_IN_POSTCODE}))
         .collect();
     let served_addresses = transcript.exchanges.iter().any(|stored| !stored.addresses.is_empty());
+    let started: Vec<String> = transcript
+        .exchanges
+        .iter()
+        .flat_map(|stored| stored.returns.iter())
+        .filter(|record| record.outcome == "started")
+        .map(|record| stand_ins.order(&record.order_id))
+        .collect();
+    let served_returns = transcript.exchanges.iter().any(|stored| !stored.returns.is_empty());
+    let mut agent_intents = vec!["order_status", "refund", "policy_question", "other"];
+    if served_addresses {
+        agent_intents.push("address_change");
+    }
+    if served_returns {
+        agent_intents.push("return");
+    }
     let refund = |record: &RefundRecord, stand_ins: &mut StandIns| json!({"order_id": stand_ins.order(&record.order_id), "amount_cents": record.amount.cents()});
     let paid_by_rules: Vec<Value> = records
         .iter()
@@ -282,9 +311,10 @@ pub async fn run(
                 "intents": expect_intents,
                 "risk": expect_risk,
                 "addresses": changed,
+                "returns": started,
             },
-            "agent_intents": if served_addresses {
-                json!("order_status,refund,policy_question,other,address_change")
+            "agent_intents": if served_addresses || served_returns {
+                json!(agent_intents.join(","))
             } else {
                 Value::Null
             },

@@ -281,6 +281,7 @@ mod tests {
             handoff_reason: handoff.map(str::to_owned),
             verdict,
             addresses: Vec::new(),
+            returns: Vec::new(),
         }
     }
 

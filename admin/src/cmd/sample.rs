@@ -51,13 +51,16 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, sam
             .and_then(|r| r.verdict)
             .map_or("-", |intent| intent.as_str());
         // Changes of address (contract 26): the order and the outcome, never the address.
-        let addresses = routed
-            .as_ref()
-            .map(|r| r.addresses.join(","))
-            .filter(|joined| !joined.is_empty())
-            .unwrap_or_else(|| "none".to_owned());
+        let joined = |list: Option<&Vec<String>>| {
+            list.map(|outcomes| outcomes.join(","))
+                .filter(|joined| !joined.is_empty())
+                .unwrap_or_else(|| "none".to_owned())
+        };
+        let addresses = joined(routed.as_ref().map(|r| &r.addresses));
+        // Returns (contract 28): the order and the outcome.
+        let returns = joined(routed.as_ref().map(|r| &r.returns));
         println!(
-            "{}  customer {}  exchanges {}  {}  last {}  refunds {}  router {}  person {person}  addresses {}",
+            "{}  customer {}  exchanges {}  {}  last {}  refunds {}  router {}  person {person}  addresses {}  returns {}",
             visible(&conversation.id),
             visible(&conversation.customer),
             conversation.exchanges,
@@ -74,6 +77,7 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, sam
             },
             visible(router),
             visible(&addresses),
+            visible(&returns),
         );
     }
     Ok(Ending::Done)

@@ -54,13 +54,14 @@ use super::{
     update_item,
 };
 use crate::clock::rfc3339;
+use crate::confirm::{Proposal, ProposalStep, Proposals, WriteKind};
 use crate::conversation::person::Person;
 use crate::conversation::shown::{self, Shown};
 use crate::conversation::{ConversationId, Exchange, Lifetime};
 use crate::ledger::{
     Appended, Begun, Claimed, ConversationLease, ConversationStore, HeldConversation, LedgerError, NewExchange,
 };
-use crate::orders::address::{AddressProposal, ProposalStep};
+use crate::orders::returns::ReturnRecord;
 use crate::refund::RefundScope;
 
 pub const SORT_KEY: &str = super::schema::CONVERSATION_SORT_KEY;
@@ -113,6 +114,8 @@ pub struct StoredExchange {
     pub router: Option<String>,
     /// What the turn did about addresses (contract 26): (order, outcome).
     pub addresses: Vec<(String, String)>,
+    /// What the turn did about returns (contract 28).
+    pub returns: Vec<ReturnRecord>,
 }
 
 /// A person's verdict on what the customer wanted (contract 21).
@@ -525,6 +528,9 @@ fn stored_exchange(item: &Item) -> Result<StoredExchange, LedgerError> {
                 )
             })
             .collect(),
+        returns: text(item, "return_records")
+            .and_then(|json| serde_json::from_str(json).ok())
+            .unwrap_or_default(),
     })
 }
 
@@ -571,13 +577,7 @@ impl ConversationStore for DynamoConversations {
                     handed_off: item.contains_key("handoff_id"),
                     last_failed: matches!(last_status, 502 | 504),
                     stored: true,
-                    proposal: text(&item, "address_proposal").and_then(|hex| {
-                        AddressProposal::from_stored(
-                            hex,
-                            number(&item, "address_proposal_at").unwrap_or_default(),
-                            number(&item, "address_proposal_until").unwrap_or_default(),
-                        )
-                    }),
+                    proposals: stored_proposals(&item),
                 }))
             }
             Err(found) => {
@@ -902,22 +902,21 @@ impl DynamoConversations {
         if held.stored {
             set.push("lease_ended_by = :writer");
         }
-        // A change of address waiting for the yes (contract 26): its hash and times only.
+        // The writes waiting for the yes (contracts 26 and 28): hashes and times only.
         let mut remove: Vec<&str> = Vec::new();
-        match new.address.step {
-            ProposalStep::Keep => {}
-            ProposalStep::Set(proposal) => {
-                set.extend([
-                    "address_proposal = :proposal",
-                    "address_proposal_at = :proposal_at",
-                    "address_proposal_until = :proposal_until",
-                ]);
-                header = header
-                    .expression_attribute_values(":proposal", s(proposal.hex()))
-                    .expression_attribute_values(":proposal_at", n(proposal.at_ms))
-                    .expression_attribute_values(":proposal_until", n(proposal.until_ms));
+        for (kind, step) in new.writes.steps.changes() {
+            let [hash, at, until] = proposal_attributes(kind);
+            match step {
+                ProposalStep::Keep => {}
+                ProposalStep::Set(proposal) => {
+                    set.extend(proposal_sets(kind));
+                    header = header
+                        .expression_attribute_values(format!(":{hash}"), s(proposal.hex()))
+                        .expression_attribute_values(format!(":{at}"), n(proposal.at_ms))
+                        .expression_attribute_values(format!(":{until}"), n(proposal.until_ms));
+                }
+                ProposalStep::Clear => remove.extend([hash, at, until]),
             }
-            ProposalStep::Clear => remove.extend(["address_proposal", "address_proposal_at", "address_proposal_until"]),
         }
         if held.stored {
             remove.extend(["lease_writer", "lease_until_ms"]);
@@ -975,7 +974,12 @@ impl DynamoConversations {
                 // What it did about addresses: orders and outcomes, never an address.
                 (
                     "address_changes",
-                    s(serde_json::to_string(&new.address.records).unwrap_or_default()),
+                    s(serde_json::to_string(&new.writes.addresses).unwrap_or_default()),
+                ),
+                // What it did about returns: orders, items, reasons, outcomes, never a label's URL.
+                (
+                    "return_records",
+                    s(serde_json::to_string(&new.writes.returns).unwrap_or_default()),
                 ),
             ],
         )?;
@@ -1023,4 +1027,46 @@ impl DynamoConversations {
             Some(found) => self.not_appended(lease, held, &found, mark_at).await,
         }
     }
+}
+
+/// A kind's proposal attributes on the conversation's header: its hash, when
+/// it was made and until when it waits.
+fn proposal_attributes(kind: WriteKind) -> [&'static str; 3] {
+    match kind {
+        WriteKind::Address => ["address_proposal", "address_proposal_at", "address_proposal_until"],
+        WriteKind::Return => ["return_proposal", "return_proposal_at", "return_proposal_until"],
+    }
+}
+
+/// The update's `SET` clauses of a kind's new proposal.
+fn proposal_sets(kind: WriteKind) -> [&'static str; 3] {
+    match kind {
+        WriteKind::Address => [
+            "address_proposal = :address_proposal",
+            "address_proposal_at = :address_proposal_at",
+            "address_proposal_until = :address_proposal_until",
+        ],
+        WriteKind::Return => [
+            "return_proposal = :return_proposal",
+            "return_proposal_at = :return_proposal_at",
+            "return_proposal_until = :return_proposal_until",
+        ],
+    }
+}
+
+/// The proposals a conversation's header holds.
+fn stored_proposals(item: &Item) -> Proposals {
+    let mut proposals = Proposals::default();
+    for kind in WriteKind::ALL {
+        let [hash, at, until] = proposal_attributes(kind);
+        let proposal = text(item, hash).and_then(|hex| {
+            Proposal::from_stored(
+                hex,
+                number(item, at).unwrap_or_default(),
+                number(item, until).unwrap_or_default(),
+            )
+        });
+        proposals.set(kind, proposal);
+    }
+    proposals
 }

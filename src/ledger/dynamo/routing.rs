@@ -38,6 +38,8 @@ pub struct RoutedConversation {
     pub verdict: Option<Intent>,
     /// Its changes of address (contract 26): `order:outcome`, oldest first.
     pub addresses: Vec<String>,
+    /// Its returns (contract 28): `order:outcome`, oldest first.
+    pub returns: Vec<String>,
 }
 
 /// What recording a verdict found.
@@ -163,7 +165,7 @@ fn present<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
 }
 
 /// What the reads above take of an item: never its messages.
-const PROJECTION: &str = "pk, #sk, #seq, created_at, router, handoff_reason, intent, address_changes";
+const PROJECTION: &str = "pk, #sk, #seq, created_at, router, handoff_reason, intent, address_changes, return_records";
 
 /// Exchanges and verdicts, of any conversations in any order, put
 /// together per conversation (by id); a conversation with no exchange is
@@ -209,21 +211,26 @@ fn gather(items: &[Item]) -> Vec<RoutedConversation> {
                     .find_map(|(_, item)| present(item, "handoff_reason"))
                     .map(str::to_owned),
                 verdict: seen.verdicts.last().and_then(|(_, intent)| Intent::parse(intent)),
-                addresses: seen
-                    .exchanges
-                    .iter()
-                    .filter_map(|(_, item)| text(item, "address_changes"))
-                    .filter_map(|json| serde_json::from_str::<Vec<serde_json::Value>>(json).ok())
-                    .flatten()
-                    .map(|record| {
-                        format!(
-                            "{}:{}",
-                            record["order_id"].as_str().unwrap_or_default(),
-                            record["outcome"].as_str().unwrap_or_default()
-                        )
-                    })
-                    .collect(),
+                addresses: outcomes(&seen.exchanges, "address_changes"),
+                returns: outcomes(&seen.exchanges, "return_records"),
             })
+        })
+        .collect()
+}
+
+/// Each write's `order:outcome` of the exchanges' `attribute`, oldest first.
+fn outcomes(exchanges: &[(u64, &Item)], attribute: &str) -> Vec<String> {
+    exchanges
+        .iter()
+        .filter_map(|(_, item)| text(item, attribute))
+        .filter_map(|json| serde_json::from_str::<Vec<serde_json::Value>>(json).ok())
+        .flatten()
+        .map(|record| {
+            format!(
+                "{}:{}",
+                record["order_id"].as_str().unwrap_or_default(),
+                record["outcome"].as_str().unwrap_or_default()
+            )
         })
         .collect()
 }

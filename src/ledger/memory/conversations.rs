@@ -31,8 +31,8 @@ pub(super) struct StoredConversation {
     last_failed: bool,
     /// The refund records of its turns that wait for a person.
     awaiting: BTreeSet<String>,
-    /// A change of address waiting for the customer's yes (contract 26).
-    proposal: Option<crate::orders::address::AddressProposal>,
+    /// The writes waiting for the customer's yes (contracts 26 and 28).
+    proposals: crate::confirm::Proposals,
     /// The visitor it was claimed from (contract 27).
     claimed_from: Option<String>,
 }
@@ -51,7 +51,7 @@ impl StoredConversation {
             handed_off: self.handed_off,
             last_failed: self.last_failed,
             stored: true,
-            proposal: self.proposal,
+            proposals: self.proposals,
         }
     }
 }
@@ -204,11 +204,7 @@ impl ConversationStore for MemoryLedger {
             conversation.awaiting.insert(new.scope.record_id());
         }
         conversation.handed_off |= new.handoff.is_some();
-        match new.address.step {
-            crate::orders::address::ProposalStep::Keep => {}
-            crate::orders::address::ProposalStep::Set(proposal) => conversation.proposal = Some(proposal),
-            crate::orders::address::ProposalStep::Clear => conversation.proposal = None,
-        }
+        conversation.proposals.apply(&new.writes.steps);
         conversation.lease = None;
         if let Some(tokens) = &new.tokens {
             books.budgets.settle(tokens);

@@ -1,0 +1,393 @@
+//! The customer's yes, held in code, for every write the agent makes
+//! (contracts 26 and 28): one mechanism that the change of address and the
+//! return both go through, and that a third write (a cancellation, say)
+//! takes as it is.
+//!
+//! A write's first valid call writes nothing: it becomes a [`Proposal`] (a
+//! hash of exactly its arguments, never the arguments, with its time and
+//! expiry, `CONFIRM_MINUTES`), kept on the conversation, one slot per
+//! [`WriteKind`], and code adds its own line naming what will be written to
+//! that turn's reply. Only the turn of the customer's next message, when
+//! that message is an explicit yes (read by code from the customer's own
+//! words, [`crate::handoff::screen::YesPhrases`]), calling again with
+//! exactly the proposed arguments, writes; [`Confirmation::decide`] is that
+//! rule as a pure function. A yes answers the one proposal that waits: with
+//! two waiting, a bare yes writes neither and the agent asks which. Any turn
+//! that does not confirm clears what waited.
+//!
+//! The write's `Idempotency-Key` comes from the proposal ([`write_key`]), so
+//! a retry after a timeout, or the same proposal confirmed again after a
+//! lost answer, writes once.
+
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+/// What the agent may write, each with its own slot for a proposal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WriteKind {
+    /// The delivery address of an order that has not shipped (contract 26).
+    Address,
+    /// A return of a delivered order's items (contract 28).
+    Return,
+}
+
+impl WriteKind {
+    pub const ALL: [WriteKind; 2] = [WriteKind::Address, WriteKind::Return];
+
+    /// As the conversation's stored attributes and the logs name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WriteKind::Address => "address",
+            WriteKind::Return => "return",
+        }
+    }
+
+    /// What the customer is asked about when two proposals wait.
+    fn in_words(self) -> &'static str {
+        match self {
+            WriteKind::Address => "a change of delivery address",
+            WriteKind::Return => "a return",
+        }
+    }
+
+    /// The key's domain: the address's is the one its keys were always made with.
+    fn key_domain(self) -> &'static [u8] {
+        match self {
+            WriteKind::Address => b"address-change\0",
+            WriteKind::Return => b"return\0",
+        }
+    }
+}
+
+/// A write proposed in a conversation and not yet confirmed: the hash of
+/// its arguments (never the arguments) and when, kept until it is
+/// confirmed, replaced, cleared or expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proposal {
+    pub hash: [u8; 32],
+    pub at_ms: u64,
+    pub until_ms: u64,
+}
+
+impl Proposal {
+    /// A proposal of `hash` made at `now_ms`, waiting `within`.
+    pub fn new(hash: [u8; 32], now_ms: u64, within: Duration) -> Proposal {
+        Proposal {
+            hash,
+            at_ms: now_ms,
+            until_ms: now_ms.saturating_add(within.as_millis() as u64),
+        }
+    }
+
+    pub fn hex(&self) -> String {
+        self.hash.iter().map(|byte| format!("{byte:02x}")).collect()
+    }
+
+    /// A proposal as stored: its hash in hex, its times.
+    pub fn from_stored(hex: &str, at_ms: u64, until_ms: u64) -> Option<Proposal> {
+        if hex.len() != 64 || !hex.is_ascii() {
+            return None;
+        }
+        let mut hash = [0u8; 32];
+        for (i, byte) in hash.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&hex[i * 2..i * 2 + 2], 16).ok()?;
+        }
+        Some(Proposal { hash, at_ms, until_ms })
+    }
+
+    /// Still waiting for the customer's yes at `now_ms`.
+    pub fn waits_at(&self, now_ms: u64) -> bool {
+        now_ms < self.until_ms
+    }
+}
+
+/// SHA-256 of `fields`, each length-prefixed, so that no two different
+/// calls share a hash (text moved from one field to the next is another call).
+pub fn hash_of<'a>(fields: impl IntoIterator<Item = &'a str>) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    for field in fields {
+        hasher.update((field.len() as u64).to_be_bytes());
+        hasher.update(field.as_bytes());
+    }
+    hasher.finalize().into()
+}
+
+/// The conversation's proposals, one slot per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Proposals {
+    address: Option<Proposal>,
+    ret: Option<Proposal>,
+}
+
+impl Proposals {
+    pub fn get(&self, kind: WriteKind) -> Option<Proposal> {
+        match kind {
+            WriteKind::Address => self.address,
+            WriteKind::Return => self.ret,
+        }
+    }
+
+    pub fn set(&mut self, kind: WriteKind, proposal: Option<Proposal>) {
+        match kind {
+            WriteKind::Address => self.address = proposal,
+            WriteKind::Return => self.ret = proposal,
+        }
+    }
+
+    /// With `proposal` in `kind`'s slot.
+    pub fn with(mut self, kind: WriteKind, proposal: Proposal) -> Proposals {
+        self.set(kind, Some(proposal));
+        self
+    }
+
+    /// Those still waiting at `now_ms`.
+    pub fn waiting_at(self, now_ms: u64) -> Proposals {
+        Proposals {
+            address: self.address.filter(|p| p.waits_at(now_ms)),
+            ret: self.ret.filter(|p| p.waits_at(now_ms)),
+        }
+    }
+
+    pub fn any(&self) -> bool {
+        self.address.is_some() || self.ret.is_some()
+    }
+
+    fn kinds(&self) -> impl Iterator<Item = WriteKind> + '_ {
+        WriteKind::ALL.into_iter().filter(|kind| self.get(*kind).is_some())
+    }
+
+    /// Applies a turn's steps.
+    pub fn apply(&mut self, steps: &ProposalSteps) {
+        for kind in WriteKind::ALL {
+            match steps.get(kind) {
+                ProposalStep::Keep => {}
+                ProposalStep::Set(proposal) => self.set(kind, Some(proposal)),
+                ProposalStep::Clear => self.set(kind, None),
+            }
+        }
+    }
+}
+
+/// What a turn leaves of one kind's proposal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ProposalStep {
+    /// As it was.
+    #[default]
+    Keep,
+    /// A new proposal replaces any other of its kind.
+    Set(Proposal),
+    /// Confirmed and written, refused for good, or not confirmed: nothing waits.
+    Clear,
+}
+
+/// What a turn leaves of each kind's proposal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ProposalSteps {
+    address: ProposalStep,
+    ret: ProposalStep,
+}
+
+impl ProposalSteps {
+    pub fn get(&self, kind: WriteKind) -> ProposalStep {
+        match kind {
+            WriteKind::Address => self.address,
+            WriteKind::Return => self.ret,
+        }
+    }
+
+    pub fn set(&mut self, kind: WriteKind, step: ProposalStep) {
+        match kind {
+            WriteKind::Address => self.address = step,
+            WriteKind::Return => self.ret = step,
+        }
+    }
+
+    /// Every step that is not `Keep`.
+    pub fn changes(&self) -> impl Iterator<Item = (WriteKind, ProposalStep)> + '_ {
+        WriteKind::ALL
+            .into_iter()
+            .map(|kind| (kind, self.get(kind)))
+            .filter(|(_, step)| *step != ProposalStep::Keep)
+    }
+
+    /// Each waiting proposal cleared: only the customer's next message may
+    /// confirm, so a turn that neither writes nor proposes again ends them.
+    pub fn clearing(waiting: &Proposals) -> ProposalSteps {
+        let mut steps = ProposalSteps::default();
+        for kind in waiting.kinds() {
+            steps.set(kind, ProposalStep::Clear);
+        }
+        steps
+    }
+
+    /// The steps with every new proposal dropped: a turn whose answer did
+    /// not reach the customer (502, 504) proposed nothing.
+    pub fn without_new_proposals(mut self) -> ProposalSteps {
+        for kind in WriteKind::ALL {
+            if matches!(self.get(kind), ProposalStep::Set(_)) {
+                self.set(kind, ProposalStep::Clear);
+            }
+        }
+        self
+    }
+}
+
+/// What a turn knows of the conversation's proposals: those still waiting,
+/// whether the customer's own message is an explicit yes (code reads it,
+/// never the model), how long a new proposal waits, and the turn's clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Confirmation {
+    pub waiting: Proposals,
+    pub said_yes: bool,
+    pub confirm_within: Duration,
+    pub now_ms: u64,
+}
+
+/// What [`Confirmation::decide`] makes of a valid call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Write now: this proposal, confirmed by the customer's yes.
+    Write(Proposal),
+    /// Write nothing: this (new) proposal waits for the customer's yes.
+    Propose(Proposal),
+    /// A yes, and more than one proposal waits: the yes names none of
+    /// them; nothing is written and the customer is asked which.
+    WhichOne,
+}
+
+impl Confirmation {
+    /// The rule: a call writes only when the customer's message is a yes,
+    /// the one proposal that waits is this kind's and has exactly this
+    /// hash, and it has not expired. A first call, other arguments, no yes
+    /// or an expired proposal: a (new) proposal.
+    pub fn decide(&self, kind: WriteKind, hash: [u8; 32]) -> Decision {
+        let waiting = self.waiting.waiting_at(self.now_ms);
+        let this = waiting.get(kind).filter(|proposal| proposal.hash == hash);
+        match this {
+            Some(_) if self.said_yes && waiting.kinds().count() > 1 => Decision::WhichOne,
+            Some(proposal) if self.said_yes => Decision::Write(proposal),
+            _ => Decision::Propose(Proposal::new(hash, self.now_ms, self.confirm_within)),
+        }
+    }
+
+    /// What the model is told when a yes names no one proposal.
+    pub fn which_one(&self) -> serde_json::Value {
+        let waiting: Vec<&str> = self
+            .waiting
+            .waiting_at(self.now_ms)
+            .kinds()
+            .map(WriteKind::in_words)
+            .collect();
+        serde_json::json!({
+            "error": format!(
+                "more than one change waits for the customer's yes ({}), and their yes does not say which: nothing \
+                 was written. Ask the customer which one they want; then propose that one again",
+                waiting.join(" and ")
+            )
+        })
+    }
+}
+
+/// A write's `Idempotency-Key`, from its proposal: the same proposal,
+/// retried after a timeout or confirmed again after a lost answer, writes
+/// once; another conversation's or another proposal's is another key.
+pub fn write_key(kind: WriteKind, conversation: &str, proposal: &Proposal) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(kind.key_domain());
+    hasher.update(conversation.as_bytes());
+    hasher.update(b"\0");
+    hasher.update(proposal.hash);
+    hasher.update(proposal.at_ms.to_be_bytes());
+    hasher.finalize().iter().map(|byte| format!("{byte:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTES_30: Duration = Duration::from_secs(30 * 60);
+
+    fn confirmation(waiting: Proposals, said_yes: bool, now_ms: u64) -> Confirmation {
+        Confirmation {
+            waiting,
+            said_yes,
+            confirm_within: MINUTES_30,
+            now_ms,
+        }
+    }
+
+    #[test]
+    fn only_a_yes_to_the_one_waiting_proposal_with_its_hash_writes() {
+        let hash = hash_of(["A-1002", "Blue mug"]);
+        let proposal = Proposal::new(hash, 1_000, MINUTES_30);
+        let waiting = Proposals::default().with(WriteKind::Return, proposal);
+        assert_eq!(
+            confirmation(waiting, true, 60_000).decide(WriteKind::Return, hash),
+            Decision::Write(proposal)
+        );
+        // No yes, another hash, another kind, expired: a new proposal.
+        for (said_yes, kind, asked, now) in [
+            (false, WriteKind::Return, hash, 60_000),
+            (true, WriteKind::Return, hash_of(["A-1002", "Red mug"]), 60_000),
+            (true, WriteKind::Address, hash, 60_000),
+            (true, WriteKind::Return, hash, 1_000 + MINUTES_30.as_millis() as u64),
+        ] {
+            let decided = confirmation(waiting, said_yes, now).decide(kind, asked);
+            assert_eq!(decided, Decision::Propose(Proposal::new(asked, now, MINUTES_30)));
+        }
+    }
+
+    #[test]
+    fn with_two_waiting_a_bare_yes_writes_neither() {
+        let (address, ret) = (hash_of(["a"]), hash_of(["r"]));
+        let waiting = Proposals::default()
+            .with(WriteKind::Address, Proposal::new(address, 1_000, MINUTES_30))
+            .with(WriteKind::Return, Proposal::new(ret, 2_000, MINUTES_30));
+        let turn = confirmation(waiting, true, 60_000);
+        assert_eq!(turn.decide(WriteKind::Address, address), Decision::WhichOne);
+        assert_eq!(turn.decide(WriteKind::Return, ret), Decision::WhichOne);
+        let asked = turn.which_one().to_string();
+        assert!(asked.contains("a change of delivery address and a return"), "{asked}");
+        // One of the two expired: the yes answers the other.
+        let later = confirmation(
+            waiting.with(WriteKind::Address, Proposal::new(address, 0, Duration::from_millis(1))),
+            true,
+            60_000,
+        );
+        assert!(matches!(later.decide(WriteKind::Return, ret), Decision::Write(_)));
+    }
+
+    #[test]
+    fn a_turn_that_does_not_confirm_clears_what_waited_and_a_failed_one_proposes_nothing() {
+        let proposal = Proposal::new(hash_of(["a"]), 1, MINUTES_30);
+        let waiting = Proposals::default().with(WriteKind::Address, proposal);
+        let steps = ProposalSteps::clearing(&waiting);
+        assert_eq!(steps.get(WriteKind::Address), ProposalStep::Clear);
+        assert_eq!(steps.get(WriteKind::Return), ProposalStep::Keep);
+        let mut kept = waiting;
+        kept.apply(&steps);
+        assert!(!kept.any());
+        let mut proposing = ProposalSteps::default();
+        proposing.set(WriteKind::Return, ProposalStep::Set(proposal));
+        assert_eq!(
+            proposing.without_new_proposals().get(WriteKind::Return),
+            ProposalStep::Clear
+        );
+    }
+
+    #[test]
+    fn keys_differ_by_kind_conversation_and_proposal_and_repeat_for_the_same() {
+        let proposal = Proposal::new(hash_of(["a"]), 1, MINUTES_30);
+        let key = write_key(WriteKind::Return, "c_1", &proposal);
+        assert_eq!(key, write_key(WriteKind::Return, "c_1", &proposal));
+        assert_ne!(key, write_key(WriteKind::Address, "c_1", &proposal));
+        assert_ne!(key, write_key(WriteKind::Return, "c_2", &proposal));
+        let later = Proposal::new(proposal.hash, 2, MINUTES_30);
+        assert_ne!(key, write_key(WriteKind::Return, "c_1", &later));
+        assert_eq!(
+            Proposal::from_stored(&proposal.hex(), proposal.at_ms, proposal.until_ms),
+            Some(proposal)
+        );
+    }
+}
