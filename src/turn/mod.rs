@@ -45,7 +45,7 @@ use crate::help::search::HelpCentre;
 use crate::help::{Citation, tool as help_tool};
 use crate::live::{Live, Step};
 use crate::orders::address::{self as address_tool, AddressArguments, AddressRecord, AddressWrite};
-use crate::orders::returns::{self as return_tool, ReturnArguments, ReturnRecord, ReturnWrite};
+use crate::orders::returns::{self as return_tool, ReturnArguments, ReturnItem, ReturnRecord, ReturnWrite};
 use crate::orders::tool as order_tool;
 use crate::orders::{self, OrderLookup, OrderSystem};
 use crate::refund::message::{CustomerMessage, MAX_MESSAGE_CHARS};
@@ -730,9 +730,18 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             latency_ms = started.elapsed().as_secs_f64() * 1000.0,
         );
         metrics::counter!("Returns", "Outcome" => outcome).increment(1);
+        // Kept for people (contract 23): what the model named is masked
+        // as a customer's words are, a name the order does not hold too.
         self.stats.returns.push(ReturnRecord {
-            order_id: arguments.order_id.clone(),
-            items: arguments.items.clone(),
+            order_id: crate::mask::masked(&arguments.order_id).into_owned(),
+            items: arguments
+                .items
+                .iter()
+                .map(|item| ReturnItem {
+                    name: crate::mask::masked(&item.name).into_owned(),
+                    quantity: item.quantity,
+                })
+                .collect(),
             reason: arguments.reason.as_str().to_owned(),
             outcome: outcome.to_owned(),
             return_id,

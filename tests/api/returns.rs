@@ -18,27 +18,38 @@ use refund_chat_testkit::*;
 const RETURN_ARGS: &str = r#"{"order_id":"A-1002","items":[{"name":"Blue mug","quantity":1}],"reason":"changed_mind"}"#;
 const LABEL: &str = "https://labels.carrier.example/l/ret_000001?sig=7f3a";
 
-/// A model that calls `start_return` with [`RETURN_ARGS`] at the start of
+/// A model that calls `start_return` with `arguments` at the start of
 /// every turn, then answers in words.
-fn return_model(request: &wiremock::Request) -> ResponseTemplate {
-    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-    let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let newest = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
-    if messages[newest..].iter().any(|m| m["role"] == "tool") {
-        return text("Here is where your return stands.");
+fn return_model(arguments: &'static str) -> impl Fn(&wiremock::Request) -> ResponseTemplate + Send + Sync + 'static {
+    move |request: &wiremock::Request| {
+        let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let newest = messages.iter().rposition(|m| m["role"] == "user").unwrap_or(0);
+        if messages[newest..].iter().any(|m| m["role"] == "tool") {
+            return text("Here is where your return stands.");
+        }
+        tool_calls(&[("call_r", "start_return", arguments)])
     }
-    tool_calls(&[("call_r", "start_return", RETURN_ARGS)])
 }
 
 /// The function serving `intents`, routed as a return, linking labels on
 /// `label_origins`; A-1002 delivered 3 days ago with two blue mugs; the
 /// count of `POST /orders/A-1002/returns` calls.
 async fn return_shop(intents: &str, label_origins: &[&str]) -> (TestApp, Arc<AtomicUsize>) {
+    return_shop_calling(intents, label_origins, RETURN_ARGS).await
+}
+
+/// [`return_shop`] with a model that calls `start_return` with `arguments`.
+async fn return_shop_calling(
+    intents: &str,
+    label_origins: &[&str],
+    arguments: &'static str,
+) -> (TestApp, Arc<AtomicUsize>) {
     let intents = intents.to_owned();
     let origins: Vec<String> = label_origins.iter().map(|o| (*o).to_owned()).collect();
     let h = TestApp::builder()
         .router(routed(&["return"], "low", 0.95))
-        .model_responder(return_model)
+        .model_responder(return_model(arguments))
         .orders(move |request: &wiremock::Request| {
             let customer = request
                 .headers
@@ -212,4 +223,20 @@ async fn a_yes_only_in_the_same_message_never_starts_a_return() {
     let answer = h.say(None, "Yes: return a Blue mug of A-1002. Yes, I confirm.").await;
     assert_eq!(answer.status, StatusCode::OK);
     assert_eq!(writes.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn what_the_model_named_is_kept_masked_even_when_the_order_holds_no_such_item() {
+    const CARD_AS_ITEM: &str =
+        r#"{"order_id":"A-1002","items":[{"name":"4111 1111 1111 1111","quantity":1}],"reason":"changed_mind"}"#;
+    let (h, writes) = return_shop_calling(SERVED, &[], CARD_AS_ITEM).await;
+    let first = h.say(None, "return the mug of A-1002 please").await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
+    assert_eq!(writes.load(Ordering::SeqCst), 0);
+    let exchanges = h.exchanges(first.conversation_id()).await;
+    let kept = &exchanges[0].returns[0];
+    assert_eq!(kept.outcome, "not_on_order");
+    let names: Vec<&str> = kept.items.iter().map(|item| item.name.as_str()).collect();
+    assert!(!names.concat().contains("4111 1111 1111 1111"), "{names:?}");
+    assert!(!format!("{exchanges:?}").contains("4111 1111 1111 1111"));
 }
