@@ -30,7 +30,7 @@ use refund_chat::conversation::person::Person;
 use refund_chat::ledger::Confirmed;
 use refund_chat::ledger::LedgerError;
 use refund_chat::router::Intent;
-use refund_chat::staff::{Staff, decide};
+use refund_chat::staff::{Staff, decide, hold, internal_note};
 
 /// Approve, reject and resolve refunds, and export the audit trail.
 ///
@@ -102,6 +102,26 @@ enum Command {
     /// Write to the customer in their chat: a person's message in the
     /// conversation (ID: the conversation's, or its handoff's).
     Reply(Reply),
+    /// Have a conversation (contract 30): nobody else on the team replies
+    /// to it or closes it until it is released (ID: the conversation's, or
+    /// its handoff's).
+    Claim {
+        id: String,
+        #[arg(long, value_name = "NAME")]
+        by: String,
+        /// Take it from whoever has it (recorded).
+        #[arg(long)]
+        take_over: bool,
+    },
+    /// Give back a conversation one has.
+    Release {
+        id: String,
+        #[arg(long, value_name = "NAME")]
+        by: String,
+    },
+    /// An internal note on a conversation: the support team reads it, the
+    /// customer never does.
+    Note(Reply),
     /// The right to be forgotten: delete the customer's conversations and
     /// request records, and remove their messages from their refund records
     /// (which stay: they are the shop's financial record). Recorded.
@@ -283,6 +303,18 @@ async fn run(command: Command, config: &StaffConfig) -> Ending {
         }
         Command::Reply(reply) => match reply_text(&reply) {
             Ok(text) => decide::reply(&staff, &reply.id, Person::named(&reply.by), &text, None)
+                .await
+                .map(cmd::decide::ending),
+            Err(why) => Ok(Ending::Failed(why)),
+        },
+        Command::Claim { id, by, take_over } => hold::claim(&staff, &id, Person::named(&by), take_over)
+            .await
+            .map(cmd::decide::ending),
+        Command::Release { id, by } => hold::release(&staff, &id, Person::named(&by))
+            .await
+            .map(cmd::decide::ending),
+        Command::Note(note) => match reply_text(&note) {
+            Ok(text) => internal_note::add(&staff, &note.id, Person::named(&note.by), &text, None)
                 .await
                 .map(cmd::decide::ending),
             Err(why) => Ok(Ending::Failed(why)),

@@ -106,6 +106,7 @@ impl Staff {
                 let ending = match self.notes.reply(conversation, &reply, now_ms(), None).await {
                     Ok(Replied::Appended { .. }) => "reply: appended",
                     Ok(Replied::NotFound) => "reply: no conversation",
+                    Ok(Replied::HeldBy(_)) => "reply: another person has it",
                     Err(_) => "reply: ledger error",
                 };
                 self.count(ending);

@@ -44,6 +44,9 @@ pub enum Outcome {
     Unrecorded,
     /// The decision stands; the intent a person gave could not be recorded.
     VerdictNotRecorded,
+    /// Someone else on the team has the conversation (contract 30;
+    /// [`Decided::first`] says who and since when): nothing was written.
+    HeldByAnother,
 }
 
 /// Who decided first, and when.
@@ -63,7 +66,7 @@ pub struct Decided {
 }
 
 impl Decided {
-    fn new(outcome: Outcome, text: impl Into<String>) -> Decided {
+    pub(super) fn new(outcome: Outcome, text: impl Into<String>) -> Decided {
         Decided {
             outcome,
             text: text.into(),
@@ -71,11 +74,11 @@ impl Decided {
         }
     }
 
-    fn done(text: impl Into<String>) -> Decided {
+    pub(super) fn done(text: impl Into<String>) -> Decided {
         Decided::new(Outcome::Done, text)
     }
 
-    fn first(mut self, by: impl Into<String>, at: Option<String>) -> Decided {
+    pub(super) fn first(mut self, by: impl Into<String>, at: Option<String>) -> Decided {
         self.first = Some(First { by: by.into(), at });
         self
     }
@@ -90,6 +93,9 @@ pub enum Kind {
     Resolve,
     Reply,
     CloseHandoff,
+    Claim,
+    Release,
+    Note,
 }
 
 impl Kind {
@@ -101,12 +107,15 @@ impl Kind {
             Kind::Resolve => "resolve",
             Kind::Reply => "reply",
             Kind::CloseHandoff => "close_handoff",
+            Kind::Claim => "claim",
+            Kind::Release => "release",
+            Kind::Note => "note",
         }
     }
 }
 
 /// Logs and counts a decision.
-fn noted(kind: Kind, id: &str, by: Person<'_>, decided: &Decided) {
+pub(super) fn noted(kind: Kind, id: &str, by: Person<'_>, decided: &Decided) {
     let outcome = serde_json::to_value(decided.outcome)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
@@ -408,6 +417,7 @@ pub async fn reply(
                         visible(&conversation)
                     ),
                 ),
+                Replied::HeldBy(holder) => super::hold::held_by_another(&conversation, &holder, "nothing was sent"),
             }
         }
     };
@@ -460,6 +470,7 @@ pub async fn close_handoff(
             )
             .first(visible(&who).into_owned(), Some(when))
         }
+        Closed::HeldBy(holder) => super::hold::held_by_another(id, &holder, "it stays open"),
         Closed::NotFound => Decided::new(Outcome::NotFound, format!("no handoff {}", visible(id))),
     };
     noted(Kind::CloseHandoff, id, by, &decided);

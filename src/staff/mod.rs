@@ -14,7 +14,9 @@
 //! `sub` the staff pool's authorizer verified, recorded beside it.
 
 pub mod decide;
+pub mod hold;
 pub mod http;
+pub mod internal_note;
 pub mod orders;
 pub mod read;
 

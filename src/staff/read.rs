@@ -10,6 +10,8 @@ use crate::chat::Message;
 use crate::clock::now_ms;
 use crate::config::FUNCTION_TIMEOUT;
 use crate::ledger::dynamo::conversations::{StoredExchange, StoredHandoff, Transcript};
+use crate::ledger::dynamo::holders::Holder;
+use crate::ledger::dynamo::internal_notes::InternalNote;
 use crate::ledger::{LedgerError, RefundRecord};
 use crate::orders::{OrderLookup, OrderSystem};
 use crate::refund::RefundState;
@@ -37,6 +39,10 @@ pub struct QueueItem {
     pub router: Option<String>,
     /// The two first lines of the model's summary (a handoff's), or of the order's facts.
     pub summary: Vec<String>,
+    /// A handoff's: when the customer last wrote (contract 30).
+    pub customer_wrote_at: Option<String>,
+    /// A handoff's: who on the team has it, and since when (contract 30).
+    pub held_by: Option<Holder>,
 }
 
 /// What waits for a person, oldest first, each kind in its own list.
@@ -79,6 +85,8 @@ fn record_item(record: &RefundRecord, kind: &'static str, now: u64) -> QueueItem
         reasons: record.reasons.clone(),
         router: record.router.clone(),
         summary: vec![record.order_facts()],
+        customer_wrote_at: None,
+        held_by: None,
     }
 }
 
@@ -108,6 +116,8 @@ fn handoff_item(handoff: &StoredHandoff, now: u64) -> QueueItem {
                     .collect()
             })
             .unwrap_or_default(),
+        customer_wrote_at: handoff.customer_wrote_at.clone(),
+        held_by: handoff.holder.clone(),
     }
 }
 
@@ -405,6 +415,10 @@ pub struct ConversationView {
     pub verdicts: Vec<VerdictView>,
     /// Each order the conversation named, with its link (`ORDER_URL_TEMPLATE`).
     pub orders: Vec<OrderLink>,
+    /// Who on the team has it (contract 30).
+    pub held_by: Option<Holder>,
+    /// The support team's internal notes, oldest first: never the customer's to read.
+    pub internal_notes: Vec<InternalNote>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -651,6 +665,8 @@ pub async fn conversation(staff: &Staff, id: &str, links: &Links) -> Result<Opti
                 order_id,
             })
             .collect(),
+        held_by: transcript.holder.clone(),
+        internal_notes: transcript.internal_notes.clone(),
     }))
 }
 

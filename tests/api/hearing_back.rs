@@ -274,11 +274,13 @@ async fn racing_approvers_and_replies_append_one_note_and_every_reply() {
             "--text",
             "Looking at it now."
         ])),
+        // One person's two replies: another's would be refused while
+        // carol has the conversation (contract 30).
         run(argv(&[
             "reply",
             &conversation,
             "--by",
-            "dan",
+            "carol",
             "--text",
             "We are on it."
         ])),

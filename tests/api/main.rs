@@ -37,4 +37,5 @@ mod router;
 mod routing;
 mod secrets;
 mod staff_desk;
+mod team_desk;
 mod visitors;

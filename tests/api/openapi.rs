@@ -44,8 +44,8 @@ fn every_status_of_the_contract_is_documented_and_no_other() {
     }
 }
 
-/// The desk's operations (contract 24) and their statuses.
-const STAFF: [(Operation, &[u16]); 8] = [
+/// The desk's operations (contracts 24 and 30) and their statuses.
+const STAFF: [(Operation, &[u16]); 11] = [
     (op("/support/staff/queue", "get"), &[200, 401, 403, 500, 503]),
     (op("/support/staff/refunds/{id}", "get"), &[200, 401, 403, 404, 503]),
     (
@@ -66,6 +66,18 @@ const STAFF: [(Operation, &[u16]); 8] = [
     ),
     (
         op("/support/staff/conversations/{id}/reply", "post"),
+        &[200, 400, 401, 403, 404, 409, 422, 503],
+    ),
+    (
+        op("/support/staff/conversations/{id}/claim", "post"),
+        &[200, 400, 401, 403, 404, 409, 422, 503],
+    ),
+    (
+        op("/support/staff/conversations/{id}/release", "post"),
+        &[200, 400, 401, 403, 404, 409, 422, 503],
+    ),
+    (
+        op("/support/staff/conversations/{id}/notes", "post"),
         &[200, 400, 401, 403, 404, 409, 422, 503],
     ),
     (

@@ -1,5 +1,6 @@
-//! `conversation ID`: a whole conversation: its handoff, every exchange,
-//! then the refund records its turns wrote (the facts, from the ledger).
+//! `conversation ID`: a whole conversation: its handoff, who has it, every
+//! exchange, the team's internal notes, then the refund records its turns
+//! wrote (the facts, from the ledger).
 
 use refund_chat::clock::now_ms;
 use refund_chat::ledger::dynamo::DynamoLedger;
@@ -25,6 +26,13 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, id:
         refund_chat::clock::rfc3339(transcript.expires_at_s * 1000)
     );
     println!("exchanges     {}", transcript.exchanges.len());
+    if let Some(holder) = &transcript.holder {
+        println!(
+            "held by       {} since {}",
+            visible(&holder.name),
+            visible(&holder.since)
+        );
+    }
     if let Some(handoff) = &transcript.handoff {
         print_handoff(handoff);
         if let Some(labels) = handoff_labels(&transcript, handoff) {
@@ -33,6 +41,15 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, id:
     }
     print_verdicts(&transcript);
     print_exchanges(&transcript);
+    // The support team's own words: never the customer's to read (contract 30).
+    for note in &transcript.internal_notes {
+        println!(
+            "internal note by {} at {}: {}",
+            visible(&note.by),
+            note.at,
+            visible(&note.text)
+        );
+    }
     println!();
     // The facts, from the ledger: the records its turns wrote.
     let records = refund_chat::staff::read::records_of(ledger, &transcript).await?;

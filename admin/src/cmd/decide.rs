@@ -1,5 +1,5 @@
 //! The decisions (`approve`, `reissue`, `reject`, `resolve`, `reply`,
-//! `close-handoff`, and `--intent` on them): the support team's library
+//! `close-handoff`, `claim`, `release`, `note`, and `--intent` on them): the support team's library
 //! ([`refund_chat::staff::decide`]) makes them, the same code the desk
 //! runs; here they are printed and mapped to the exit status.
 
@@ -23,7 +23,8 @@ pub fn ending(decided: Decided) -> Ending {
         | Decision::Invalid
         | Decision::OrderRefused
         | Decision::TryAgain
-        | Decision::PaymentsFailed => Ending::Refused(decided.text),
+        | Decision::PaymentsFailed
+        | Decision::HeldByAnother => Ending::Refused(decided.text),
     }
 }
 

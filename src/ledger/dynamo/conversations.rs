@@ -4,7 +4,8 @@
 //!
 //! | item | `sk` | attributes |
 //! | --- | --- | --- |
-//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `last_status`, `refund_records` (the record ids its turns wrote, a string set), `lease_writer`, `lease_until_ms` (while a turn runs), `lease_ended_by` (the writer of the last lease given back: it never takes the lease again), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange, never after `ends_by`), `ends_by` (`CONVERSATION_MAX_AGE_HOURS` after the first exchange); once handed off: `handoff_id`, `handoff_reason`, `handoff_router` (the router's labels, contract 21), `handoff_summary` (the model's), `handoff_at`, `handoff_request_id`, `handoff_open` (`open` until closed: the `open_handoffs` index), `handoff_closed_by`, `handoff_closed_at` |
+//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `last_status`, `refund_records` (the record ids its turns wrote, a string set), `lease_writer`, `lease_until_ms` (while a turn runs), `lease_ended_by` (the writer of the last lease given back: it never takes the lease again), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange, never after `ends_by`), `ends_by` (`CONVERSATION_MAX_AGE_HOURS` after the first exchange); once handed off: `handoff_id`, `handoff_reason`, `handoff_router` (the router's labels, contract 21), `handoff_summary` (the model's), `handoff_at`, `handoff_request_id`, `handoff_open` (`open` until closed: the `open_handoffs` index), `handoff_closed_by`, `handoff_closed_at`; `customer_wrote_at` (the last turn's time: the customer's last message); who on the team has it (contract 30, [`super::holders`]): `holder`, `holder_name`, `held_since`, `held_taken_over_from` |
+//! | internal note | `n#<click>` | `by`, `by_sub`, `at`, `at_ms`, `text`, `customer`, `created_at`, `expires_at` (`ends_by`): [`super::internal_notes`] |
 //! | exchange | `x#<seq, 6 digits>` | `seq`, `request_id`, `refund_record` (the scope's record id), `status`, `created_at`, `chars`, `messages` (JSON), `handoff_reason` (the exchange that handed off), `router` (the router's labels of its turn), `customer`, `expires_at` (`ends_by`) |
 //! | scope mark | `scope#<record id>` | `seq`, `customer`, `created_at`, `expires_at` (`ends_by`) |
 //!
@@ -140,6 +141,10 @@ pub struct Transcript {
     pub exchanges: Vec<StoredExchange>,
     /// People's verdicts, oldest first (the last one counts).
     pub verdicts: Vec<StoredVerdict>,
+    /// The support team's internal notes, oldest first (contract 30).
+    pub internal_notes: Vec<super::internal_notes::InternalNote>,
+    /// Who on the team has it (contract 30).
+    pub holder: Option<super::holders::Holder>,
 }
 
 /// A conversation gone quiet, as the review sample lists it.
@@ -169,6 +174,10 @@ pub struct StoredHandoff {
     pub closed: Option<(String, String)>,
     /// The router's labels of the turn that handed off (contract 21).
     pub router: Option<String>,
+    /// When the customer last wrote (RFC 3339; contract 30).
+    pub customer_wrote_at: Option<String>,
+    /// Who on the team has the conversation (contract 30).
+    pub holder: Option<super::holders::Holder>,
 }
 
 /// What closing a handoff found.
@@ -176,6 +185,8 @@ pub struct StoredHandoff {
 pub enum Closed {
     Closed(StoredHandoff),
     AlreadyClosed(StoredHandoff),
+    /// Someone else on the team has the conversation (contract 30).
+    HeldBy(super::holders::Holder),
     NotFound,
 }
 
@@ -192,6 +203,8 @@ fn stored_handoff(head: &Item) -> Option<StoredHandoff> {
             .zip(text(head, "handoff_closed_at"))
             .map(|(by, at)| (by.to_owned(), at.to_owned())),
         router: text(head, "handoff_router").map(str::to_owned),
+        customer_wrote_at: text(head, "customer_wrote_at").map(str::to_owned),
+        holder: super::holders::holder_of(head),
     })
 }
 
@@ -308,6 +321,12 @@ impl DynamoConversations {
                 at: text(item, "at").unwrap_or_default().to_owned(),
             })
             .collect();
+        let mut internal_notes: Vec<_> = items
+            .iter()
+            .filter(|item| text(item, SORT_KEY).is_some_and(|sk| sk.starts_with(super::schema::INTERNAL_NOTE_PREFIX)))
+            .map(super::internal_notes::internal_note_of)
+            .collect();
+        internal_notes.sort_by_key(|note| note.at_ms);
         let mut refund_records: Vec<String> = head
             .get("refund_records")
             .and_then(|v| v.as_ss().ok())
@@ -324,6 +343,8 @@ impl DynamoConversations {
             handoff: stored_handoff(head),
             exchanges,
             verdicts,
+            internal_notes,
+            holder: super::holders::holder_of(head),
         }))
     }
 
@@ -403,7 +424,11 @@ impl DynamoConversations {
                 }
                 None => "SET handoff_closed_by = :by, handoff_closed_at = :now REMOVE handoff_open",
             })
-            .condition_expression("handoff_id = :id AND attribute_exists(handoff_open)")
+            .condition_expression(format!(
+                "handoff_id = :id AND attribute_exists(handoff_open) AND {}",
+                super::holders::HOLD_CONDITION
+            ))
+            .expression_attribute_values(":holder", s(super::holders::holder_key(by)))
             .expression_attribute_values(":by", s(by.name))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
             .expression_attribute_values(":id", s(handoff_id))
@@ -425,11 +450,17 @@ impl DynamoConversations {
                 let Some(Failed(failed)) = error.as_service_error() else {
                     return Err(unavailable(error));
                 };
-                Ok(failed
-                    .item()
-                    .and_then(stored_handoff)
-                    .filter(|found| found.id == handoff_id)
-                    .map_or(Closed::NotFound, Closed::AlreadyClosed))
+                let Some(found) = failed.item() else {
+                    return Ok(Closed::NotFound);
+                };
+                let holder =
+                    super::holders::holder_of(found).filter(|holder| holder.key != super::holders::holder_key(by));
+                Ok(match (stored_handoff(found).filter(|h| h.id == handoff_id), holder) {
+                    (Some(handoff), _) if handoff.closed.is_some() => Closed::AlreadyClosed(handoff),
+                    (Some(_), Some(holder)) => Closed::HeldBy(holder),
+                    (Some(handoff), None) => Closed::AlreadyClosed(handoff),
+                    (None, _) => Closed::NotFound,
+                })
             }
         }
     }
@@ -852,6 +883,8 @@ impl DynamoConversations {
         let mut set = vec![
             "exchanges = :next",
             "updated_at = :now",
+            // A turn is the customer's message; a person's words move `updated_at` alone.
+            "customer_wrote_at = :now",
             "expires_at = :expires",
             "last_status = :status",
         ];

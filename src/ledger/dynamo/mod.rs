@@ -52,6 +52,8 @@ mod budgets;
 pub mod clicks;
 pub mod conversations;
 pub mod forget;
+pub mod holders;
+pub mod internal_notes;
 pub mod notes;
 mod refunds;
 mod requests;

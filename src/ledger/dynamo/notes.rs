@@ -17,10 +17,12 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValuesOnConditionCheckFailure, TransactWriteItem, Update};
 
 use super::conversations::DynamoConversations;
+use super::holders::{Holder, hold_condition, holder_key, holder_of};
 use super::schema::{CLICK_PREFIX, CONVERSATION_HEAD as HEAD, CONVERSATION_SORT_KEY as SORT_KEY, exchange_sk};
 use super::{DynamoClient, Item, malformed, n, number, s, text, transact, unavailable};
 use crate::clock::rfc3339;
 use crate::conversation::Lifetime;
+use crate::conversation::person::Person;
 use crate::conversation::person::PersonNote;
 use crate::ledger::LedgerError;
 
@@ -38,12 +40,14 @@ pub struct PersonNotes {
 }
 
 /// What a person's reply found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Replied {
     /// Appended as the conversation's exchange `seq`.
     Appended { seq: u64 },
     /// Unknown or expired.
     NotFound,
+    /// Someone else on the team has the conversation (contract 30): nothing was sent.
+    HeldBy(Holder),
 }
 
 impl PersonNotes {
@@ -92,6 +96,20 @@ impl PersonNotes {
         note: &PersonNote,
         now_ms: u64,
     ) -> Result<Vec<TransactWriteItem>, LedgerError> {
+        self.items_holding(head, customer, note, now_ms, None)
+    }
+
+    /// [`items`](Self::items), and with `holding` (a reply's author) on the
+    /// condition that nobody else has the conversation, taking it for them
+    /// when nobody does (contract 30).
+    fn items_holding(
+        &self,
+        head: &Item,
+        customer: &str,
+        note: &PersonNote,
+        now_ms: u64,
+        holding: Option<Person<'_>>,
+    ) -> Result<Vec<TransactWriteItem>, LedgerError> {
         let id = text(head, "pk").unwrap_or_default();
         let seq = number(head, "exchanges").unwrap_or_default();
         let ends_by = number(head, "ends_by")
@@ -120,6 +138,10 @@ impl PersonNotes {
             .expression_attribute_values(":customer", s(customer));
         let header = match decided {
             Some(decided) => header.expression_attribute_values(":decided", decided),
+            None => header,
+        };
+        let header = match holding {
+            Some(by) => hold_condition(header, by, now_ms),
             None => header,
         }
         .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
@@ -157,7 +179,8 @@ impl PersonNotes {
     }
 
     /// Appends a person's reply to conversation `id`, after whatever is
-    /// there when it lands. With `click` (the desk's: who clicked and the
+    /// there when it lands, if nobody else on the team has it; a reply to a
+    /// conversation nobody has claims it (contract 30). With `click` (the desk's: who clicked and the
     /// click's `Idempotency-Key`, hashed), the append is conditional on the
     /// click itself: a click whose answer was lost finds its own exchange
     /// and appends nothing more (DynamoDB's `ClientRequestToken` would not
@@ -179,9 +202,16 @@ impl PersonNotes {
             let Some(head) = self.live_head(id, now_ms).await? else {
                 return Ok(Replied::NotFound);
             };
+            let by = Person {
+                name: &note.by,
+                sub: note.by_sub.as_deref(),
+            };
+            if let Some(holder) = holder_of(&head).filter(|holder| holder.key != holder_key(by)) {
+                return Ok(Replied::HeldBy(holder));
+            }
             let customer = text(&head, "customer").unwrap_or_default().to_owned();
             let seq = number(&head, "exchanges").unwrap_or_default();
-            let mut items = self.items(&head, &customer, note, now_ms)?;
+            let mut items = self.items_holding(&head, &customer, note, now_ms, Some(by))?;
             if let Some(sk) = &click_sk {
                 let ends_by = number(&head, "ends_by")
                     .or_else(|| number(&head, "expires_at"))

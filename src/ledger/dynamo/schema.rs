@@ -216,3 +216,8 @@ pub async fn create_table(client: &Client, name: &str) -> Result<(), LedgerError
 pub async fn create_conversation_table(client: &Client, name: &str) -> Result<(), LedgerError> {
     CONVERSATIONS.create(client, name).await
 }
+
+/// A person's internal note on a conversation (contract 30):
+/// `n#<click>`, where the click is the desk's hash of who and its key (a
+/// terminal's: of who and when), so the same click keeps one note.
+pub const INTERNAL_NOTE_PREFIX: &str = "n#";

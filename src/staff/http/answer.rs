@@ -54,7 +54,7 @@ impl Answer {
         let status = match decided.outcome {
             Outcome::Done | Outcome::VerdictNotRecorded => StatusCode::OK,
             Outcome::NotFound => StatusCode::NOT_FOUND,
-            Outcome::AlreadyDecided | Outcome::OrderRefused => StatusCode::CONFLICT,
+            Outcome::AlreadyDecided | Outcome::OrderRefused | Outcome::HeldByAnother => StatusCode::CONFLICT,
             Outcome::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
             Outcome::TryAgain | Outcome::Uncertain => StatusCode::SERVICE_UNAVAILABLE,
             Outcome::PaymentsFailed | Outcome::Unrecorded => StatusCode::BAD_GATEWAY,
@@ -62,9 +62,14 @@ impl Answer {
         let mut body = json!({"outcome": decided.outcome});
         let text_field = if status == StatusCode::OK { "text" } else { "detail" };
         body[text_field] = Value::String(decided.text.clone());
+        // Who has the conversation, or who decided first (contract 30, 24).
+        let (by, at) = match decided.outcome {
+            Outcome::HeldByAnother => ("held_by", "held_since"),
+            _ => ("decided_by", "decided_at"),
+        };
         if let Some(first) = &decided.first {
-            body["decided_by"] = Value::String(first.by.clone());
-            body["decided_at"] = first.at.clone().map_or(Value::Null, Value::String);
+            body[by] = Value::String(first.by.clone());
+            body[at] = first.at.clone().map_or(Value::Null, Value::String);
         }
         Answer { status, body }
     }

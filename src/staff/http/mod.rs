@@ -19,7 +19,7 @@ use crate::ledger::dynamo::clicks::Click;
 use crate::router::Intent;
 use crate::staff::decide::{self, Decided};
 use crate::staff::read::{self, Links};
-use crate::staff::{Staff, decide::Outcome};
+use crate::staff::{Staff, decide::Outcome, hold, internal_note};
 
 use answer::Answer;
 use identity::{Member, Role};
@@ -59,13 +59,24 @@ enum Asked {
         text: Option<String>,
         intent: Option<Intent>,
     },
+    Claim {
+        id: String,
+        take_over: bool,
+    },
+    Release {
+        id: String,
+    },
+    Note {
+        id: String,
+        text: String,
+    },
 }
 
 /// The role a decision's route needs; none for a route that is not one.
 fn needs(parts: &[&str]) -> Option<Role> {
     match parts {
         ["refunds", _, "approve" | "reject" | "resolve"] => Some(Role::Approver),
-        ["conversations", _, "reply"] | ["handoffs", _, "close"] => Some(Role::Staff),
+        ["conversations", _, "reply" | "claim" | "release" | "notes"] | ["handoffs", _, "close"] => Some(Role::Staff),
         _ => None,
     }
 }
@@ -147,6 +158,19 @@ fn asked(parts: &[&str], body: &Value) -> Result<Option<Asked>, String> {
             Asked::Resolve { id: id(1), confirmed }
         }
         ["conversations", _, "reply"] => Asked::Reply {
+            id: id(1),
+            text: text_field(body, "text")?.ok_or("text is required")?,
+        },
+        ["conversations", _, "claim"] => Asked::Claim {
+            id: id(1),
+            take_over: match &body["take_over"] {
+                Value::Null => false,
+                Value::Bool(flag) => *flag,
+                _ => return Err("take_over must be true or false".into()),
+            },
+        },
+        ["conversations", _, "release"] => Asked::Release { id: id(1) },
+        ["conversations", _, "notes"] => Asked::Note {
             id: id(1),
             text: text_field(body, "text")?.ok_or("text is required")?,
         },
@@ -398,6 +422,9 @@ impl StaffApp {
             }
             Asked::Resolve { id, confirmed } => decide::resolve(staff, &id, by, &confirmed).await,
             Asked::Reply { id, text } => decide::reply(staff, &id, by, &text, Some(click)).await,
+            Asked::Claim { id, take_over } => hold::claim(staff, &id, by, take_over).await,
+            Asked::Release { id } => hold::release(staff, &id, by).await,
+            Asked::Note { id, text } => internal_note::add(staff, &id, by, &text, Some(click)).await,
             Asked::Close { id, text, intent } => {
                 let decided = decide::close_handoff(staff, &id, by, text.as_deref()).await?;
                 let conversation = crate::handoff::conversation_of(&id);

@@ -1,0 +1,255 @@
+//! The desk for a team (contract 30) through `refund-chat-staff`'s handler
+//! and `refund-chat-admin`, on moto's tables: who has a conversation (a
+//! claim raced by two people, a reply or a close by the other refused with
+//! who and since when, a take-over recorded, a reply claiming a
+//! conversation nobody has), when the customer last wrote, and internal
+//! notes the customer, the model and the customer's read never see.
+
+use lambda_http::http::StatusCode;
+use serde_json::{Value, json};
+
+use refund_chat_testkit::*;
+
+use crate::approvals::Desk as Shop;
+
+/// The desk on the shop's tables, its DynamoDB calls one at a time (as
+/// DynamoDB serialises writes of one item, where moto may not).
+async fn desk(shop: &Shop) -> StaffDesk {
+    let serialised = aws_at(&one_at_a_time(&moto().endpoint).await).await;
+    StaffDesk::new(&serialised, desk_config(&shop.h.table, &shop.payments.uri(), &[]))
+}
+
+fn path(conversation: &str, verb: &str) -> String {
+    format!("/support/staff/conversations/{conversation}/{verb}")
+}
+
+/// What a person wrote in the customer's own read of the conversation.
+async fn persons_words(shop: &Shop, conversation: &str) -> Vec<String> {
+    let read = shop.h.read(conversation, "").await;
+    read.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["from"] == "person")
+        .filter_map(|m| m["text"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn held_by(queue: &Value) -> Value {
+    queue["handoffs"][0]["held_by"]["name"].clone()
+}
+
+#[tokio::test]
+async fn of_two_claiming_at_once_one_has_it_and_the_other_cannot_reply_or_close_without_taking_over() {
+    let shop = Shop::new(receipt()).await;
+    let desk = desk(&shop).await;
+    let asked = shop.h.say(None, "I want to talk to a person").await;
+    let conversation = asked.conversation_id().to_owned();
+    let handoff = refund_chat::handoff::handoff_id(&conversation);
+    assert_eq!(held_by(&desk.get("/support/staff/queue", SAM).await.body), Value::Null);
+
+    let claim = path(&conversation, "claim");
+    let (ann, sam) = tokio::join!(
+        desk.post(&claim, json!({}), "ann-claims", ANN),
+        desk.post(&claim, json!({}), "sam-claims", SAM),
+    );
+    let mut statuses = [ann.status.as_u16(), sam.status.as_u16()];
+    statuses.sort();
+    assert_eq!(statuses, [200, 409], "{} / {}", ann.raw, sam.raw);
+    let (winner, loser, lost) = if ann.status == StatusCode::OK {
+        (ANN, SAM, &sam)
+    } else {
+        (SAM, ANN, &ann)
+    };
+    assert_eq!(lost.body["held_by"], winner.name, "{}", lost.raw);
+    assert!(lost.body["held_since"].is_string(), "{}", lost.raw);
+    let queue = desk.get("/support/staff/queue", loser).await;
+    assert_eq!(held_by(&queue.body), winner.name, "{}", queue.raw);
+
+    // The other one can neither answer nor close it.
+    let reply = json!({"text": "Hello, I am on it too."});
+    let refused = desk
+        .post(&path(&conversation, "reply"), reply.clone(), "loser-reply", loser)
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.raw);
+    assert_eq!(refused.body["held_by"], winner.name);
+    let close = format!("/support/staff/handoffs/{handoff}/close");
+    let refused = desk.post(&close, json!({}), "loser-close", loser).await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.raw);
+    let refused = desk
+        .post(&path(&conversation, "release"), json!({}), "loser-release", loser)
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.raw);
+    assert!(persons_words(&shop, &conversation).await.is_empty(), "nothing was sent");
+    assert_eq!(
+        desk.get("/support/staff/queue", loser).await.body["handoffs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1,
+        "still open"
+    );
+
+    // Taking over is recorded; then the first holder is the one refused.
+    let taken = desk
+        .post(&claim, json!({"take_over": true}), "loser-takes-over", loser)
+        .await;
+    assert_eq!(taken.status, StatusCode::OK, "{}", taken.raw);
+    assert!(
+        taken.body["text"].as_str().unwrap().contains(winner.name),
+        "{}",
+        taken.raw
+    );
+    let read = desk
+        .get(&format!("/support/staff/conversations/{conversation}"), loser)
+        .await;
+    assert_eq!(read.body["held_by"]["name"], loser.name, "{}", read.raw);
+    assert_eq!(read.body["held_by"]["taken_over_from"], winner.name, "{}", read.raw);
+    let refused = desk
+        .post(&path(&conversation, "reply"), reply.clone(), "winner-reply", winner)
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.raw);
+    assert_eq!(refused.body["held_by"], loser.name);
+    let replied = desk
+        .post(&path(&conversation, "reply"), reply, "loser-reply-2", loser)
+        .await;
+    assert_eq!(replied.status, StatusCode::OK, "{}", replied.raw);
+    assert_eq!(persons_words(&shop, &conversation).await, ["Hello, I am on it too."]);
+
+    // Released, nobody has it; then anyone may close it.
+    let released = desk
+        .post(&path(&conversation, "release"), json!({}), "release", loser)
+        .await;
+    assert_eq!(released.status, StatusCode::OK, "{}", released.raw);
+    assert_eq!(
+        held_by(&desk.get("/support/staff/queue", winner).await.body),
+        Value::Null
+    );
+    let closed = desk.post(&close, json!({}), "winner-close", winner).await;
+    assert_eq!(closed.status, StatusCode::OK, "{}", closed.raw);
+}
+
+#[tokio::test]
+async fn a_reply_to_a_conversation_nobody_has_claims_it_and_the_terminal_keeps_the_same_rule() {
+    let shop = Shop::new(receipt()).await;
+    let desk = desk(&shop).await;
+    let asked = shop.h.say(None, "I want to talk to a person").await;
+    let conversation = asked.conversation_id().to_owned();
+    let before = desk.get("/support/staff/queue", SAM).await;
+    let first_wrote = before.body["handoffs"][0]["customer_wrote_at"].clone();
+    assert!(first_wrote.is_string(), "{}", before.raw);
+
+    let replied = desk
+        .post(&path(&conversation, "reply"), json!({"text": "Sam here."}), "r1", SAM)
+        .await;
+    assert_eq!(replied.status, StatusCode::OK, "{}", replied.raw);
+    let queue = desk.get("/support/staff/queue", ANN).await;
+    assert_eq!(held_by(&queue.body), SAM.name, "{}", queue.raw);
+    // A person's words do not move when the customer last wrote.
+    assert_eq!(queue.body["handoffs"][0]["customer_wrote_at"], first_wrote);
+
+    // The terminal has the same verbs, keyed by the name it is given.
+    let by_terminal = shop
+        .run(&["reply", &conversation, "--by", "Kim", "--text", "Kim here."])
+        .await;
+    assert_eq!(
+        by_terminal.status.code(),
+        Some(1),
+        "{}",
+        crate::approvals::stdout(&by_terminal)
+    );
+    assert!(
+        crate::approvals::stderr(&by_terminal).contains("Sam Staff has"),
+        "{}",
+        crate::approvals::stderr(&by_terminal)
+    );
+    let taken = shop.run(&["claim", &conversation, "--by", "Kim", "--take-over"]).await;
+    assert_eq!(taken.status.code(), Some(0), "{}", crate::approvals::stderr(&taken));
+    let refused = desk
+        .post(&path(&conversation, "reply"), json!({"text": "Sam again."}), "r2", SAM)
+        .await;
+    assert_eq!(refused.status, StatusCode::CONFLICT, "{}", refused.raw);
+    assert_eq!(refused.body["held_by"], "Kim");
+    let printed = shop.run(&["conversation", &conversation]).await;
+    assert!(
+        crate::approvals::stdout(&printed).contains("held by       Kim since"),
+        "{}",
+        crate::approvals::stdout(&printed)
+    );
+    assert_eq!(persons_words(&shop, &conversation).await, ["Sam here."]);
+
+    // The customer writes again: the queue shows it.
+    let _ = shop.h.say(Some(&conversation), "Hello? Anyone there?").await;
+    let queue = desk.get("/support/staff/queue", ANN).await;
+    let wrote = queue.body["handoffs"][0]["customer_wrote_at"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(wrote > first_wrote.as_str().unwrap().to_owned(), "{}", queue.raw);
+}
+
+#[tokio::test]
+async fn an_internal_note_is_the_teams_alone_and_kept_once_per_click() {
+    let shop = Shop::new(receipt()).await;
+    let desk = desk(&shop).await;
+    let asked = shop.h.say(None, "Where is my order A-1001?").await;
+    assert_eq!(asked.status, StatusCode::OK, "{}", asked.raw);
+    let conversation = asked.conversation_id().to_owned();
+
+    let note = json!({"text": "Shift change: customer's card 4242 4242 4242 4242 came up; check the courier first."});
+    let notes = path(&conversation, "notes");
+    let (one, two) = tokio::join!(
+        desk.post(&notes, note.clone(), "note-click", SAM),
+        desk.post(&notes, note.clone(), "note-click", SAM),
+    );
+    assert!(
+        [one.status, two.status].contains(&StatusCode::OK),
+        "{} / {}",
+        one.raw,
+        two.raw
+    );
+    let empty = desk.post(&notes, json!({"text": "  "}), "empty-note", SAM).await;
+    assert_eq!(empty.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let long = desk
+        .post(&notes, json!({"text": "x".repeat(4001)}), "long-note", SAM)
+        .await;
+    assert_eq!(long.status, StatusCode::UNPROCESSABLE_ENTITY);
+    let by_terminal = shop
+        .run(&["note", &conversation, "--by", "Kim", "--text", "Kim: courier called."])
+        .await;
+    assert_eq!(
+        by_terminal.status.code(),
+        Some(0),
+        "{}",
+        crate::approvals::stderr(&by_terminal)
+    );
+
+    let read = desk
+        .get(&format!("/support/staff/conversations/{conversation}"), ANN)
+        .await;
+    let kept = read.body["internal_notes"].as_array().unwrap();
+    assert_eq!(kept.len(), 2, "one per click: {}", read.raw);
+    assert_eq!(kept[0]["by"], SAM.name);
+    assert_eq!(
+        kept[0]["text"],
+        "Shift change: customer's card [card ending 4242] came up; check the courier first."
+    );
+    assert_eq!(kept[1]["by"], "Kim");
+    let printed = crate::approvals::stdout(&shop.run(&["conversation", &conversation]).await);
+    assert!(printed.contains("internal note by Sam Staff at "), "{printed}");
+
+    // Never the customer's, nor the model's: the customer's read and next turn.
+    let customer = shop.h.read(&conversation, "").await;
+    assert!(!customer.raw.contains("Shift change"), "{}", customer.raw);
+    assert!(!customer.raw.contains("courier"), "{}", customer.raw);
+    let again = shop.h.say(Some(&conversation), "Any news?").await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.raw);
+    assert!(!again.raw.contains("courier"), "{}", again.raw);
+    let requests = shop.h.model_requests().await;
+    assert!(requests.len() >= 2, "the next turn reached the model");
+    for request in requests {
+        assert!(!request.to_string().contains("courier"), "{request}");
+    }
+    // A reply is not a note: the team's note claims nothing either.
+    assert_eq!(read.body["held_by"], Value::Null);
+}
