@@ -703,6 +703,15 @@ impl AtTheDesk {
         self.wait_text("#item-body", "").await;
     }
 
+    /// The queue's timer, fired now: the page reads the queue (and the
+    /// open conversation) as it does every 10 s and when the tab is shown.
+    async fn timer_fires(&self) {
+        self.browser
+            .execute("document.dispatchEvent(new Event('visibilitychange'));", vec![])
+            .await
+            .unwrap();
+    }
+
     async fn button(&self, label: &str) -> Option<fantoccini::elements::Element> {
         let xpath = format!("//div[@id='actions']//button[normalize-space(.)='{label}']");
         self.browser.find(Locator::XPath(&xpath)).await.ok()
@@ -1342,6 +1351,70 @@ async fn a_reply_from_the_desk_reaches_the_customer_once_after_a_double_click() 
     assert!(width.as_u64().unwrap() <= 360, "usable at 360 px: {width}");
     let png = sam.browser.screenshot().await.unwrap();
     std::fs::write(artifact("desk-reply-360px.png"), &png).unwrap();
+    sam.close().await;
+    stack.close().await;
+}
+
+/// Contract 30 with two people signed in at once: Ann claims the chat, Sam
+/// sees it taken and cannot reply without taking over; Ann's internal note
+/// never reaches the customer's page; the customer's new message appears in
+/// Ann's open chat when the queue's timer fires, without a click; the
+/// title counts what waits unclaimed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
+    let stack = Stack::on_the_page().await;
+    stack.type_message("I want to talk to a person").await;
+    stack.nth("assistant", 1).await;
+
+    let (ann, sam) = tokio::join!(AtTheDesk::sign_in(&stack, "ann"), AtTheDesk::sign_in(&stack, "sam"));
+    ann.wait_text("#handoffs", "nobody has it").await;
+    assert_eq!(ann.browser.title().await.unwrap(), "(1) Support desk");
+    ann.open_first("handoffs").await;
+    ann.wait_text("#item-body", "Nobody has this conversation").await;
+    ann.button("Claim")
+        .await
+        .expect("a claim button")
+        .click()
+        .await
+        .unwrap();
+    ann.wait_text("#outcome", "you have").await;
+    ann.wait_text("#item-body", "With ann since").await;
+    assert!(ann.button("Release").await.is_some());
+    assert_eq!(
+        ann.browser.title().await.unwrap(),
+        "Support desk",
+        "nothing waits unclaimed"
+    );
+
+    // Sam's queue, read when its timer fires: taken, with no way to answer but taking over.
+    sam.timer_fires().await;
+    sam.wait_text("#handoffs", "with ann").await;
+    sam.open_first("handoffs").await;
+    sam.wait_text("#item-body", "With ann since").await;
+    assert!(sam.button("Claim").await.is_none());
+    assert!(sam.button("Take over from ann").await.is_some());
+    let reply = sam.browser.find(Locator::Id("reply-text")).await.unwrap();
+    reply.send_keys("Sam here too.").await.unwrap();
+    sam.button("Send reply").await.unwrap().click().await.unwrap();
+    sam.wait_text("#outcome", "ann has this conversation").await;
+
+    // Ann's internal note: hers and Sam's to read, never the customer's.
+    let note = ann.browser.find(Locator::Id("note-text")).await.unwrap();
+    note.send_keys("Courier says Tuesday; do not promise Monday.")
+        .await
+        .unwrap();
+    ann.button("Add internal note").await.unwrap().click().await.unwrap();
+    ann.wait_text("#item-body", "Internal note (ann").await;
+
+    // The customer writes again: it shows in Ann's open chat on the queue's timer.
+    stack.type_message("Hello? Any news about my sofa?").await;
+    stack.nth("assistant", 2).await;
+    ann.timer_fires().await;
+    ann.wait_text("#item-body", "Any news about my sofa?").await;
+    let customer = page_text(&stack.browser).await;
+    assert!(!customer.contains("Courier says"), "{customer}");
+    assert!(!customer.contains("Sam here too"), "{customer}");
+    ann.close().await;
     sam.close().await;
     stack.close().await;
 }

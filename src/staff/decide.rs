@@ -382,6 +382,21 @@ pub fn checked_text(text: &str) -> Result<String, String> {
     Ok(text.to_owned())
 }
 
+/// The refusal of a write to a conversation someone else has: who, and
+/// since when; `then` says what became of the write.
+pub fn held_by_another(id: &str, holder: &crate::ledger::dynamo::holders::Holder, then: &str) -> Decided {
+    Decided::new(
+        Outcome::HeldByAnother,
+        format!(
+            "{} has {} since {}: {then} (take it over to answer)",
+            visible(&holder.name),
+            visible(id),
+            visible(&holder.since)
+        ),
+    )
+    .first(visible(&holder.name).into_owned(), Some(holder.since.clone()))
+}
+
 /// The conversation an id names: a handoff's id names its conversation.
 pub fn conversation_named(id: &str) -> String {
     crate::handoff::conversation_of(id).unwrap_or_else(|| id.to_owned())
@@ -417,7 +432,7 @@ pub async fn reply(
                         visible(&conversation)
                     ),
                 ),
-                Replied::HeldBy(holder) => super::hold::held_by_another(&conversation, &holder, "nothing was sent"),
+                Replied::HeldBy(holder) => held_by_another(&conversation, &holder, "nothing was sent"),
             }
         }
     };
@@ -470,7 +485,7 @@ pub async fn close_handoff(
             )
             .first(visible(&who).into_owned(), Some(when))
         }
-        Closed::HeldBy(holder) => super::hold::held_by_another(id, &holder, "it stays open"),
+        Closed::HeldBy(holder) => held_by_another(id, &holder, "it stays open"),
         Closed::NotFound => Decided::new(Outcome::NotFound, format!("no handoff {}", visible(id))),
     };
     noted(Kind::CloseHandoff, id, by, &decided);

@@ -8,26 +8,11 @@
 use crate::clock::now_ms;
 use crate::conversation::person::Person;
 use crate::ledger::LedgerError;
-use crate::ledger::dynamo::holders::{Claimed, Holder, Released};
+use crate::ledger::dynamo::holders::{Claimed, Released};
 use crate::untrusted::visible;
 
 use super::Staff;
-use super::decide::{Decided, Kind, Outcome, conversation_named, noted};
-
-/// The refusal of a write to a conversation someone else has: who, and
-/// since when; `then` says what became of the write.
-pub fn held_by_another(id: &str, holder: &Holder, then: &str) -> Decided {
-    Decided::new(
-        Outcome::HeldByAnother,
-        format!(
-            "{} has {} since {}: {then} (take it over to answer)",
-            visible(&holder.name),
-            visible(id),
-            visible(&holder.since)
-        ),
-    )
-    .first(visible(&holder.name).into_owned(), Some(holder.since.clone()))
-}
+use super::decide::{Decided, Kind, Outcome, conversation_named, held_by_another, noted};
 
 /// `by` claims the conversation `id` names (a handoff's id names its
 /// conversation); with `take_over`, from whoever has it.

@@ -181,11 +181,8 @@ async fn a_reply_to_a_conversation_nobody_has_claims_it_and_the_terminal_keeps_t
     // The customer writes again: the queue shows it.
     let _ = shop.h.say(Some(&conversation), "Hello? Anyone there?").await;
     let queue = desk.get("/support/staff/queue", ANN).await;
-    let wrote = queue.body["handoffs"][0]["customer_wrote_at"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    assert!(wrote > first_wrote.as_str().unwrap().to_owned(), "{}", queue.raw);
+    let wrote = queue.body["handoffs"][0]["customer_wrote_at"].as_str().unwrap();
+    assert!(wrote > first_wrote.as_str().unwrap(), "{}", queue.raw);
 }
 
 #[tokio::test]

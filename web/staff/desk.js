@@ -14,6 +14,10 @@ let me = null;
 let selected = null;
 let timer = null;
 let backoff = REFRESH_MS;
+// What a notification was raised for already: an item's id, or a held
+// conversation's id with when its customer last wrote (contract 30).
+const notified = new Set();
+let firstRead = true;
 
 function el(tag, text, className) {
   const node = document.createElement(tag);
@@ -210,6 +214,11 @@ function queueEntry(item) {
   button.append(el("strong", head), el("br"), el("span", "waiting " + waited(item.waited_secs), "hint"));
   if (item.router) button.append(el("br"), el("span", "router: " + item.router, "hint"));
   for (const line of item.summary || []) button.append(el("br"), el("span", line, "hint"));
+  if (item.kind === "handoff") {
+    const holder = item.held_by ? "with " + item.held_by.name : "nobody has it";
+    const wrote = item.customer_wrote_at ? " · customer wrote " + new Date(item.customer_wrote_at).toLocaleTimeString() : "";
+    button.append(el("br"), el("span", holder + wrote, "holder"));
+  }
   if (selected && selected.id === item.id) button.setAttribute("aria-current", "true");
   button.addEventListener("click", () => open(item));
   li.append(button);
@@ -224,11 +233,20 @@ async function refresh() {
     if (status !== 200) throw new Error(data.detail || ("HTTP " + status));
     me = data.you;
     $("whoami").textContent = "Signed in as " + me.name + (me.approver ? " (approver)" : "");
-    for (const [list, items] of [["approvals", data.approvals], ["handoffs", data.handoffs], ["unknown", data.unknown_outcomes]]) {
+    const mineOnly = $("mine").checked;
+    const handoffs = mineOnly ? data.handoffs.filter((h) => h.held_by && h.held_by.name === me.name) : data.handoffs;
+    for (const [list, items] of [["approvals", data.approvals], ["handoffs", handoffs], ["unknown", data.unknown_outcomes]]) {
       const ul = $(list);
       ul.replaceChildren(...items.map(queueEntry));
       if (!items.length) ul.append(el("li", "Nothing waits.", "hint"));
     }
+    const all = [...data.approvals, ...data.handoffs, ...data.unknown_outcomes];
+    const unclaimed = all.filter((item) => !item.held_by).length;
+    document.title = (unclaimed ? "(" + unclaimed + ") " : "") + "Support desk";
+    notify(all);
+    // The open conversation, read again with the queue: a customer's new
+    // message shows without a click, the reply being written kept.
+    if (selected && selected.kind === "handoff") reread(selected);
     $("queue-status").textContent = "Updated " + new Date().toLocaleTimeString();
     backoff = REFRESH_MS;
     schedule(REFRESH_MS);
@@ -238,6 +256,25 @@ async function refresh() {
     backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
     schedule(backoff);
   }
+}
+
+// A notification where the person allowed them, once per new item and once
+// per new customer message in a conversation they have; none for what
+// waited when the page was opened.
+function notify(items) {
+  const raise = (key, text) => {
+    if (notified.has(key)) return;
+    notified.add(key);
+    if (firstRead || !("Notification" in window) || Notification.permission !== "granted") return;
+    try { new Notification("Support desk", { body: text, tag: key }); } catch (_) { /* not allowed here */ }
+  };
+  for (const item of items) {
+    raise(item.id, item.kind === "handoff" ? "A conversation waits for a person" : "A refund waits for a person");
+    if (item.kind === "handoff" && item.held_by && me && item.held_by.name === me.name && item.customer_wrote_at) {
+      raise(item.id + "@" + item.customer_wrote_at, "The customer wrote again");
+    }
+  }
+  firstRead = false;
 }
 
 document.addEventListener("visibilitychange", () => { if (!document.hidden && token) refresh(); });
@@ -277,6 +314,9 @@ function transcript(view) {
       box.append(summary);
     }
   }
+  box.append(el("p", view.held_by
+    ? "With " + view.held_by.name + " since " + view.held_by.since + (view.held_by.taken_over_from ? " (taken over from " + view.held_by.taken_over_from + ")" : "")
+    : "Nobody has this conversation.", "holder"));
   for (const v of view.verdicts || []) box.append(el("p", "Verdict: " + v.intent + " by " + v.by + " at " + v.at, "hint"));
   if ((view.orders || []).length) {
     const p = el("p", "Orders: ");
@@ -299,6 +339,16 @@ function transcript(view) {
     if ((x.cited || []).length) { const li = el("li"); li.append(passages(x.cited)); ol.append(li); }
   }
   box.append(ol);
+  if ((view.internal_notes || []).length) {
+    const notes = el("ul", null, "internal-notes");
+    notes.setAttribute("aria-label", "Internal notes");
+    for (const n of view.internal_notes) {
+      const li = el("li", null, "who-internal");
+      li.append(el("strong", "Internal note (" + n.by + ", " + n.at + "), not shown to the customer: "), el("span", n.text));
+      notes.append(li);
+    }
+    box.append(notes);
+  }
   if ((view.refunds || []).length) {
     box.append(el("h3", "Refunds"));
     const ul = el("ul");
@@ -340,6 +390,7 @@ function decision(label, path, bodyOf, className) {
       const { status, data } = await call("POST", path, body, key);
       if (status < 500) key = null;
       if (status === 200) say(data.text);
+      else if (status === 409 && data.held_by) say(data.held_by + " has this conversation" + (data.held_since ? " since " + data.held_since : "") + ": take it over to answer.");
       else if (status === 409 && data.decided_by) say("Already decided by " + data.decided_by + (data.decided_at ? " at " + data.decided_at : "") + ". " + (data.detail || ""));
       else if (status === 403) say("You may not do this: " + (data.detail || ""));
       else say((data.detail || "HTTP " + status));
@@ -366,6 +417,25 @@ function field(id, label, multiline) {
   return wrap;
 }
 
+// The open conversation as last shown: its exchanges and notes, and who has it.
+let seen = null;
+function shown(view) {
+  return { words: view.exchanges.length + "/" + (view.internal_notes || []).length, holder: JSON.stringify(view.held_by) };
+}
+
+// Reads the open conversation again; shows it anew only when it changed,
+// leaving what the person is writing where it is.
+async function reread(item) {
+  const { status, data } = await call("GET", "conversations/" + encodeURIComponent(item.conversation_id));
+  if (status !== 200 || selected !== item) return;
+  const now = shown(data);
+  if (seen && now.words === seen.words && now.holder === seen.holder) return;
+  // Who has it decides the buttons: shown anew, the outcome kept.
+  if (!seen || now.holder !== seen.holder) { open(item, true); return; }
+  seen = now;
+  $("item-body").replaceChildren(transcript(data));
+}
+
 async function open(item, keepOutcome) {
   selected = item;
   document.querySelectorAll(".items button").forEach((b) => b.setAttribute("aria-current", String(b.dataset.id === item.id)));
@@ -378,7 +448,13 @@ async function open(item, keepOutcome) {
     const { status, data } = await call("GET", "conversations/" + encodeURIComponent(item.conversation_id));
     if (status !== 200) { body.replaceChildren(el("p", data.detail || ("HTTP " + status), "error")); return; }
     body.replaceChildren(transcript(data));
+    seen = shown(data);
     const actions = $("actions");
+    const conversation = "conversations/" + encodeURIComponent(item.conversation_id);
+    const mine = data.held_by && me && data.held_by.name === me.name;
+    if (!data.held_by) actions.append(decision("Claim", conversation + "/claim", () => ({}), "secondary"));
+    else if (mine) actions.append(decision("Release", conversation + "/release", () => ({}), "secondary"));
+    else actions.append(decision("Take over from " + data.held_by.name, conversation + "/claim", () => ({ take_over: true }), "secondary"));
     actions.append(field("reply-text", "Reply to the customer", true));
     actions.append(decision("Send reply", "conversations/" + encodeURIComponent(item.conversation_id) + "/reply", () => {
       const text = $("reply-text").value.trim();
@@ -386,6 +462,12 @@ async function open(item, keepOutcome) {
       return { text };
     }));
     actions.append(decision("Close handoff", "handoffs/" + encodeURIComponent(item.id) + "/close", () => ({}), "secondary"));
+    actions.append(field("note-text", "Internal note (the support team only)", true));
+    actions.append(decision("Add internal note", conversation + "/notes", () => {
+      const text = $("note-text").value.trim();
+      if (!text) { say("Write the note first."); return null; }
+      return { text };
+    }, "secondary"));
   } else {
     const { status, data } = await call("GET", "refunds/" + encodeURIComponent(item.id));
     if (status !== 200) { body.replaceChildren(el("p", data.detail || ("HTTP " + status), "error")); return; }
@@ -431,3 +513,7 @@ $("sign-in").addEventListener("submit", signIn);
 $("new-password-form").addEventListener("submit", setNewPassword);
 $("sign-out").addEventListener("click", () => signOut());
 if (token) start();
+$("mine").addEventListener("change", () => refresh());
+$("allow-notifications").addEventListener("click", () => {
+  if ("Notification" in window) Notification.requestPermission();
+});

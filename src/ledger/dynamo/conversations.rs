@@ -491,6 +491,39 @@ impl DynamoConversations {
         Ok(ids)
     }
 
+    /// `by` claims conversation `id` ([`super::holders`]).
+    pub async fn claim_hold(
+        &self,
+        id: &str,
+        by: Person<'_>,
+        take_over: bool,
+        now_ms: u64,
+    ) -> Result<super::holders::Claimed, LedgerError> {
+        super::holders::claim(&self.client, &self.table, id, by, take_over, now_ms).await
+    }
+
+    /// `by` gives conversation `id` back ([`super::holders`]).
+    pub async fn release_hold(
+        &self,
+        id: &str,
+        by: Person<'_>,
+        now_ms: u64,
+    ) -> Result<super::holders::Released, LedgerError> {
+        super::holders::release(&self.client, &self.table, id, by, now_ms).await
+    }
+
+    /// Keeps an internal note ([`super::internal_notes`]).
+    pub async fn add_internal_note(
+        &self,
+        id: &str,
+        by: Person<'_>,
+        text_kept: &str,
+        click: &str,
+        now_ms: u64,
+    ) -> Result<super::internal_notes::Noted, LedgerError> {
+        super::internal_notes::add(&self.client, &self.table, id, by, text_kept, click, now_ms).await
+    }
+
     /// Deletes every item of the conversation: the support team's "forget",
     /// never the function's (its role has no delete on this table). Returns
     /// how many items went.

@@ -9,9 +9,8 @@
 
 use aws_sdk_dynamodb::types::{ReturnValue, ReturnValuesOnConditionCheckFailure, Update};
 
-use super::conversations::DynamoConversations;
 use super::schema::{CONVERSATION_HEAD as HEAD, CONVERSATION_SORT_KEY as SORT_KEY};
-use super::{Item, malformed, n, number, s, text, update_item};
+use super::{DynamoClient, Item, malformed, n, number, s, text, update_item};
 use crate::clock::rfc3339;
 use crate::conversation::person::Person;
 use crate::ledger::LedgerError;
@@ -98,80 +97,83 @@ pub fn hold_condition(
         .expression_attribute_values(":held_since", s(rfc3339(now_ms)))
 }
 
-impl DynamoConversations {
-    fn head_update(&self, id: &str) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
-        Update::builder()
-            .table_name(self.table())
-            .key("pk", s(id))
-            .key(SORT_KEY, s(HEAD))
-            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-    }
+fn head_update(table: &str, id: &str) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
+    Update::builder()
+        .table_name(table)
+        .key("pk", s(id))
+        .key(SORT_KEY, s(HEAD))
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+}
 
-    /// `by` claims conversation `id`: one conditional write, that nobody
-    /// else has it, or, with `take_over`, that someone else has it (whose
-    /// name is recorded). A take-over of a conversation nobody has is a claim.
-    pub async fn claim_hold(
-        &self,
-        id: &str,
-        by: Person<'_>,
-        take_over: bool,
-        now_ms: u64,
-    ) -> Result<Claimed, LedgerError> {
-        let key = holder_key(by);
-        let live = "attribute_exists(pk) AND expires_at > :now_s";
-        // Each failed try saw the holder change under it: a few at most.
-        let mut taking_over = take_over;
-        for _ in 0..CLAIM_TRIES {
-            let (condition, expression) = if taking_over {
-                (
-                    format!("{live} AND attribute_exists(holder) AND holder <> :holder"),
-                    "SET held_taken_over_from = holder_name, holder = :holder, holder_name = :name, held_since = :now",
-                )
-            } else {
-                (
-                    format!("{live} AND (attribute_not_exists(holder) OR holder = :holder)"),
-                    "SET holder = :holder, holder_name = :name, held_since = if_not_exists(held_since, :now)",
-                )
-            };
-            let update = self
-                .head_update(id)
-                .condition_expression(condition)
-                .update_expression(expression)
-                .expression_attribute_values(":holder", s(&key))
-                .expression_attribute_values(":name", s(by.name))
-                .expression_attribute_values(":now", s(rfc3339(now_ms)))
-                .expression_attribute_values(":now_s", n(now_ms / 1000))
-                .build()
-                .map_err(malformed)?;
-            match update_item(self.client(), &update, ReturnValue::AllNew).await? {
-                Ok(written) => return Ok(holder_of(&written).map_or(Claimed::NotFound, Claimed::Holding)),
-                Err(found) if !live_head(&found, now_ms) => return Ok(Claimed::NotFound),
-                Err(found) => match holder_of(&found) {
-                    Some(holder) if holder.key != key && !taking_over => return Ok(Claimed::HeldBy(holder)),
-                    Some(holder) if holder.key != key => taking_over = true,
-                    // Nobody (or oneself) has it: a take-over is a claim.
-                    _ => taking_over = false,
-                },
-            }
-        }
-        Err(LedgerError::Contended)
-    }
-
-    /// `by` gives conversation `id` back: one conditional write, that they have it.
-    pub async fn release_hold(&self, id: &str, by: Person<'_>, now_ms: u64) -> Result<Released, LedgerError> {
-        let update = self
-            .head_update(id)
-            .condition_expression("attribute_exists(pk) AND expires_at > :now_s AND holder = :holder")
-            .update_expression("REMOVE holder, holder_name, held_since, held_taken_over_from")
-            .expression_attribute_values(":holder", s(holder_key(by)))
+/// `by` claims conversation `id`: one conditional write, that nobody
+/// else has it, or, with `take_over`, that someone else has it (whose
+/// name is recorded). A take-over of a conversation nobody has is a claim.
+pub(super) async fn claim(
+    client: &DynamoClient,
+    table: &str,
+    id: &str,
+    by: Person<'_>,
+    take_over: bool,
+    now_ms: u64,
+) -> Result<Claimed, LedgerError> {
+    let key = holder_key(by);
+    let live = "attribute_exists(pk) AND expires_at > :now_s";
+    // Each failed try saw the holder change under it: a few at most.
+    let mut taking_over = take_over;
+    for _ in 0..CLAIM_TRIES {
+        let (condition, expression) = if taking_over {
+            (
+                format!("{live} AND attribute_exists(holder) AND holder <> :holder"),
+                "SET held_taken_over_from = holder_name, holder = :holder, holder_name = :name, held_since = :now",
+            )
+        } else {
+            (
+                format!("{live} AND (attribute_not_exists(holder) OR holder = :holder)"),
+                "SET holder = :holder, holder_name = :name, held_since = if_not_exists(held_since, :now)",
+            )
+        };
+        let update = head_update(table, id)
+            .condition_expression(condition)
+            .update_expression(expression)
+            .expression_attribute_values(":holder", s(&key))
+            .expression_attribute_values(":name", s(by.name))
+            .expression_attribute_values(":now", s(rfc3339(now_ms)))
             .expression_attribute_values(":now_s", n(now_ms / 1000))
             .build()
             .map_err(malformed)?;
-        match update_item(self.client(), &update, ReturnValue::None).await? {
-            Ok(_) => Ok(Released::Released),
-            Err(found) if !live_head(&found, now_ms) => Ok(Released::NotFound),
-            Err(found) => Ok(holder_of(&found).map_or(Released::NotHeld, Released::HeldBy)),
+        match update_item(client, &update, ReturnValue::AllNew).await? {
+            Ok(written) => return Ok(holder_of(&written).map_or(Claimed::NotFound, Claimed::Holding)),
+            Err(found) if !live_head(&found, now_ms) => return Ok(Claimed::NotFound),
+            Err(found) => match holder_of(&found) {
+                Some(holder) if holder.key != key && !taking_over => return Ok(Claimed::HeldBy(holder)),
+                Some(holder) if holder.key != key => taking_over = true,
+                // Nobody (or oneself) has it: a take-over is a claim.
+                _ => taking_over = false,
+            },
         }
+    }
+    Err(LedgerError::Contended)
+}
+
+/// `by` gives conversation `id` back: one conditional write, that they have it.
+pub(super) async fn release(
+    client: &DynamoClient,
+    table: &str,
+    id: &str,
+    by: Person<'_>,
+    now_ms: u64,
+) -> Result<Released, LedgerError> {
+    let update = head_update(table, id)
+        .condition_expression("attribute_exists(pk) AND expires_at > :now_s AND holder = :holder")
+        .update_expression("REMOVE holder, holder_name, held_since, held_taken_over_from")
+        .expression_attribute_values(":holder", s(holder_key(by)))
+        .expression_attribute_values(":now_s", n(now_ms / 1000))
+        .build()
+        .map_err(malformed)?;
+    match update_item(client, &update, ReturnValue::None).await? {
+        Ok(_) => Ok(Released::Released),
+        Err(found) if !live_head(&found, now_ms) => Ok(Released::NotFound),
+        Err(found) => Ok(holder_of(&found).map_or(Released::NotHeld, Released::HeldBy)),
     }
 }
 

@@ -7,9 +7,8 @@
 //! `by_customer` index, and it lives as long as the conversation
 //! (`expires_at` is its `ends_by`).
 
-use super::conversations::DynamoConversations;
 use super::schema::{CONVERSATION_HEAD as HEAD, CONVERSATION_SORT_KEY as SORT_KEY, INTERNAL_NOTE_PREFIX};
-use super::{Item, n, number, s, text, unavailable};
+use super::{DynamoClient, Item, n, number, s, text, unavailable};
 use crate::clock::rfc3339;
 use crate::conversation::person::Person;
 use crate::ledger::LedgerError;
@@ -42,62 +41,59 @@ pub fn internal_note_of(item: &Item) -> InternalNote {
     }
 }
 
-impl DynamoConversations {
-    /// Keeps `text` (checked and masked by the caller) on conversation `id`
-    /// while it lives; `click` names the note, so the same click keeps one.
-    pub async fn add_internal_note(
-        &self,
-        id: &str,
-        by: Person<'_>,
-        text_kept: &str,
-        click: &str,
-        now_ms: u64,
-    ) -> Result<Noted, LedgerError> {
-        let head = self
-            .client()
-            .get_item()
-            .table_name(self.table())
-            .key("pk", s(id))
-            .key(SORT_KEY, s(HEAD))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        let Some(head) = head
-            .item()
-            .filter(|head| number(head, "expires_at").is_some_and(|at| at > now_ms / 1000))
-        else {
-            return Ok(Noted::NotFound);
-        };
-        let ends_by = number(head, "ends_by")
-            .or_else(|| number(head, "expires_at"))
-            .unwrap_or_default();
-        let mut put = self
-            .client()
-            .put_item()
-            .table_name(self.table())
-            .item("pk", s(id))
-            .item(SORT_KEY, s(format!("{INTERNAL_NOTE_PREFIX}{click}")))
-            .item("customer", s(text(head, "customer").unwrap_or_default()))
-            .item("created_at", s(rfc3339(now_ms)))
-            .item("at", s(rfc3339(now_ms)))
-            .item("at_ms", n(now_ms))
-            .item("by", s(by.name))
-            .item("text", s(text_kept))
-            .item("expires_at", n(ends_by))
-            .condition_expression("attribute_not_exists(pk)");
-        if let Some(sub) = by.sub {
-            put = put.item("by_sub", s(sub));
-        }
-        match put.send().await {
-            Ok(_) => Ok(Noted::Kept),
-            Err(error) => {
-                use aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException as Failed;
-                match error.as_service_error() {
-                    // The same click, sent again: its note is there.
-                    Some(Failed(_)) => Ok(Noted::Kept),
-                    _ => Err(unavailable(error)),
-                }
+/// Keeps `text` (checked and masked by the caller) on conversation `id`
+/// while it lives; `click` names the note, so the same click keeps one.
+pub(super) async fn add(
+    client: &DynamoClient,
+    table: &str,
+    id: &str,
+    by: Person<'_>,
+    text_kept: &str,
+    click: &str,
+    now_ms: u64,
+) -> Result<Noted, LedgerError> {
+    let head = client
+        .get_item()
+        .table_name(table)
+        .key("pk", s(id))
+        .key(SORT_KEY, s(HEAD))
+        .consistent_read(true)
+        .send()
+        .await
+        .map_err(unavailable)?;
+    let Some(head) = head
+        .item()
+        .filter(|head| number(head, "expires_at").is_some_and(|at| at > now_ms / 1000))
+    else {
+        return Ok(Noted::NotFound);
+    };
+    let ends_by = number(head, "ends_by")
+        .or_else(|| number(head, "expires_at"))
+        .unwrap_or_default();
+    let mut put = client
+        .put_item()
+        .table_name(table)
+        .item("pk", s(id))
+        .item(SORT_KEY, s(format!("{INTERNAL_NOTE_PREFIX}{click}")))
+        .item("customer", s(text(head, "customer").unwrap_or_default()))
+        .item("created_at", s(rfc3339(now_ms)))
+        .item("at", s(rfc3339(now_ms)))
+        .item("at_ms", n(now_ms))
+        .item("by", s(by.name))
+        .item("text", s(text_kept))
+        .item("expires_at", n(ends_by))
+        .condition_expression("attribute_not_exists(pk)");
+    if let Some(sub) = by.sub {
+        put = put.item("by_sub", s(sub));
+    }
+    match put.send().await {
+        Ok(_) => Ok(Noted::Kept),
+        Err(error) => {
+            use aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException as Failed;
+            match error.as_service_error() {
+                // The same click, sent again: its note is there.
+                Some(Failed(_)) => Ok(Noted::Kept),
+                _ => Err(unavailable(error)),
             }
         }
     }
