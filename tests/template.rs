@@ -942,7 +942,41 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
         json!({"Fn::GetAtt": ["StaffUserPool", "Arn"]})
     );
     let events = desk["Properties"]["Events"].as_object().unwrap();
-    assert_eq!(events.len(), 11);
+    // The page's three files, and exactly the staff operations `docs/openapi.yaml` documents.
+    let mut routed: Vec<(String, String)> = events
+        .values()
+        .map(|event| {
+            let properties = &event["Properties"];
+            (
+                properties["Path"].as_str().unwrap().to_owned(),
+                properties["Method"].as_str().unwrap().to_ascii_lowercase(),
+            )
+        })
+        .filter(|(path, _)| {
+            !["/support/staff/", "/support/staff/desk.js", "/support/staff/desk.css"].contains(&path.as_str())
+        })
+        .collect();
+    routed.sort();
+    let mut documented: Vec<(String, String)> = refund_chat_testkit::openapi()["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(path, _)| path.starts_with(refund_chat::staff::http::PREFIX))
+        .flat_map(|(path, operations)| {
+            operations
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(|method| (path.clone(), method.clone()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    documented.sort();
+    assert_eq!(
+        routed, documented,
+        "every documented staff operation routed, and no other"
+    );
+    assert_eq!(events.len(), documented.len() + 3);
     for (name, event) in events {
         let properties = &event["Properties"];
         let path = properties["Path"].as_str().unwrap();

@@ -703,6 +703,17 @@ impl AtTheDesk {
         self.wait_text("#item-body", "").await;
     }
 
+    /// Types `value` into the field `id`, anew, pressing nothing.
+    async fn type_in_field(&self, id: &str, value: &str) {
+        let field = self.browser.find(Locator::Id(id)).await.unwrap();
+        field.clear().await.unwrap();
+        field.send_keys(value).await.unwrap();
+    }
+
+    async fn click(&self, id: &str) {
+        self.browser.find(Locator::Id(id)).await.unwrap().click().await.unwrap();
+    }
+
     /// The queue's timer, fired now: the page reads the queue (and the
     /// open conversation) as it does every 10 s and when the tab is shown.
     async fn timer_fires(&self) {
@@ -1416,6 +1427,64 @@ async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
     assert!(!customer.contains("Sam here too"), "{customer}");
     ann.close().await;
     sam.close().await;
+    stack.close().await;
+}
+
+/// Contract 30's saved replies as an approver uses them: saved on the desk,
+/// put into the reply box, changed there, and sent once; never by itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_reply_is_put_in_the_box_edited_and_sent_once() {
+    let stack = Stack::on_the_page().await;
+    stack.type_message("I want to talk to a person").await;
+    stack.nth("assistant", 1).await;
+
+    let ann = AtTheDesk::sign_in(&stack, "ann").await;
+    ann.element("#saved-replies-manage summary")
+        .await
+        .click()
+        .await
+        .unwrap();
+    ann.type_in_field("saved-title-text", "Refund on its way").await;
+    ann.type_in_field("saved-text", "Your refund is on its way.").await;
+    ann.click("saved-save").await;
+    ann.wait_text("#saved-outcome", "is saved").await;
+
+    ann.open_first("handoffs").await;
+    ann.wait_text("#actions", "Saved reply").await;
+    ann.browser
+        .execute(
+            "const pick = document.getElementById('saved-insert-pick');
+             pick.value = [...pick.options].find(o => o.text === 'Refund on its way').value;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    ann.button("Insert").await.unwrap().click().await.unwrap();
+    let reply = ann.browser.find(Locator::Id("reply-text")).await.unwrap();
+    assert_eq!(
+        reply.prop("value").await.unwrap().as_deref(),
+        Some("Your refund is on its way.")
+    );
+    assert!(
+        stack
+            .browser
+            .find_all(Locator::Css("li.person"))
+            .await
+            .unwrap()
+            .is_empty(),
+        "inserted, not sent"
+    );
+    reply.send_keys(" Kind regards, Ann").await.unwrap();
+    ann.button("Send reply").await.unwrap().click().await.unwrap();
+    ann.wait_text("#outcome", "replied in").await;
+    let said = stack.nth("person", 1).await;
+    assert!(said.contains("Your refund is on its way. Kind regards, Ann"), "{said}");
+    stack.polling_is("1.6").await;
+    assert_eq!(
+        stack.browser.find_all(Locator::Css("li.person")).await.unwrap().len(),
+        1
+    );
+    ann.close().await;
     stack.close().await;
 }
 

@@ -47,6 +47,8 @@ pub enum Outcome {
     /// Someone else on the team has the conversation (contract 30;
     /// [`Decided::first`] says who and since when): nothing was written.
     HeldByAnother,
+    /// A limit is reached (contract 30: at most 100 saved replies): nothing was written.
+    LimitReached,
 }
 
 /// Who decided first, and when.
@@ -96,6 +98,8 @@ pub enum Kind {
     Claim,
     Release,
     Note,
+    SaveReply,
+    DeleteReply,
 }
 
 impl Kind {
@@ -110,6 +114,8 @@ impl Kind {
             Kind::Claim => "claim",
             Kind::Release => "release",
             Kind::Note => "note",
+            Kind::SaveReply => "save_reply",
+            Kind::DeleteReply => "delete_reply",
         }
     }
 }

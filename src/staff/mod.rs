@@ -19,6 +19,7 @@ pub mod http;
 pub mod internal_note;
 pub mod orders;
 pub mod read;
+pub mod saved_replies;
 
 /// What the desk's function calls on the refund ledger and on the
 /// conversation table, each with the index it queries: its role in

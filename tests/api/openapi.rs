@@ -45,7 +45,7 @@ fn every_status_of_the_contract_is_documented_and_no_other() {
 }
 
 /// The desk's operations (contracts 24 and 30) and their statuses.
-const STAFF: [(Operation, &[u16]); 11] = [
+const STAFF: [(Operation, &[u16]); 14] = [
     (op("/support/staff/queue", "get"), &[200, 401, 403, 500, 503]),
     (op("/support/staff/refunds/{id}", "get"), &[200, 401, 403, 404, 503]),
     (
@@ -79,6 +79,15 @@ const STAFF: [(Operation, &[u16]); 11] = [
     (
         op("/support/staff/conversations/{id}/notes", "post"),
         &[200, 400, 401, 403, 404, 409, 422, 503],
+    ),
+    (op("/support/staff/saved-replies", "get"), &[200, 401, 403, 503]),
+    (
+        op("/support/staff/saved-replies/{id}", "put"),
+        &[200, 400, 401, 403, 409, 422, 503],
+    ),
+    (
+        op("/support/staff/saved-replies/{id}", "delete"),
+        &[200, 401, 403, 404, 503],
     ),
     (
         op("/support/staff/handoffs/{id}/close", "post"),

@@ -250,3 +250,136 @@ async fn an_internal_note_is_the_teams_alone_and_kept_once_per_click() {
     // A reply is not a note: the team's note claims nothing either.
     assert_eq!(read.body["held_by"], Value::Null);
 }
+
+fn put(id: &str, title: &str, text: &str, who: Who) -> Value {
+    staff_event(
+        "PUT",
+        &format!("/support/staff/saved-replies/{id}"),
+        Some(json!({"title": title, "text": text})),
+        &[],
+        Some(who),
+    )
+}
+
+fn titles(list: &Value) -> Vec<String> {
+    list["saved_replies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["title"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn saved_replies_are_the_approvers_to_change_at_most_100_and_every_change_is_recorded() {
+    let shop = Shop::new(receipt()).await;
+    let desk = desk(&shop).await;
+    let saved = desk
+        .send(put(
+            "on-its-way",
+            "Refund on its way",
+            "Your refund is on its way; card 4242 4242 4242 4242 is credited.",
+            ANN,
+        ))
+        .await;
+    assert_eq!(saved.status, StatusCode::OK, "{}", saved.raw);
+    let list = desk.get("/support/staff/saved-replies", SAM).await;
+    assert_eq!(list.status, StatusCode::OK, "{}", list.raw);
+    assert_eq!(titles(&list.body), ["Refund on its way"]);
+    assert_eq!(
+        list.body["saved_replies"][0]["text"],
+        "Your refund is on its way; card [card ending 4242] is credited."
+    );
+    assert_eq!(list.body["saved_replies"][0]["changed_by"], ANN.name);
+
+    // The staff group alone reads them and changes none.
+    let refused = desk.send(put("sams", "Sam's", "Hello", SAM)).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.raw);
+    let refused = desk
+        .send(staff_event(
+            "DELETE",
+            "/support/staff/saved-replies/on-its-way",
+            None,
+            &[],
+            Some(SAM),
+        ))
+        .await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "{}", refused.raw);
+    for bad in [
+        put("on-its-way", &"t".repeat(81), "text", ANN),
+        put("on-its-way", "Title", " ", ANN),
+        put("on-its-way", "Title", &"x".repeat(4001), ANN),
+        put("on%20its%20way", "Title", "text", ANN),
+    ] {
+        let answer = desk.send(bad).await;
+        assert_eq!(answer.status, StatusCode::UNPROCESSABLE_ENTITY, "{}", answer.raw);
+    }
+    assert_eq!(
+        titles(&desk.get("/support/staff/saved-replies", SAM).await.body),
+        ["Refund on its way"],
+        "nothing written"
+    );
+
+    // Up to 100; of two approvers adding the hundredth at once, one is refused.
+    for i in 1..99 {
+        let answer = desk
+            .send(put(&format!("r{i:03}"), &format!("Reply {i:03}"), "text", ANN))
+            .await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+    }
+    let (a, b) = tokio::join!(
+        desk.send(put("last-a", "Last A", "text", ANN)),
+        desk.send(put("last-b", "Last B", "text", ANN)),
+    );
+    let mut statuses = [a.status.as_u16(), b.status.as_u16()];
+    statuses.sort();
+    assert_eq!(statuses, [200, 409], "{} / {}", a.raw, b.raw);
+    let list = desk.get("/support/staff/saved-replies", SAM).await;
+    assert_eq!(titles(&list.body).len(), 100);
+    // A change of one in use is not a new one.
+    let changed = desk
+        .send(put(
+            "on-its-way",
+            "Refund on its way",
+            "Your refund is on its way.",
+            ANN,
+        ))
+        .await;
+    assert_eq!(changed.status, StatusCode::OK, "{}", changed.raw);
+
+    // Deleted: out of the list, its record kept with who and when.
+    let delete = || {
+        staff_event(
+            "DELETE",
+            "/support/staff/saved-replies/on-its-way",
+            None,
+            &[],
+            Some(ANN),
+        )
+    };
+    let deleted = desk.send(delete()).await;
+    assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.raw);
+    assert_eq!(desk.send(delete()).await.status, StatusCode::NOT_FOUND);
+    let list = desk.get("/support/staff/saved-replies", SAM).await;
+    assert!(!titles(&list.body).contains(&"Refund on its way".to_owned()));
+    let kept = aws_sdk_dynamodb::Client::new(&shop.h.aws)
+        .get_item()
+        .table_name(conversation_table(&shop.h.table))
+        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S("saved-replies".into()))
+        .key("sk", aws_sdk_dynamodb::types::AttributeValue::S("r#on-its-way".into()))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    assert_eq!(attr(&kept, "deleted_by"), Some(ANN.name));
+    let changes = kept["changes"].as_l().unwrap();
+    let what: Vec<&str> = changes
+        .iter()
+        .map(|c| c.as_m().unwrap()["what"].as_s().unwrap().as_str())
+        .collect();
+    assert_eq!(what, ["saved", "saved", "deleted"]);
+    // Room again: a new one fits.
+    let again = desk.send(put("last-c", "Last C", "text", ANN)).await;
+    assert_eq!(again.status, StatusCode::OK, "{}", again.raw);
+}

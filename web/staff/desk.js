@@ -172,6 +172,8 @@ async function setNewPassword(event) {
 function signOut(why) {
   token = null;
   me = null;
+  savedReplies = [];
+  $("saved-replies-manage").hidden = true;
   sessionStorage.removeItem(TOKEN);
   clearTimeout(timer);
   challenge = null;
@@ -231,6 +233,11 @@ async function refresh() {
   try {
     const { status, data } = await call("GET", "queue");
     if (status !== 200) throw new Error(data.detail || ("HTTP " + status));
+    if (!me) {
+      me = data.you;
+      $("saved-replies-manage").hidden = !me.approver;
+      loadSavedReplies();
+    }
     me = data.you;
     $("whoami").textContent = "Signed in as " + me.name + (me.approver ? " (approver)" : "");
     const mineOnly = $("mine").checked;
@@ -417,6 +424,63 @@ function field(id, label, multiline) {
   return wrap;
 }
 
+// --- Saved replies (contract 30): read with the queue's first read and
+// after each change; one is put into the reply box, never sent by itself.
+let savedReplies = [];
+
+async function loadSavedReplies() {
+  const { status, data } = await call("GET", "saved-replies");
+  if (status !== 200) return;
+  savedReplies = data.saved_replies || [];
+  const pick = $("saved-pick");
+  const chosen = pick.value;
+  pick.replaceChildren(new Option("A new saved reply", ""), ...savedReplies.map((r) => new Option(r.title, r.id)));
+  pick.value = savedReplies.some((r) => r.id === chosen) ? chosen : "";
+  const insert = $("saved-insert-pick");
+  if (insert) insert.replaceChildren(new Option("Pick a saved reply", ""), ...savedReplies.map((r) => new Option(r.title, r.id)));
+}
+
+function savedReplyPicker() {
+  const wrap = el("p", null, "field inline");
+  const label = el("label", "Saved reply");
+  label.htmlFor = "saved-insert-pick";
+  const pick = el("select");
+  pick.id = "saved-insert-pick";
+  pick.append(new Option("Pick a saved reply", ""), ...savedReplies.map((r) => new Option(r.title, r.id)));
+  const insert = el("button", "Insert", "secondary");
+  insert.type = "button";
+  insert.addEventListener("click", () => {
+    const reply = savedReplies.find((r) => r.id === pick.value);
+    if (!reply) { say("Pick a saved reply first."); return; }
+    const box = $("reply-text");
+    box.value = box.value.trim() ? box.value.trimEnd() + "\n\n" + reply.text : reply.text;
+    box.focus();
+  });
+  wrap.append(label, pick, insert);
+  return wrap;
+}
+
+// A title's slug: the saved reply's id.
+function slug(title) {
+  return title.toLowerCase().normalize("NFKD").replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 64) || "reply";
+}
+
+async function changeSavedReply(method) {
+  const sayHere = (text) => { $("saved-outcome").textContent = text; };
+  const chosen = $("saved-pick").value;
+  const title = $("saved-title-text").value.trim();
+  const text = $("saved-text").value.trim();
+  if (method === "DELETE" && !chosen) { sayHere("Pick the saved reply to delete."); return; }
+  if (method === "PUT" && (!title || !text)) { sayHere("Give a title and a text."); return; }
+  const id = method === "DELETE" || chosen ? chosen : slug(title);
+  const { status, data } = await call(method, "saved-replies/" + encodeURIComponent(id), method === "PUT" ? { title, text } : undefined);
+  sayHere(status === 200 ? data.text : (data.detail || "HTTP " + status));
+  if (status === 200) {
+    if (method === "DELETE") { $("saved-title-text").value = ""; $("saved-text").value = ""; }
+    await loadSavedReplies();
+  }
+}
+
 // The open conversation as last shown: its exchanges and notes, and who has it.
 let seen = null;
 function shown(view) {
@@ -455,6 +519,7 @@ async function open(item, keepOutcome) {
     if (!data.held_by) actions.append(decision("Claim", conversation + "/claim", () => ({}), "secondary"));
     else if (mine) actions.append(decision("Release", conversation + "/release", () => ({}), "secondary"));
     else actions.append(decision("Take over from " + data.held_by.name, conversation + "/claim", () => ({ take_over: true }), "secondary"));
+    actions.append(savedReplyPicker());
     actions.append(field("reply-text", "Reply to the customer", true));
     actions.append(decision("Send reply", "conversations/" + encodeURIComponent(item.conversation_id) + "/reply", () => {
       const text = $("reply-text").value.trim();
@@ -517,3 +582,10 @@ $("mine").addEventListener("change", () => refresh());
 $("allow-notifications").addEventListener("click", () => {
   if ("Notification" in window) Notification.requestPermission();
 });
+$("saved-pick").addEventListener("change", () => {
+  const reply = savedReplies.find((r) => r.id === $("saved-pick").value);
+  $("saved-title-text").value = reply ? reply.title : "";
+  $("saved-text").value = reply ? reply.text : "";
+});
+$("saved-save").addEventListener("click", () => changeSavedReply("PUT"));
+$("saved-delete").addEventListener("click", () => changeSavedReply("DELETE"));

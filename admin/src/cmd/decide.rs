@@ -24,7 +24,8 @@ pub fn ending(decided: Decided) -> Ending {
         | Decision::OrderRefused
         | Decision::TryAgain
         | Decision::PaymentsFailed
-        | Decision::HeldByAnother => Ending::Refused(decided.text),
+        | Decision::HeldByAnother
+        | Decision::LimitReached => Ending::Refused(decided.text),
     }
 }
 

@@ -524,6 +524,34 @@ impl DynamoConversations {
         super::internal_notes::add(&self.client, &self.table, id, by, text_kept, click, now_ms).await
     }
 
+    /// The saved replies in use ([`super::saved_replies`]).
+    pub async fn saved_replies(&self) -> Result<Vec<super::saved_replies::SavedReply>, LedgerError> {
+        super::saved_replies::list(&self.client, &self.table).await
+    }
+
+    /// Saves a reply, new or changed, within `max` ([`super::saved_replies`]).
+    pub async fn save_reply(
+        &self,
+        id: &str,
+        title: &str,
+        text: &str,
+        by: Person<'_>,
+        max: usize,
+        now_ms: u64,
+    ) -> Result<super::saved_replies::Saved, LedgerError> {
+        super::saved_replies::save(&self.client, &self.table, id, title, text, by, max, now_ms).await
+    }
+
+    /// Deletes a saved reply, its record kept ([`super::saved_replies`]).
+    pub async fn delete_saved_reply(
+        &self,
+        id: &str,
+        by: Person<'_>,
+        now_ms: u64,
+    ) -> Result<super::saved_replies::Deleted, LedgerError> {
+        super::saved_replies::delete(&self.client, &self.table, id, by, now_ms).await
+    }
+
     /// Deletes every item of the conversation: the support team's "forget",
     /// never the function's (its role has no delete on this table). Returns
     /// how many items went.

@@ -58,6 +58,7 @@ pub mod notes;
 mod refunds;
 mod requests;
 pub mod routing;
+pub mod saved_replies;
 pub mod schema;
 pub mod staff;
 

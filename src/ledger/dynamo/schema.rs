@@ -221,3 +221,12 @@ pub async fn create_conversation_table(client: &Client, name: &str) -> Result<()
 /// `n#<click>`, where the click is the desk's hash of who and its key (a
 /// terminal's: of who and when), so the same click keeps one note.
 pub const INTERNAL_NOTE_PREFIX: &str = "n#";
+
+/// The shop's saved replies (contract 30) share the conversation table, in
+/// a partition of their own that no conversation id can name (those are
+/// `c_…`): `r#<id>` per reply, and [`SAVED_REPLIES_COUNT`] holding the ids
+/// in use, so at most [`crate::staff::saved_replies::MAX_SAVED_REPLIES`]
+/// exist however many approvers add one at once.
+pub const SAVED_REPLIES_PARTITION: &str = "saved-replies";
+pub const SAVED_REPLY_PREFIX: &str = "r#";
+pub const SAVED_REPLIES_COUNT: &str = "count";

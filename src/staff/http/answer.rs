@@ -54,7 +54,9 @@ impl Answer {
         let status = match decided.outcome {
             Outcome::Done | Outcome::VerdictNotRecorded => StatusCode::OK,
             Outcome::NotFound => StatusCode::NOT_FOUND,
-            Outcome::AlreadyDecided | Outcome::OrderRefused | Outcome::HeldByAnother => StatusCode::CONFLICT,
+            Outcome::AlreadyDecided | Outcome::OrderRefused | Outcome::HeldByAnother | Outcome::LimitReached => {
+                StatusCode::CONFLICT
+            }
             Outcome::Invalid => StatusCode::UNPROCESSABLE_ENTITY,
             Outcome::TryAgain | Outcome::Uncertain => StatusCode::SERVICE_UNAVAILABLE,
             Outcome::PaymentsFailed | Outcome::Unrecorded => StatusCode::BAD_GATEWAY,

@@ -19,7 +19,7 @@ use crate::ledger::dynamo::clicks::Click;
 use crate::router::Intent;
 use crate::staff::decide::{self, Decided};
 use crate::staff::read::{self, Links};
-use crate::staff::{Staff, decide::Outcome, hold, internal_note};
+use crate::staff::{Staff, decide::Outcome, hold, internal_note, saved_replies};
 
 use answer::Answer;
 use identity::{Member, Role};
@@ -262,9 +262,13 @@ impl StaffApp {
             return Answer::error(StatusCode::FORBIDDEN, identity::Refused::NotStaff.to_string())
                 .response(&request_id, false);
         };
-        let (answer, replayed) = match *request.method() {
-            Method::GET => (self.read(&parts, &member, role).await, false),
-            Method::POST => self.decide(&request, &parts, &member, role).await,
+        let (answer, replayed) = match (request.method().clone(), parts.as_slice()) {
+            (Method::PUT | Method::DELETE, ["saved-replies", id]) => {
+                (self.manage_saved_reply(&request, id, &member, role).await, false)
+            }
+            (_, ["saved-replies", _]) => return method_not_allowed("PUT, DELETE", &request_id),
+            (Method::GET, _) => (self.read(&parts, &member, role).await, false),
+            (Method::POST, _) => self.decide(&request, &parts, &member, role).await,
             _ => return method_not_allowed("GET, POST", &request_id),
         };
         answer.response(&request_id, replayed)
@@ -279,6 +283,9 @@ impl StaffApp {
                 Some(body)
             }),
             ["refunds", id] => read::refund(&self.staff, id).await.map(|view| view.map(|v| json!(v))),
+            ["saved-replies"] => saved_replies::list(&self.staff)
+                .await
+                .map(|replies| Some(json!({"saved_replies": replies, "max": saved_replies::MAX_SAVED_REPLIES}))),
             ["conversations", id] => read::conversation(&self.staff, &decide::conversation_named(id), &self.links)
                 .await
                 .map(|view| view.map(|v| json!(v))),
@@ -290,6 +297,37 @@ impl StaffApp {
                 StatusCode::NOT_FOUND,
                 format!("no {} with that id (or it expired)", parts[0].trim_end_matches('s')),
             ),
+            Err(error) => Answer::ledger(&error),
+        }
+    }
+
+    /// A saved reply's `PUT` or `DELETE` (contract 30): the approvers'. Each
+    /// is idempotent as HTTP's verbs are, so no `Idempotency-Key` is asked.
+    async fn manage_saved_reply(&self, request: &Request, id: &str, member: &Member, role: Role) -> Answer {
+        if role < Role::Approver {
+            tracing::warn!(event = "staff_refused", sub = %crate::untrusted::visible(&member.sub), why = "not an approver");
+            return Answer::error(
+                StatusCode::FORBIDDEN,
+                "saved replies are changed by the approvers' group",
+            );
+        }
+        let by = member.person();
+        let decided = if request.method() == Method::DELETE {
+            saved_replies::delete(&self.staff, id, by).await
+        } else {
+            let body: Value = match serde_json::from_slice::<Value>(request.body().as_ref()) {
+                Ok(value @ Value::Object(_)) => value,
+                _ => return Answer::error(StatusCode::BAD_REQUEST, "the body must be a JSON object"),
+            };
+            let (title, text) = match (text_field(&body, "title"), text_field(&body, "text")) {
+                (Ok(Some(title)), Ok(Some(text))) => (title, text),
+                (Err(why), _) | (_, Err(why)) => return Answer::error(StatusCode::UNPROCESSABLE_ENTITY, why),
+                _ => return Answer::error(StatusCode::UNPROCESSABLE_ENTITY, "title and text are required"),
+            };
+            saved_replies::save(&self.staff, id, &title, &text, by).await
+        };
+        match decided {
+            Ok(decided) => Answer::decided(&decided),
             Err(error) => Answer::ledger(&error),
         }
     }
