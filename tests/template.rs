@@ -1040,13 +1040,13 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
         granted_on(json!({"Fn::GetAtt": ["ConversationTable", "Arn"]})),
         refund_chat::staff::CONVERSATION_ACTIONS_USED
     );
-    assert_eq!(
-        granted_on(json!({"Fn::Sub": format!(
-            "${{ConversationTable.Arn}}/index/{}",
-            refund_chat::staff::CONVERSATION_INDEX_QUERIED
-        )})),
-        ["dynamodb:Query"]
-    );
+    for index in refund_chat::staff::CONVERSATION_INDEXES_QUERIED {
+        assert_eq!(
+            granted_on(json!({"Fn::Sub": format!("${{ConversationTable.Arn}}/index/{index}")})),
+            ["dynamodb:Query"],
+            "{index}"
+        );
+    }
     // A guest's e-mail for an approval's order read (contract 27): one action, on the guest pool alone.
     assert_eq!(
         granted_on(json!({"Fn::GetAtt": ["GuestUserPool", "Arn"]})),

@@ -557,6 +557,7 @@ impl Stack {
         let new = NewExchange {
             router: None,
             writes: Default::default(),
+            orders: Vec::new(),
             exchange: refund_chat::conversation::Exchange::of_turn(
                 &[refund_chat::chat::Message::User(said.to_owned())],
                 Some(reply),
@@ -596,7 +597,31 @@ async fn serve_desk(desk: StaffDesk) -> SocketAddr {
             let (parts, body, headers) = taken_apart(request).await;
             let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
             let body = serde_json::from_slice::<Value>(&body).ok();
-            let event = staff_event(parts.method.as_str(), parts.uri.path(), body, &headers, None);
+            let mut event = staff_event(parts.method.as_str(), parts.uri.path(), body, &headers, None);
+            // The query, as API Gateway passes it (the desk's search).
+            let decoded = |part: &str| {
+                percent_encoding::percent_decode_str(&part.replace('+', " "))
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
+            let query: Vec<(String, String)> = parts
+                .uri
+                .query()
+                .unwrap_or("")
+                .split('&')
+                .filter_map(|pair| pair.split_once('='))
+                .map(|(k, v)| (decoded(k), decoded(v)))
+                .collect();
+            if !query.is_empty() {
+                event["queryStringParameters"] = Value::Object(
+                    query
+                        .iter()
+                        .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                        .collect(),
+                );
+                event["multiValueQueryStringParameters"] =
+                    Value::Object(query.iter().map(|(k, v)| (k.clone(), serde_json::json!([v]))).collect());
+            }
             let answer = send_staff(&app, event).await;
             let mut response = axum::response::Response::builder().status(answer.status);
             for (name, value) in &answer.headers {
@@ -1485,6 +1510,45 @@ async fn a_saved_reply_is_put_in_the_box_edited_and_sent_once() {
         1
     );
     ann.close().await;
+    stack.close().await;
+}
+
+/// Contract 30's search: a closed chat found again by the order it was
+/// about, opened as from the queue, with the customer panel beside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_search_by_order_id_finds_a_closed_chat() {
+    let stack = Stack::on_the_page().await;
+    stack.type_message("Where is my order A-1001?").await;
+    stack.nth("assistant", 1).await;
+    stack.type_message("I want to talk to a person").await;
+    stack.nth("assistant", 2).await;
+
+    let sam = AtTheDesk::sign_in(&stack, "sam").await;
+    sam.open_first("handoffs").await;
+    sam.wait_text("#actions", "Close handoff").await;
+    sam.button("Close handoff")
+        .await
+        .expect("a close button")
+        .click()
+        .await
+        .unwrap();
+    sam.wait_text("#outcome", "closed").await;
+    sam.timer_fires().await;
+    sam.wait_text("#handoffs", "Nothing waits").await;
+
+    sam.type_in_field("search-q", "A-1001").await;
+    sam.browser
+        .find(Locator::Css("#search button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    sam.wait_text("#search-results", "handoff closed").await;
+    sam.element("#search-results li button").await.click().await.unwrap();
+    sam.wait_text("#item-body", "Where is my order A-1001?").await;
+    sam.wait_text("#item-body", "Customer u-1001 (customer)").await;
+    sam.close().await;
     stack.close().await;
 }
 

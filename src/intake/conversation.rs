@@ -444,6 +444,11 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 key: None,
                 router: Some(routed.labels),
                 writes,
+                orders: trace
+                    .stats
+                    .as_ref()
+                    .map(|stats| stats.orders_found.iter().cloned().collect())
+                    .unwrap_or_default(),
             },
             lease,
             held,
@@ -593,6 +598,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                     steps: ProposalSteps::clearing(&held.proposals),
                     ..WritesAppend::default()
                 },
+                orders: Vec::new(),
             },
             lease,
             held,

@@ -101,6 +101,7 @@ async fn stored_conversation(store: &MemoryLedger, customer: &str) -> Conversati
     let new = NewExchange {
         router: None,
         writes: Default::default(),
+        orders: Vec::new(),
         exchange: Exchange::of_turn(&[crate::chat::Message::User("hello".into())], Some("hi")),
         status: 200,
         scope: RefundScope::for_request(customer, "setup"),

@@ -113,6 +113,9 @@ pub struct NewExchange {
     pub router: Option<String>,
     /// What the turn did about writes (contracts 26 and 28), in the same step.
     pub writes: WritesAppend,
+    /// The orders the order system found for the customer this turn: the
+    /// conversation is found by each (contract 30), in the same step.
+    pub orders: Vec<String>,
 }
 
 /// A turn's writes (contracts 26 and 28): what becomes of the

@@ -159,6 +159,7 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
     let turn = NewExchange {
         router: None,
         writes: Default::default(),
+        orders: Vec::new(),
         exchange: Exchange::of_turn(&[Message::User("refund D-4".into())], Some("A person will review it.")),
         status: 200,
         scope: asked.attempt.scope.clone(),

@@ -20,6 +20,7 @@ pub mod internal_note;
 pub mod orders;
 pub mod read;
 pub mod saved_replies;
+pub mod search;
 
 /// What the desk's function calls on the refund ledger and on the
 /// conversation table, each with the index it queries: its role in
@@ -34,7 +35,9 @@ pub const CONVERSATION_ACTIONS_USED: &[&str] = &[
     "dynamodb:Query",
     "dynamodb:UpdateItem",
 ];
-pub const CONVERSATION_INDEX_QUERIED: &str = "open_handoffs";
+/// The open handoffs (the queue) and a customer's items (search and the
+/// customer panel, contract 30).
+pub const CONVERSATION_INDEXES_QUERIED: &[&str] = &["by_customer", "open_handoffs"];
 
 use std::time::Duration;
 

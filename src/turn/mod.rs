@@ -188,6 +188,9 @@ pub struct TurnStats {
     pub addresses: Vec<AddressRecord>,
     pub returns: Vec<ReturnRecord>,
     pub proposal_steps: ProposalSteps,
+    /// The orders the order system found for the verified customer this
+    /// turn: the conversation is found by them (contract 30).
+    pub orders_found: std::collections::BTreeSet<String>,
     /// Code's own lines for the customer, added to the reply: what a
     /// proposal will write, a started return's label (personal data and
     /// links: never logged or sent to a model).
@@ -627,7 +630,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         }
         self.stats.order_reads += 1;
         let shopper = self.shopper();
-        let order = match self.tools.orders.order(order_id, &shopper).await {
+        let order = match self.read_order(order_id, &shopper).await {
             OrderLookup::Found(order) => order,
             OrderLookup::NotFound => return (address_tool::not_found(order_id), "not_found"),
             OrderLookup::Unavailable(_) => return (address_tool::unavailable(), "unavailable"),
@@ -762,7 +765,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         }
         self.stats.order_reads += 1;
         let shopper = self.shopper();
-        let order = match self.tools.orders.order(order_id, &shopper).await {
+        let order = match self.read_order(order_id, &shopper).await {
             OrderLookup::Found(order) => order,
             OrderLookup::NotFound => return (return_tool::not_found(order_id), "not_found", None),
             OrderLookup::Unavailable(_) => return (return_tool::unavailable(), "unavailable", None),
@@ -848,7 +851,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         } else {
             self.stats.order_reads += 1;
             let started = Instant::now();
-            let lookup = self.tools.orders.order(&order_id, &self.shopper()).await;
+            let lookup = self.read_order(&order_id, &self.shopper()).await;
             (Some(lookup), started.elapsed())
         };
         tracing::info!(
@@ -897,6 +900,16 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
         help_tool::result(&found).to_string()
     }
 
+    /// Reads an order as `shopper`; one the order system found is kept
+    /// as named by the conversation (contract 30's search by order id).
+    async fn read_order(&mut self, order_id: &str, shopper: &orders::Shopper) -> OrderLookup {
+        let lookup = self.tools.orders.order(order_id, shopper).await;
+        if let OrderLookup::Found(order) = &lookup {
+            self.stats.orders_found.insert(order.order_id.clone());
+        }
+        lookup
+    }
+
     /// The order a refund is checked against, read afresh with the verified
     /// customer; beyond [`MAX_REFUND_CHECKS`] it is not read (rule 6).
     async fn check_order(&mut self, order_id: &str) -> OrderFacts {
@@ -904,7 +917,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             return OrderFacts::Unverified;
         }
         self.stats.refund_checks += 1;
-        self.tools.orders.order(order_id, &self.shopper()).await.facts()
+        self.read_order(order_id, &self.shopper()).await.facts()
     }
 
     /// `hand_off_to_person`: validated like `issue_refund`; moves no money and

@@ -855,6 +855,7 @@ async fn an_exchange_appended_while_a_turn_runs_moves_the_turns_own_after_it() {
     let new = refund_chat::ledger::NewExchange {
         router: None,
         writes: Default::default(),
+        orders: Vec::new(),
         exchange: refund_chat::conversation::Exchange::of_turn(
             &[refund_chat::chat::Message::User("and now?".into())],
             Some("Still here."),

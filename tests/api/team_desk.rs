@@ -383,3 +383,104 @@ async fn saved_replies_are_the_approvers_to_change_at_most_100_and_every_change_
     let again = desk.send(put("last-c", "Last C", "text", ANN)).await;
     assert_eq!(again.status, StatusCode::OK, "{}", again.raw);
 }
+
+/// `GET /support/staff/search?q=…` as Sam, the query where API Gateway puts it.
+async fn search(desk: &StaffDesk, q: &str) -> Answer {
+    let mut event = staff_event("GET", "/support/staff/search", None, &[], Some(SAM));
+    event["queryStringParameters"] = json!({"q": q});
+    event["multiValueQueryStringParameters"] = json!({"q": [q]});
+    desk.send(event).await
+}
+
+#[tokio::test]
+async fn a_search_by_exact_id_finds_closed_chats_and_the_panel_shows_the_customers_others() {
+    let shop = Shop::new(receipt()).await;
+    let desk = desk(&shop).await;
+    // A refund of A-1001 (its order read by code), then a person, then closed.
+    let first = shop.h.say(None, "please refund A-1001 500").await;
+    assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
+    let conversation = first.conversation_id().to_owned();
+    let asked = shop.h.say(Some(&conversation), "I want to talk to a person").await;
+    assert_eq!(asked.body["handed_off"], true, "{}", asked.raw);
+    let handoff = refund_chat::handoff::handoff_id(&conversation);
+    let closed = desk
+        .post(
+            &format!("/support/staff/handoffs/{handoff}/close"),
+            json!({}),
+            "close",
+            SAM,
+        )
+        .await;
+    assert_eq!(closed.status, StatusCode::OK, "{}", closed.raw);
+    let other = shop.h.say(None, "please refund B-2002 300").await;
+    let other_conversation = other.conversation_id().to_owned();
+
+    let found = search(&desk, "A-1001").await;
+    assert_eq!(found.status, StatusCode::OK, "{}", found.raw);
+    let ids: Vec<&str> = found.body["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [conversation.as_str()], "{}", found.raw);
+    assert_eq!(found.body["conversations"][0]["handoff"], "closed");
+    let refunds = found.body["refunds"].as_array().unwrap();
+    assert_eq!(refunds.len(), 1, "{}", found.raw);
+    assert_eq!(refunds[0]["order_id"], "A-1001");
+    let record_id = refunds[0]["id"].as_str().unwrap().to_owned();
+
+    // By the conversation, its handoff, the record, the customer.
+    for (q, conversations) in [
+        (conversation.clone(), 1),
+        (handoff.clone(), 1),
+        (record_id.clone(), 1),
+        ("u-1001".to_owned(), 2),
+        ("A-9999".to_owned(), 0),
+    ] {
+        let found = search(&desk, &q).await;
+        assert_eq!(found.status, StatusCode::OK, "{q}: {}", found.raw);
+        assert_eq!(
+            found.body["conversations"].as_array().unwrap().len(),
+            conversations,
+            "{q}: {}",
+            found.raw
+        );
+    }
+    assert_eq!(search(&desk, "").await.status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    // The customer panel beside the conversation: their other one, their refunds.
+    let read = desk
+        .get(&format!("/support/staff/conversations/{conversation}"), SAM)
+        .await;
+    let panel = &read.body["customer_panel"];
+    assert_eq!(panel["who"], "customer", "{}", read.raw);
+    let others: Vec<&str> = panel["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(others, [other_conversation.as_str()]);
+    assert_eq!(panel["refunds"]["count"], 2);
+    assert_eq!(panel["refunds"]["refunded"], "8.00");
+
+    // Forgotten: the order no longer finds anything of theirs.
+    let forgot = shop.run(&["forget", "--customer", "u-1001", "--by", "Kim"]).await;
+    assert_eq!(forgot.status.code(), Some(0), "{}", crate::approvals::stderr(&forgot));
+    let found = search(&desk, "A-1001").await;
+    assert!(
+        found.body["conversations"].as_array().unwrap().is_empty(),
+        "{}",
+        found.raw
+    );
+    let postings = aws_sdk_dynamodb::Client::new(&shop.h.aws)
+        .query()
+        .table_name(conversation_table(&shop.h.table))
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(":pk", aws_sdk_dynamodb::types::AttributeValue::S("order#A-1001".into()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(postings.count(), 0, "the order's posting went with them");
+}

@@ -321,6 +321,7 @@ function transcript(view) {
       box.append(summary);
     }
   }
+  if (view.customer_panel) box.append(customerPanel(view.customer_panel));
   box.append(el("p", view.held_by
     ? "With " + view.held_by.name + " since " + view.held_by.since + (view.held_by.taken_over_from ? " (taken over from " + view.held_by.taken_over_from + ")" : "")
     : "Nobody has this conversation.", "holder"));
@@ -422,6 +423,58 @@ function field(id, label, multiline) {
   if (multiline) input.rows = 3;
   wrap.append(l, input);
   return wrap;
+}
+
+// --- Finding things (contract 30): an exact id; each result opens as from the queue.
+function conversationItem(line) {
+  return { kind: "handoff", id: "h_" + line.id.replace(/^c_/, ""), conversation_id: line.id };
+}
+
+function conversationButton(line) {
+  const button = el("button", null, "secondary");
+  button.type = "button";
+  button.append(el("strong", "Conversation " + line.id), el("br"),
+    el("span", "last " + line.updated_at + " · " + line.exchanges + " exchange(s)" + (line.handoff ? " · handoff " + line.handoff : ""), "hint"));
+  button.addEventListener("click", () => open(conversationItem(line)));
+  return button;
+}
+
+async function find(event) {
+  event.preventDefault();
+  const q = $("search-q").value.trim();
+  const list = $("search-results");
+  if (!q) { list.hidden = true; return; }
+  const { status, data } = await call("GET", "search?q=" + encodeURIComponent(q));
+  list.hidden = false;
+  if (status !== 200) { list.replaceChildren(el("li", data.detail || ("HTTP " + status), "error")); return; }
+  const items = [];
+  for (const line of data.conversations) { const li = el("li"); li.append(conversationButton(line)); items.push(li); }
+  for (const r of data.refunds) {
+    const li = el("li");
+    const button = el("button", null, "secondary");
+    button.type = "button";
+    button.append(el("strong", "Refund " + r.amount + " · order " + r.order_id), el("br"), el("span", r.state + " (" + r.id + ")", "hint"));
+    button.addEventListener("click", () => open({ kind: r.state === "unknown" ? "unknown_outcome" : "approval", id: r.id }));
+    li.append(button);
+    items.push(li);
+  }
+  list.replaceChildren(...items);
+  if (!items.length) list.append(el("li", "Nothing has that id.", "hint"));
+}
+
+function customerPanel(panel) {
+  const box = el("aside", null, "customer-panel");
+  box.setAttribute("aria-label", "The customer");
+  box.append(el("h3", "Customer " + panel.customer + " (" + panel.who + ")"));
+  box.append(el("p", panel.refunds.count + " refund record(s), " + panel.refunds.refunded + " refunded", "hint"));
+  if (panel.conversations.length) {
+    const ul = el("ul", null, "items");
+    for (const line of panel.conversations) { const li = el("li"); li.append(conversationButton(line)); ul.append(li); }
+    box.append(ul);
+  } else {
+    box.append(el("p", "No other conversation.", "hint"));
+  }
+  return box;
 }
 
 // --- Saved replies (contract 30): read with the queue's first read and
@@ -526,7 +579,9 @@ async function open(item, keepOutcome) {
       if (!text) { say("Write the reply first."); return null; }
       return { text };
     }));
-    actions.append(decision("Close handoff", "handoffs/" + encodeURIComponent(item.id) + "/close", () => ({}), "secondary"));
+    if (data.handoff && !data.handoff.closed_by) {
+      actions.append(decision("Close handoff", "handoffs/" + encodeURIComponent(item.id) + "/close", () => ({}), "secondary"));
+    }
     actions.append(field("note-text", "Internal note (the support team only)", true));
     actions.append(decision("Add internal note", conversation + "/notes", () => {
       const text = $("note-text").value.trim();
@@ -589,3 +644,4 @@ $("saved-pick").addEventListener("change", () => {
 });
 $("saved-save").addEventListener("click", () => changeSavedReply("PUT"));
 $("saved-delete").addEventListener("click", () => changeSavedReply("DELETE"));
+$("search").addEventListener("submit", find);

@@ -57,6 +57,8 @@ pub async fn run(
     for id in &ids {
         conversations.delete(id).await?;
     }
+    // The orders their conversations named (contract 30's search).
+    conversations.forget_postings(customer).await?;
     let forgotten = ledger.forget_customer(customer, by, now).await?;
     ledger.record_forget(customer, by, now, forgotten, ids.len()).await?;
     tracing::info!(

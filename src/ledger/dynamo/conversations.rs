@@ -159,6 +159,23 @@ pub struct Ended {
     pub refund_records: Vec<String>,
 }
 
+/// A conversation in a line, from its header (contract 30's search and
+/// customer panel).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ConversationLine {
+    pub id: String,
+    pub customer: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub exchanges: u64,
+    /// `open`, `closed`, or none when it was never handed off.
+    pub handoff: Option<&'static str>,
+    pub held_by: Option<super::holders::Holder>,
+    /// The refund records its turns wrote.
+    #[serde(skip)]
+    pub refund_records: Vec<String>,
+}
+
 /// A handoff as the conversation records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredHandoff {
@@ -483,6 +500,8 @@ impl DynamoConversations {
         let mut ids: Vec<String> = items
             .iter()
             .filter_map(|item| text(item, "pk"))
+            // An order's posting names the customer too: not a conversation.
+            .filter(|pk| !pk.starts_with(super::postings::ORDER_PREFIX))
             .map(str::to_owned)
             .collect();
         // Every item of a conversation is in the index: one id each.
@@ -522,6 +541,57 @@ impl DynamoConversations {
         now_ms: u64,
     ) -> Result<super::internal_notes::Noted, LedgerError> {
         super::internal_notes::add(&self.client, &self.table, id, by, text_kept, click, now_ms).await
+    }
+
+    /// Conversation `id` in a line, from its header alone, while it lives.
+    pub async fn line(&self, id: &str, now_ms: u64) -> Result<Option<ConversationLine>, LedgerError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(self.key(id, HEAD).into_iter().collect()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let Some(head) = output
+            .item()
+            .filter(|head| number(head, "expires_at").is_some_and(|at| at > now_ms / 1000))
+        else {
+            return Ok(None);
+        };
+        let mut refund_records: Vec<String> = head
+            .get("refund_records")
+            .and_then(|v| v.as_ss().ok())
+            .cloned()
+            .unwrap_or_default();
+        refund_records.sort();
+        Ok(Some(ConversationLine {
+            id: id.to_owned(),
+            customer: text(head, "customer").unwrap_or_default().to_owned(),
+            created_at: text(head, "created_at").unwrap_or_default().to_owned(),
+            updated_at: text(head, "updated_at").unwrap_or_default().to_owned(),
+            exchanges: number(head, "exchanges").unwrap_or_default(),
+            handoff: head.contains_key("handoff_id").then(|| {
+                if head.contains_key("handoff_open") {
+                    "open"
+                } else {
+                    "closed"
+                }
+            }),
+            held_by: super::holders::holder_of(head),
+            refund_records,
+        }))
+    }
+
+    /// The conversations that named `order_id` ([`super::postings`]).
+    pub async fn of_order(&self, order_id: &str, now_ms: u64) -> Result<Vec<String>, LedgerError> {
+        super::postings::conversations_of_order(&self.client, &self.table, order_id, now_ms).await
+    }
+
+    /// Deletes `customer`'s postings of orders ([`super::postings`]).
+    pub async fn forget_postings(&self, customer: &str) -> Result<usize, LedgerError> {
+        super::postings::forget(&self.client, &self.table, customer).await
     }
 
     /// The saved replies in use ([`super::saved_replies`]).
@@ -1086,6 +1156,15 @@ impl DynamoConversations {
             let mark = put(format!("{SCOPE_PREFIX}{record_id}"), Vec::new())?;
             items.push(TransactWriteItem::builder().put(mark).build());
         }
+        // The orders it named, for the support team's search (contract 30).
+        items.extend(super::postings::puts(
+            &self.table,
+            id,
+            &lease.customer,
+            &new.orders,
+            now_ms,
+            ends_by,
+        )?);
         // What rides with the exchange, in the ledger's table.
         if let Some(tokens) = &new.tokens
             && let Some(update) = self.ledger.settlement_update(tokens)?

@@ -55,6 +55,7 @@ pub mod forget;
 pub mod holders;
 pub mod internal_notes;
 pub mod notes;
+pub mod postings;
 mod refunds;
 mod requests;
 pub mod routing;

@@ -19,7 +19,7 @@ use crate::ledger::dynamo::clicks::Click;
 use crate::router::Intent;
 use crate::staff::decide::{self, Decided};
 use crate::staff::read::{self, Links};
-use crate::staff::{Staff, decide::Outcome, hold, internal_note, saved_replies};
+use crate::staff::{Staff, decide::Outcome, hold, internal_note, saved_replies, search};
 
 use answer::Answer;
 use identity::{Member, Role};
@@ -267,14 +267,14 @@ impl StaffApp {
                 (self.manage_saved_reply(&request, id, &member, role).await, false)
             }
             (_, ["saved-replies", _]) => return method_not_allowed("PUT, DELETE", &request_id),
-            (Method::GET, _) => (self.read(&parts, &member, role).await, false),
+            (Method::GET, _) => (self.read(&request, &parts, &member, role).await, false),
             (Method::POST, _) => self.decide(&request, &parts, &member, role).await,
             _ => return method_not_allowed("GET, POST", &request_id),
         };
         answer.response(&request_id, replayed)
     }
 
-    async fn read(&self, parts: &[&str], member: &Member, role: Role) -> Answer {
+    async fn read(&self, request: &Request, parts: &[&str], member: &Member, role: Role) -> Answer {
         let read = match parts {
             ["queue"] => read::queue(&self.staff).await.map(|queue| {
                 metrics::histogram!("StaffQueueOldestWait").record(queue.oldest_wait_secs as f64);
@@ -286,9 +286,30 @@ impl StaffApp {
             ["saved-replies"] => saved_replies::list(&self.staff)
                 .await
                 .map(|replies| Some(json!({"saved_replies": replies, "max": saved_replies::MAX_SAVED_REPLIES}))),
-            ["conversations", id] => read::conversation(&self.staff, &decide::conversation_named(id), &self.links)
-                .await
-                .map(|view| view.map(|v| json!(v))),
+            ["conversations", id] => {
+                match read::conversation(&self.staff, &decide::conversation_named(id), &self.links).await {
+                    Ok(Some(view)) => {
+                        search::customer_panel(&self.staff, &view.customer, &view.id)
+                            .await
+                            .map(|panel| {
+                                let mut body = json!(view);
+                                body["customer_panel"] = json!(panel);
+                                Some(body)
+                            })
+                    }
+                    other => other.map(|view| view.map(|v| json!(v))),
+                }
+            }
+            ["search"] => {
+                let params = request.query_string_parameters();
+                let q = params.first("q").unwrap_or_default();
+                match search::checked_query(q) {
+                    Ok(q) => search::search(&self.staff, q, &self.links)
+                        .await
+                        .map(|found| Some(json!(found))),
+                    Err(why) => return Answer::error(StatusCode::UNPROCESSABLE_ENTITY, why),
+                }
+            }
             _ => return Answer::error(StatusCode::NOT_FOUND, "no such route"),
         };
         match read {
