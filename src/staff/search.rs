@@ -121,7 +121,7 @@ pub async fn search(staff: &Staff, q: &str, links: &Links) -> Result<Found, Ledg
         })
         .collect();
     records.extend(direct.filter(|d| !records.iter().any(|r| r.record_id == d.record_id)));
-    records.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms));
+    records.sort_by_key(|record| std::cmp::Reverse(record.created_at_ms));
     Ok(Found {
         query: q.to_owned(),
         conversations,
