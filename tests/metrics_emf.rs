@@ -1,6 +1,7 @@
 //! The CloudWatch Embedded Metric Format documents real turns produce.
 //! The recorder is process-global, so this binary holds this one test only:
-//! the customer's function, the desk's decisions and a change of address.
+//! the customer's function, the desk's decisions, a rating and a change of
+//! address.
 
 use lambda_http::http::StatusCode;
 use refund_chat_testkit::*;
@@ -157,6 +158,22 @@ async fn turns_emit_emf_documents() {
         None,
         "a refusal at the door is no decision"
     );
+
+    // Contract 30: the customer's answer, counted by outcome and intent.
+    let rated = send_as(
+        &h.app,
+        rating_event(big.conversation_id(), &json!({"solved": false}), Some(USER)),
+        "req-rate",
+        0,
+    )
+    .await;
+    assert_eq!(rated.status, StatusCode::OK, "{}", rated.raw);
+    let documents = flush(collector);
+    let ratings = documents
+        .iter()
+        .filter(|doc| doc["Outcome"] == "not_solved" && doc["Intent"] == "refund")
+        .find_map(|doc| doc.get("Ratings").cloned());
+    assert_eq!(ratings, Some(1.into()), "{documents:?}");
 
     // Contract 26: a proposal is no change; the customer's yes writes, counted once.
     let (shop, writes) = address_shop("order_status,refund,policy_question,other,address_change").await;

@@ -92,8 +92,8 @@ fn timeouts_cover_the_worst_case_from_the_code() {
     let events = function["Properties"]["Events"].as_object().unwrap();
     assert_eq!(
         events.len(),
-        8,
-        "the POST and the read, a customer's and a visitor's, the claim, and the page with its two files"
+        10,
+        "the POST, the read and the rating, a customer's and a visitor's, the claim, and the page with its two files"
     );
     for (name, event) in events {
         let properties = &event["Properties"];

@@ -226,6 +226,47 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>, guests: Arc<PoolGate>) 
             }
         }
     };
+    // "Did this solve it?" (contract 30): a read's identity (the query's
+    // customer, or the visitor's token), POSTed with its body.
+    let ratings = {
+        let (app, guests) = (Arc::clone(&app), Arc::clone(&guests));
+        move |axum::extract::Path(id): axum::extract::Path<String>,
+              uri: axum::http::Uri,
+              headers: axum::http::HeaderMap,
+              body: String| {
+            let (app, guests) = (Arc::clone(&app), Arc::clone(&guests));
+            async move {
+                let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                let mut event = if uri.path().starts_with(refund_chat::http::visitor::READ_PREFIX) {
+                    let token: Vec<(&str, &str)> = headers
+                        .get(refund_chat::visitor::TOKEN_HEADER)
+                        .and_then(|v| v.to_str().ok())
+                        .map(|token| vec![("X-Visitor-Token", token)])
+                        .unwrap_or_default();
+                    visitor_rating_event(&id, &body, &token)
+                } else {
+                    let mut event = rating_event(&id, &body, None);
+                    let query = uri.query().unwrap_or_default();
+                    event["rawQueryString"] = Value::String(query.to_owned());
+                    event["queryStringParameters"] = Value::Object(
+                        query
+                            .split('&')
+                            .filter_map(|pair| pair.split_once('='))
+                            .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
+                            .collect(),
+                    );
+                    event
+                };
+                guest_claims(&guests, &headers, &mut event).await;
+                let answer = send_as(&app, event, &fresh_request_id(), 0).await;
+                axum::response::Response::builder()
+                    .status(answer.status)
+                    .header("content-type", "application/json")
+                    .body(axum::body::Body::from(answer.raw))
+                    .unwrap_or_default()
+            }
+        }
+    };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let router = axum::Router::new()
@@ -239,6 +280,14 @@ async fn serve_function(app: Arc<FunctionApp<FixedKey>>, guests: Arc<PoolGate>) 
             axum::routing::post(claims),
         )
         .route(refund_chat::http::visitor::ROUTE, axum::routing::post(visitor))
+        .route(
+            &format!("{}{{id}}/rating", refund_chat::http::read::PREFIX),
+            axum::routing::post(ratings.clone()),
+        )
+        .route(
+            &format!("{}{{id}}/rating", refund_chat::http::visitor::READ_PREFIX),
+            axum::routing::post(ratings),
+        )
         .route(
             &format!("{}{{id}}", refund_chat::http::read::PREFIX),
             axum::routing::get(reads.clone()),
@@ -1548,6 +1597,50 @@ async fn a_search_by_order_id_finds_a_closed_chat() {
     sam.element("#search-results li button").await.click().await.unwrap();
     sam.wait_text("#item-body", "Where is my order A-1001?").await;
     sam.wait_text("#item-body", "Customer u-1001 (customer)").await;
+    sam.close().await;
+    stack.close().await;
+}
+
+/// Contract 30's "Did this solve it?": asked on the customer's page once a
+/// person closed the chat, answered once, and read on the desk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_customer_is_asked_once_whether_it_was_solved_and_the_desk_reads_the_answer() {
+    let stack = Stack::on_the_page().await;
+    stack.type_message("I want to talk to a person").await;
+    stack.nth("assistant", 1).await;
+
+    let sam = AtTheDesk::sign_in(&stack, "sam").await;
+    sam.open_first("handoffs").await;
+    sam.wait_text("#actions", "Close handoff").await;
+    sam.button("Close handoff").await.unwrap().click().await.unwrap();
+    sam.wait_text("#outcome", "closed").await;
+
+    // The customer's page polls while a person has the chat: it asks.
+    stack.element("#rating:not([hidden])").await;
+    let comment = stack.browser.find(Locator::Id("rating-comment")).await.unwrap();
+    comment.send_keys("Still waiting for the courier.").await.unwrap();
+    stack.click("rating-no").await;
+    let thanked = stack.nth("status", 1).await;
+    assert!(thanked.contains("Thank you for telling us."), "{thanked}");
+    assert!(
+        stack.browser.find(Locator::Css("#rating[hidden]")).await.is_ok(),
+        "asked once"
+    );
+
+    sam.browser.refresh().await.unwrap();
+    sam.wait_text("#whoami", "Signed in as").await;
+    sam.type_in_field("search-q", "u-1001").await;
+    sam.browser
+        .find(Locator::Css("#search button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    sam.wait_text("#search-results", "handoff closed").await;
+    sam.element("#search-results li button").await.click().await.unwrap();
+    sam.wait_text("#item-body", "Did this solve it? No").await;
+    sam.wait_text("#item-body", "Still waiting for the courier.").await;
     sam.close().await;
     stack.close().await;
 }

@@ -131,6 +131,7 @@
     log.replaceChildren();
     problem.hidden = true;
     withPerson.hidden = true;
+    document.getElementById("rating").hidden = true;
   }
 
   // A person has the conversation: the input stays open (what the customer
@@ -249,6 +250,7 @@
       poll.person = true;
       showWithAPerson();
     }
+    if (answer.ask_rating === true) askRating(id);
     // The conversation says when nothing waits any more (a decision came).
     if (answer.awaiting_approval === false && poll.approval) {
       poll.approval = false;
@@ -261,6 +263,46 @@
     waiting.hidden = true;
     schedulePoll();
   }
+
+  // "Did this solve it?" (contract 30): asked once per conversation, after a
+  // person closed it or decided a refund; the function keeps the first answer.
+  const rating = document.getElementById("rating");
+  const RATED = "refund-chat-rated";
+  let ratingFor = null;
+  function askRating(id) {
+    if (sessionStorage.getItem(RATED + ":" + id) || ratingFor === id) return;
+    ratingFor = id;
+    rating.hidden = false;
+  }
+  async function sendRating(solved) {
+    const id = ratingFor;
+    if (!id) return;
+    const comment = document.getElementById("rating-comment").value.trim();
+    const query = isVisitor() ? "" : "?" + new URLSearchParams({ user_id: customer.value });
+    const headers = { "content-type": "application/json" };
+    if (isVisitor() && visitorToken()) headers["x-visitor-token"] = visitorToken();
+    if (tokenNow()) headers.authorization = tokenNow();
+    let response = null;
+    try {
+      response = await fetch(readBase() + encodeURIComponent(id) + "/rating" + query, {
+        method: "POST",
+        headers,
+        body: JSON.stringify(comment ? { solved, comment } : { solved }),
+      });
+    } catch (_) {
+      say("status", "Your answer could not be sent: try again.");
+      return;
+    }
+    if (response.status === 200 || response.status === 409) {
+      sessionStorage.setItem(RATED + ":" + id, "1");
+      rating.hidden = true;
+      say("status", "Thank you for telling us.");
+    } else {
+      say("status", "Your answer could not be sent: try again.");
+    }
+  }
+  document.getElementById("rating-yes").addEventListener("click", () => sendRating(true));
+  document.getElementById("rating-no").addEventListener("click", () => sendRating(false));
 
   // A hidden tab asks nothing; shown again, it asks at once.
   document.addEventListener("visibilitychange", () => {

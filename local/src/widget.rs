@@ -45,6 +45,7 @@ pub const VISITOR_PATH: &str = "/support/refund-chat/visitor";
 pub const VISITOR_READ_PREFIX: &str = "/support/refund-chat/visitor/conversations/";
 /// A claim of a visitor's conversation (contract 27): `READ_PREFIX`, its id, this.
 pub const CLAIM_SUFFIX: &str = "/claim";
+pub const RATING_SUFFIX: &str = "/rating";
 /// The page's polling interval as shipped (`web/index.html`'s meta).
 const SHIPPED_POLL: &str = r#"<meta name="refund-chat-poll-seconds" content="10">"#;
 /// The origins the shipped page links to, replaced by those of the
@@ -219,6 +220,14 @@ impl Widget {
                 self.function.handle(request).await
             }
             (Method::POST, claim) if claim.starts_with(READ_PREFIX) && claim.ends_with(CLAIM_SUFFIX) => {
+                self.door(request.headers_mut()).await;
+                self.function.handle(request).await
+            }
+            // "Did this solve it?" (contract 30), a customer's or a visitor's.
+            (Method::POST, rating)
+                if (rating.starts_with(READ_PREFIX) || rating.starts_with(VISITOR_READ_PREFIX))
+                    && rating.ends_with(RATING_SUFFIX) =>
+            {
                 self.door(request.headers_mut()).await;
                 self.function.handle(request).await
             }

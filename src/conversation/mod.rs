@@ -12,6 +12,7 @@
 //! The one-refund latch and the 5-call budget stay per request.
 
 pub mod person;
+pub mod rating;
 pub mod shown;
 
 use serde_json::{Value, json};

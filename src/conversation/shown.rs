@@ -40,6 +40,9 @@ pub struct Shown {
     /// A refund of the conversation waits for a person's decision.
     pub awaiting_approval: bool,
     pub messages: Vec<ShownMessage>,
+    /// A person closed the handoff or decided a refund, and the customer
+    /// has not said whether it solved it (contract 30): the page asks, once.
+    pub ask_rating: bool,
 }
 
 /// The first exchange that can hold a message after `after`: exchange `n`

@@ -18,6 +18,7 @@ pub mod idempotency;
 pub mod identity;
 pub mod live;
 pub mod page;
+pub mod rating;
 pub mod read;
 pub mod visitor;
 
@@ -134,6 +135,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         if let Some(id) = claim::route_id(path).map(str::to_owned) {
             return self.handle_claim(&request, &id).await;
         }
+        if let Some((id, route)) = rating::route_id(path).map(|(id, route)| (id.to_owned(), route)) {
+            return self.handle_rating(&request, &id, route).await;
+        }
         if let Some(id) = visitor::read_route_id(path).map(str::to_owned) {
             let checked = match self.config().visitors {
                 Some(_) => visitor::check_read(&request, &id),
@@ -227,6 +231,43 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             conversation_id = crate::conversation::ConversationId::parse(raw_id)
                 .as_ref()
                 .map_or("", crate::conversation::ConversationId::as_str),
+            error = %error.as_ref().map(ToString::to_string).unwrap_or_default(),
+        );
+        self.response(status, body, error.as_ref(), false, &invocation)
+    }
+
+    /// A customer's "Did this solve it?" (contract 30): one write, one line.
+    async fn handle_rating(&self, request: &Request, raw_id: &str, route: rating::Route) -> Response<Body> {
+        let invocation = invocation_of(request);
+        let checked = match (route, &self.config().visitors) {
+            (rating::Route::Visitor, None) => Err(ApiError::NotFound),
+            _ => rating::check(request, raw_id, route, &self.config().identity),
+        };
+        let (status, body, error) = match checked {
+            Err(error) => (error.status(), answer::render_error(&error).body, Some(error)),
+            Ok(rating::RatingRequest {
+                id: Some(id),
+                customer,
+                rating,
+            }) => match self.intake.rate(&id, &customer, &rating, crate::clock::now_ms()).await {
+                Ok(()) => (
+                    StatusCode::OK,
+                    serde_json::json!({"conversation_id": id.as_str(), "rated": rating.outcome()}).to_string(),
+                    None,
+                ),
+                Err(refused) => {
+                    let error = ApiError::Intake(refused);
+                    (error.status(), answer::render_error(&error).body, Some(error))
+                }
+            },
+            Ok(_) => {
+                let error = ApiError::Intake(crate::intake::Refused::ConversationNotFound);
+                (error.status(), answer::render_error(&error).body, Some(error))
+            }
+        };
+        tracing::info!(
+            event = "rating_request",
+            status = status.as_u16(),
             error = %error.as_ref().map(ToString::to_string).unwrap_or_default(),
         );
         self.response(status, body, error.as_ref(), false, &invocation)

@@ -85,6 +85,7 @@ pub fn render(id: &ConversationId, shown: &Shown) -> String {
         "conversation_id": id.as_str(),
         "handed_off": shown.handed_off,
         "awaiting_approval": shown.awaiting_approval,
+        "ask_rating": shown.ask_rating,
         "messages": shown.messages,
     })
     .to_string()

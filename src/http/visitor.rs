@@ -36,7 +36,7 @@ pub struct VisitorMessage {
 }
 
 /// The token the request carries: `Ok(None)` when it carries none.
-fn token_of(request: &Request) -> Result<Option<VisitorToken>, ApiError> {
+pub(super) fn token_of(request: &Request) -> Result<Option<VisitorToken>, ApiError> {
     let mut tokens = request.headers().get_all(visitor::TOKEN_HEADER).iter();
     match (tokens.next(), tokens.next()) {
         (None, _) => Ok(None),

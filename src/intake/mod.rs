@@ -21,6 +21,7 @@ mod claim;
 mod conversation;
 mod finish;
 mod model;
+mod rating;
 mod read;
 mod refused;
 #[cfg(test)]

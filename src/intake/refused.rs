@@ -24,6 +24,9 @@ pub enum Refused {
     ConversationBusy { retry_after_secs: u64 },
     #[error("the conversation cannot be reached: {0}")]
     ConversationUnavailable(LedgerError),
+    /// The conversation was rated before (contract 30): the first stands.
+    #[error("the conversation was rated already")]
+    AlreadyRated,
     #[error(transparent)]
     NoRandomness(#[from] NoRandomness),
     /// The customer's turns of the hour, or tokens of the day, are spent.

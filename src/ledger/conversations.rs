@@ -201,6 +201,17 @@ pub trait ConversationStore: Send + Sync {
         now_ms: u64,
     ) -> impl Future<Output = Result<Claimed, LedgerError>> + Send;
 
+    /// `customer`'s rating of the conversation (contract 30): once, in one
+    /// conditional write of its header, while it lives and is theirs; the
+    /// first rating stands. Counted under the first routed turn's intent.
+    fn rate(
+        &self,
+        id: &ConversationId,
+        customer: &str,
+        rating: &crate::conversation::rating::Rating,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<crate::conversation::rating::Rated, LedgerError>> + Send;
+
     /// What `customer` reads of the conversation (contract 18): the
     /// messages after `after`, oldest first, at most
     /// [`crate::conversation::shown::MAX_SHOWN`]. `None` when it is

@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::chat::Message;
 use crate::clock::now_ms;
 use crate::config::FUNCTION_TIMEOUT;
-use crate::ledger::dynamo::conversations::{StoredExchange, StoredHandoff, Transcript};
+use crate::ledger::dynamo::conversations::{StoredExchange, StoredHandoff, StoredRating, Transcript};
 use crate::ledger::dynamo::holders::Holder;
 use crate::ledger::dynamo::internal_notes::InternalNote;
 use crate::ledger::{LedgerError, RefundRecord};
@@ -419,6 +419,8 @@ pub struct ConversationView {
     pub held_by: Option<Holder>,
     /// The support team's internal notes, oldest first: never the customer's to read.
     pub internal_notes: Vec<InternalNote>,
+    /// The customer's "Did this solve it?" (contract 30), their comment masked.
+    pub rating: Option<StoredRating>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -667,6 +669,7 @@ pub async fn conversation(staff: &Staff, id: &str, links: &Links) -> Result<Opti
             .collect(),
         held_by: transcript.holder.clone(),
         internal_notes: transcript.internal_notes.clone(),
+        rating: transcript.rating.clone(),
     }))
 }
 

@@ -609,6 +609,34 @@ pub fn read_event(id: &str, query: &str, user: Option<&str>) -> Value {
     event
 }
 
+/// A customer's "Did this solve it?" of conversation `id` (contract 30),
+/// as `user` (none: no authorizer).
+pub fn rating_event(id: &str, body: &Value, user: Option<&str>) -> Value {
+    let mut event = read_event(id, "", user);
+    let path = format!("/support/refund-chat/conversations/{id}/rating");
+    event["rawPath"] = Value::String(path.clone());
+    event["routeKey"] = Value::String("POST /support/refund-chat/conversations/{id}/rating".into());
+    event["requestContext"]["http"]["path"] = Value::String(path);
+    event["requestContext"]["http"]["method"] = Value::String("POST".into());
+    event["requestContext"]["routeKey"] = event["routeKey"].clone();
+    event["body"] = Value::String(body.to_string());
+    event["isBase64Encoded"] = Value::Bool(false);
+    event
+}
+
+/// A visitor's rating of conversation `id` (contract 30), `headers` as sent.
+pub fn visitor_rating_event(id: &str, body: &Value, headers: &[(&str, &str)]) -> Value {
+    let mut event = visitor_read_event(id, "", headers);
+    let path = format!("/support/refund-chat/visitor/conversations/{id}/rating");
+    event["path"] = Value::String(path.clone());
+    event["httpMethod"] = Value::String("POST".into());
+    event["resource"] = Value::String("/support/refund-chat/visitor/conversations/{id}/rating".into());
+    event["requestContext"]["httpMethod"] = Value::String("POST".into());
+    event["requestContext"]["path"] = Value::String(path);
+    event["body"] = Value::String(body.to_string());
+    event
+}
+
 /// A visitor's POST (contract 27) as API Gateway's REST API passes it: no
 /// authorizer, `address` as the source address, `headers` as sent (the
 /// visitor's token among them, once it has one).

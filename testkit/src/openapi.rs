@@ -49,9 +49,24 @@ pub const VISITOR_READ: Operation = Operation {
     method: "get",
 };
 
+/// `POST /support/refund-chat/conversations/{id}/rating` (contract 30).
+pub const RATE: Operation = Operation {
+    path: "/support/refund-chat/conversations/{id}/rating",
+    method: "post",
+};
+/// `POST /support/refund-chat/visitor/conversations/{id}/rating` (contract 30).
+pub const VISITOR_RATE: Operation = Operation {
+    path: "/support/refund-chat/visitor/conversations/{id}/rating",
+    method: "post",
+};
+
 /// The operation a request's path belongs to; any other path answers as the chat's route does (404).
 pub fn operation_of(path: &str) -> Operation {
-    if path.starts_with("/support/refund-chat/conversations/") && path.ends_with("/claim") {
+    if path.starts_with("/support/refund-chat/visitor/conversations/") && path.ends_with("/rating") {
+        VISITOR_RATE
+    } else if path.starts_with("/support/refund-chat/conversations/") && path.ends_with("/rating") {
+        RATE
+    } else if path.starts_with("/support/refund-chat/conversations/") && path.ends_with("/claim") {
         CLAIM
     } else if path.starts_with("/support/refund-chat/conversations/") && path.matches('/').count() == 4 {
         READ
@@ -77,12 +92,20 @@ pub fn staff_operation(path: &str, method: &str) -> Option<Operation> {
         ["refunds", _, "reject"] => "/support/staff/refunds/{id}/reject",
         ["refunds", _, "resolve"] => "/support/staff/refunds/{id}/resolve",
         ["conversations", _, "reply"] => "/support/staff/conversations/{id}/reply",
+        ["conversations", _, "claim"] => "/support/staff/conversations/{id}/claim",
+        ["conversations", _, "release"] => "/support/staff/conversations/{id}/release",
+        ["conversations", _, "notes"] => "/support/staff/conversations/{id}/notes",
         ["handoffs", _, "close"] => "/support/staff/handoffs/{id}/close",
+        ["search"] => "/support/staff/search",
+        ["saved-replies"] => "/support/staff/saved-replies",
+        ["saved-replies", _] => "/support/staff/saved-replies/{id}",
         _ => return None,
     };
     let method: &'static str = match method {
         "get" => "get",
         "post" => "post",
+        "put" => "put",
+        "delete" => "delete",
         _ => return None,
     };
     Some(Operation {

@@ -29,6 +29,7 @@ mod openapi;
 mod operations;
 mod orders;
 mod policy;
+mod ratings;
 mod refunds;
 mod retries;
 mod returns;

@@ -16,6 +16,10 @@ const VISITOR_CHAT_STATUSES: [u16; 12] = [200, 400, 401, 404, 405, 409, 422, 429
 const VISITOR_READ_STATUSES: [u16; 5] = [200, 400, 404, 405, 503];
 /// A claim (contract 27): one conditional write, no turn.
 const CLAIM_STATUSES: [u16; 8] = [200, 400, 401, 403, 404, 405, 409, 503];
+/// A rating (contract 30): one conditional write, its body checked.
+const RATE_STATUSES: [u16; 9] = [200, 400, 401, 403, 404, 405, 409, 422, 503];
+/// A visitor's rating: no token is a 404, not a 401.
+const VISITOR_RATE_STATUSES: [u16; 7] = [200, 400, 404, 405, 409, 422, 503];
 
 fn documented(operation: Operation) -> Vec<u16> {
     openapi()["paths"][operation.path][operation.method]["responses"]
@@ -33,9 +37,19 @@ fn every_status_of_the_contract_is_documented_and_no_other() {
     assert_eq!(documented(VISITOR_CHAT), VISITOR_CHAT_STATUSES);
     assert_eq!(documented(VISITOR_READ), VISITOR_READ_STATUSES);
     assert_eq!(documented(CLAIM), CLAIM_STATUSES);
+    assert_eq!(documented(RATE), RATE_STATUSES);
+    assert_eq!(documented(VISITOR_RATE), VISITOR_RATE_STATUSES);
     let mut paths: Vec<&String> = openapi()["paths"].as_object().unwrap().keys().collect();
     paths.sort();
-    let mut expected = vec![CHAT.path, READ.path, VISITOR_CHAT.path, VISITOR_READ.path, CLAIM.path];
+    let mut expected = vec![
+        CHAT.path,
+        READ.path,
+        VISITOR_CHAT.path,
+        VISITOR_READ.path,
+        CLAIM.path,
+        RATE.path,
+        VISITOR_RATE.path,
+    ];
     expected.extend(STAFF.iter().map(|(operation, _)| operation.path));
     expected.sort();
     // A path of several methods (a saved reply's PUT and DELETE) once.
@@ -111,6 +125,8 @@ fn every_example_is_valid() {
         .chain(VISITOR_CHAT_STATUSES.iter().map(|&status| (VISITOR_CHAT, status)))
         .chain(VISITOR_READ_STATUSES.iter().map(|&status| (VISITOR_READ, status)))
         .chain(CLAIM_STATUSES.iter().map(|&status| (CLAIM, status)))
+        .chain(RATE_STATUSES.iter().map(|&status| (RATE, status)))
+        .chain(VISITOR_RATE_STATUSES.iter().map(|&status| (VISITOR_RATE, status)))
         .chain(
             STAFF
                 .iter()

@@ -322,6 +322,12 @@ function transcript(view) {
     }
   }
   if (view.customer_panel) box.append(customerPanel(view.customer_panel));
+  if (view.rating) {
+    const answer = el("p", null, "rating");
+    answer.append(el("strong", "Did this solve it? " + (view.rating.solved ? "Yes" : "No") + " (" + view.rating.at + ")"));
+    if (view.rating.comment) answer.append(el("br"), el("span", "The customer's words: " + view.rating.comment));
+    box.append(answer);
+  }
   box.append(el("p", view.held_by
     ? "With " + view.held_by.name + " since " + view.held_by.since + (view.held_by.taken_over_from ? " (taken over from " + view.held_by.taken_over_from + ")" : "")
     : "Nobody has this conversation.", "holder"));

@@ -26,6 +26,17 @@ pub async fn run(ledger: &DynamoLedger, conversations: &DynamoConversations, id:
         refund_chat::clock::rfc3339(transcript.expires_at_s * 1000)
     );
     println!("exchanges     {}", transcript.exchanges.len());
+    if let Some(rating) = &transcript.rating {
+        let answer = if rating.solved { "solved" } else { "not solved" };
+        println!(
+            "rated         {answer} at {} (intent {})",
+            rating.at,
+            visible(&rating.intent)
+        );
+        if !rating.comment.is_empty() {
+            println!("  the customer's words: {}", visible(&rating.comment));
+        }
+    }
     if let Some(holder) = &transcript.holder {
         println!(
             "held by       {} since {}",

@@ -6,7 +6,8 @@
 //! screen handed off before any routing the row `not_routed`): the
 //! conversations, how many ended with no person (no handoff, no refund sent
 //! for approval), the handoffs and why, the refunds paid (after approval
-//! too) and sent for approval. Then the router's intent against the
+//! too) and sent for approval, and what the customers answered to "Did this
+//! solve it?" (contract 30). Then the router's intent against the
 //! intent a person recorded (the last verdict), and the share that agree:
 //! the person's intent is among the router's.
 //!
@@ -42,6 +43,9 @@ pub struct IntentRow {
     pub handed_off: BTreeMap<String, usize>,
     pub refunds_paid: usize,
     pub refunds_sent_for_approval: usize,
+    /// The customers' "Did this solve it?" (contract 30): yes, and no.
+    pub solved: usize,
+    pub not_solved: usize,
 }
 
 /// The whole report.
@@ -100,6 +104,11 @@ pub fn report(conversations: &[RoutedConversation], records: &[RefundRecord]) ->
             }
             row.refunds_paid += paid;
             row.refunds_sent_for_approval += sent;
+            match conversation.solved {
+                Some(true) => row.solved += 1,
+                Some(false) => row.not_solved += 1,
+                None => {}
+            }
         }
         if let Some(person) = conversation.verdict {
             report.with_verdict += 1;
@@ -168,19 +177,28 @@ fn write_text(out: &mut impl Write, report: &Report, since_ms: u64) -> std::io::
     writeln!(out)?;
     writeln!(
         out,
-        "{:<16} {:>13} {:>9} {:>10} {:>5} {:>17}  why handed off",
-        "router intent", "conversations", "contained", "handed off", "paid", "sent for approval"
+        "{:<16} {:>13} {:>9} {:>10} {:>5} {:>17} {:>6} {:>10}  why handed off",
+        "router intent",
+        "conversations",
+        "contained",
+        "handed off",
+        "paid",
+        "sent for approval",
+        "solved",
+        "not solved"
     )?;
     for (name, row) in &report.rows {
         writeln!(
             out,
-            "{:<16} {:>13} {:>9} {:>10} {:>5} {:>17}  {}",
+            "{:<16} {:>13} {:>9} {:>10} {:>5} {:>17} {:>6} {:>10}  {}",
             name,
             row.conversations,
             row.contained,
             row.handed_off.values().sum::<usize>(),
             row.refunds_paid,
             row.refunds_sent_for_approval,
+            row.solved,
+            row.not_solved,
             visible(&reasons(row))
         )?;
     }
@@ -224,6 +242,8 @@ fn write_csv(out: &mut impl Write, report: &Report) -> Result<(), String> {
             "refunds_paid",
             "refunds_sent_for_approval",
             "agree",
+            "solved",
+            "not_solved",
         ]
         .map(str::to_owned)
         .to_vec(),
@@ -240,11 +260,13 @@ fn write_csv(out: &mut impl Write, report: &Report) -> Result<(), String> {
             row.refunds_paid.to_string(),
             row.refunds_sent_for_approval.to_string(),
             String::new(),
+            row.solved.to_string(),
+            row.not_solved.to_string(),
         ]);
     }
     for ((router, person), count) in &report.against {
         let mut row = vec!["against".into(), (*router).into(), (*person).into(), count.to_string()];
-        row.resize(10, String::new());
+        row.resize(12, String::new());
         rows.push(row);
     }
     let mut agree = vec![
@@ -255,6 +277,7 @@ fn write_csv(out: &mut impl Write, report: &Report) -> Result<(), String> {
     ];
     agree.resize(9, String::new());
     agree.push(report.agree.to_string());
+    agree.resize(12, String::new());
     rows.push(agree);
     rows.iter()
         .try_for_each(|row| csv.write_record(row.iter().map(|cell| spreadsheet_cell(cell).into_owned())))
@@ -282,6 +305,7 @@ mod tests {
             verdict,
             addresses: Vec::new(),
             returns: Vec::new(),
+            solved: None,
         }
     }
 
@@ -348,18 +372,19 @@ mod tests {
 
     #[test]
     fn the_csv_has_one_row_per_intent_then_the_verdicts_then_the_agreement() {
-        let report = report(
-            &[conversation("a", Some("refund;low;0.92"), None, Some(Intent::Return))],
-            &[],
-        );
+        let solved = RoutedConversation {
+            solved: Some(true),
+            ..conversation("a", Some("refund;low;0.92"), None, Some(Intent::Return))
+        };
+        let report = report(&[solved], &[]);
         let mut out = Vec::new();
         write_csv(&mut out, &report).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 1 + 9 + 1 + 1, "{text}");
         assert!(lines[0].starts_with("table,router_intent,person_intent,conversations"));
-        assert!(lines.contains(&"intents,refund,,1,1,0,,0,0,"), "{text}");
-        assert!(lines.contains(&"against,refund,return,1,,,,,,"), "{text}");
-        assert_eq!(lines.last(), Some(&"agree,,,1,,,,,,0"));
+        assert!(lines.contains(&"intents,refund,,1,1,0,,0,0,,1,0"), "{text}");
+        assert!(lines.contains(&"against,refund,return,1,,,,,,,,"), "{text}");
+        assert_eq!(lines.last(), Some(&"agree,,,1,,,,,,0,,"));
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! | item | `sk` | attributes |
 //! | --- | --- | --- |
-//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `last_status`, `refund_records` (the record ids its turns wrote, a string set), `lease_writer`, `lease_until_ms` (while a turn runs), `lease_ended_by` (the writer of the last lease given back: it never takes the lease again), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange, never after `ends_by`), `ends_by` (`CONVERSATION_MAX_AGE_HOURS` after the first exchange); once handed off: `handoff_id`, `handoff_reason`, `handoff_router` (the router's labels, contract 21), `handoff_summary` (the model's), `handoff_at`, `handoff_request_id`, `handoff_open` (`open` until closed: the `open_handoffs` index), `handoff_closed_by`, `handoff_closed_at`; `customer_wrote_at` (the last turn's time: the customer's last message); who on the team has it (contract 30, [`super::holders`]): `holder`, `holder_name`, `held_since`, `held_taken_over_from` |
+//! | header | `head` | `customer`, `created_at`, `updated_at`, `exchanges` (how many), `last_status`, `refund_records` (the record ids its turns wrote, a string set), `lease_writer`, `lease_until_ms` (while a turn runs), `lease_ended_by` (the writer of the last lease given back: it never takes the lease again), `expires_at` (TTL: `CONVERSATION_TTL_HOURS` after the last exchange, never after `ends_by`), `ends_by` (`CONVERSATION_MAX_AGE_HOURS` after the first exchange); once handed off: `handoff_id`, `handoff_reason`, `handoff_router` (the router's labels, contract 21), `handoff_summary` (the model's), `handoff_at`, `handoff_request_id`, `handoff_open` (`open` until closed: the `open_handoffs` index), `handoff_closed_by`, `handoff_closed_at`; `customer_wrote_at` (the last turn's time: the customer's last message); who on the team has it (contract 30, [`super::holders`]): `holder`, `holder_name`, `held_since`, `held_taken_over_from`; `decision_noted_at` (a person's decision reached it); the customer's rating: `rating_solved`, `rating_comment` (masked), `rating_at`, `rating_intent` |
+//! | order posting | pk `order#<order id>`, sk the conversation id | `customer`, `created_at`, `expires_at` (`ends_by`): [`super::postings`] |
 //! | internal note | `n#<click>` | `by`, `by_sub`, `at`, `at_ms`, `text`, `customer`, `created_at`, `expires_at` (`ends_by`): [`super::internal_notes`] |
 //! | exchange | `x#<seq, 6 digits>` | `seq`, `request_id`, `refund_record` (the scope's record id), `status`, `created_at`, `chars`, `messages` (JSON), `handoff_reason` (the exchange that handed off), `router` (the router's labels of its turn), `customer`, `expires_at` (`ends_by`) |
 //! | scope mark | `scope#<record id>` | `seq`, `customer`, `created_at`, `expires_at` (`ends_by`) |
@@ -81,6 +82,10 @@ const BATCH: usize = 25;
 /// person's note or reply) before it gives up as contended.
 const SEQUENCE_MOVES: usize = 4;
 
+/// How many of the first exchanges a rating looks through for the first
+/// routed turn (a screened turn has no labels).
+const RATING_LOOKBACK: i32 = 10;
+
 /// One try of an append: done, or the header's count had moved to this.
 enum AppendTry {
     Done(Appended),
@@ -145,6 +150,17 @@ pub struct Transcript {
     pub internal_notes: Vec<super::internal_notes::InternalNote>,
     /// Who on the team has it (contract 30).
     pub holder: Option<super::holders::Holder>,
+    /// The customer's "Did this solve it?" (contract 30).
+    pub rating: Option<StoredRating>,
+}
+
+/// A customer's rating as kept: the comment is theirs, masked.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct StoredRating {
+    pub solved: bool,
+    pub comment: String,
+    pub at: String,
+    pub intent: String,
 }
 
 /// A conversation gone quiet, as the review sample lists it.
@@ -362,6 +378,15 @@ impl DynamoConversations {
             verdicts,
             internal_notes,
             holder: super::holders::holder_of(head),
+            rating: head
+                .get("rating_solved")
+                .and_then(|v| v.as_bool().ok())
+                .map(|&solved| StoredRating {
+                    solved,
+                    comment: text(head, "rating_comment").unwrap_or_default().to_owned(),
+                    at: text(head, "rating_at").unwrap_or_default().to_owned(),
+                    intent: text(head, "rating_intent").unwrap_or_default().to_owned(),
+                }),
         }))
     }
 
@@ -887,6 +912,67 @@ impl ConversationStore for DynamoConversations {
         })
     }
 
+    async fn rate(
+        &self,
+        id: &ConversationId,
+        customer: &str,
+        rating: &crate::conversation::rating::Rating,
+        now_ms: u64,
+    ) -> Result<crate::conversation::rating::Rated, LedgerError> {
+        use crate::conversation::rating::{Rated, intent_of};
+        // The first routed turn's labels, as `routing` counts a
+        // conversation (a screened turn or a person's words have none).
+        let recent = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :id AND begins_with(#sk, :x)")
+            .projection_expression("router")
+            .expression_attribute_names("#sk", SORT_KEY)
+            .expression_attribute_values(":id", s(id.as_str()))
+            .expression_attribute_values(":x", s(EXCHANGE_PREFIX))
+            .scan_index_forward(true)
+            .limit(RATING_LOOKBACK)
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let labels = recent
+            .items()
+            .iter()
+            .find_map(|item| text(item, "router").filter(|labels| !labels.is_empty()));
+        let intent = intent_of(labels);
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(self.key(id.as_str(), HEAD).into_iter().collect()))
+            .update_expression(
+                "SET rating_solved = :solved, rating_comment = :comment, rating_at = :at, rating_intent = :intent",
+            )
+            .condition_expression(
+                "customer = :customer AND expires_at > :now_s AND attribute_not_exists(rating_solved)",
+            )
+            .expression_attribute_values(":solved", AttributeValue::Bool(rating.solved))
+            .expression_attribute_values(":comment", s(&rating.comment))
+            .expression_attribute_values(":at", s(rfc3339(now_ms)))
+            .expression_attribute_values(":intent", s(&intent))
+            .expression_attribute_values(":customer", s(customer))
+            .expression_attribute_values(":now_s", n(now_ms / 1000))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .build()
+            .map_err(malformed)?;
+        Ok(match update_alone(&self.client, update).await? {
+            None => Rated::Rated { intent },
+            Some(found)
+                if text(&found, "customer") == Some(customer)
+                    && number(&found, "expires_at").is_some_and(|at| at > now_ms / 1000)
+                    && found.contains_key("rating_solved") =>
+            {
+                Rated::AlreadyRated
+            }
+            Some(_) => Rated::NotFound,
+        })
+    }
+
     async fn shown(
         &self,
         id: &ConversationId,
@@ -899,7 +985,9 @@ impl ConversationStore for DynamoConversations {
             .query()
             .table_name(&self.table)
             .key_condition_expression("pk = :id AND #sk = :head")
-            .projection_expression("customer, expires_at, handoff_id, awaiting")
+            .projection_expression(
+                "customer, expires_at, handoff_id, awaiting, handoff_closed_at, decision_noted_at, rating_solved",
+            )
             .expression_attribute_names("#sk", SORT_KEY)
             .expression_attribute_values(":id", s(id.as_str()))
             .expression_attribute_values(":head", s(HEAD))
@@ -922,6 +1010,8 @@ impl ConversationStore for DynamoConversations {
         Ok(Some(Shown {
             handed_off: head.contains_key("handoff_id"),
             awaiting_approval: awaiting,
+            ask_rating: (head.contains_key("handoff_closed_at") || head.contains_key("decision_noted_at"))
+                && !head.contains_key("rating_solved"),
             messages: self
                 .exchanges_from(id, shown::first_exchange_after(after), after)
                 .await?,

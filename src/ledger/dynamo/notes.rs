@@ -121,7 +121,11 @@ impl PersonNotes {
             .as_ref()
             .map(|record_id| AttributeValue::Ss(vec![record_id.clone()]));
         let expression = match decided {
-            Some(_) => "SET exchanges = :next, updated_at = :now, expires_at = :expires DELETE awaiting :decided",
+            // The customer's page asks afterwards whether it solved it (contract 30).
+            Some(_) => {
+                "SET exchanges = :next, updated_at = :now, expires_at = :expires, decision_noted_at = :now \
+                 DELETE awaiting :decided"
+            }
             None => "SET exchanges = :next, updated_at = :now, expires_at = :expires",
         };
         let header = Update::builder()

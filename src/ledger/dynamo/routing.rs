@@ -40,6 +40,8 @@ pub struct RoutedConversation {
     pub addresses: Vec<String>,
     /// Its returns (contract 28): `order:outcome`, oldest first.
     pub returns: Vec<String>,
+    /// The customer's "Did this solve it?" (contract 30), if they answered.
+    pub solved: Option<bool>,
 }
 
 /// What recording a verdict found.
@@ -111,12 +113,13 @@ impl DynamoConversations {
             self.client()
                 .query()
                 .table_name(self.table())
-                .key_condition_expression("pk = :id AND #sk BETWEEN :v AND :x_end")
+                // From the header (its rating) to the last exchange.
+                .key_condition_expression("pk = :id AND #sk BETWEEN :head AND :x_end")
                 .projection_expression(PROJECTION)
                 .expression_attribute_names("#sk", SORT_KEY)
                 .expression_attribute_names("#seq", "seq")
                 .expression_attribute_values(":id", s(conversation))
-                .expression_attribute_values(":v", s(VERDICT_PREFIX))
+                .expression_attribute_values(":head", s(super::schema::CONVERSATION_HEAD))
                 .expression_attribute_values(":x_end", s(format!("{EXCHANGE_PREFIX}~")))
                 .consistent_read(true)
                 .into_paginator()
@@ -137,12 +140,16 @@ impl DynamoConversations {
             self.client()
                 .scan()
                 .table_name(self.table())
-                .filter_expression("(begins_with(#sk, :x) OR begins_with(#sk, :v)) AND expires_at > :now_s")
+                .filter_expression(
+                    "(begins_with(#sk, :x) OR begins_with(#sk, :v) OR (#sk = :head AND attribute_exists(rating_solved))) \
+                     AND expires_at > :now_s",
+                )
                 .projection_expression(PROJECTION)
                 .expression_attribute_names("#sk", SORT_KEY)
                 .expression_attribute_names("#seq", "seq")
                 .expression_attribute_values(":x", s(EXCHANGE_PREFIX))
                 .expression_attribute_values(":v", s(VERDICT_PREFIX))
+                .expression_attribute_values(":head", s(super::schema::CONVERSATION_HEAD))
                 .expression_attribute_values(":now_s", n(now_ms / 1000))
                 .consistent_read(true)
                 .into_paginator()
@@ -165,7 +172,8 @@ fn present<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
 }
 
 /// What the reads above take of an item: never its messages.
-const PROJECTION: &str = "pk, #sk, #seq, created_at, router, handoff_reason, intent, address_changes, return_records";
+const PROJECTION: &str =
+    "pk, #sk, #seq, created_at, router, handoff_reason, intent, address_changes, return_records, rating_solved";
 
 /// Exchanges and verdicts, of any conversations in any order, put
 /// together per conversation (by id); a conversation with no exchange is
@@ -176,6 +184,7 @@ fn gather(items: &[Item]) -> Vec<RoutedConversation> {
     struct Seen<'a> {
         exchanges: Vec<(u64, &'a Item)>,
         verdicts: Vec<(&'a str, &'a str)>,
+        solved: Option<bool>,
     }
     let mut by_id: BTreeMap<&str, Seen> = BTreeMap::new();
     for item in items {
@@ -189,6 +198,8 @@ fn gather(items: &[Item]) -> Vec<RoutedConversation> {
             && let Some(intent) = text(item, "intent")
         {
             seen.verdicts.push((sk, intent));
+        } else if sk == super::schema::CONVERSATION_HEAD {
+            seen.solved = item.get("rating_solved").and_then(|v| v.as_bool().ok()).copied();
         }
     }
     by_id
@@ -213,6 +224,7 @@ fn gather(items: &[Item]) -> Vec<RoutedConversation> {
                 verdict: seen.verdicts.last().and_then(|(_, intent)| Intent::parse(intent)),
                 addresses: outcomes(&seen.exchanges, "address_changes"),
                 returns: outcomes(&seen.exchanges, "return_records"),
+                solved: seen.solved,
             })
         })
         .collect()

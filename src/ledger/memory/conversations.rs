@@ -35,6 +35,8 @@ pub(super) struct StoredConversation {
     proposals: crate::confirm::Proposals,
     /// The visitor it was claimed from (contract 27).
     claimed_from: Option<String>,
+    /// The customer's rating (contract 30).
+    rating: Option<crate::conversation::rating::Rating>,
 }
 
 pub(super) struct StoredExchange {
@@ -80,6 +82,31 @@ impl MemoryLedger {
 }
 
 impl ConversationStore for MemoryLedger {
+    async fn rate(
+        &self,
+        id: &ConversationId,
+        customer: &str,
+        rating: &crate::conversation::rating::Rating,
+        _now_ms: u64,
+    ) -> Result<crate::conversation::rating::Rated, LedgerError> {
+        use crate::conversation::rating::Rated;
+        let mut books = self.books()?;
+        let Some(conversation) = books
+            .conversations
+            .get_mut(id.as_str())
+            .filter(|c| c.customer == customer)
+        else {
+            return Ok(Rated::NotFound);
+        };
+        if conversation.rating.is_some() {
+            return Ok(Rated::AlreadyRated);
+        }
+        conversation.rating = Some(rating.clone());
+        Ok(Rated::Rated {
+            intent: crate::conversation::rating::intent_of(None),
+        })
+    }
+
     async fn claim(
         &self,
         id: &ConversationId,
@@ -266,6 +293,8 @@ impl ConversationStore for MemoryLedger {
             handed_off: conversation.handed_off,
             awaiting_approval: !conversation.awaiting.is_empty(),
             messages: shown::after(exchanges, after),
+            // No person closes or decides here: nothing to ask about.
+            ask_rating: false,
         }))
     }
 }
