@@ -914,6 +914,21 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
         resources["StaffUserPool"]["Properties"]["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"], true,
         "nobody signs themselves up to the support team"
     );
+    // Contract 30: a second factor, TOTP only, on unless the stack says
+    // otherwise; refresh tokens for the page, revocable by "Sign out".
+    let pool = &resources["StaffUserPool"]["Properties"];
+    assert_eq!(pool["MfaConfiguration"], json!({"Ref": "StaffMfa"}));
+    assert_eq!(pool["EnabledMfas"], json!(["SOFTWARE_TOKEN_MFA"]));
+    let mfa = &template["Parameters"]["StaffMfa"];
+    assert_eq!(mfa["Default"], "ON");
+    assert_eq!(mfa["AllowedValues"], json!(["ON", "OPTIONAL"]), "never OFF");
+    assert!(
+        client["ExplicitAuthFlows"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("ALLOW_REFRESH_TOKEN_AUTH"))
+    );
+    assert_eq!(client["EnableTokenRevocation"], true);
     // A person's first sign-in chooses a password; the page states the pool's own rules.
     let policy = &resources["StaffUserPool"]["Properties"]["Policies"]["PasswordPolicy"];
     let page = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("web/staff/index.html")).unwrap();

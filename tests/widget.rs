@@ -392,7 +392,16 @@ impl Stack {
         );
         // The desk (contract 24) as make run has it: the staff pool in moto,
         // the staff function reading the person from the door's headers.
-        let staff_pool = local_staff_pool();
+        let mut staff_pool = local_staff_pool();
+        // The page signs in through make run's door to moto's pool, which
+        // answers RevokeToken (contract 30).
+        let staff_door = refund_chat_local::staff_pool::spawn(
+            0,
+            refund_chat_local::staff_pool::StaffPoolDoor::new(&moto().endpoint),
+        )
+        .await
+        .unwrap();
+        staff_pool["sign_in_url"] = Value::String(format!("http://{staff_door}/"));
         let desk_config = desk_config(
             &config.ledger_table,
             &config.payments_base_url,
@@ -462,6 +471,25 @@ impl Stack {
             browser,
             profile,
         }
+    }
+
+    /// The status Cognito (moto) answers a renewal with `refresh`.
+    async fn renew_staff_token(&self, refresh: &str) -> u16 {
+        let body = serde_json::json!({
+            "AuthFlow": "REFRESH_TOKEN_AUTH",
+            "ClientId": self.staff_pool["client_id"],
+            "AuthParameters": {"REFRESH_TOKEN": refresh},
+        });
+        reqwest::Client::new()
+            .post(self.staff_pool["sign_in_url"].as_str().unwrap())
+            .header("content-type", "application/x-amz-json-1.1")
+            .header("x-amz-target", "AWSCognitoIdentityProviderService.InitiateAuth")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
     }
 
     /// The password `tools/local-staff-pool.py` gave `username`.
@@ -1367,7 +1395,36 @@ async fn a_new_person_chooses_their_own_password_at_the_first_sign_in() {
         ("new-password-again", "Nia-own-Pass-2026"),
     ])
     .await;
+    // Contract 30: the first sign-in sets up a second factor, its key shown
+    // as a QR code and as text; no desk before it is confirmed.
+    nia.wait_text("#mfa-setup-title", "Set up your second factor").await;
+    let key = nia.wait_text("#mfa-secret", "").await;
+    assert!(
+        !key.trim().is_empty(),
+        "the key as text (moto gives every pool the same one)"
+    );
+    let modules = nia.browser.find_all(Locator::Css("#mfa-qr svg rect")).await.unwrap();
+    assert!(modules.len() > 100, "a QR code: {} rects", modules.len());
+    assert!(
+        !nia.browser
+            .find(Locator::Id("desk"))
+            .await
+            .unwrap()
+            .is_displayed()
+            .await
+            .unwrap()
+    );
+    nia.type_in(&[("mfa-setup-code", "12345")]).await;
+    nia.wait_text("#mfa-setup-error", "six digits").await;
+    // moto's pool takes any six digits (it checks them only when told to); Cognito checks them.
+    nia.type_in(&[("mfa-setup-code", "123456")]).await;
     nia.wait_text("#whoami", "Signed in as nia").await;
+    let refresh = nia
+        .browser
+        .execute("return sessionStorage.getItem('desk-refresh-token');", vec![])
+        .await
+        .unwrap();
+    let refresh = refresh.as_str().expect("the refresh token kept for the tab").to_owned();
     nia.browser
         .find(Locator::Id("sign-out"))
         .await
@@ -1375,13 +1432,55 @@ async fn a_new_person_chooses_their_own_password_at_the_first_sign_in() {
         .click()
         .await
         .unwrap();
+    nia.wait_text("#sign-in-title", "Sign in").await;
+    // Signed out is revoked: the tab's refresh token renews nothing now.
+    let renewed = stack.renew_staff_token(&refresh).await;
+    assert_ne!(renewed, 200, "a revoked refresh token");
 
     nia.type_in(&[("username", "nia"), ("password", &temporary)]).await;
     nia.wait_text("#sign-in-error", "Sign-in refused").await;
     nia.type_in(&[("username", "nia"), ("password", "Nia-own-Pass-2026")])
         .await;
+    // The second sign-in asks for the code.
+    nia.wait_text("#mfa-title", "Your authenticator code").await;
+    nia.type_in(&[("mfa-code", "654321")]).await;
     nia.wait_text("#whoami", "Signed in as nia").await;
     nia.close().await;
+    stack.close().await;
+}
+
+/// Contract 30: a sign-in outlives its first ID token. The page keeps the
+/// refresh token for the tab; an ID token the door refuses (expired) is
+/// renewed with it and the request sent again, without a new sign-in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sign_in_outlives_its_first_id_token() {
+    let stack = Stack::on_the_page().await;
+    let sam = AtTheDesk::sign_in(&stack, "sam").await;
+    let first = sam
+        .browser
+        .execute("return sessionStorage.getItem('desk-id-token');", vec![])
+        .await
+        .unwrap();
+    // The tab comes back with an ID token that no longer passes the door.
+    sam.browser
+        .execute("sessionStorage.setItem('desk-id-token', 'e30.e30.expired');", vec![])
+        .await
+        .unwrap();
+    sam.browser.refresh().await.unwrap();
+    sam.wait_text("#whoami", "Signed in as sam").await;
+    sam.wait_text("#queue-status", "Updated").await;
+    let renewed = sam
+        .browser
+        .execute("return sessionStorage.getItem('desk-id-token');", vec![])
+        .await
+        .unwrap();
+    assert!(
+        renewed
+            .as_str()
+            .is_some_and(|t| t.len() > 40 && Some(t) != first.as_str()),
+        "{renewed}"
+    );
+    sam.close().await;
     stack.close().await;
 }
 

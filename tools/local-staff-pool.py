@@ -5,7 +5,8 @@ the two groups, and two people: Ann, an approver (both groups), and Sam, of
 the staff group alone. With --newcomer, a third: Nia, of the staff group,
 whose password is a temporary one, as for anyone an administrator adds, so
 the desk asks her to choose her own at the first sign-in (Cognito's
-NEW_PASSWORD_REQUIRED). Passwords are new on every run. Prints one JSON
+NEW_PASSWORD_REQUIRED), then to set up a second factor (MFA_SETUP: TOTP, as
+the deployed pool requires). Passwords are new on every run. Prints one JSON
 object: the pool, the client, the issuer, the sign-in URL and the people."""
 import argparse
 import json
@@ -30,6 +31,17 @@ def main():
         aws_secret_access_key="local",
     )
     pool = idp.create_user_pool(PoolName="refund-chat-staff")["UserPool"]["Id"]
+    # As template.yaml's StaffMfa ON (contract 30): TOTP, set up at a first
+    # sign-in. moto asks for it after a newcomer's new password (MFA_SETUP)
+    # and at every sign-in once set up (SOFTWARE_TOKEN_MFA); Ann and Sam, made
+    # with a permanent password, sign in without one here (moto's
+    # USER_PASSWORD_AUTH sets up nothing). moto checks the six digits only
+    # with MOTO_COGNITO_IDP_USER_POOL_ENABLE_TOTP=true.
+    idp.set_user_pool_mfa_config(
+        UserPoolId=pool,
+        SoftwareTokenMfaConfiguration={"Enabled": True},
+        MfaConfiguration="ON",
+    )
     client = idp.create_user_pool_client(
         UserPoolId=pool,
         ClientName="refund-chat-desk",

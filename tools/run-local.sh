@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 VENV=.venv
 STATE=${REFUND_CHAT_STATE:-.local}
-MOTO_PORT=5005 PAYMENTS_PORT=8081 MODEL_PORT=8082 GUESTS_PORT=8083 FUNCTION_PORT=9000 PAGE_PORT=8080 DESK_PORT=9001
+MOTO_PORT=5005 PAYMENTS_PORT=8081 MODEL_PORT=8082 GUESTS_PORT=8083 STAFF_POOL_PORT=8084 FUNCTION_PORT=9000 PAGE_PORT=8080 DESK_PORT=9001
 SECRET_ID=refund-chat/openai-api-key
 mkdir -p "$STATE"
 
@@ -69,13 +69,17 @@ target/debug/refund-chat-local-aws --endpoint "http://127.0.0.1:$MOTO_PORT" setu
 # (two people, new passwords every run), and the staff function under a
 # second watch, reading the person from the headers the page server sets
 # once a token has passed its door (as API Gateway's authorizer would).
+# The page signs in through a door to moto's pool that answers RevokeToken
+# (contract 30: "Sign out" revokes), which moto lacks.
 "$VENV/bin/python" tools/local-staff-pool.py --endpoint "http://127.0.0.1:$MOTO_PORT" >"$STATE/staff-pool.json"
 pool() { "$VENV/bin/python" -c "import json,sys; d=json.load(open('$STATE/staff-pool.json')); print(eval(sys.argv[1]))" "$1"; }
+start staff-pool target/debug/refund-chat-local staff-pool --port "$STAFF_POOL_PORT" --moto "http://127.0.0.1:$MOTO_PORT"
+wait_for_port staff-pool "$STAFF_POOL_PORT"
 {
   cat local.env
   echo "STAFF_IDENTITY=header"
   echo "STAFF_POOL_CLIENT_ID=$(pool "d['client_id']")"
-  echo "STAFF_SIGN_IN_URL=$(pool "d['sign_in_url']")"
+  echo "STAFF_SIGN_IN_URL=http://127.0.0.1:$STAFF_POOL_PORT/"
 } >"$STATE/staff.env"
 
 # Guests (contract 27): the guest pool in moto, and the stand-in for the

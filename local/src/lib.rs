@@ -22,6 +22,7 @@ pub mod payments_sandbox;
 pub mod pool_gate;
 pub mod proxy;
 pub mod runtime_api;
+pub mod staff_pool;
 pub mod widget;
 
 use std::net::SocketAddr;

@@ -40,6 +40,15 @@ enum Cli {
         #[arg(long)]
         describe: PathBuf,
     },
+    /// The staff pool's sign-in door: moto's Cognito, with `RevokeToken`
+    /// (which moto lacks) answered as Cognito does (contract 30).
+    StaffPool {
+        #[arg(long, default_value_t = 8084)]
+        port: u16,
+        /// moto's server, where the staff pool lives.
+        #[arg(long)]
+        moto: String,
+    },
     /// The chat page, passing chat requests on to the function.
     Widget {
         #[arg(long, default_value_t = 8080)]
@@ -97,6 +106,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("guest pool sign-in on http://{}", listener.local_addr()?);
             tokio::select! {
                 () = refund_chat_local::guest_pool::serve(listener, pool) => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return Ok(());
+        }
+        Cli::StaffPool { port, moto } => {
+            let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
+            println!("staff pool sign-in on http://{}", listener.local_addr()?);
+            let door = refund_chat_local::staff_pool::StaffPoolDoor::new(&moto);
+            tokio::select! {
+                () = refund_chat_local::staff_pool::serve(listener, door) => {}
                 _ = tokio::signal::ctrl_c() => {}
             }
             return Ok(());

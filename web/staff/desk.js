@@ -6,10 +6,17 @@
 const config = JSON.parse(document.querySelector('meta[name="desk-config"]').content || "{}");
 const $ = (id) => document.getElementById(id);
 const TOKEN = "desk-id-token";
+// Kept for the tab (contract 30): the refresh token renews the ID token
+// before it expires, so a working day is one sign-in; "Sign out" revokes it.
+const REFRESH = "desk-refresh-token";
+const ACCESS = "desk-access-token";
+// Renewed this long before the ID token expires.
+const RENEW_BEFORE_MS = 5 * 60 * 1000;
 const REFRESH_MS = 10000;
 const MAX_BACKOFF_MS = 300000;
 
 let token = sessionStorage.getItem(TOKEN);
+let renewTimer = null;
 let me = null;
 let selected = null;
 let timer = null;
@@ -46,15 +53,66 @@ function api(path) {
   return new URL(path, window.location.href).href;
 }
 
-async function call(method, path, body, key) {
+async function call(method, path, body, key, renewed) {
   const headers = { "Authorization": token || "" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (key) headers["Idempotency-Key"] = key;
   const response = await fetch(api(path), { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   let data = {};
   try { data = await response.json(); } catch (_) { data = {}; }
-  if (response.status === 401) signOut("Your sign-in has ended: sign in again.");
+  if (response.status === 401) {
+    // The click that meets the expiry: renewed once, then sent again (the
+    // same key: a decision is never made twice).
+    if (!renewed && await renew()) return call(method, path, body, key, true);
+    signOut("Your sign-in has ended: sign in again.");
+  }
   return { status: response.status, data };
+}
+
+// The ID token's expiry (ms), from its payload; 0 when unreadable.
+function expiryOf(jwt) {
+  try {
+    const payload = JSON.parse(atob(jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+    return (payload.exp || 0) * 1000;
+  } catch (_) {
+    return 0;
+  }
+}
+
+function scheduleRenewal() {
+  clearTimeout(renewTimer);
+  if (!token || !sessionStorage.getItem(REFRESH)) return;
+  const expires = expiryOf(token);
+  const wait = expires ? Math.max(expires - Date.now() - RENEW_BEFORE_MS, 10000) : 60000;
+  renewTimer = setTimeout(renew, wait);
+}
+
+// A new ID token from the refresh token; false when it cannot be had.
+async function renew() {
+  const refresh = sessionStorage.getItem(REFRESH);
+  if (!refresh || !config.signInUrl) return false;
+  try {
+    const { ok, data } = await cognito("InitiateAuth", {
+      AuthFlow: "REFRESH_TOKEN_AUTH",
+      ClientId: config.clientId,
+      AuthParameters: { REFRESH_TOKEN: refresh },
+    });
+    const result = ok && data.AuthenticationResult;
+    if (!result || !result.IdToken) return false;
+    keepTokens(result);
+    return true;
+  } catch (_) {
+    return false;
+  }
+}
+
+function keepTokens(result) {
+  token = result.IdToken;
+  sessionStorage.setItem(TOKEN, token);
+  if (result.AccessToken) sessionStorage.setItem(ACCESS, result.AccessToken);
+  // A renewal's answer carries no new refresh token: the first one stays.
+  if (result.RefreshToken) sessionStorage.setItem(REFRESH, result.RefreshToken);
+  scheduleRenewal();
 }
 
 // --- Sign-in: Cognito's InitiateAuth, one JSON POST, no SDK. A person's
@@ -84,13 +142,139 @@ function errorType(data) {
 function signedIn(data) {
   const idToken = data.AuthenticationResult && data.AuthenticationResult.IdToken;
   if (!idToken) return false;
-  token = idToken;
-  sessionStorage.setItem(TOKEN, token);
+  keepTokens(data.AuthenticationResult);
   challenge = null;
-  for (const id of ["password", "new-password", "new-password-again"]) $(id).value = "";
-  $("new-password-form").hidden = true;
+  for (const id of ["password", "new-password", "new-password-again", "mfa-code", "mfa-setup-code"]) $(id).value = "";
+  $("mfa-secret").textContent = "";
+  $("mfa-qr").replaceChildren();
+  for (const id of ["new-password-form", "mfa-form", "mfa-setup-form"]) $(id).hidden = true;
   start();
   return true;
+}
+
+// Shows one of the sign-in's forms, the others hidden.
+function showStep(id) {
+  for (const form of ["sign-in", "new-password-form", "mfa-form", "mfa-setup-form"]) $(form).hidden = form !== id;
+}
+
+// After a password (or a new one): tokens, or the next step Cognito asks for.
+async function nextStep(data, username, sayError) {
+  if (signedIn(data)) return;
+  const params = data.ChallengeParameters || {};
+  const user = params.USER_ID_FOR_SRP || params.USERNAME || username;
+  if (data.ChallengeName === "NEW_PASSWORD_REQUIRED" && data.Session) {
+    challenge = { session: data.Session, username: user };
+    $("password").value = "";
+    showStep("new-password-form");
+    $("new-password-error").textContent = "";
+    $("new-password").focus();
+  } else if (data.ChallengeName === "SOFTWARE_TOKEN_MFA" && data.Session) {
+    challenge = { session: data.Session, username: user };
+    showStep("mfa-form");
+    $("mfa-error").textContent = "";
+    $("mfa-code").focus();
+  } else if (data.ChallengeName === "MFA_SETUP" && data.Session) {
+    await setUpMfa(data.Session, user);
+  } else {
+    sayError(data.ChallengeName ? unsupported(data.ChallengeName) : "Sign-in refused: check the user name and the password.");
+  }
+}
+
+// The QR code of `text` as SVG drawn with the DOM (qrcode.js, Kazuhiko
+// Arase's MIT-licensed encoder, is served after this file).
+function qrSvg(text) {
+  const NS = "http://www.w3.org/2000/svg";
+  const qr = qrcode(0, "M");
+  qr.addData(text);
+  qr.make();
+  const count = qr.getModuleCount();
+  const quiet = 4;
+  const svg = document.createElementNS(NS, "svg");
+  svg.setAttribute("viewBox", "0 0 " + (count + 2 * quiet) + " " + (count + 2 * quiet));
+  svg.setAttribute("width", "200");
+  svg.setAttribute("height", "200");
+  const background = document.createElementNS(NS, "rect");
+  background.setAttribute("width", "100%");
+  background.setAttribute("height", "100%");
+  background.setAttribute("fill", "#fff");
+  svg.append(background);
+  for (let row = 0; row < count; row++) {
+    for (let col = 0; col < count; col++) {
+      if (!qr.isDark(row, col)) continue;
+      const module = document.createElementNS(NS, "rect");
+      module.setAttribute("x", String(col + quiet));
+      module.setAttribute("y", String(row + quiet));
+      module.setAttribute("width", "1");
+      module.setAttribute("height", "1");
+      svg.append(module);
+    }
+  }
+  return svg;
+}
+
+// A first sign-in (contract 30): a TOTP key for the person's authenticator
+// app, shown as a QR code and as text; nothing of it leaves the browser but
+// to Cognito.
+async function setUpMfa(session, username) {
+  const { ok, data } = await cognito("AssociateSoftwareToken", { Session: session });
+  if (!ok || !data.SecretCode) { backToSignIn("The second factor could not be set up: sign in again."); return; }
+  challenge = { session: data.Session || session, username };
+  const uri = "otpauth://totp/" + encodeURIComponent("Support desk:" + username) +
+    "?secret=" + encodeURIComponent(data.SecretCode) + "&issuer=" + encodeURIComponent("Support desk");
+  $("mfa-secret").textContent = data.SecretCode;
+  $("mfa-qr").replaceChildren(qrSvg(uri));
+  showStep("mfa-setup-form");
+  $("mfa-setup-error").textContent = "";
+  $("mfa-setup-code").focus();
+}
+
+async function confirmMfaSetup(event) {
+  event.preventDefault();
+  const sayHere = (text) => { $("mfa-setup-error").textContent = text; };
+  const code = $("mfa-setup-code").value.trim();
+  if (!challenge) { backToSignIn("Sign in again."); return; }
+  if (!/^[0-9]{6}$/.test(code)) { sayHere("Type the six digits your authenticator app shows."); return; }
+  try {
+    const verified = await cognito("VerifySoftwareToken", { Session: challenge.session, UserCode: code, FriendlyDeviceName: "desk" });
+    if (!verified.ok || verified.data.Status !== "SUCCESS") {
+      const type = errorType(verified.data);
+      if (type === "NotAuthorizedException" || type === "ExpiredCodeException") backToSignIn("The first sign-in took too long: sign in again.");
+      else sayHere("That code was refused: type the one your app shows now.");
+      return;
+    }
+    const { ok, data } = await cognito("RespondToAuthChallenge", {
+      ChallengeName: "MFA_SETUP",
+      ClientId: config.clientId,
+      Session: verified.data.Session || challenge.session,
+      ChallengeResponses: { USERNAME: challenge.username },
+    });
+    if (ok) { await nextStep(data, challenge.username, sayHere); return; }
+    backToSignIn("The first sign-in took too long: sign in again.");
+  } catch (_) {
+    sayHere("The sign-in service could not be reached. Try again.");
+  }
+}
+
+async function answerMfa(event) {
+  event.preventDefault();
+  const sayHere = (text) => { $("mfa-error").textContent = text; };
+  const code = $("mfa-code").value.trim();
+  if (!challenge) { backToSignIn("Sign in again."); return; }
+  if (!/^[0-9]{6}$/.test(code)) { sayHere("Type the six digits your authenticator app shows."); return; }
+  try {
+    const { ok, data } = await cognito("RespondToAuthChallenge", {
+      ChallengeName: "SOFTWARE_TOKEN_MFA",
+      ClientId: config.clientId,
+      Session: challenge.session,
+      ChallengeResponses: { USERNAME: challenge.username, SOFTWARE_TOKEN_MFA_CODE: code },
+    });
+    if (ok) { await nextStep(data, challenge.username, sayHere); return; }
+    const type = errorType(data);
+    if (type === "CodeMismatchException") sayHere("That code was refused: type the one your app shows now.");
+    else backToSignIn("The sign-in took too long: sign in again.");
+  } catch (_) {
+    sayHere("The sign-in service could not be reached. Try again.");
+  }
 }
 
 function unsupported(name) {
@@ -111,20 +295,11 @@ async function signIn(event) {
       ClientId: config.clientId,
       AuthParameters: { USERNAME: $("username").value, PASSWORD: $("password").value },
     });
-    if (ok && signedIn(data)) return;
-    if (ok && data.ChallengeName === "NEW_PASSWORD_REQUIRED" && data.Session) {
-      const params = data.ChallengeParameters || {};
-      challenge = { session: data.Session, username: params.USER_ID_FOR_SRP || params.USERNAME || $("username").value };
-      $("password").value = "";
-      $("sign-in").hidden = true;
-      $("new-password-form").hidden = false;
-      $("new-password-error").textContent = "";
-      $("new-password").focus();
+    if (ok) {
+      await nextStep(data, $("username").value, (text) => { $("sign-in-error").textContent = text; });
       return;
     }
-    $("sign-in-error").textContent = ok && data.ChallengeName
-      ? unsupported(data.ChallengeName)
-      : "Sign-in refused: check the user name and the password.";
+    $("sign-in-error").textContent = "Sign-in refused: check the user name and the password.";
   } catch (_) {
     $("sign-in-error").textContent = "The sign-in service could not be reached. Try again.";
   }
@@ -132,8 +307,7 @@ async function signIn(event) {
 
 function backToSignIn(why) {
   challenge = null;
-  $("new-password-form").hidden = true;
-  $("sign-in").hidden = false;
+  showStep("sign-in");
   $("sign-in-error").textContent = why;
   $("password").focus();
 }
@@ -153,8 +327,7 @@ async function setNewPassword(event) {
       Session: challenge.session,
       ChallengeResponses: { USERNAME: challenge.username, NEW_PASSWORD: password },
     });
-    if (ok && signedIn(data)) return;
-    if (ok && data.ChallengeName) { backToSignIn(unsupported(data.ChallengeName)); return; }
+    if (ok) { await nextStep(data, challenge.username, say); return; }
     const type = errorType(data);
     if (type === "InvalidPasswordException") {
       say("The password was refused: " + (data.message || "it does not meet the rules above."));
@@ -169,7 +342,26 @@ async function setNewPassword(event) {
   }
 }
 
+// "Sign out" (contract 30): the refresh token revoked (Cognito's
+// RevokeToken); where the service has no such call (moto), the person's
+// sessions are signed out with the access token (GlobalSignOut).
+async function revoke() {
+  const refresh = sessionStorage.getItem(REFRESH);
+  const access = sessionStorage.getItem(ACCESS);
+  if (!config.signInUrl) return;
+  try {
+    if (refresh) {
+      const { ok } = await cognito("RevokeToken", { Token: refresh, ClientId: config.clientId });
+      if (ok) return;
+    }
+    if (access) await cognito("GlobalSignOut", { AccessToken: access });
+  } catch (_) { /* signed out here all the same */ }
+}
+
 function signOut(why) {
+  clearTimeout(renewTimer);
+  sessionStorage.removeItem(REFRESH);
+  sessionStorage.removeItem(ACCESS);
   token = null;
   me = null;
   savedReplies = [];
@@ -178,8 +370,7 @@ function signOut(why) {
   clearTimeout(timer);
   challenge = null;
   $("desk").hidden = true;
-  $("new-password-form").hidden = true;
-  $("sign-in").hidden = false;
+  showStep("sign-in");
   $("sign-out").hidden = true;
   $("whoami").textContent = "";
   if (why) $("sign-in-error").textContent = why;
@@ -637,8 +828,10 @@ async function open(item, keepOutcome) {
 
 $("sign-in").addEventListener("submit", signIn);
 $("new-password-form").addEventListener("submit", setNewPassword);
-$("sign-out").addEventListener("click", () => signOut());
-if (token) start();
+$("sign-out").addEventListener("click", async () => { await revoke(); signOut(); });
+$("mfa-form").addEventListener("submit", answerMfa);
+$("mfa-setup-form").addEventListener("submit", confirmMfaSetup);
+if (token) { scheduleRenewal(); start(); }
 $("mine").addEventListener("change", () => refresh());
 $("allow-notifications").addEventListener("click", () => {
   if ("Notification" in window) Notification.requestPermission();

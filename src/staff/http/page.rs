@@ -10,7 +10,14 @@ use lambda_http::{Body, Response};
 use crate::web_page::{attribute, file, origin_of};
 
 const HTML: &str = include_str!("../../../web/staff/index.html");
-const SCRIPT: &str = include_str!("../../../web/staff/desk.js");
+/// The page's script, then the QR encoder it draws an authenticator key with
+/// (contract 30; `web/staff/qrcode.js`, MIT, kept as published): one file,
+/// one route, one content-security-policy.
+const SCRIPT: &str = concat!(
+    include_str!("../../../web/staff/desk.js"),
+    "\n",
+    include_str!("../../../web/staff/qrcode.js")
+);
 const STYLE: &str = include_str!("../../../web/staff/desk.css");
 
 /// What the page is told.
