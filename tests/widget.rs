@@ -1340,7 +1340,7 @@ async fn an_approver_approves_from_the_desk_and_a_member_of_the_staff_group_cann
         "{outcomes:?}"
     );
     assert!(
-        outcomes.iter().any(|o| o.contains("Already decided by ann")),
+        outcomes.iter().any(|o| o.contains("Already decided by Ann Approver")),
         "{outcomes:?}"
     );
     assert_eq!(stack.refunds().await, 1, "one payments call");
@@ -1418,7 +1418,7 @@ async fn a_new_person_chooses_their_own_password_at_the_first_sign_in() {
     nia.wait_text("#mfa-setup-error", "six digits").await;
     // moto's pool takes any six digits (it checks them only when told to); Cognito checks them.
     nia.type_in(&[("mfa-setup-code", "123456")]).await;
-    nia.wait_text("#whoami", "Signed in as nia").await;
+    nia.wait_text("#whoami", "Signed in as Nia Newcomer").await;
     let refresh = nia
         .browser
         .execute("return sessionStorage.getItem('desk-refresh-token');", vec![])
@@ -1444,7 +1444,7 @@ async fn a_new_person_chooses_their_own_password_at_the_first_sign_in() {
     // The second sign-in asks for the code.
     nia.wait_text("#mfa-title", "Your authenticator code").await;
     nia.type_in(&[("mfa-code", "654321")]).await;
-    nia.wait_text("#whoami", "Signed in as nia").await;
+    nia.wait_text("#whoami", "Signed in as Nia Newcomer").await;
     nia.close().await;
     stack.close().await;
 }
@@ -1467,7 +1467,7 @@ async fn a_sign_in_outlives_its_first_id_token() {
         .await
         .unwrap();
     sam.browser.refresh().await.unwrap();
-    sam.wait_text("#whoami", "Signed in as sam").await;
+    sam.wait_text("#whoami", "Signed in as Sam Staff").await;
     sam.wait_text("#queue-status", "Updated").await;
     let renewed = sam
         .browser
@@ -1562,7 +1562,7 @@ async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
         .await
         .unwrap();
     ann.wait_text("#outcome", "you have").await;
-    ann.wait_text("#item-body", "With ann since").await;
+    ann.wait_text("#item-body", "With Ann Approver since").await;
     assert!(ann.button("Release").await.is_some());
     assert_eq!(
         ann.browser.title().await.unwrap(),
@@ -1572,15 +1572,15 @@ async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
 
     // Sam's queue, read when its timer fires: taken, with no way to answer but taking over.
     sam.timer_fires().await;
-    sam.wait_text("#handoffs", "with ann").await;
+    sam.wait_text("#handoffs", "with Ann Approver").await;
     sam.open_first("handoffs").await;
-    sam.wait_text("#item-body", "With ann since").await;
+    sam.wait_text("#item-body", "With Ann Approver since").await;
     assert!(sam.button("Claim").await.is_none());
-    assert!(sam.button("Take over from ann").await.is_some());
+    assert!(sam.button("Take over from Ann Approver").await.is_some());
     let reply = sam.browser.find(Locator::Id("reply-text")).await.unwrap();
     reply.send_keys("Sam here too.").await.unwrap();
     sam.button("Send reply").await.unwrap().click().await.unwrap();
-    sam.wait_text("#outcome", "ann has this conversation").await;
+    sam.wait_text("#outcome", "Ann Approver has this conversation").await;
 
     // Ann's internal note: hers and Sam's to read, never the customer's.
     let note = ann.browser.find(Locator::Id("note-text")).await.unwrap();
@@ -1588,7 +1588,7 @@ async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
         .await
         .unwrap();
     ann.button("Add internal note").await.unwrap().click().await.unwrap();
-    ann.wait_text("#item-body", "Internal note (ann").await;
+    ann.wait_text("#item-body", "Internal note (Ann Approver").await;
 
     // The customer writes again: it shows in Ann's open chat on the queue's timer.
     stack.type_message("Hello? Any news about my sofa?").await;

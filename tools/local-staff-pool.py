@@ -47,6 +47,10 @@ def main():
         ClientName="refund-chat-desk",
         GenerateSecret=False,
         ExplicitAuthFlows=["ALLOW_USER_PASSWORD_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"],
+        # As template.yaml's: nobody rewrites their own name or e-mail.
+        WriteAttributes=["locale"],
+        ReadAttributes=["name", "email", "email_verified"],
+        EnableTokenRevocation=True,
     )["UserPoolClient"]["ClientId"]
     for group in (args.staff_group, args.approver_group):
         idp.create_group(UserPoolId=pool, GroupName=group)

@@ -142,16 +142,16 @@ async fn a_persons_intent_is_kept_beside_the_routers_and_the_report_counts_both(
     let csv = stdout(&report);
     let lines: Vec<&str> = csv.lines().collect();
     assert!(
-        lines.contains(&"intents,refund,,2,1,0,,1,1,"),
+        lines.contains(&"intents,refund,,2,1,0,,1,1,,0,0"),
         "two refund conversations, one contained, one paid, one sent for approval:\n{csv}"
     );
     assert!(
         lines.iter().any(|line| line.starts_with("intents,not_routed,,1,0,1,")),
         "the screen's handoff, never routed:\n{csv}"
     );
-    assert!(lines.contains(&"against,refund,return,1,,,,,,"), "{csv}");
-    assert!(lines.contains(&"against,not_routed,other,1,,,,,,"), "{csv}");
-    assert_eq!(lines.last(), Some(&"agree,,,2,,,,,,0"), "{csv}");
+    assert!(lines.contains(&"against,refund,return,1,,,,,,,,"), "{csv}");
+    assert!(lines.contains(&"against,not_routed,other,1,,,,,,,,"), "{csv}");
+    assert_eq!(lines.last(), Some(&"agree,,,2,,,,,,0,,"), "{csv}");
 
     let sample = stdout(&desk.run(&["sample", "--quiet-for", "0s", "--n", "10"]).await);
     let line_of = |id: &str| {
