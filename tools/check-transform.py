@@ -74,7 +74,7 @@ def main(path):
             check(security == expected, f"{method.upper()} {path}: authorizer {expected[0]} ({security})")
             called = "RefundChatStaffFunction" if staff else "RefundChatFunction"  # the chat's page is the chat function's
             check(called in uri, f"{method.upper()} {path}: integrates {called}")
-    check(methods == 19, f"the chat's 8 routes (2 the visitors', 3 its page's, the claim) and the desk's 11 integrate their functions ({methods})")
+    check(methods == 28, f"the chat's 10 routes (3 the visitors', 3 its page's, the claim, the rating) and the desk's 18 integrate their functions ({methods})")
     check(function_timeout * 1000 < timeout_default <= 900000, f"function {function_timeout} s < integration {timeout_default} ms <= 900 s")
     staff_timeout = resources["RefundChatStaffFunction"]["Properties"]["Timeout"]
     check(staff_timeout * 1000 < timeout_default, f"the desk's function {staff_timeout} s < integration {timeout_default} ms")
