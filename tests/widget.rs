@@ -816,6 +816,18 @@ impl AtTheDesk {
         self.browser.find(Locator::Id(id)).await.unwrap().click().await.unwrap();
     }
 
+    /// **Find by id** with `id` (contract 30).
+    async fn find_by_id(&self, id: &str) {
+        self.type_in_field("search-q", id).await;
+        self.browser
+            .find(Locator::Css("#search button[type=submit]"))
+            .await
+            .unwrap()
+            .click()
+            .await
+            .unwrap();
+    }
+
     /// The queue's timer, fired now: the page reads the queue (and the
     /// open conversation) as it does every 10 s and when the tab is shown.
     async fn timer_fires(&self) {
@@ -1684,14 +1696,7 @@ async fn a_search_by_order_id_finds_a_closed_chat() {
     sam.timer_fires().await;
     sam.wait_text("#handoffs", "Nothing waits").await;
 
-    sam.type_in_field("search-q", "A-1001").await;
-    sam.browser
-        .find(Locator::Css("#search button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    sam.find_by_id("A-1001").await;
     sam.wait_text("#search-results", "handoff closed").await;
     sam.element("#search-results li button").await.click().await.unwrap();
     sam.wait_text("#item-body", "Where is my order A-1001?").await;
@@ -1728,14 +1733,7 @@ async fn the_customer_is_asked_once_whether_it_was_solved_and_the_desk_reads_the
 
     sam.browser.refresh().await.unwrap();
     sam.wait_text("#whoami", "Signed in as").await;
-    sam.type_in_field("search-q", "u-1001").await;
-    sam.browser
-        .find(Locator::Css("#search button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    sam.find_by_id("u-1001").await;
     sam.wait_text("#search-results", "handoff closed").await;
     sam.element("#search-results li button").await.click().await.unwrap();
     sam.wait_text("#item-body", "Did this solve it? No").await;

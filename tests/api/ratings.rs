@@ -27,16 +27,7 @@ async fn a_customer_answers_once_after_a_person_closed_it_and_the_team_reads_it(
         "not yet"
     );
 
-    let handoff = refund_chat::handoff::handoff_id(&conversation);
-    let closed = desk
-        .post(
-            &format!("/support/staff/handoffs/{handoff}/close"),
-            json!({}),
-            "close",
-            SAM,
-        )
-        .await;
-    assert_eq!(closed.status, StatusCode::OK, "{}", closed.raw);
+    crate::team_desk::close(&desk, &conversation).await;
     assert_eq!(shop.h.read(&conversation, "").await.body["ask_rating"], true);
 
     // Checked before anything is kept; another customer's is the one 404.

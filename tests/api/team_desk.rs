@@ -35,6 +35,20 @@ async fn persons_words(shop: &Shop, conversation: &str) -> Vec<String> {
         .collect()
 }
 
+/// Sam closes the conversation's handoff (a 200).
+pub(crate) async fn close(desk: &StaffDesk, conversation: &str) {
+    let handoff = refund_chat::handoff::handoff_id(conversation);
+    let closed = desk
+        .post(
+            &format!("/support/staff/handoffs/{handoff}/close"),
+            json!({}),
+            "close",
+            SAM,
+        )
+        .await;
+    assert_eq!(closed.status, StatusCode::OK, "{}", closed.raw);
+}
+
 fn held_by(queue: &Value) -> Value {
     queue["handoffs"][0]["held_by"]["name"].clone()
 }
@@ -403,15 +417,7 @@ async fn a_search_by_exact_id_finds_closed_chats_and_the_panel_shows_the_custome
     let asked = shop.h.say(Some(&conversation), "I want to talk to a person").await;
     assert_eq!(asked.body["handed_off"], true, "{}", asked.raw);
     let handoff = refund_chat::handoff::handoff_id(&conversation);
-    let closed = desk
-        .post(
-            &format!("/support/staff/handoffs/{handoff}/close"),
-            json!({}),
-            "close",
-            SAM,
-        )
-        .await;
-    assert_eq!(closed.status, StatusCode::OK, "{}", closed.raw);
+    close(&desk, &conversation).await;
     let other = shop.h.say(None, "please refund B-2002 300").await;
     let other_conversation = other.conversation_id().to_owned();
 

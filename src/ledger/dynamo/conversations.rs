@@ -223,6 +223,17 @@ pub enum Closed {
     NotFound,
 }
 
+/// The refund records a conversation's turns wrote, from its header, sorted.
+fn refund_records_of(head: &Item) -> Vec<String> {
+    let mut records: Vec<String> = head
+        .get("refund_records")
+        .and_then(|v| v.as_ss().ok())
+        .cloned()
+        .unwrap_or_default();
+    records.sort();
+    records
+}
+
 fn stored_handoff(head: &Item) -> Option<StoredHandoff> {
     Some(StoredHandoff {
         id: text(head, "handoff_id")?.to_owned(),
@@ -360,12 +371,7 @@ impl DynamoConversations {
             .map(super::internal_notes::internal_note_of)
             .collect();
         internal_notes.sort_by_key(|note| note.at_ms);
-        let mut refund_records: Vec<String> = head
-            .get("refund_records")
-            .and_then(|v| v.as_ss().ok())
-            .cloned()
-            .unwrap_or_default();
-        refund_records.sort();
+        let refund_records = refund_records_of(head);
         Ok(Some(Transcript {
             id: id.to_owned(),
             customer: text(head, "customer").unwrap_or_default().to_owned(),
@@ -565,7 +571,10 @@ impl DynamoConversations {
         click: &str,
         now_ms: u64,
     ) -> Result<super::internal_notes::Noted, LedgerError> {
-        super::internal_notes::add(&self.client, &self.table, id, by, text_kept, click, now_ms).await
+        let Some(head) = super::notes::PersonNotes::of(self).live_head(id, now_ms).await? else {
+            return Ok(super::internal_notes::Noted::NotFound);
+        };
+        super::internal_notes::add(&self.client, &self.table, &head, by, text_kept, click, now_ms).await
     }
 
     /// Conversation `id` in a line, from its header alone, while it lives.
@@ -585,12 +594,7 @@ impl DynamoConversations {
         else {
             return Ok(None);
         };
-        let mut refund_records: Vec<String> = head
-            .get("refund_records")
-            .and_then(|v| v.as_ss().ok())
-            .cloned()
-            .unwrap_or_default();
-        refund_records.sort();
+        let refund_records = refund_records_of(head);
         Ok(Some(ConversationLine {
             id: id.to_owned(),
             customer: text(head, "customer").unwrap_or_default().to_owned(),

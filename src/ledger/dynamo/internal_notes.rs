@@ -7,7 +7,7 @@
 //! `by_customer` index, and it lives as long as the conversation
 //! (`expires_at` is its `ends_by`).
 
-use super::schema::{CONVERSATION_HEAD as HEAD, CONVERSATION_SORT_KEY as SORT_KEY, INTERNAL_NOTE_PREFIX};
+use super::schema::{CONVERSATION_SORT_KEY as SORT_KEY, INTERNAL_NOTE_PREFIX};
 use super::{DynamoClient, Item, n, number, s, text, unavailable};
 use crate::clock::rfc3339;
 use crate::conversation::person::Person;
@@ -41,32 +41,19 @@ pub fn internal_note_of(item: &Item) -> InternalNote {
     }
 }
 
-/// Keeps `text` (checked and masked by the caller) on conversation `id`
-/// while it lives; `click` names the note, so the same click keeps one.
+/// Keeps `text_kept` (checked and masked by the caller) on the conversation
+/// whose live header is `head`; `click` names the note, so the same click
+/// keeps one.
 pub(super) async fn add(
     client: &DynamoClient,
     table: &str,
-    id: &str,
+    head: &Item,
     by: Person<'_>,
     text_kept: &str,
     click: &str,
     now_ms: u64,
 ) -> Result<Noted, LedgerError> {
-    let head = client
-        .get_item()
-        .table_name(table)
-        .key("pk", s(id))
-        .key(SORT_KEY, s(HEAD))
-        .consistent_read(true)
-        .send()
-        .await
-        .map_err(unavailable)?;
-    let Some(head) = head
-        .item()
-        .filter(|head| number(head, "expires_at").is_some_and(|at| at > now_ms / 1000))
-    else {
-        return Ok(Noted::NotFound);
-    };
+    let id = text(head, "pk").unwrap_or_default();
     let ends_by = number(head, "ends_by")
         .or_else(|| number(head, "expires_at"))
         .unwrap_or_default();
