@@ -1593,6 +1593,12 @@ async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
     reply.send_keys("Sam here too.").await.unwrap();
     sam.button("Send reply").await.unwrap().click().await.unwrap();
     sam.wait_text("#outcome", "Ann Approver has this conversation").await;
+    let kept = sam.browser.find(Locator::Id("reply-text")).await.unwrap();
+    assert_eq!(
+        kept.prop("value").await.unwrap().as_deref(),
+        Some("Sam here too."),
+        "a refused reply stays in the box"
+    );
 
     // Ann's internal note: hers and Sam's to read, never the customer's.
     let note = ann.browser.find(Locator::Id("note-text")).await.unwrap();

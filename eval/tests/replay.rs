@@ -119,10 +119,10 @@ async fn an_approved_conversation_becomes_a_task_that_passes_with_nobodys_detail
     };
     assert_eq!(
         row("refund"),
-        "1 0 0 1 1",
-        "sent for approval and paid after it:\n{routing}"
+        "1 0 0 1 1 0 0",
+        "sent for approval and paid after it, no customer's answer:\n{routing}"
     );
-    assert_eq!(row("address_change"), "1 0 1 0 0 intent_not_served 1", "{routing}");
+    assert_eq!(row("address_change"), "1 0 1 0 0 0 0 intent_not_served 1", "{routing}");
     assert!(routing.contains("agree: 2 of 2 (100.0%)"), "{routing}");
 
     let tasks = std::env::temp_dir().join(format!("replayed-tasks-{}", std::process::id()));

@@ -22,6 +22,20 @@ pub const MAX_QUERY_CHARS: usize = 200;
 pub const MAX_CONVERSATIONS: usize = 50;
 /// The customer panel's other conversations.
 pub const PANEL_CONVERSATIONS: usize = 10;
+/// The most refund records one search or panel reads.
+pub const MAX_RECORDS: usize = 200;
+/// How long a search or a panel may read, each read bounded by
+/// `LEDGER_TIMEOUT_SECS` on its own: well inside the desk's worst case
+/// ([`super::worst_case`], an approval), so a slow table answers 503, never
+/// the function's timeout.
+pub const READ_BUDGET: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// `reads`, or the ledger's timeout once [`READ_BUDGET`] is spent.
+async fn within_budget<T>(reads: impl Future<Output = Result<T, LedgerError>>) -> Result<T, LedgerError> {
+    tokio::time::timeout(READ_BUDGET, reads)
+        .await
+        .unwrap_or(Err(LedgerError::Timeout))
+}
 
 /// What a search found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -85,10 +99,10 @@ async fn lines(staff: &Staff, ids: &[String], now: u64) -> Result<Vec<Conversati
     Ok(lines)
 }
 
-/// The refund records `lines` wrote.
+/// The refund records `lines` wrote, at most [`MAX_RECORDS`].
 async fn records_in(staff: &Staff, lines: &[ConversationLine]) -> Result<Vec<RefundRecord>, LedgerError> {
     let mut records = Vec::new();
-    for id in lines.iter().flat_map(|line| &line.refund_records) {
+    for id in lines.iter().flat_map(|line| &line.refund_records).take(MAX_RECORDS) {
         if let Some(record) = staff.ledger.record(id).await? {
             records.push(record);
         }
@@ -100,12 +114,16 @@ async fn records_in(staff: &Staff, lines: &[ConversationLine]) -> Result<Vec<Ref
 /// record id, an order id (the conversations whose turns found the order)
 /// or a customer's user id.
 pub async fn search(staff: &Staff, q: &str, links: &Links) -> Result<Found, LedgerError> {
+    within_budget(search_now(staff, q, links)).await
+}
+
+async fn search_now(staff: &Staff, q: &str, links: &Links) -> Result<Found, LedgerError> {
     let now = now_ms();
     let mut ids: Vec<String> = vec![super::decide::conversation_named(q)];
     let direct = staff.ledger.record(q).await?;
     ids.extend(direct.iter().filter_map(|record| record.conversation_id.clone()));
     ids.extend(staff.conversations.of_order(q, now).await?);
-    ids.extend(staff.conversations.of_customer(q).await?);
+    ids.extend(staff.conversations.latest_of_customer(q, MAX_CONVERSATIONS).await?);
     ids.sort();
     ids.dedup();
     let conversations = lines(staff, &ids, now).await?;
@@ -132,8 +150,15 @@ pub async fn search(staff: &Staff, q: &str, links: &Links) -> Result<Found, Ledg
 /// The customer panel beside conversation `except`: the customer's other
 /// conversations (the latest [`PANEL_CONVERSATIONS`]) and their refunds.
 pub async fn customer_panel(staff: &Staff, customer: &str, except: &str) -> Result<CustomerPanel, LedgerError> {
+    within_budget(panel_now(staff, customer, except)).await
+}
+
+async fn panel_now(staff: &Staff, customer: &str, except: &str) -> Result<CustomerPanel, LedgerError> {
     let now = now_ms();
-    let ids = staff.conversations.of_customer(customer).await?;
+    let ids = staff
+        .conversations
+        .latest_of_customer(customer, MAX_CONVERSATIONS)
+        .await?;
     let all = lines(staff, &ids, now).await?;
     let records = records_in(staff, &all).await?;
     let refunded: u64 = records

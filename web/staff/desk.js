@@ -574,8 +574,8 @@ function say(text) {
 // A button that sends one decision: one Idempotency-Key per click, kept for a
 // re-send of the same body until a definite answer comes (a 5xx, or no answer,
 // may have landed: the same key never decides or posts twice), and the button
-// disabled while it is sent.
-function decision(label, path, bodyOf, className) {
+// disabled while it is sent. `clears`: the box a sent one empties.
+function decision(label, path, bodyOf, className, clears) {
   const button = el("button", label, className);
   button.type = "button";
   let key = null;
@@ -595,6 +595,8 @@ function decision(label, path, bodyOf, className) {
       const { status, data } = await call("POST", path, body, key);
       if (status < 500) key = null;
       if (status === 200) say(data.text);
+      // Sent: its box is emptied before the item is shown anew.
+      if (status === 200 && clears && $(clears)) $(clears).value = "";
       else if (status === 409 && data.held_by) say(data.held_by + " has this conversation" + (data.held_since ? " since " + data.held_since : "") + ": take it over to answer.");
       else if (status === 409 && data.decided_by) say("Already decided by " + data.decided_by + (data.decided_at ? " at " + data.decided_at : "") + ". " + (data.detail || ""));
       else if (status === 403) say("You may not do this: " + (data.detail || ""));
@@ -751,6 +753,11 @@ async function reread(item) {
 }
 
 async function open(item, keepOutcome) {
+  // Shown anew (after a click's answer, or when who has it changed): what
+  // the person was writing stays; a sent reply or note cleared its own box.
+  const writing = keepOutcome && selected && selected.id === item.id
+    ? { reply: $("reply-text") && $("reply-text").value, note: $("note-text") && $("note-text").value }
+    : {};
   selected = item;
   document.querySelectorAll(".items button").forEach((b) => b.setAttribute("aria-current", String(b.dataset.id === item.id)));
   if (!keepOutcome) say("");
@@ -775,7 +782,7 @@ async function open(item, keepOutcome) {
       const text = $("reply-text").value.trim();
       if (!text) { say("Write the reply first."); return null; }
       return { text };
-    }));
+    }, undefined, "reply-text"));
     if (data.handoff && !data.handoff.closed_by) {
       actions.append(decision("Close handoff", "handoffs/" + encodeURIComponent(item.id) + "/close", () => ({}), "secondary"));
     }
@@ -784,7 +791,9 @@ async function open(item, keepOutcome) {
       const text = $("note-text").value.trim();
       if (!text) { say("Write the note first."); return null; }
       return { text };
-    }, "secondary"));
+    }, "secondary", "note-text"));
+    if (writing.reply) $("reply-text").value = writing.reply;
+    if (writing.note) $("note-text").value = writing.note;
   } else {
     const { status, data } = await call("GET", "refunds/" + encodeURIComponent(item.id));
     if (status !== 200) { body.replaceChildren(el("p", data.detail || ("HTTP " + status), "error")); return; }

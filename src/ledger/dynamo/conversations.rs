@@ -571,7 +571,7 @@ impl DynamoConversations {
         click: &str,
         now_ms: u64,
     ) -> Result<super::internal_notes::Noted, LedgerError> {
-        let Some(head) = super::notes::PersonNotes::of(self).live_head(id, now_ms).await? else {
+        let Some(head) = super::live_conversation_head(&self.client, &self.table, id, now_ms).await? else {
             return Ok(super::internal_notes::Noted::NotFound);
         };
         super::internal_notes::add(&self.client, &self.table, &head, by, text_kept, click, now_ms).await
@@ -579,21 +579,10 @@ impl DynamoConversations {
 
     /// Conversation `id` in a line, from its header alone, while it lives.
     pub async fn line(&self, id: &str, now_ms: u64) -> Result<Option<ConversationLine>, LedgerError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(self.key(id, HEAD).into_iter().collect()))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        let Some(head) = output
-            .item()
-            .filter(|head| number(head, "expires_at").is_some_and(|at| at > now_ms / 1000))
-        else {
+        let Some(head) = super::live_conversation_head(&self.client, &self.table, id, now_ms).await? else {
             return Ok(None);
         };
+        let head = &head;
         let refund_records = refund_records_of(head);
         Ok(Some(ConversationLine {
             id: id.to_owned(),
@@ -649,6 +638,36 @@ impl DynamoConversations {
         now_ms: u64,
     ) -> Result<super::saved_replies::Deleted, LedgerError> {
         super::saved_replies::delete(&self.client, &self.table, id, by, now_ms).await
+    }
+
+    /// The ids of `customer`'s conversations with the latest items first,
+    /// at most `limit` (the `by_customer` index, newest first, read until
+    /// `limit` conversations are seen): search and the customer panel.
+    pub async fn latest_of_customer(&self, customer: &str, limit: usize) -> Result<Vec<String>, LedgerError> {
+        let mut pages = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(super::schema::BY_CUSTOMER_INDEX)
+            .key_condition_expression("customer = :customer")
+            .expression_attribute_values(":customer", s(customer))
+            .scan_index_forward(false)
+            .into_paginator()
+            .items()
+            .send();
+        let mut ids: Vec<String> = Vec::new();
+        while ids.len() < limit
+            && let Some(item) = pages.next().await
+        {
+            let item = item.map_err(unavailable)?;
+            if let Some(pk) = text(&item, "pk")
+                && !pk.starts_with(super::postings::ORDER_PREFIX)
+                && !ids.iter().any(|id| id == pk)
+            {
+                ids.push(pk.to_owned());
+            }
+        }
+        Ok(ids)
     }
 
     /// Deletes every item of the conversation: the support team's "forget",

@@ -542,6 +542,29 @@ fn required<'a>(item: &'a Item, name: &str) -> Result<&'a str, LedgerError> {
     text(item, name).ok_or_else(|| LedgerError::Malformed(format!("no {name}")))
 }
 
+/// A conversation's header while it lives (a strongly consistent read):
+/// what a person's words are appended after, or kept beside.
+pub(crate) async fn live_conversation_head(
+    client: &DynamoClient,
+    table: &str,
+    id: &str,
+    now_ms: u64,
+) -> Result<Option<Item>, LedgerError> {
+    let output = client
+        .get_item()
+        .table_name(table)
+        .key("pk", s(id))
+        .key(schema::CONVERSATION_SORT_KEY, s(schema::CONVERSATION_HEAD))
+        .consistent_read(true)
+        .send()
+        .await
+        .map_err(unavailable)?;
+    Ok(output
+        .item()
+        .filter(|head| number(head, "expires_at").is_some_and(|at| at > now_ms / 1000))
+        .cloned())
+}
+
 /// Every item of every page of a paginated query or scan.
 pub(crate) async fn every_item<E, R>(
     pages: aws_smithy_async::future::pagination_stream::PaginationStream<Result<Item, SdkError<E, R>>>,

@@ -70,20 +70,7 @@ impl PersonNotes {
 
     /// The conversation's header while it lives (a strongly consistent read).
     pub(crate) async fn live_head(&self, id: &str, now_ms: u64) -> Result<Option<Item>, LedgerError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("pk", s(id))
-            .key(SORT_KEY, s(HEAD))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(unavailable)?;
-        Ok(output
-            .item()
-            .filter(|head| number(head, "expires_at").is_some_and(|at| at > now_ms / 1000))
-            .cloned())
+        super::live_conversation_head(&self.client, &self.table, id, now_ms).await
     }
 
     /// The two writes that append `note` to the conversation whose header
