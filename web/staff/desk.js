@@ -595,12 +595,12 @@ function decision(label, path, bodyOf, className, clears) {
       const { status, data } = await call("POST", path, body, key);
       if (status < 500) key = null;
       if (status === 200) say(data.text);
-      // Sent: its box is emptied before the item is shown anew.
-      if (status === 200 && clears && $(clears)) $(clears).value = "";
       else if (status === 409 && data.held_by) say(data.held_by + " has this conversation" + (data.held_since ? " since " + data.held_since : "") + ": take it over to answer.");
       else if (status === 409 && data.decided_by) say("Already decided by " + data.decided_by + (data.decided_at ? " at " + data.decided_at : "") + ". " + (data.detail || ""));
       else if (status === 403) say("You may not do this: " + (data.detail || ""));
       else say((data.detail || "HTTP " + status));
+      // Sent: its box is emptied before the item is shown anew.
+      if (status === 200 && clears && $(clears)) $(clears).value = "";
       // The item as it is now (its state, the buttons that still apply), the outcome kept.
       if (selected && (status === 200 || status === 409)) open(selected, true);
       refresh();
