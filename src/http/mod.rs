@@ -202,28 +202,21 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         let invocation = invocation_of(request);
         let checked = claim::check(request, raw_id, &self.config().identity);
         let claimer = checked.as_ref().ok().map(|claim| claim.claimer.clone());
-        let (status, body, error) = match checked {
-            Err(error) => (error.status(), answer::render_error(&error).body, Some(error)),
+        let written = match checked {
+            Err(error) => Err(error),
             Ok(claim::ClaimRequest {
                 id: Some(id),
                 visitor: Some(visitor),
                 claimer,
-            }) => match self.intake.claim(&id, &visitor, &claimer, crate::clock::now_ms()).await {
-                Ok(()) => (
-                    StatusCode::OK,
-                    serde_json::json!({"conversation_id": id.as_str(), "claimed": true}).to_string(),
-                    None,
-                ),
-                Err(refused) => {
-                    let error = ApiError::Intake(refused);
-                    (error.status(), answer::render_error(&error).body, Some(error))
-                }
-            },
-            Ok(_) => {
-                let error = ApiError::Intake(crate::intake::Refused::ConversationNotFound);
-                (error.status(), answer::render_error(&error).body, Some(error))
-            }
+            }) => self
+                .intake
+                .claim(&id, &visitor, &claimer, crate::clock::now_ms())
+                .await
+                .map(|()| serde_json::json!({"conversation_id": id.as_str(), "claimed": true}).to_string())
+                .map_err(ApiError::Intake),
+            Ok(_) => Err(ApiError::Intake(crate::intake::Refused::ConversationNotFound)),
         };
+        let (status, body, error) = one_write(written);
         tracing::info!(
             event = "claim",
             status = status.as_u16(),
@@ -243,28 +236,21 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             (rating::Route::Visitor, None) => Err(ApiError::NotFound),
             _ => rating::check(request, raw_id, route, &self.config().identity),
         };
-        let (status, body, error) = match checked {
-            Err(error) => (error.status(), answer::render_error(&error).body, Some(error)),
+        let written = match checked {
+            Err(error) => Err(error),
             Ok(rating::RatingRequest {
                 id: Some(id),
                 customer,
                 rating,
-            }) => match self.intake.rate(&id, &customer, &rating, crate::clock::now_ms()).await {
-                Ok(()) => (
-                    StatusCode::OK,
-                    serde_json::json!({"conversation_id": id.as_str(), "rated": rating.outcome()}).to_string(),
-                    None,
-                ),
-                Err(refused) => {
-                    let error = ApiError::Intake(refused);
-                    (error.status(), answer::render_error(&error).body, Some(error))
-                }
-            },
-            Ok(_) => {
-                let error = ApiError::Intake(crate::intake::Refused::ConversationNotFound);
-                (error.status(), answer::render_error(&error).body, Some(error))
-            }
+            }) => self
+                .intake
+                .rate(&id, &customer, &rating, crate::clock::now_ms())
+                .await
+                .map(|()| serde_json::json!({"conversation_id": id.as_str(), "rated": rating.outcome()}).to_string())
+                .map_err(ApiError::Intake),
+            Ok(_) => Err(ApiError::Intake(crate::intake::Refused::ConversationNotFound)),
         };
+        let (status, body, error) = one_write(written);
         tracing::info!(
             event = "rating_request",
             status = status.as_u16(),
@@ -439,6 +425,14 @@ impl<K, R, L, C, O> App<K, R, L, C, O> {
 }
 
 const INTERNAL_ERROR: &str = r#"{"detail":"internal error"}"#;
+
+/// A one-write route's answer (a claim, a rating): its body, or the error's.
+fn one_write(written: Result<String, ApiError>) -> (StatusCode, String, Option<ApiError>) {
+    match written {
+        Ok(body) => (StatusCode::OK, body, None),
+        Err(error) => (error.status(), answer::render_error(&error).body, Some(error)),
+    }
+}
 
 /// The answer's JSON body with the visitor's new token in `visitor`, when
 /// it names a conversation the token now owns (a refusal before any

@@ -470,6 +470,20 @@ async fn a_search_by_exact_id_finds_closed_chats_and_the_panel_shows_the_custome
     assert_eq!(others, [other_conversation.as_str()]);
     assert_eq!(panel["refunds"]["count"], 2);
     assert_eq!(panel["refunds"]["refunded"], "8.00");
+    // The page's re-read every 10 s reads no panel.
+    let mut reread = staff_event(
+        "GET",
+        &format!("/support/staff/conversations/{conversation}"),
+        None,
+        &[],
+        Some(SAM),
+    );
+    reread["queryStringParameters"] = json!({"panel": "false"});
+    reread["multiValueQueryStringParameters"] = json!({"panel": ["false"]});
+    let reread = desk.send(reread).await;
+    assert_eq!(reread.status, StatusCode::OK, "{}", reread.raw);
+    assert!(reread.body.get("customer_panel").is_none(), "{}", reread.raw);
+    assert_eq!(reread.body["exchanges"], read.body["exchanges"]);
 
     // Forgotten: the order no longer finds anything of theirs.
     let forgot = shop.run(&["forget", "--customer", "u-1001", "--by", "Kim"]).await;

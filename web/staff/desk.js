@@ -735,6 +735,8 @@ async function changeSavedReply(method) {
 
 // The open conversation as last shown: its exchanges and notes, and who has it.
 let seen = null;
+// The customer panel as the conversation opened with it (re-reads skip it).
+let shownPanel = null;
 function shown(view) {
   return { words: view.exchanges.length + "/" + (view.internal_notes || []).length, holder: JSON.stringify(view.held_by) };
 }
@@ -742,10 +744,12 @@ function shown(view) {
 // Reads the open conversation again; shows it anew only when it changed,
 // leaving what the person is writing where it is.
 async function reread(item) {
-  const { status, data } = await call("GET", "conversations/" + encodeURIComponent(item.conversation_id));
+  // Without the customer panel: it was read when the conversation opened.
+  const { status, data } = await call("GET", "conversations/" + encodeURIComponent(item.conversation_id) + "?panel=false");
   if (status !== 200 || selected !== item) return;
   const now = shown(data);
   if (seen && now.words === seen.words && now.holder === seen.holder) return;
+  if (!data.customer_panel) data.customer_panel = shownPanel;
   // Who has it decides the buttons: shown anew, the outcome kept.
   if (!seen || now.holder !== seen.holder) { open(item, true); return; }
   seen = now;
@@ -770,6 +774,7 @@ async function open(item, keepOutcome) {
     if (status !== 200) { body.replaceChildren(el("p", data.detail || ("HTTP " + status), "error")); return; }
     body.replaceChildren(transcript(data));
     seen = shown(data);
+    shownPanel = data.customer_panel;
     const actions = $("actions");
     const conversation = "conversations/" + encodeURIComponent(item.conversation_id);
     const mine = data.held_by && me && data.held_by.name === me.name;

@@ -99,6 +99,46 @@ pub(super) async fn list(client: &DynamoClient, table: &str) -> Result<Vec<Saved
     Ok(replies)
 }
 
+/// One change of reply `id`: `count` (the ids in use) and `reply` (the
+/// reply's own item, its change appended to `changes`) in one transaction.
+/// Each update is given its key and the values it shares with the other
+/// kind of change; `false` when a condition failed and nothing was written.
+#[allow(clippy::too_many_arguments)]
+async fn change_reply(
+    client: &DynamoClient,
+    table: &str,
+    id: &str,
+    count: aws_sdk_dynamodb::types::builders::UpdateBuilder,
+    reply: aws_sdk_dynamodb::types::builders::UpdateBuilder,
+    by: Person<'_>,
+    what: &str,
+    now_ms: u64,
+) -> Result<bool, LedgerError> {
+    let at = rfc3339(now_ms);
+    let count = count
+        .table_name(table)
+        .set_key(Some(key_of(SAVED_REPLIES_COUNT).into_iter().collect()))
+        .expression_attribute_values(":id", AttributeValue::Ss(vec![id.to_owned()]))
+        .expression_attribute_values(":one", s(id))
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+        .build()
+        .map_err(malformed)?;
+    let reply = reply
+        .table_name(table)
+        .set_key(Some(key_of(&format!("{SAVED_REPLY_PREFIX}{id}")).into_iter().collect()))
+        .expression_attribute_values(":by", s(by.name))
+        .expression_attribute_values(":at", s(&at))
+        .expression_attribute_values(":none", AttributeValue::L(Vec::new()))
+        .expression_attribute_values(":change", change(by, &at, what))
+        .build()
+        .map_err(malformed)?;
+    let items = [
+        TransactWriteItem::builder().update(count).build(),
+        TransactWriteItem::builder().update(reply).build(),
+    ];
+    Ok(transact(client, items).await?.is_none())
+}
+
 /// Saves reply `id` (new, or changed), if fewer than `max` exist or it is one of them.
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn save(
@@ -111,42 +151,25 @@ pub(super) async fn save(
     max: usize,
     now_ms: u64,
 ) -> Result<Saved, LedgerError> {
-    let at = rfc3339(now_ms);
     let count = Update::builder()
-        .table_name(table)
-        .set_key(Some(key_of(SAVED_REPLIES_COUNT).into_iter().collect()))
         .update_expression("ADD ids :id")
         .condition_expression("attribute_not_exists(ids) OR size(ids) < :max OR contains(ids, :one)")
-        .expression_attribute_values(":id", AttributeValue::Ss(vec![id.to_owned()]))
-        .expression_attribute_values(":one", s(id))
-        .expression_attribute_values(":max", n(max as u64))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-        .build()
-        .map_err(malformed)?;
+        .expression_attribute_values(":max", n(max as u64));
     let reply = Update::builder()
-        .table_name(table)
-        .set_key(Some(key_of(&format!("{SAVED_REPLY_PREFIX}{id}")).into_iter().collect()))
         .update_expression(
             "SET title = :title, #text = :text, changed_by = :by, changed_at = :at, \
              changes = list_append(if_not_exists(changes, :none), :change) REMOVE deleted_by, deleted_at",
         )
         .expression_attribute_names("#text", "text")
         .expression_attribute_values(":title", s(title))
-        .expression_attribute_values(":text", s(body))
-        .expression_attribute_values(":by", s(by.name))
-        .expression_attribute_values(":at", s(&at))
-        .expression_attribute_values(":none", AttributeValue::L(Vec::new()))
-        .expression_attribute_values(":change", change(by, &at, "saved"))
-        .build()
-        .map_err(malformed)?;
-    let items = [
-        TransactWriteItem::builder().update(count).build(),
-        TransactWriteItem::builder().update(reply).build(),
-    ];
-    Ok(match transact(client, items).await? {
-        None => Saved::Saved,
-        Some(_) => Saved::Full,
-    })
+        .expression_attribute_values(":text", s(body));
+    Ok(
+        if change_reply(client, table, id, count, reply, by, "saved", now_ms).await? {
+            Saved::Saved
+        } else {
+            Saved::Full
+        },
+    )
 }
 
 /// Deletes reply `id`: out of use, its record kept with who and when.
@@ -157,36 +180,19 @@ pub(super) async fn delete(
     by: Person<'_>,
     now_ms: u64,
 ) -> Result<Deleted, LedgerError> {
-    let at = rfc3339(now_ms);
     let count = Update::builder()
-        .table_name(table)
-        .set_key(Some(key_of(SAVED_REPLIES_COUNT).into_iter().collect()))
         .update_expression("DELETE ids :id")
-        .condition_expression("contains(ids, :one)")
-        .expression_attribute_values(":id", AttributeValue::Ss(vec![id.to_owned()]))
-        .expression_attribute_values(":one", s(id))
-        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
-        .build()
-        .map_err(malformed)?;
+        .condition_expression("contains(ids, :one)");
     let reply = Update::builder()
-        .table_name(table)
-        .set_key(Some(key_of(&format!("{SAVED_REPLY_PREFIX}{id}")).into_iter().collect()))
         .update_expression(
             "SET deleted_by = :by, deleted_at = :at, changes = list_append(if_not_exists(changes, :none), :change)",
         )
-        .condition_expression("attribute_exists(pk)")
-        .expression_attribute_values(":by", s(by.name))
-        .expression_attribute_values(":at", s(&at))
-        .expression_attribute_values(":none", AttributeValue::L(Vec::new()))
-        .expression_attribute_values(":change", change(by, &at, "deleted"))
-        .build()
-        .map_err(malformed)?;
-    let items = [
-        TransactWriteItem::builder().update(count).build(),
-        TransactWriteItem::builder().update(reply).build(),
-    ];
-    Ok(match transact(client, items).await? {
-        None => Deleted::Deleted,
-        Some(_) => Deleted::NotFound,
-    })
+        .condition_expression("attribute_exists(pk)");
+    Ok(
+        if change_reply(client, table, id, count, reply, by, "deleted", now_ms).await? {
+            Deleted::Deleted
+        } else {
+            Deleted::NotFound
+        },
+    )
 }
