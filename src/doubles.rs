@@ -133,6 +133,9 @@ pub struct Recording<O> {
     outcome: O,
     requests: Mutex<Vec<RefundRequest>>,
     record: bool,
+    /// What the books say of an order's recent refunds (rule 7's return
+    /// check): none by default; `None` plays books that cannot say.
+    refunded_recently: Option<bool>,
 }
 
 /// The turn's refund gateway stand-in.
@@ -146,7 +149,15 @@ impl<O: Clone> Recording<O> {
             outcome,
             requests: Mutex::default(),
             record: true,
+            refunded_recently: Some(false),
         }
+    }
+
+    /// Books that say every order was refunded in rule 2's window (`Some(true)`),
+    /// or cannot say (`None`).
+    pub fn with_refunded_recently(mut self, refunded_recently: Option<bool>) -> Self {
+        self.refunded_recently = refunded_recently;
+        self
     }
 
     /// For benchmarks: records nothing.
@@ -174,6 +185,10 @@ impl<O: Clone> Recording<O> {
 impl RefundGateway for Recording<RefundOutcome> {
     async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
         self.answer(request)
+    }
+
+    async fn order_refunded_recently(&self, _order_id: &str) -> Option<bool> {
+        self.refunded_recently
     }
 }
 
@@ -224,6 +239,7 @@ pub fn any_order(order_id: &str, customer: &str) -> Order {
             country: "GB".into(),
         },
         has_open_return: false,
+        open_return_cents: 0,
     }
 }
 

@@ -66,6 +66,22 @@ pub fn masked(text: &str) -> Cow<'_, str> {
     masked_after(None, text)
 }
 
+/// How many digits `text` holds when it is a number and nothing else, read
+/// as a person reads one (digits of any script, separators and format
+/// characters between them, white space around): "481 516", "481-516" and
+/// "４８１５１６" are six. `None` for anything else.
+pub fn digits_only(text: &str) -> Option<usize> {
+    let mut digits = 0;
+    for glyph in read(None, text.trim()) {
+        match glyph.read {
+            Read::Digit(_) => digits += 1,
+            Read::Separator | Read::Invisible => {}
+            _ => return None,
+        }
+    }
+    (digits > 0).then_some(digits)
+}
+
 /// Whether masking would change `text` (a key or an id that holds a card
 /// number or an IBAN is refused rather than kept).
 pub fn would_mask(text: &str) -> bool {

@@ -626,6 +626,7 @@ impl Stack {
             customer: "u-1001".to_owned(),
             writer: refund_chat::refund::WriterMark::fixed("req-injected/w"),
             lease_until_ms: refund_chat::clock::now_ms() + 60_000,
+            scope: "req-injected".into(),
         };
         let now = refund_chat::clock::now_ms();
         let Ok(Begun::Held(held)) = self.conversations.begin(&lease, false, now).await else {

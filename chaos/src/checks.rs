@@ -805,9 +805,12 @@ fn customer_message_of(item: &Value) -> Option<String> {
 /// Contracts 26 and 28: each write the order system took (an address, a
 /// return: `(order, the write's body)`) was proposed (a stored exchange of
 /// the conversation holds the call of `tool` with exactly that order and
-/// body, answered `confirm`), the customer's next message in the same
-/// conversation was an explicit yes, and no proposal was written more
-/// often than it was stored.
+/// body, answered `confirm`), the exchange that made it (the same call,
+/// answered otherwise) has a customer message that is an explicit yes, and
+/// the proposal was the last exchange the conversation held when that turn
+/// took it (its `taken_at`: storage order is the order of saving, and a
+/// person's note of another turn may be saved between them); no proposal
+/// was written more often than it was stored.
 fn written_only_after_a_later_yes(
     evidence: &Evidence<'_>,
     tool: &str,
@@ -816,6 +819,8 @@ fn written_only_after_a_later_yes(
     let yes = refund_chat::handoff::screen::YesPhrases::default();
     // (conversation, seq, order, the arguments as the write's body) of each stored proposal.
     let mut proposals: Vec<(String, u64, String, Value)> = Vec::new();
+    // (conversation, the count it held when the turn took it, order, body, a yes?) of each call that was no proposal.
+    let mut writers: Vec<(String, u64, String, Value, bool)> = Vec::new();
     for item in evidence
         .conversations
         .iter()
@@ -823,41 +828,54 @@ fn written_only_after_a_later_yes(
     {
         let messages: Value = serde_json::from_str(item["messages"].as_str().unwrap_or("[]")).unwrap_or(Value::Null);
         let messages = messages.as_array().cloned().unwrap_or_default();
-        let confirmed: Vec<&str> = messages
+        let results: HashMap<&str, Value> = messages
             .iter()
             .filter(|m| m["role"] == "tool")
-            .filter(|m| {
-                serde_json::from_str::<Value>(m["content"].as_str().unwrap_or_default())
-                    .is_ok_and(|content| content["status"] == "confirm")
+            .filter_map(|m| {
+                Some((
+                    m["tool_call_id"].as_str()?,
+                    serde_json::from_str::<Value>(m["content"].as_str().unwrap_or_default()).unwrap_or(Value::Null),
+                ))
             })
-            .filter_map(|m| m["tool_call_id"].as_str())
             .collect();
+        let said_yes = customer_message_of(item).is_some_and(|message| yes.says_yes(&message));
+        // Before `taken_at` was kept, the turn took it at its own seq.
+        let taken_at = match item.get("taken_at") {
+            Some(_) => cents(item, "taken_at"),
+            None => cents(item, "seq"),
+        };
         for call in messages
             .iter()
             .filter(|m| m["role"] == "assistant")
             .flat_map(|m| m["tool_calls"].as_array().cloned().unwrap_or_default())
             .filter(|call| call["name"] == tool)
-            .filter(|call| call["id"].as_str().is_some_and(|id| confirmed.contains(&id)))
         {
+            let Some(result) = call["id"].as_str().and_then(|id| results.get(id)) else {
+                continue;
+            };
             let Ok(arguments) = serde_json::from_str::<Value>(call["arguments"].as_str().unwrap_or_default()) else {
                 continue;
             };
-            let mut address = arguments.clone();
+            let mut body = arguments.clone();
             let order = text(&arguments, "order_id");
-            if let Some(fields) = address.as_object_mut() {
+            if let Some(fields) = body.as_object_mut() {
                 fields.remove("order_id");
             }
-            proposals.push((text(item, "pk"), cents(item, "seq"), order, address));
+            if result["status"] == "confirm" {
+                proposals.push((text(item, "pk"), cents(item, "seq"), order, body));
+            } else {
+                writers.push((text(item, "pk"), taken_at, order, body, said_yes));
+            }
         }
     }
     let mut violations = Vec::new();
     let mut written: HashMap<(String, String), usize> = HashMap::new();
-    for (order, address) in writes {
-        let entry = written.entry((order.clone(), address.to_string())).or_insert(0);
+    for (order, body) in writes {
+        let entry = written.entry((order.clone(), body.to_string())).or_insert(0);
         *entry += 1;
         let matching: Vec<&(String, u64, String, Value)> = proposals
             .iter()
-            .filter(|(_, _, o, a)| o == order && a == address)
+            .filter(|(_, _, o, a)| o == order && a == body)
             .collect();
         if matching.len() < *entry {
             violations.push(format!(
@@ -867,19 +885,19 @@ fn written_only_after_a_later_yes(
             ));
             continue;
         }
-        // Contract 26, tightened: the yes is the very next exchange's
-        // customer message, and the whole of it.
-        let next_is_a_yes = matching.iter().any(|(conversation, seq, _, _)| {
-            evidence.conversations.iter().any(|item| {
-                text(item, "pk") == *conversation
-                    && item["sk"].as_str().is_some_and(|sk| sk.starts_with("x#"))
-                    && cents(item, "seq") == seq + 1
-                    && customer_message_of(item).is_some_and(|message| yes.says_yes(&message))
-            })
+        // Contract 26, tightened: the yes is the customer's very next
+        // message after the proposal, and the whole of it.
+        let made_by_a_next_yes = writers.iter().any(|(conversation, taken_at, o, a, said_yes)| {
+            *said_yes
+                && o == order
+                && a == body
+                && matching
+                    .iter()
+                    .any(|(c, seq, _, _)| c == conversation && seq + 1 == *taken_at)
         });
-        if !next_is_a_yes {
+        if !made_by_a_next_yes {
             violations.push(format!(
-                "order {order}: written though the message after its proposal was no explicit yes"
+                "order {order}: written though no turn that took the conversation right after its proposal had an explicit yes"
             ));
         }
     }

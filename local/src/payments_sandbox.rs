@@ -464,7 +464,7 @@ fn order_json(
         json["items"][0]["returned_quantity"] = json!(returned);
         json["returns"] = returns
             .iter()
-            .map(|r| json!({"return_id": r["return_id"], "status": r["status"]}))
+            .map(|r| json!({"return_id": r["return_id"], "status": r["status"], "items": r["items"]}))
             .collect();
     }
     json

@@ -186,9 +186,29 @@ pub enum ProposalStep {
 pub struct ProposalSteps {
     address: ProposalStep,
     ret: ProposalStep,
+    /// Kinds this turn proposed twice with other arguments: both cleared,
+    /// and no third proposal of the kind in the turn.
+    ambiguous: [bool; 2],
 }
 
 impl ProposalSteps {
+    fn slot(kind: WriteKind) -> usize {
+        match kind {
+            WriteKind::Address => 0,
+            WriteKind::Return => 1,
+        }
+    }
+
+    /// This turn proposed `kind` twice, differently: nothing of it waits.
+    pub fn is_ambiguous(&self, kind: WriteKind) -> bool {
+        self.ambiguous[Self::slot(kind)]
+    }
+
+    fn make_ambiguous(&mut self, kind: WriteKind) {
+        self.ambiguous[Self::slot(kind)] = true;
+        self.set(kind, ProposalStep::Clear);
+    }
+
     pub fn get(&self, kind: WriteKind) -> ProposalStep {
         match kind {
             WriteKind::Address => self.address,
@@ -211,11 +231,12 @@ impl ProposalSteps {
             .filter(|(_, step)| *step != ProposalStep::Keep)
     }
 
-    /// Each waiting proposal cleared: only the customer's next message may
-    /// confirm, so a turn that neither writes nor proposes again ends them.
-    pub fn clearing(waiting: &Proposals) -> ProposalSteps {
+    /// Every proposal cleared: only the customer's next message may
+    /// confirm, so a turn that neither writes nor proposes again ends what
+    /// the conversation holds, whether or not this turn could see it.
+    pub fn clearing() -> ProposalSteps {
         let mut steps = ProposalSteps::default();
-        for kind in waiting.kinds() {
+        for kind in WriteKind::ALL {
             steps.set(kind, ProposalStep::Clear);
         }
         steps
@@ -254,6 +275,12 @@ pub enum Decision {
     /// A yes, and more than one proposal waits: the yes names none of
     /// them; nothing is written and the customer is asked which.
     WhichOne,
+    /// The very proposal this turn made already: nothing new to show.
+    Again(Proposal),
+    /// A second proposal of the kind in one turn, with other arguments:
+    /// both are cleared (the customer reads no two lines of one kind, and a
+    /// bare yes could answer either) and the customer is asked which.
+    Ambiguous,
 }
 
 impl Confirmation {
@@ -261,7 +288,21 @@ impl Confirmation {
     /// the one proposal that waits is this kind's and has exactly this
     /// hash, and it has not expired. A first call, other arguments, no yes
     /// or an expired proposal: a (new) proposal.
-    pub fn decide(&self, kind: WriteKind, hash: [u8; 32]) -> Decision {
+    ///
+    /// Within the turn (`steps`, what it did so far): the same proposal
+    /// again is [`Decision::Again`]; one with other arguments makes the
+    /// kind ambiguous for the rest of the turn, clearing both.
+    pub fn decide(&self, kind: WriteKind, hash: [u8; 32], steps: &mut ProposalSteps) -> Decision {
+        if steps.is_ambiguous(kind) {
+            return Decision::Ambiguous;
+        }
+        if let ProposalStep::Set(proposed) = steps.get(kind) {
+            if proposed.hash == hash {
+                return Decision::Again(proposed);
+            }
+            steps.make_ambiguous(kind);
+            return Decision::Ambiguous;
+        }
         let waiting = self.waiting.waiting_at(self.now_ms);
         let this = waiting.get(kind).filter(|proposal| proposal.hash == hash);
         match this {
@@ -269,6 +310,17 @@ impl Confirmation {
             Some(proposal) if self.said_yes => Decision::Write(proposal),
             _ => Decision::Propose(Proposal::new(hash, self.now_ms, self.confirm_within)),
         }
+    }
+
+    /// What the model is told when it proposed two of a kind in one turn.
+    pub fn ambiguous(kind: WriteKind) -> serde_json::Value {
+        serde_json::json!({
+            "error": format!(
+                "two different proposals of {} in one answer: neither waits for the customer's yes and nothing was \
+                 written. Ask the customer which one they want; then propose that one alone",
+                kind.in_words()
+            )
+        })
     }
 
     /// What the model is told when a yes names no one proposal.
@@ -323,7 +375,7 @@ mod tests {
         let proposal = Proposal::new(hash, 1_000, MINUTES_30);
         let waiting = Proposals::default().with(WriteKind::Return, proposal);
         assert_eq!(
-            confirmation(waiting, true, 60_000).decide(WriteKind::Return, hash),
+            confirmation(waiting, true, 60_000).decide(WriteKind::Return, hash, &mut ProposalSteps::default()),
             Decision::Write(proposal)
         );
         // No yes, another hash, another kind, expired: a new proposal.
@@ -333,7 +385,7 @@ mod tests {
             (true, WriteKind::Address, hash, 60_000),
             (true, WriteKind::Return, hash, 1_000 + MINUTES_30.as_millis() as u64),
         ] {
-            let decided = confirmation(waiting, said_yes, now).decide(kind, asked);
+            let decided = confirmation(waiting, said_yes, now).decide(kind, asked, &mut ProposalSteps::default());
             assert_eq!(decided, Decision::Propose(Proposal::new(asked, now, MINUTES_30)));
         }
     }
@@ -345,8 +397,9 @@ mod tests {
             .with(WriteKind::Address, Proposal::new(address, 1_000, MINUTES_30))
             .with(WriteKind::Return, Proposal::new(ret, 2_000, MINUTES_30));
         let turn = confirmation(waiting, true, 60_000);
-        assert_eq!(turn.decide(WriteKind::Address, address), Decision::WhichOne);
-        assert_eq!(turn.decide(WriteKind::Return, ret), Decision::WhichOne);
+        let mut steps = ProposalSteps::default();
+        assert_eq!(turn.decide(WriteKind::Address, address, &mut steps), Decision::WhichOne);
+        assert_eq!(turn.decide(WriteKind::Return, ret, &mut steps), Decision::WhichOne);
         let asked = turn.which_one().to_string();
         assert!(asked.contains("a change of delivery address and a return"), "{asked}");
         // One of the two expired: the yes answers the other.
@@ -355,16 +408,19 @@ mod tests {
             true,
             60_000,
         );
-        assert!(matches!(later.decide(WriteKind::Return, ret), Decision::Write(_)));
+        assert!(matches!(
+            later.decide(WriteKind::Return, ret, &mut ProposalSteps::default()),
+            Decision::Write(_)
+        ));
     }
 
     #[test]
     fn a_turn_that_does_not_confirm_clears_what_waited_and_a_failed_one_proposes_nothing() {
         let proposal = Proposal::new(hash_of(["a"]), 1, MINUTES_30);
         let waiting = Proposals::default().with(WriteKind::Address, proposal);
-        let steps = ProposalSteps::clearing(&waiting);
+        let steps = ProposalSteps::clearing();
         assert_eq!(steps.get(WriteKind::Address), ProposalStep::Clear);
-        assert_eq!(steps.get(WriteKind::Return), ProposalStep::Keep);
+        assert_eq!(steps.get(WriteKind::Return), ProposalStep::Clear);
         let mut kept = waiting;
         kept.apply(&steps);
         assert!(!kept.any());
@@ -374,6 +430,33 @@ mod tests {
             proposing.without_new_proposals().get(WriteKind::Return),
             ProposalStep::Clear
         );
+    }
+
+    #[test]
+    fn two_proposals_of_a_kind_in_one_turn_clear_both_and_the_same_one_again_adds_nothing() {
+        let turn = confirmation(Proposals::default(), false, 60_000);
+        let (first, second) = (hash_of(["A-1", "one"]), hash_of(["A-1", "two"]));
+        let mut steps = ProposalSteps::clearing();
+        let Decision::Propose(proposal) = turn.decide(WriteKind::Address, first, &mut steps) else {
+            panic!("a first call proposes");
+        };
+        steps.set(WriteKind::Address, ProposalStep::Set(proposal));
+        assert_eq!(
+            turn.decide(WriteKind::Address, first, &mut steps),
+            Decision::Again(proposal)
+        );
+        assert_eq!(turn.decide(WriteKind::Address, second, &mut steps), Decision::Ambiguous);
+        assert_eq!(steps.get(WriteKind::Address), ProposalStep::Clear, "neither waits");
+        assert_eq!(
+            turn.decide(WriteKind::Address, first, &mut steps),
+            Decision::Ambiguous,
+            "not the first again either"
+        );
+        // The other kind is its own.
+        assert!(matches!(
+            turn.decide(WriteKind::Return, second, &mut steps),
+            Decision::Propose(_)
+        ));
     }
 
     #[test]

@@ -40,10 +40,13 @@ pub enum Reason {
     /// The order system did not confirm a return (contract 28): a person
     /// checks it, as [`Reason::AddressWriteUnknown`].
     ReturnWriteUnknown,
+    /// A return of an order refunded in rule 2's window (contract 8's rule
+    /// 7): its items would be refunded twice.
+    ReturnAfterRefund,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 9] = [
+    pub const ALL: [Reason; 10] = [
         Reason::CustomerAsked,
         Reason::CannotHelp,
         Reason::Other,
@@ -53,6 +56,7 @@ impl Reason {
         Reason::AddressWriteUnknown,
         Reason::ReturnNeedsAPerson,
         Reason::ReturnWriteUnknown,
+        Reason::ReturnAfterRefund,
     ];
 
     /// As the conversation, the logs and the metrics name it.
@@ -67,6 +71,7 @@ impl Reason {
             Reason::AddressWriteUnknown => "address_write_unknown",
             Reason::ReturnNeedsAPerson => "return_needs_a_person",
             Reason::ReturnWriteUnknown => "return_write_unknown",
+            Reason::ReturnAfterRefund => "return_after_refund",
         }
     }
 

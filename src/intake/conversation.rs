@@ -188,6 +188,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             customer: scope.user_id().to_owned(),
             writer: invocation.writer.clone(),
             lease_until_ms: self.lease_end(invocation, now),
+            scope: scope.record_id(),
         };
         trace.conversation.id = Some(lease.id.as_str().to_owned());
         let begun = if continuing.created_here {
@@ -331,6 +332,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 && (routed.intents.contains(&Intent::Return) || waiting.get(WriteKind::Return).is_some()),
             window_days: self.config.returns.window_days,
             label_origins: self.config.returns.label_origins.clone(),
+            started_before: held.returns_started.clone(),
         };
         let confirmation = Confirmation {
             waiting,
@@ -595,7 +597,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 router,
                 // Not the yes it waited for: the next message was this one.
                 writes: WritesAppend {
-                    steps: ProposalSteps::clearing(&held.proposals),
+                    steps: ProposalSteps::clearing(),
                     ..WritesAppend::default()
                 },
                 orders: Vec::new(),

@@ -94,6 +94,7 @@ async fn stored_conversation(store: &MemoryLedger, customer: &str) -> Conversati
         customer: customer.to_owned(),
         writer: WriterMark::fixed("setup/w"),
         lease_until_ms: now_ms() + 60_000,
+        scope: "setup".into(),
     };
     let Ok(Begun::Held(held)) = store.begin(&lease, true, now_ms()).await else {
         panic!("a new conversation is held");

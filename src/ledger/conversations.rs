@@ -22,10 +22,14 @@ pub struct ConversationLease {
     pub writer: WriterMark,
     /// Epoch ms: the invocation's deadline.
     pub lease_until_ms: u64,
+    /// The turn's refund scope's record id: the proposals the lease finds
+    /// are this scope's alone (a takeover of its key finds them again), and
+    /// no later message's (contract 26: the customer's very next message).
+    pub scope: String,
 }
 
 /// A conversation this turn holds, as it was when the lease was taken.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HeldConversation {
     /// Exchanges so far: the next one's sequence number.
     pub exchanges: u64,
@@ -40,8 +44,15 @@ pub struct HeldConversation {
     /// nobody else knows its id, so it needs no lease, and its first append
     /// creates it.
     pub stored: bool,
-    /// The writes waiting for the customer's yes (contracts 26 and 28).
+    /// The writes waiting for the customer's yes (contracts 26 and 28),
+    /// taken by this turn: the first lease after the proposing turn's
+    /// append takes them for its scope (in the lease's own conditional
+    /// write), so no later message finds them, whether or not this turn's
+    /// append lands; a takeover of the same scope finds them again.
     pub proposals: Proposals,
+    /// The orders its turns started a return of (or may have), as rule 2
+    /// compares ids (contract 8's rule 7).
+    pub returns_started: Vec<String>,
 }
 
 impl HeldConversation {
@@ -54,12 +65,13 @@ impl HeldConversation {
             last_failed: false,
             stored: false,
             proposals: Proposals::default(),
+            returns_started: Vec::new(),
         }
     }
 }
 
 /// What taking a conversation's lease found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Begun {
     Held(HeldConversation),
     /// Unknown, expired, or another customer's: one answer for all three.
@@ -119,7 +131,9 @@ pub struct NewExchange {
 }
 
 /// A turn's writes (contracts 26 and 28): what becomes of the
-/// conversation's proposals, and each write's outcome, kept with the exchange.
+/// conversation's proposals (a kind the turn neither proposes nor keeps is
+/// cleared: only a proposing turn writes one back), and each write's
+/// outcome, kept with the exchange.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct WritesAppend {
     pub steps: ProposalSteps,

@@ -71,6 +71,15 @@ pub trait RefundLedger: Send + Sync {
         now_ms: u64,
     ) -> impl Future<Output = Result<History, LedgerError>> + Send;
 
+    /// Rule 2's fact alone, for an order and no refund (contract 8's rule
+    /// 7: a return of an order refunded in the window goes to a person).
+    fn order_refunded_recently(
+        &self,
+        order_id: &str,
+        limits: &Limits,
+        now_ms: u64,
+    ) -> impl Future<Output = Result<bool, LedgerError>> + Send;
+
     /// Moves this writer's `executing` record to the payments outcome, unless
     /// a person resolved it meanwhile. A rejection (no money moved) also
     /// takes the refund out of rules 2 and 3.

@@ -50,6 +50,8 @@ pub const COUNTERS: &[&str] = &[
     "ConversationsBusy",
     "ConversationAppendFailures",
     "Handoffs",
+    // Every handoff in one series, whatever its reason: what HandoffsAlarm watches.
+    "HandoffsTotal",
     "BudgetRefusals",
     "Tokens",
     "LedgerFailures",
@@ -311,6 +313,7 @@ pub fn finish_request(end: RequestEnd<'_>) {
     }
     if let Some(reason) = end.handoff {
         metrics::counter!("Handoffs", "Reason" => reason.as_str()).increment(1);
+        metrics::counter!("HandoffsTotal").increment(1);
     }
     match end.routing {
         None => {}

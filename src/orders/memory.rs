@@ -136,6 +136,7 @@ impl OrderSystem for MemoryOrders {
                         }
                     }
                     order.has_open_return = true;
+                    order.open_return_cents = order.open_return_cents.saturating_add(refund_cents);
                     let mut returns = self.returns.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
                     returns.push((order_id.to_owned(), arguments.clone()));
                     let return_id = format!("ret_{:06}", returns.len());

@@ -141,14 +141,22 @@ pub struct Order {
     pub refunded_cents: u64,
     pub items: Vec<Item>,
     pub ship_to: ShipTo,
-    /// One of its `returns` is `open` (contract 28): no second one.
+    /// One of its `returns` is `open` (contract 28): no second one, and no
+    /// refund by the agent beside it (contract 8's rule 7).
     pub has_open_return: bool,
+    /// What its open returns will refund when their parcels arrive: their
+    /// items at the order's unit prices ([`open_return_cents`]).
+    pub open_return_cents: u64,
 }
 
 impl Order {
-    /// What may still be refunded: paid minus refunded, never below zero.
+    /// What the order has left to refund (contract 8's rule 7): paid, less
+    /// refunded (refunds paid: never an open return's promise), less its
+    /// open returns' items; never below zero.
     pub fn refundable_cents(&self) -> u64 {
-        self.paid_cents.saturating_sub(self.refunded_cents)
+        self.paid_cents
+            .saturating_sub(self.refunded_cents)
+            .saturating_sub(self.open_return_cents)
     }
 
     /// The facts a refund is decided on, and its record keeps.
@@ -159,6 +167,8 @@ impl Order {
             paid: AmountCents::new(self.paid_cents),
             refunded: AmountCents::new(self.refunded_cents),
             currency: self.currency.clone(),
+            return_open: self.has_open_return,
+            open_returns: AmountCents::new(self.open_return_cents),
         }
     }
 
@@ -186,6 +196,14 @@ impl Order {
         #[derive(Deserialize)]
         struct ReturnSeen {
             status: String,
+            /// What it returns; absent where the order system does not say.
+            #[serde(default)]
+            items: Option<Vec<ReturnedLine>>,
+        }
+        #[derive(Deserialize)]
+        struct ReturnedLine {
+            name: String,
+            quantity: u32,
         }
         let wire: Wire = serde_json::from_slice(body).ok()?;
         let placed_at_ms = epoch_ms(&wire.placed_at)?;
@@ -205,11 +223,49 @@ impl Order {
             currency: wire.currency,
             paid_cents: wire.paid_cents,
             refunded_cents: wire.refunded_cents,
+            has_open_return: wire.returns.iter().any(|seen| seen.status == "open"),
+            open_return_cents: open_return_cents(
+                &wire.items,
+                wire.paid_cents.saturating_sub(wire.refunded_cents),
+                wire.returns.iter().filter(|seen| seen.status == "open").map(|seen| {
+                    seen.items
+                        .as_ref()
+                        .map(|lines| lines.iter().map(|line| (line.name.as_str(), line.quantity)).collect())
+                }),
+            ),
             items: wire.items,
             ship_to: wire.ship_to,
-            has_open_return: wire.returns.iter().any(|seen| seen.status == "open"),
         })
     }
+}
+
+/// What open returns will refund (contract 8's rule 7): each line at the
+/// order's unit price of its item (the highest, where the order names it
+/// twice), at most `left` (paid less refunded). An open return whose lines
+/// the order system does not give, or that names an item the order does
+/// not hold, is taken as all that is left: it can only send more to a
+/// person, never let more be paid.
+pub fn open_return_cents<'a>(
+    items: &[Item],
+    left: u64,
+    open: impl Iterator<Item = Option<Vec<(&'a str, u32)>>>,
+) -> u64 {
+    let mut cents: u64 = 0;
+    for lines in open {
+        let Some(lines) = lines else { return left };
+        for (name, quantity) in lines {
+            let Some(price) = items
+                .iter()
+                .filter(|item| item.name == name)
+                .map(|item| item.unit_price_cents)
+                .max()
+            else {
+                return left;
+            };
+            cents = cents.saturating_add(price.saturating_mul(u64::from(quantity)));
+        }
+    }
+    cents.min(left)
 }
 
 /// An RFC 3339 time, offsets allowed (AWS's parser, already on the money
@@ -247,7 +303,52 @@ pub enum OrdersError {
 
 #[cfg(test)]
 mod tests {
-    use super::ShipTo;
+    use super::{Order, ShipTo};
+
+    fn with_returns(returns: serde_json::Value) -> Order {
+        let order = serde_json::json!({
+            "order_id": "A-1", "customer_id": "u", "status": "delivered",
+            "placed_at": "2026-11-01T00:00:00Z", "delivered_at": "2026-11-03T00:00:00Z",
+            "currency": "EUR", "paid_cents": 4000, "refunded_cents": 500,
+            "items": [{"name": "Blue mug", "quantity": 2, "unit_price_cents": 1250},
+                      {"name": "Teapot", "quantity": 1, "unit_price_cents": 1500}],
+            "ship_to": {"name": "n", "line1": "l", "city": "c", "postcode": "69002", "country": "FR"},
+            "returns": returns,
+        });
+        Order::from_json(order.to_string().as_bytes()).expect("an order")
+    }
+
+    #[test]
+    fn an_open_returns_items_are_not_left_to_refund() {
+        let closed = with_returns(serde_json::json!([{"return_id": "r0", "status": "refunded",
+            "items": [{"name": "Teapot", "quantity": 1}]}]));
+        assert!(!closed.has_open_return);
+        assert_eq!(
+            closed.refundable_cents(),
+            3500,
+            "a closed return is in refunded_cents already"
+        );
+
+        let open = with_returns(serde_json::json!([{"return_id": "r1", "status": "open",
+            "items": [{"name": "Blue mug", "quantity": 1}]}]));
+        assert!(open.has_open_return);
+        assert_eq!(
+            open.refundable_cents(),
+            2250,
+            "paid 4000, refunded 500, one mug of 1250 coming back"
+        );
+        let snapshot = open.snapshot();
+        assert!(snapshot.return_open);
+        assert_eq!(snapshot.refundable().cents(), 2250);
+
+        // What the order system does not say is taken as all that is left.
+        for unsaid in [
+            serde_json::json!([{"return_id": "r1", "status": "open"}]),
+            serde_json::json!([{"return_id": "r1", "status": "open", "items": [{"name": "Kettle", "quantity": 1}]}]),
+        ] {
+            assert_eq!(with_returns(unsaid).refundable_cents(), 0);
+        }
+    }
 
     #[test]
     fn the_reference_never_shows_the_whole_postcode() {

@@ -366,7 +366,7 @@ pub struct ReturnRecord {
     pub items: Vec<ReturnItem>,
     pub reason: String,
     /// `proposed`, `started`, or why not: `not_found`, `unavailable`,
-    /// `needs_a_person`, `not_delivered`, `outside_window`, `return_open`,
+    /// `needs_a_person`, `after_refund`, `refunds_unknown`, `not_delivered`, `outside_window`, `return_open`,
     /// `not_on_order`, `more_than_holds`, `which_one`, `not_returnable`,
     /// `unknown`, `one_per_order`, `too_many_reads`.
     pub outcome: String,
@@ -431,6 +431,24 @@ pub fn needs_a_person() -> Value {
         "error": "a damaged item, a wrong item or one not as described is not a return you start: the conversation \
                   has been passed to a person from the support team, who will take over. Nothing was written; tell \
                   the customer so"
+    })
+}
+
+/// Contract 8's rule 7, the other way round: the order was refunded in rule
+/// 2's window, so a return of it would be a second refund of its items.
+pub fn after_refund() -> Value {
+    json!({
+        "error": "the order was refunded recently: a return of it is not something you start. The conversation has \
+                  been passed to a person from the support team, who will take over. Nothing was written; tell the \
+                  customer so"
+    })
+}
+
+/// The refund books could not say whether the order was refunded recently.
+pub fn refunds_unknown() -> Value {
+    json!({
+        "error": "the shop's refund records could not be read: nothing was written. Ask the customer to try again \
+                  in a few minutes"
     })
 }
 

@@ -40,6 +40,7 @@ fn delivered(days_ago: u64, now_ms: u64) -> Order {
             country: "GB".into(),
         },
         has_open_return: false,
+        open_return_cents: 0,
     }
 }
 

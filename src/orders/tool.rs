@@ -123,6 +123,7 @@ mod tests {
                 country: "FR".into(),
             },
             has_open_return: false,
+            open_return_cents: 0,
         }
     }
 

@@ -114,6 +114,14 @@ fn already_recorded(prior: crate::refund::PriorRefund) -> RefundOutcome {
 }
 
 impl<L: RefundLedger, P: Payments + Sync> RefundGateway for RecordedRefunds<L, P> {
+    async fn order_refunded_recently(&self, order_id: &str) -> Option<bool> {
+        self.ledger
+            .order_refunded_recently(order_id, &self.limits, now_ms())
+            .await
+            .inspect_err(|error| tracing::warn!(event = "ledger", op = "order_history", error = %error))
+            .ok()
+    }
+
     async fn refund(&self, request: &RefundRequest) -> RefundOutcome {
         let now = now_ms();
         if let Some(refusal) = order_refusal(&request.order, request.amount) {

@@ -49,6 +49,7 @@ fn order(order_id: &str, customer: &str, status: OrderStatus, delivered_days_ago
             country: "FR".into(),
         },
         has_open_return: false,
+        open_return_cents: 0,
     }
 }
 

@@ -155,6 +155,7 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
         customer: "u-1".into(),
         writer: asked.attempt.writer.clone(),
         lease_until_ms: u64::MAX,
+        scope: asked.scope().record_id(),
     };
     let turn = NewExchange {
         router: None,

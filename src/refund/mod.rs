@@ -428,6 +428,11 @@ impl RefundOutcome {
 /// "decide, record, then pay" ([`crate::record_then_pay`]).
 pub trait RefundGateway {
     fn refund(&self, request: &RefundRequest) -> impl Future<Output = RefundOutcome> + Send;
+
+    /// Whether the order has a refund record in rule 2's window that may
+    /// have moved money (contract 8's rule 7: a return of it goes to a
+    /// person); `None` when the books could not say.
+    fn order_refunded_recently(&self, order_id: &str) -> impl Future<Output = Option<bool>> + Send;
 }
 
 /// The payments service (contract 3). One call is one payments request:

@@ -6,7 +6,12 @@
 //! 2. The order already has a refund record from the last
 //!    `ORDER_REFUND_WINDOW_HOURS` that may have moved money (any customer's).
 //! 3. The customer's automatic refunds of the current UTC day, plus this one,
-//!    exceed `USER_DAILY_AUTO_LIMIT_CENTS`.
+//!    exceed `USER_DAILY_AUTO_LIMIT_CENTS` (a guest's day is their verified
+//!    e-mail's, never their pool `sub`'s: [`crate::guest::DayKey`]).
+//!
+//! Rules 4 to 7 read the order ([`order_reasons`]); rule 7 is the order's
+//! open return: its refund is the order system's when the parcel arrives,
+//! so the agent pays nothing itself beside it.
 //!
 //! Rules 2 and 3 need history, and history changes under concurrent
 //! requests, so the ledger does not read it and then write: it writes the
@@ -76,6 +81,8 @@ pub enum Reason {
     /// Contract 21: the turn's labels do not name `refund`, or the shop does
     /// not serve refunds (`AGENT_INTENTS`).
     RefundNotRouted,
+    /// Rule 7: the order has a return open, or the conversation started one.
+    ReturnOpen,
 }
 
 impl Reason {
@@ -89,6 +96,7 @@ impl Reason {
             Reason::OrderUnverified => "order_unverified",
             Reason::RouterUnsure => "router_unsure",
             Reason::RefundNotRouted => "refund_not_routed",
+            Reason::ReturnOpen => "return_open",
         }
     }
 
@@ -102,6 +110,7 @@ impl Reason {
             Reason::OrderUnverified,
             Reason::RouterUnsure,
             Reason::RefundNotRouted,
+            Reason::ReturnOpen,
         ]
         .into_iter()
         .find(|reason| reason.as_str() == text)
@@ -216,6 +225,10 @@ pub struct OrderSnapshot {
     pub paid: AmountCents,
     pub refunded: AmountCents,
     pub currency: String,
+    /// Rule 7: a return of the order is open (the order system says so, or
+    /// this conversation started one), and what its items are worth.
+    pub return_open: bool,
+    pub open_returns: AmountCents,
 }
 
 impl OrderSnapshot {
@@ -223,9 +236,16 @@ impl OrderSnapshot {
         self.status == "delivered"
     }
 
-    /// Paid minus refunded, never below zero.
+    /// What the order has left to refund (rule 7): paid, less refunded, less
+    /// what its open returns will refund when their parcels arrive; never
+    /// below zero.
     pub fn refundable(&self) -> AmountCents {
-        AmountCents::new(self.paid.cents().saturating_sub(self.refunded.cents()))
+        AmountCents::new(
+            self.paid
+                .cents()
+                .saturating_sub(self.refunded.cents())
+                .saturating_sub(self.open_returns.cents()),
+        )
     }
 }
 
@@ -269,7 +289,7 @@ pub fn order_refusal(facts: &OrderFacts, amount: AmountCents) -> Option<OrderRef
     }
 }
 
-/// Rules 4 to 6: the reasons the order itself sends a refund to a person,
+/// Rules 4 to 7: the reasons the order itself sends a refund to a person,
 /// in rule order. `refund_window`: `REFUND_WINDOW_DAYS`. A delivery time in
 /// the future (a clock apart) is inside the window; a delivered order with
 /// no delivery time cannot be shown to be inside it, so rule 5 fires.
@@ -287,6 +307,9 @@ pub fn order_reasons(facts: &OrderFacts, refund_window: Duration, now_ms: u64) -
             };
             if outside {
                 reasons.push(Reason::OutsideRefundWindow);
+            }
+            if order.return_open {
+                reasons.push(Reason::ReturnOpen);
             }
             reasons
         }
@@ -404,7 +427,38 @@ mod tests {
             paid: cents(refundable + 500),
             refunded: cents(500),
             currency: "EUR".into(),
+            return_open: false,
+            open_returns: cents(0),
         })
+    }
+
+    #[test]
+    fn rule_7_an_open_return_sends_the_refund_to_a_person_and_leaves_less_to_refund() {
+        let now = 100 * DAY_MS;
+        let OrderFacts::Read(mut order) = read(true, Some(now - DAY_MS), 2500) else {
+            unreachable!()
+        };
+        order.return_open = true;
+        order.open_returns = cents(1250);
+        let facts = OrderFacts::Read(order);
+        assert_eq!(
+            order_reasons(&facts, WINDOW, now),
+            vec![Reason::ReturnOpen],
+            "a person, not the agent"
+        );
+        assert_eq!(
+            decide_with_order(&LIMITS, cents(100), &History::default(), &facts, now),
+            Decision::Approval(vec![Reason::ReturnOpen])
+        );
+        assert_eq!(
+            order_refusal(&facts, cents(1251)),
+            Some(OrderRefusal::AboveRefundable {
+                refundable: cents(1250)
+            }),
+            "the returned item's price is not left to refund"
+        );
+        assert_eq!(order_refusal(&facts, cents(1250)), None);
+        assert_eq!(Reason::parse("return_open"), Some(Reason::ReturnOpen));
     }
 
     #[test]

@@ -214,6 +214,10 @@ pub struct ReturnTurn {
     pub offered: bool,
     pub window_days: u32,
     pub label_origins: Vec<String>,
+    /// The orders earlier turns of the conversation started a return of
+    /// (or may have: an unknown outcome), as rule 2 compares ids: a refund
+    /// of one waits for a person (contract 8's rule 7).
+    pub started_before: Vec<String>,
 }
 
 /// What the turn does after a completion call.
@@ -291,6 +295,9 @@ pub struct Turn<'a, M, G, O> {
     returns: ReturnTurn,
     /// The orders this turn tried to start a return of (at most once each).
     returns_written: Vec<String>,
+    /// The orders with a return this conversation started (or may have),
+    /// as rule 2 compares ids: their refunds wait for a person (rule 7).
+    returns_started: Vec<String>,
     /// The customer's yes to every write (contracts 26 and 28).
     confirmation: Confirmation,
     /// A visitor's turn (contract 27): no tool that reads an order or
@@ -339,6 +346,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             addresses_written: Vec::new(),
             returns: ReturnTurn::default(),
             returns_written: Vec::new(),
+            returns_started: Vec::new(),
             confirmation: Confirmation::default(),
             visitor: false,
             guest_email: None,
@@ -387,6 +395,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
 
     /// What the turn may do about a return (contract 28).
     pub fn returns(mut self, returns: ReturnTurn) -> Self {
+        self.returns_started = returns.started_before.clone();
         self.returns = returns;
         if self.visitor {
             self.returns.offered = false;
@@ -399,7 +408,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
     pub fn confirmation(mut self, confirmation: Confirmation) -> Self {
         // Only the customer's next message may confirm (tightened): a turn
         // that neither writes nor proposes again ends what waited.
-        self.stats.proposal_steps = ProposalSteps::clearing(&confirmation.waiting);
+        self.stats.proposal_steps = ProposalSteps::clearing();
         self.confirmation = confirmation;
         self
     }
@@ -649,9 +658,17 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
                 "country_not_served",
             );
         }
-        let proposal = match self.confirmation.decide(WriteKind::Address, arguments.hash()) {
+        let decided = self
+            .confirmation
+            .decide(WriteKind::Address, arguments.hash(), &mut self.stats.proposal_steps);
+        let proposal = match decided {
             Decision::Write(proposal) => proposal,
             Decision::WhichOne => return (self.confirmation.which_one(), "which_one"),
+            Decision::Again(_) => return (address_tool::confirm(arguments), "proposed"),
+            Decision::Ambiguous => {
+                self.stats.code_lines.retain(|(kind, _)| *kind != WriteKind::Address);
+                return (Confirmation::ambiguous(WriteKind::Address), "ambiguous");
+            }
             Decision::Propose(proposal) => {
                 self.stats
                     .proposal_steps
@@ -778,9 +795,27 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             Ok(refund) => refund,
             Err(refusal) => return (refusal.result(&order), refusal.outcome(), None),
         };
-        let proposal = match self.confirmation.decide(WriteKind::Return, arguments.hash()) {
+        // Rule 7 the other way round: a refund in rule 2's window and then a
+        // return would pay for the same items twice; a person decides.
+        match self.tools.refunds.order_refunded_recently(order_id).await {
+            Some(false) => {}
+            Some(true) => {
+                self.hand_off_in_code(Reason::ReturnAfterRefund);
+                return (return_tool::after_refund(), "after_refund", None);
+            }
+            None => return (return_tool::refunds_unknown(), "refunds_unknown", None),
+        }
+        let decided = self
+            .confirmation
+            .decide(WriteKind::Return, arguments.hash(), &mut self.stats.proposal_steps);
+        let proposal = match decided {
             Decision::Write(proposal) => proposal,
             Decision::WhichOne => return (self.confirmation.which_one(), "which_one", None),
+            Decision::Again(_) => return (return_tool::confirm(arguments, &refund), "proposed", None),
+            Decision::Ambiguous => {
+                self.stats.code_lines.retain(|(kind, _)| *kind != WriteKind::Return);
+                return (Confirmation::ambiguous(WriteKind::Return), "ambiguous", None);
+            }
             Decision::Propose(proposal) => {
                 self.stats
                     .proposal_steps
@@ -807,6 +842,7 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             .await
         {
             ReturnWrite::Started(started) => {
+                self.returns_started.push(crate::refund::policy::order_key(order_id));
                 self.stats.proposal_steps.set(WriteKind::Return, ProposalStep::Clear);
                 let line = return_tool::started_line(order_id, &started, &order.currency, &self.returns.label_origins);
                 self.stats.code_lines.push((WriteKind::Return, line));
@@ -819,6 +855,8 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             }
             // Kept for the person who checks (contract 28): its key starts it at most once.
             ReturnWrite::Unknown(_) => {
+                // It may have started: a refund of the order waits for a person.
+                self.returns_started.push(crate::refund::policy::order_key(order_id));
                 self.stats.proposal_steps.set(WriteKind::Return, ProposalStep::Keep);
                 self.hand_off_in_code(Reason::ReturnWriteUnknown);
                 (return_tool::unknown_outcome(), "unknown", None)
@@ -911,13 +949,23 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
     }
 
     /// The order a refund is checked against, read afresh with the verified
-    /// customer; beyond [`MAX_REFUND_CHECKS`] it is not read (rule 6).
+    /// customer; beyond [`MAX_REFUND_CHECKS`] it is not read (rule 6). A
+    /// return this conversation started is open whatever the order system
+    /// says yet (rule 7).
     async fn check_order(&mut self, order_id: &str) -> OrderFacts {
         if self.stats.refund_checks >= MAX_REFUND_CHECKS {
             return OrderFacts::Unverified;
         }
         self.stats.refund_checks += 1;
-        self.read_order(order_id, &self.shopper()).await.facts()
+        let mut facts = self.read_order(order_id, &self.shopper()).await.facts();
+        if let OrderFacts::Read(order) = &mut facts
+            && self
+                .returns_started
+                .contains(&crate::refund::policy::order_key(order_id))
+        {
+            order.return_open = true;
+        }
+        facts
     }
 
     /// `hand_off_to_person`: validated like `issue_refund`; moves no money and

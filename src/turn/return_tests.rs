@@ -87,6 +87,19 @@ struct Ran {
 
 /// One turn whose model makes each of `calls` (tool, arguments), then answers.
 async fn turn(orders: &MemoryOrders, calls: &[(&str, String)], confirmation: Confirmation) -> Ran {
+    let refunds = RecordingRefunds::answering(crate::refund::RefundOutcome::Unrecorded);
+    turn_with(orders, &refunds, calls, confirmation, Vec::new()).await
+}
+
+/// [`turn`] with `refunds` for the refund gateway, and `started_before` the
+/// orders earlier turns of the conversation started a return of.
+async fn turn_with<G: RefundGateway>(
+    orders: &MemoryOrders,
+    refunds: &G,
+    calls: &[(&str, String)],
+    confirmation: Confirmation,
+    started_before: Vec<String>,
+) -> Ran {
     let named: Vec<(String, &str, &str)> = calls
         .iter()
         .enumerate()
@@ -98,9 +111,8 @@ async fn turn(orders: &MemoryOrders, calls: &[(&str, String)], confirmation: Con
         .chain([Step::text("Done.")])
         .collect();
     let model = ScriptedModel::new(steps);
-    let refunds = RecordingRefunds::answering(crate::refund::RefundOutcome::Unrecorded);
     let tools = Tools {
-        refunds: &refunds,
+        refunds,
         orders,
         help: shipped_help_centre(),
     };
@@ -115,6 +127,7 @@ async fn turn(orders: &MemoryOrders, calls: &[(&str, String)], confirmation: Con
             offered: true,
             window_days: 30,
             label_origins: vec![LABELS.into()],
+            started_before,
         })
         .confirmation(confirmation);
     let _ = turn.run().await;
@@ -270,7 +283,8 @@ async fn every_refused_check_writes_nothing_proposes_nothing_and_says_why() {
         assert_eq!(ran.stats.returns[0].outcome, outcome, "{raw}");
         assert!(ran.results[0].contains(why), "{raw}: {}", ran.results[0]);
         assert!(orders.returns().is_empty());
-        assert_eq!(ran.stats.proposal_steps.get(WriteKind::Return), ProposalStep::Keep);
+        // Nothing proposed: what the conversation held is cleared, nothing set.
+        assert_eq!(ran.stats.proposal_steps.get(WriteKind::Return), ProposalStep::Clear);
         assert!(ran.stats.code_lines.is_empty());
     }
 }
@@ -327,6 +341,7 @@ async fn an_unknown_outcome_keeps_the_proposal_for_the_person_it_hands_to() {
         offered: true,
         window_days: 30,
         label_origins: Vec::new(),
+        ..ReturnTurn::default()
     })
     .confirmation(offered(
         Proposals::default().with(WriteKind::Return, proposal),
@@ -511,4 +526,141 @@ proptest! {
             }
         }
     }
+}
+
+/// Contract 8's rule 7, through the whole money path: a return started with
+/// the customer's yes, then in the same turn a refund of the same order (a
+/// model that "also refunds it today"). Before rule 7 the refund was paid at
+/// once, and the order system paid the return again when the parcel came.
+#[tokio::test]
+async fn a_refund_beside_a_return_started_in_the_same_turn_waits_for_a_person_and_pays_nothing() {
+    use crate::doubles::RecordingPayments;
+    use crate::ledger::memory::MemoryLedger;
+    use crate::record_then_pay::RecordedRefunds;
+    use crate::refund::PaymentOutcome;
+
+    // Delivered 3 days ago by the payments path's own clock, so that no
+    // other rule sends the refund to a person.
+    let mut recent = order("A-1002", OrderStatus::Delivered, 0);
+    recent.delivered_at_ms = Some(crate::clock::now_ms() - 3 * DAY_MS);
+    let orders = MemoryOrders::new([recent]);
+    let raw = ret("A-1002", 1, "changed_mind");
+    let first = turn(
+        &orders,
+        &[(return_tool::TOOL_NAME, raw.clone())],
+        offered(Proposals::default(), false, NOW),
+    )
+    .await;
+    let waiting = Proposals::default().with(WriteKind::Return, proposed(&first, WriteKind::Return));
+    let refunds = RecordedRefunds::new(
+        MemoryLedger::new(),
+        RecordingPayments::answering(PaymentOutcome::Rejected {
+            status: 422,
+            detail: "a payment was made".into(),
+        }),
+        crate::config::DEFAULT_LIMITS,
+    );
+    let refund = r#"{"order_id":"A-1002","amount_cents":1250}"#.to_owned();
+    let yes = turn_with(
+        &orders,
+        &refunds,
+        &[(return_tool::TOOL_NAME, raw), (TOOL_NAME, refund)],
+        offered(waiting, true, NOW + 60_000),
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(orders.returns().len(), 1, "the return started");
+    assert!(
+        refunds.payments().requests().is_empty(),
+        "and no refund was paid beside it"
+    );
+    let told: serde_json::Value = serde_json::from_str(&yes.results[1]).unwrap();
+    assert_eq!(told["status"], "pending_approval", "{told}");
+    assert_eq!(told["reasons"], serde_json::json!(["return_open"]), "{told}");
+}
+
+#[tokio::test]
+async fn a_refund_of_an_order_whose_return_is_open_or_started_earlier_in_the_conversation_waits_for_a_person() {
+    let orders = orders();
+    for (order, started_before) in [("R-8001", vec![]), ("A-1002", vec!["a-1002".to_owned()])] {
+        let refunds = RecordingRefunds::answering(crate::refund::RefundOutcome::Unrecorded);
+        let refund = format!(r#"{{"order_id":"{order}","amount_cents":100}}"#);
+        turn_with(
+            &orders,
+            &refunds,
+            &[(TOOL_NAME, refund)],
+            offered(Proposals::default(), false, NOW),
+            started_before,
+        )
+        .await;
+        let asked = refunds.requests();
+        let OrderFacts::Read(snapshot) = &asked[0].order else {
+            panic!("the order was read");
+        };
+        assert!(snapshot.return_open, "{order}");
+        assert_eq!(
+            crate::refund::policy::order_reasons(&asked[0].order, Duration::from_secs(30 * 86_400), NOW),
+            vec![crate::refund::policy::Reason::ReturnOpen],
+            "{order}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_return_of_an_order_refunded_in_rule_2s_window_goes_to_a_person_and_starts_nothing() {
+    let orders = orders();
+    let raw = ret("A-1002", 1, "changed_mind");
+    for (books, outcome, handoff) in [
+        (Some(true), "after_refund", Some(Reason::ReturnAfterRefund)),
+        (None, "refunds_unknown", None),
+    ] {
+        let refunds =
+            RecordingRefunds::answering(crate::refund::RefundOutcome::Unrecorded).with_refunded_recently(books);
+        let ran = turn_with(
+            &orders,
+            &refunds,
+            &[(return_tool::TOOL_NAME, raw.clone())],
+            offered(Proposals::default(), false, NOW),
+            Vec::new(),
+        )
+        .await;
+        assert_eq!(ran.stats.returns[0].outcome, outcome);
+        assert_eq!(ran.handoff, handoff);
+        assert!(ran.stats.code_lines.is_empty(), "nothing proposed");
+        assert_eq!(ran.stats.proposal_steps.get(WriteKind::Return), ProposalStep::Clear);
+    }
+    assert!(orders.returns().is_empty());
+}
+
+/// Contract 26, tightened: two proposals of one kind in one turn show the
+/// customer no two lines, and neither waits for a bare yes.
+#[tokio::test]
+async fn two_proposals_of_a_kind_in_one_turn_clear_both_and_the_model_asks_which() {
+    let orders = orders();
+    let ran = turn(
+        &orders,
+        &[
+            (return_tool::TOOL_NAME, ret("A-1002", 1, "changed_mind")),
+            (return_tool::TOOL_NAME, ret("A-1002", 2, "changed_mind")),
+        ],
+        offered(Proposals::default(), false, NOW),
+    )
+    .await;
+    assert!(ran.stats.code_lines.is_empty(), "{:?}", ran.stats.code_lines);
+    assert_eq!(ran.stats.proposal_steps.get(WriteKind::Return), ProposalStep::Clear);
+    assert!(
+        ran.results[1].contains("Ask the customer which one"),
+        "{}",
+        ran.results[1]
+    );
+    // The same proposal twice is one line.
+    let raw = ret("A-1002", 1, "changed_mind");
+    let twice = turn(
+        &orders,
+        &[(return_tool::TOOL_NAME, raw.clone()), (return_tool::TOOL_NAME, raw)],
+        offered(Proposals::default(), false, NOW),
+    )
+    .await;
+    assert_eq!(twice.stats.code_lines.len(), 1);
+    proposed(&twice, WriteKind::Return);
 }

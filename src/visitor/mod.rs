@@ -130,10 +130,11 @@ Please confirm your e-mail address (we send you a one-time code) or sign in, and
 /// one-time code of a sign-in (contract 27).
 pub const ONE_TIME_CODE: &str = "[a one-time code]";
 
-/// A message that is only 6 to 8 ASCII digits, white space around them aside.
+/// A message that is only 6 to 8 digits, read as a card number is read
+/// (contract 23): of any script, with spaces, dashes or format characters
+/// between them, white space around them aside.
 pub fn is_one_time_code(text: &str) -> bool {
-    let digits = text.trim();
-    (6..=8).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
+    crate::mask::digits_only(text).is_some_and(|digits| (6..=8).contains(&digits))
 }
 
 #[cfg(test)]
@@ -186,10 +187,21 @@ mod tests {
             vec![Intent::Refund, Intent::OrderStatus]
         );
         assert!(needing_an_account(&[Intent::PolicyQuestion, Intent::Other]).is_empty());
-        for code in ["123456", " 1234567 ", "12345678"] {
+        for code in [
+            "123456",
+            " 1234567 ",
+            "12345678",
+            // As people type them (the seventh review's finding).
+            "481 516",
+            "481-516",
+            "481\u{a0}516",
+            "４８１５１６",
+            "٤٨١٥١٦",
+            "48\u{200b}1516",
+        ] {
             assert!(is_one_time_code(code), "{code}");
         }
-        for not in ["12345", "123456789", "12 3456", "A-1001", "my code is 123456"] {
+        for not in ["12345", "123456789", "A-1001", "my code is 123456", "12345x"] {
             assert!(!is_one_time_code(not), "{not}");
         }
     }

@@ -40,8 +40,23 @@ pub async fn address_shop_with(
     model: impl Fn(&wiremock::Request) -> ResponseTemplate + Send + Sync + 'static,
     write_status: u16,
 ) -> (TestApp, Arc<AtomicUsize>) {
+    address_shop_at(intents, model, write_status, None).await
+}
+
+/// [`address_shop_with`], its conversations reached at `conversations`
+/// (a proxy in front of moto that may fail some calls) where given.
+pub async fn address_shop_at(
+    intents: &str,
+    model: impl Fn(&wiremock::Request) -> ResponseTemplate + Send + Sync + 'static,
+    write_status: u16,
+    conversations: Option<String>,
+) -> (TestApp, Arc<AtomicUsize>) {
     let intents = intents.to_owned();
-    let h = TestApp::builder()
+    let builder = match conversations {
+        Some(endpoint) => TestApp::builder().conversations_at(endpoint),
+        None => TestApp::builder(),
+    };
+    let h = builder
         .router(routed(&["address_change"], "low", 0.95))
         .model_responder(model)
         .orders(move |request: &wiremock::Request| {

@@ -264,3 +264,75 @@ async fn a_write_whose_outcome_is_unknown_goes_to_a_person() {
     h.say(Some(&conversation), "yes").await;
     assert_eq!(h.model_requests().await.len(), before);
 }
+
+/// Contract 26, tightened: the clearing of a proposal never depends on the
+/// turn's append. A "no" whose append failed (a DynamoDB fault) still ends
+/// the proposal: the turn used it up when it took the conversation, so the
+/// next "Yes, thank you" writes nothing. Before, the proposal stayed and
+/// the yes wrote the refused address.
+#[tokio::test]
+async fn a_no_whose_append_failed_still_ends_the_proposal() {
+    let failing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let conversations = proxy(&moto().endpoint, false, {
+        let failing = failing.clone();
+        std::sync::Arc::new(move |seen: &Seen| {
+            let fail = seen.dynamodb_operation() == "TransactWriteItems" && failing.load(Ordering::SeqCst);
+            Box::pin(async move {
+                if fail {
+                    dynamo_error("InternalServerError", "injected", serde_json::json!({}))
+                } else {
+                    Action::Forward
+                }
+            })
+        })
+    })
+    .await;
+    let intents = "order_status,refund,policy_question,other,address_change";
+    let (h, writes) = address_shop_at(intents, asking_model(200), 200, Some(conversations)).await;
+    let first = h.say(None, ADDRESS_ASKED).await;
+    let conversation = first.conversation_id().to_owned();
+    failing.store(true, Ordering::SeqCst);
+    let no = h.say(Some(&conversation), "No, do not change it").await;
+    assert_eq!(no.status, StatusCode::OK, "the answer is given: {}", no.raw);
+    failing.store(false, Ordering::SeqCst);
+    let yes = h.say(Some(&conversation), "Yes, thank you").await;
+    assert_eq!(yes.status, StatusCode::OK, "{}", yes.raw);
+    assert_eq!(writes.load(Ordering::SeqCst), 0, "the refused address is never written");
+}
+
+/// Contract 26, tightened: "next" is literal. A person's reply between
+/// code's line and the customer's answer ends the proposal: the customer's
+/// "Yes please" may answer the person. Before, it wrote the proposal.
+#[tokio::test]
+async fn a_persons_reply_between_the_proposal_and_the_yes_ends_the_proposal() {
+    let intents = "order_status,refund,policy_question,other,address_change";
+    let (h, writes) = address_shop_with(intents, asking_model(200), 200).await;
+    let first = h.say(None, ADDRESS_ASKED).await;
+    let conversation = first.conversation_id().to_owned();
+    let lee = refund_chat::conversation::person::Person {
+        name: "Lee",
+        sub: Some("lee-sub"),
+    };
+    let replied = refund_chat::staff::decide::reply(
+        &h.staff(),
+        &conversation,
+        lee,
+        "Would you rather we keep the parcel at the depot?",
+        None,
+    )
+    .await
+    .expect("the reply is appended");
+    assert!(replied.text.contains("replied"), "{}", replied.text);
+    let yes = h.say(Some(&conversation), "Yes please").await;
+    assert_eq!(yes.status, StatusCode::OK, "{}", yes.raw);
+    assert_eq!(
+        writes.load(Ordering::SeqCst),
+        0,
+        "the yes answered Lee, not code's line"
+    );
+    // Without the person, the same yes writes once: the proposal was there.
+    let (h, writes) = address_shop_with(intents, asking_model(200), 200).await;
+    let first = h.say(None, ADDRESS_ASKED).await;
+    h.say(Some(first.conversation_id()), "Yes please").await;
+    assert_eq!(writes.load(Ordering::SeqCst), 1);
+}

@@ -52,6 +52,7 @@ async fn hold_lease<K: refund_chat::secrets::ApiKeySource>(h: &TestApp<K>, id: &
         customer: USER.to_owned(),
         writer: WriterMark::fixed("req-other/w"),
         lease_until_ms,
+        scope: "req-other".into(),
     };
     let begun = h
         .conversations()
@@ -846,6 +847,7 @@ async fn an_exchange_appended_while_a_turn_runs_moves_the_turns_own_after_it() {
         customer: USER.to_owned(),
         writer: WriterMark::fixed("req-2/w"),
         lease_until_ms: refund_chat::clock::now_ms() + 60_000,
+        scope: "req-2".into(),
     };
     let conversations = h.conversations();
     let Ok(Begun::Held(held)) = conversations.begin(&lease, false, refund_chat::clock::now_ms()).await else {

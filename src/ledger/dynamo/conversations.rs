@@ -466,11 +466,13 @@ impl DynamoConversations {
             .table_name(&self.table)
             .set_key(Some(self.key(&conversation, HEAD).into_iter().collect()))
             .update_expression(match by.sub {
-                Some(_) => {
+                Some(_) => format!(
                     "SET handoff_closed_by = :by, handoff_closed_by_sub = :by_sub, handoff_closed_at = :now \
-                     REMOVE handoff_open"
-                }
-                None => "SET handoff_closed_by = :by, handoff_closed_at = :now REMOVE handoff_open",
+                     REMOVE handoff_open, {PROPOSALS_ENDED}"
+                ),
+                None => format!(
+                    "SET handoff_closed_by = :by, handoff_closed_at = :now REMOVE handoff_open, {PROPOSALS_ENDED}"
+                ),
             })
             .condition_expression(format!(
                 "handoff_id = :id AND attribute_exists(handoff_open) AND {}",
@@ -763,11 +765,13 @@ impl ConversationStore for DynamoConversations {
                 "SET lease_writer = :writer, lease_until_ms = :until, customer = if_not_exists(customer, :customer), \
                  created_at = if_not_exists(created_at, :now), updated_at = if_not_exists(updated_at, :now), \
                  exchanges = if_not_exists(exchanges, :zero), expires_at = if_not_exists(expires_at, :expires), \
-                 ends_by = if_not_exists(ends_by, :ends_by)",
+                 ends_by = if_not_exists(ends_by, :ends_by), \
+                 proposals_taker = if_not_exists(proposals_taker, :scope)",
             )
             .condition_expression(condition)
             .expression_attribute_values(":writer", s(lease.writer.as_str()))
             .expression_attribute_values(":until", n(lease.lease_until_ms))
+            .expression_attribute_values(":scope", s(&lease.scope))
             .expression_attribute_values(":customer", s(&lease.customer))
             .expression_attribute_values(":now", s(rfc3339(now_ms)))
             .expression_attribute_values(":zero", n(0))
@@ -787,7 +791,18 @@ impl ConversationStore for DynamoConversations {
                     handed_off: item.contains_key("handoff_id"),
                     last_failed: matches!(last_status, 502 | 504),
                     stored: true,
-                    proposals: stored_proposals(&item),
+                    // Taken in this very write by the first scope to lease
+                    // it since they were proposed: no other scope's.
+                    proposals: if text(&item, "proposals_taker") == Some(lease.scope.as_str()) {
+                        stored_proposals(&item)
+                    } else {
+                        Proposals::default()
+                    },
+                    returns_started: item
+                        .get("return_orders")
+                        .and_then(|orders| orders.as_ss().ok())
+                        .cloned()
+                        .unwrap_or_default(),
                 }))
             }
             Err(found) => {
@@ -857,11 +872,15 @@ impl ConversationStore for DynamoConversations {
         new: &NewExchange,
         now_ms: u64,
     ) -> Result<Appended, LedgerError> {
-        let mut held = *held;
+        let mut held = held.clone();
+        // How many the conversation held when this turn took it: a person's
+        // words appended meanwhile come before it in storage, not before
+        // the customer's message (the chaos run's yes invariant reads it).
+        let taken_at = held.exchanges;
         // A person's note or reply (contract 18) takes the next sequence
         // number without the lease: the turn's exchange follows it.
         for _ in 0..SEQUENCE_MOVES {
-            match self.append_at(lease, &held, new, now_ms).await? {
+            match self.append_at(lease, &held, new, taken_at, now_ms).await? {
                 AppendTry::Done(appended) => return Ok(appended),
                 AppendTry::Moved(exchanges) => held.exchanges = exchanges,
             }
@@ -1114,6 +1133,7 @@ impl DynamoConversations {
         lease: &ConversationLease,
         held: &HeldConversation,
         new: &NewExchange,
+        taken_at: u64,
         now_ms: u64,
     ) -> Result<AppendTry, LedgerError> {
         let id = lease.id.as_str();
@@ -1196,19 +1216,37 @@ impl DynamoConversations {
             }
         }
         if held.stored {
-            remove.extend(["lease_writer", "lease_until_ms"]);
+            // The next lease takes what this turn leaves for its own scope.
+            remove.extend(["lease_writer", "lease_until_ms", "proposals_taker"]);
         }
         let mut expression = format!("SET {}", set.join(", "));
         if !remove.is_empty() {
             expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
         }
+        // Rule 7: a refund of an order this conversation started a return
+        // of (or may have) waits for a person, in every later turn.
+        let returns_started: Vec<String> = new
+            .writes
+            .returns
+            .iter()
+            .filter(|record| matches!(record.outcome.as_str(), "started" | "unknown"))
+            .map(|record| crate::refund::policy::order_key(&record.order_id))
+            .collect();
+        let mut added = Vec::new();
+        if !returns_started.is_empty() {
+            added.push("return_orders :return_orders");
+            header = header.expression_attribute_values(":return_orders", AttributeValue::Ss(returns_started));
+        }
         if new.refund_recorded {
-            expression.push_str(" ADD refund_records :record");
+            added.push("refund_records :record");
+            header = header.expression_attribute_values(":record", AttributeValue::Ss(vec![new.scope.record_id()]));
             if new.awaiting_approval {
                 // Until a decision's note takes it out (`notes`).
-                expression.push_str(", awaiting :record");
+                added.push("awaiting :record");
             }
-            header = header.expression_attribute_values(":record", AttributeValue::Ss(vec![new.scope.record_id()]));
+        }
+        if !added.is_empty() {
+            expression.push_str(&format!(" ADD {}", added.join(", ")));
         }
         let header = header
             .update_expression(expression)
@@ -1240,6 +1278,7 @@ impl DynamoConversations {
                 ("request_id", s(lease.writer.invocation())),
                 ("refund_record", s(&record_id)),
                 ("status", n(u64::from(new.status))),
+                ("taken_at", n(taken_at)),
                 ("created_at", s(rfc3339(now_ms))),
                 ("chars", n(new.exchange.chars() as u64)),
                 ("messages", s(new.exchange.to_json())),
@@ -1314,6 +1353,13 @@ impl DynamoConversations {
         }
     }
 }
+
+/// What a person's words (a reply, a decision's note, a close) remove from
+/// the header: every proposal, since the customer's next message may answer
+/// the person (contract 26: "next" is literal). An internal note, which the
+/// customer never sees, removes nothing.
+pub(super) const PROPOSALS_ENDED: &str = "address_proposal, address_proposal_at, address_proposal_until, \
+     return_proposal, return_proposal_at, return_proposal_until, proposals_taker";
 
 /// A kind's proposal attributes on the conversation's header: its hash, when
 /// it was made and until when it waits.

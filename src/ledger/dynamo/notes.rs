@@ -107,13 +107,15 @@ impl PersonNotes {
             .note_for
             .as_ref()
             .map(|record_id| AttributeValue::Ss(vec![record_id.clone()]));
+        // A person's words end what waited for the customer's yes (contract 26).
+        let ended = super::conversations::PROPOSALS_ENDED;
         let expression = match decided {
             // The customer's page asks afterwards whether it solved it (contract 30).
-            Some(_) => {
+            Some(_) => format!(
                 "SET exchanges = :next, updated_at = :now, expires_at = :expires, decision_noted_at = :now \
-                 DELETE awaiting :decided"
-            }
-            None => "SET exchanges = :next, updated_at = :now, expires_at = :expires",
+                 REMOVE {ended} DELETE awaiting :decided"
+            ),
+            None => format!("SET exchanges = :next, updated_at = :now, expires_at = :expires REMOVE {ended}"),
         };
         let header = Update::builder()
             .table_name(&self.table)

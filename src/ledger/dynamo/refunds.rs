@@ -71,6 +71,11 @@ fn order_items(order: &OrderSnapshot) -> impl Iterator<Item = (String, Attribute
         ("order_paid_cents", Some(n(order.paid.cents()))),
         ("order_refunded_cents", Some(n(order.refunded.cents()))),
         ("order_currency", Some(s(&order.currency))),
+        // Rule 7: a return open, and what its items are worth.
+        (
+            "order_open_returns_cents",
+            order.return_open.then(|| n(order.open_returns.cents())),
+        ),
     ]
     .into_iter()
     .filter_map(|(name, value)| Some((name.to_owned(), value?)))
@@ -212,6 +217,17 @@ impl crate::ledger::RefundLedger for DynamoLedger {
                 None => Err(LedgerError::Conflict("the approval record was not written".into())),
             },
         }
+    }
+
+    async fn order_refunded_recently(&self, order_id: &str, limits: &Limits, now_ms: u64) -> Result<bool, LedgerError> {
+        let order = self.get(&order_pk(order_id)).await?.unwrap_or_default();
+        Ok(limits.order_refunded_recently(
+            order
+                .get("live")
+                .is_some_and(|live| live.as_ss().is_ok_and(|l| !l.is_empty())),
+            number(&order, "last_at_ms"),
+            now_ms,
+        ))
     }
 
     async fn history(&self, request: &RefundRequest, limits: &Limits, now_ms: u64) -> Result<History, LedgerError> {

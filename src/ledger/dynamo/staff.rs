@@ -154,6 +154,8 @@ pub fn record_of(item: &Item) -> Result<RefundRecord, LedgerError> {
             paid: AmountCents::new(number(item, "order_paid_cents").unwrap_or_default()),
             refunded: AmountCents::new(number(item, "order_refunded_cents").unwrap_or_default()),
             currency: opt(item, "order_currency").unwrap_or_default(),
+            return_open: number(item, "order_open_returns_cents").is_some(),
+            open_returns: AmountCents::new(number(item, "order_open_returns_cents").unwrap_or_default()),
         }),
     })
 }

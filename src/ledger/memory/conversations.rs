@@ -31,8 +31,12 @@ pub(super) struct StoredConversation {
     last_failed: bool,
     /// The refund records of its turns that wait for a person.
     awaiting: BTreeSet<String>,
-    /// The writes waiting for the customer's yes (contracts 26 and 28).
+    /// The writes waiting for the customer's yes (contracts 26 and 28),
+    /// and the scope whose lease took them since they were proposed.
     proposals: crate::confirm::Proposals,
+    proposals_taker: Option<String>,
+    /// The orders its turns started a return of, or may have (rule 7).
+    returns_started: Vec<String>,
     /// The visitor it was claimed from (contract 27).
     claimed_from: Option<String>,
     /// The customer's rating (contract 30).
@@ -46,15 +50,27 @@ pub(super) struct StoredExchange {
 }
 
 impl StoredConversation {
-    fn held(&self) -> HeldConversation {
+    fn held(&self, scope: &str) -> HeldConversation {
         HeldConversation {
             exchanges: self.exchanges.len() as u64,
             ends_by_s: u64::MAX,
             handed_off: self.handed_off,
             last_failed: self.last_failed,
             stored: true,
-            proposals: self.proposals,
+            proposals: if self.proposals_taker.as_deref() == Some(scope) {
+                self.proposals
+            } else {
+                crate::confirm::Proposals::default()
+            },
+            returns_started: self.returns_started.clone(),
         }
+    }
+
+    /// A person's words (a reply, a decision's note, a close) end what
+    /// waited for the customer's yes: their next message may answer the
+    /// person (contract 26, tightened).
+    pub(super) fn end_proposals(&mut self) {
+        self.proposals = crate::confirm::Proposals::default();
     }
 }
 
@@ -155,7 +171,8 @@ impl ConversationStore for MemoryLedger {
             return Ok(Begun::Busy { lease_until_ms: *until });
         }
         conversation.lease = Some((lease.writer.as_str().to_owned(), lease.lease_until_ms));
-        Ok(Begun::Held(conversation.held()))
+        conversation.proposals_taker.get_or_insert_with(|| lease.scope.clone());
+        Ok(Begun::Held(conversation.held(&lease.scope)))
     }
 
     async fn recent(
@@ -232,6 +249,15 @@ impl ConversationStore for MemoryLedger {
         }
         conversation.handed_off |= new.handoff.is_some();
         conversation.proposals.apply(&new.writes.steps);
+        conversation.proposals_taker = None;
+        for record in &new.writes.returns {
+            if matches!(record.outcome.as_str(), "started" | "unknown") {
+                let order = crate::refund::policy::order_key(&record.order_id);
+                if !conversation.returns_started.contains(&order) {
+                    conversation.returns_started.push(order);
+                }
+            }
+        }
         conversation.lease = None;
         if let Some(tokens) = &new.tokens {
             books.budgets.settle(tokens);
@@ -306,6 +332,7 @@ impl StoredConversation {
         if let Some(record_id) = &note.note_for {
             self.awaiting.remove(record_id);
         }
+        self.end_proposals();
         self.exchanges.push(StoredExchange {
             scope: String::new(),
             exchange: note.exchange(),

@@ -184,14 +184,18 @@ impl Books {
         })
     }
 
+    fn order_refunded_recently(&self, order_id: &str, limits: &Limits, now_ms: u64) -> bool {
+        let order = self.orders.get(&order_key(order_id));
+        limits.order_refunded_recently(
+            order.is_some_and(|(live, _)| !live.is_empty()),
+            order.map(|(_, at)| *at),
+            now_ms,
+        )
+    }
+
     fn history(&self, request: &RefundRequest, limits: &Limits, now_ms: u64) -> History {
-        let order = self.orders.get(&order_key(&request.order_id));
         History {
-            order_refunded_recently: limits.order_refunded_recently(
-                order.is_some_and(|(live, _)| !live.is_empty()),
-                order.map(|(_, at)| *at),
-                now_ms,
-            ),
+            order_refunded_recently: self.order_refunded_recently(&request.order_id, limits, now_ms),
             automatic_today: AmountCents::new(
                 self.days
                     .get(&(request.scope().user_id().to_owned(), utc_day(now_ms)))
@@ -291,6 +295,10 @@ impl RefundLedger for MemoryLedger {
 
     async fn history(&self, request: &RefundRequest, limits: &Limits, now_ms: u64) -> Result<History, LedgerError> {
         Ok(self.books()?.history(request, limits, now_ms))
+    }
+
+    async fn order_refunded_recently(&self, order_id: &str, limits: &Limits, now_ms: u64) -> Result<bool, LedgerError> {
+        Ok(self.books()?.order_refunded_recently(order_id, limits, now_ms))
     }
 
     async fn record_outcome(
