@@ -252,3 +252,80 @@ async fn rules_4_to_6_send_the_refund_to_a_person_with_the_orders_facts_on_the_r
         }
     }
 }
+
+/// Contract 8's rule 7, through the whole money path: a return started with
+/// the customer's yes, then in the same turn a refund of the same order (a
+/// model that "also refunds it today"). Before rule 7 the refund was paid at
+/// once, and the order system paid the return again when the parcel came.
+#[tokio::test]
+async fn a_refund_beside_a_return_started_in_the_same_turn_waits_for_a_person_and_pays_nothing() {
+    use crate::confirm::{Confirmation, Proposal, Proposals, WriteKind};
+    use crate::orders::returns::TOOL_NAME as START_RETURN;
+    use crate::turn::ReturnTurn;
+
+    let orders = MemoryOrders::new([order("A-1", CUSTOMER, OrderStatus::Delivered, Some(3))]);
+    let ret = r#"{"order_id":"A-1","items":[{"name":"Mug","quantity":1}],"reason":"changed_mind"}"#;
+    let refund = r#"{"order_id":"A-1","amount_cents":1500}"#;
+    // The return was proposed in the turn before; this message is the yes.
+    let hash = crate::orders::returns::parse_arguments(ret).expect("valid").hash();
+    let now = crate::clock::now_ms();
+    let waiting = Proposals::default().with(
+        WriteKind::Return,
+        Proposal::new(hash, now - 60_000, Duration::from_secs(1800)),
+    );
+    let refunds = RecordedRefunds::new(
+        MemoryLedger::new(),
+        RecordingPayments::answering(paid()),
+        DEFAULT_LIMITS,
+    );
+    let model = ScriptedModel::new(vec![
+        Step::tools(&[("c0", START_RETURN, ret)]),
+        Step::tools(&[("c1", TOOL_NAME, refund)]),
+        Step::text("Done."),
+    ]);
+    let tools = Tools {
+        refunds: &refunds,
+        orders: &orders,
+        help: crate::doubles::shipped_help_centre(),
+    };
+    let mut turn = Turn::new(
+        &model,
+        tools,
+        Duration::from_secs(2),
+        Attempt {
+            scope: RefundScope::for_request(CUSTOMER, "req-yes"),
+            writer: WriterMark::fixed("req-yes/w"),
+            conversation: Some("c_0123456789abcdef0123456789abcdef".into()),
+        },
+        Vec::new(),
+        &CustomerMessage::new("yes"),
+    )
+    .returns(ReturnTurn {
+        offered: true,
+        window_days: 30,
+        ..ReturnTurn::default()
+    })
+    .confirmation(Confirmation {
+        waiting,
+        said_yes: true,
+        confirm_within: Duration::from_secs(1800),
+        now_ms: now,
+    });
+    turn.run().await.expect("the turn answers");
+    assert_eq!(orders.returns().len(), 1, "the return started");
+    assert!(
+        refunds.payments().requests().is_empty(),
+        "and no refund was paid beside it"
+    );
+    let told: Vec<&str> = turn
+        .messages()
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { content, .. } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect();
+    let told: serde_json::Value = serde_json::from_str(told[1]).expect("json");
+    assert_eq!(told["status"], "pending_approval", "{told}");
+    assert_eq!(told["reasons"], serde_json::json!(["return_open"]), "{told}");
+}

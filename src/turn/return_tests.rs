@@ -528,57 +528,6 @@ proptest! {
     }
 }
 
-/// Contract 8's rule 7, through the whole money path: a return started with
-/// the customer's yes, then in the same turn a refund of the same order (a
-/// model that "also refunds it today"). Before rule 7 the refund was paid at
-/// once, and the order system paid the return again when the parcel came.
-#[tokio::test]
-async fn a_refund_beside_a_return_started_in_the_same_turn_waits_for_a_person_and_pays_nothing() {
-    use crate::doubles::RecordingPayments;
-    use crate::ledger::memory::MemoryLedger;
-    use crate::record_then_pay::RecordedRefunds;
-    use crate::refund::PaymentOutcome;
-
-    // Delivered 3 days ago by the payments path's own clock, so that no
-    // other rule sends the refund to a person.
-    let mut recent = order("A-1002", OrderStatus::Delivered, 0);
-    recent.delivered_at_ms = Some(crate::clock::now_ms() - 3 * DAY_MS);
-    let orders = MemoryOrders::new([recent]);
-    let raw = ret("A-1002", 1, "changed_mind");
-    let first = turn(
-        &orders,
-        &[(return_tool::TOOL_NAME, raw.clone())],
-        offered(Proposals::default(), false, NOW),
-    )
-    .await;
-    let waiting = Proposals::default().with(WriteKind::Return, proposed(&first, WriteKind::Return));
-    let refunds = RecordedRefunds::new(
-        MemoryLedger::new(),
-        RecordingPayments::answering(PaymentOutcome::Rejected {
-            status: 422,
-            detail: "a payment was made".into(),
-        }),
-        crate::config::DEFAULT_LIMITS,
-    );
-    let refund = r#"{"order_id":"A-1002","amount_cents":1250}"#.to_owned();
-    let yes = turn_with(
-        &orders,
-        &refunds,
-        &[(return_tool::TOOL_NAME, raw), (TOOL_NAME, refund)],
-        offered(waiting, true, NOW + 60_000),
-        Vec::new(),
-    )
-    .await;
-    assert_eq!(orders.returns().len(), 1, "the return started");
-    assert!(
-        refunds.payments().requests().is_empty(),
-        "and no refund was paid beside it"
-    );
-    let told: serde_json::Value = serde_json::from_str(&yes.results[1]).unwrap();
-    assert_eq!(told["status"], "pending_approval", "{told}");
-    assert_eq!(told["reasons"], serde_json::json!(["return_open"]), "{told}");
-}
-
 #[tokio::test]
 async fn a_refund_of_an_order_whose_return_is_open_or_started_earlier_in_the_conversation_waits_for_a_person() {
     let orders = orders();
