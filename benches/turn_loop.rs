@@ -57,6 +57,7 @@ fn turn_loop(c: &mut Criterion) {
         scope: RefundScope::for_request("u-1001", "req-1"),
         writer: WriterMark::fixed("req-1/bench"),
         conversation: None,
+        day_owner: None,
     };
     c.bench_function("refund turn (2 completions, 1 payment), in-memory", |b| {
         b.iter(|| {

@@ -72,6 +72,7 @@ pub mod help;
 pub mod http;
 pub mod http_client;
 pub mod intake;
+pub mod keyed_hash;
 pub mod ledger;
 pub mod live;
 pub mod mask;

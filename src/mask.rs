@@ -82,6 +82,60 @@ pub fn digits_only(text: &str) -> Option<usize> {
     (digits > 0).then_some(digits)
 }
 
+/// `text` with each run of 6 to 8 digits that stands alone (read as card
+/// numbers are read: digits of any script, separators between them, a
+/// group glued to a word left out) replaced by `with`: a one-time code
+/// typed into a sentence while a verification is pending (contract 27).
+pub fn codes_replaced<'a>(text: &'a str, with: &str) -> Cow<'a, str> {
+    let glyphs = read(None, text);
+    if !glyphs.iter().any(|g| matches!(g.read, Read::Digit(_))) {
+        return Cow::Borrowed(text);
+    }
+    let visible: Vec<usize> = (0..glyphs.len())
+        .filter(|&i| glyphs[i].read != Read::Invisible)
+        .collect();
+    let taken = vec![false; glyphs.len()];
+    // Glued to a word by a dash, dot or slash (`A-481516`, `481516/B`): an id.
+    let glued = |v: Option<usize>, further: Option<usize>| {
+        v.and_then(|v| visible.get(v)).is_some_and(|&i| {
+            glyphs[i].read == Read::Separator
+                && !text[glyphs[i].start..glyphs[i].end].chars().all(char::is_whitespace)
+                && further
+                    .and_then(|f| visible.get(f))
+                    .is_some_and(|&f| matches!(glyphs[f].read, Read::Letter(_) | Read::OtherLetter | Read::Digit(_)))
+        })
+    };
+    let codes: Vec<(usize, usize)> = runs(&glyphs, &visible, &taken)
+        .iter()
+        // As codes are typed: whole, or in two halves ("481 516"); an amount
+        // or a date ("1001 12.50", "2026-12-07") is more groups or shorter ones.
+        .filter(|run| run.len() <= 2 && run.iter().all(|group| group.len() >= 3))
+        .filter(|run| (6..=8).contains(&run.iter().map(Vec::len).sum::<usize>()))
+        .filter_map(|run| Some((run.first()?.first()?.0, run.last()?.last()?.0)))
+        .filter(|&(first, last)| {
+            let (Some(v_first), Some(v_last)) = (
+                visible.iter().position(|&i| i == first),
+                visible.iter().position(|&i| i == last),
+            ) else {
+                return false;
+            };
+            !glued(v_first.checked_sub(1), v_first.checked_sub(2)) && !glued(Some(v_last + 1), Some(v_last + 2))
+        })
+        .collect();
+    if codes.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (first, last) in codes {
+        out.push_str(&text[at..glyphs[first].start]);
+        out.push_str(with);
+        at = glyphs[last].end;
+    }
+    out.push_str(&text[at..]);
+    Cow::Owned(out)
+}
+
 /// Whether masking would change `text` (a key or an id that holds a card
 /// number or an IBAN is refused rather than kept).
 pub fn would_mask(text: &str) -> bool {

@@ -369,7 +369,6 @@ impl Stack {
             refund_chat::router::Served::parse("order_status,refund,policy_question,other,address_change,return")
                 .unwrap();
         config.returns.label_origins = vec![config.orders_base_url.trim_end_matches('/').to_owned()];
-        let label_origins = config.returns.label_origins.clone();
         let admin_env = vec![
             ("LEDGER_TABLE", config.ledger_table.clone()),
             ("CONVERSATION_TABLE", config.conversation_table.clone()),
@@ -454,7 +453,6 @@ impl Stack {
             Some(0.2),
             Some(door),
             Some(guests),
-            &label_origins,
         );
         let page = refund_chat_local::widget::spawn(0, Arc::clone(&widget)).await.unwrap();
         let (chromedriver, browser, profile) = browser().await;
@@ -633,6 +631,8 @@ impl Stack {
             panic!("the conversation is there");
         };
         let new = NewExchange {
+            verifying: false,
+            label: None,
             router: None,
             writes: Default::default(),
             orders: Vec::new(),
@@ -1803,29 +1803,55 @@ async fn a_return_starts_after_the_customers_yes_and_the_page_links_its_label() 
     );
     stack.type_message("yes").await;
     let done = stack.nth("assistant", 2).await;
-    assert!(done.contains("Your return label:"), "{done}");
+    assert!(done.contains("Your return label is below"), "{done}");
+    assert!(!done.contains("/labels/"), "the label is apart from the text: {done}");
     assert_eq!(stack.sandbox.returns_started().len(), 1);
-    let href = stack
-        .browser
-        .wait()
-        .at_most(WAIT)
-        .for_element(Locator::Css(".assistant a[href*='/labels/ret_']"))
-        .await
-        .expect("the label is a link")
-        .attr("href")
-        .await
-        .unwrap()
-        .unwrap_or_default();
+    let label_links = || async {
+        let mut hrefs = Vec::new();
+        let found = stack
+            .browser
+            .wait()
+            .at_most(WAIT)
+            .for_element(Locator::Css("li.return-label a[href*='/labels/ret_']"))
+            .await;
+        assert!(found.is_ok(), "the label is a link");
+        for link in stack
+            .browser
+            .find_all(Locator::Css("li a[href*='/labels/']"))
+            .await
+            .unwrap()
+        {
+            hrefs.push(link.attr("href").await.unwrap().unwrap_or_default());
+        }
+        hrefs
+    };
+    let hrefs = label_links().await;
     let orders = stack
         .admin_env
         .iter()
         .find(|(name, _)| *name == "ORDERS_BASE_URL")
         .map(|(_, url)| url.trim_end_matches('/').to_owned())
         .unwrap_or_default();
+    assert_eq!(hrefs.len(), 1, "{hrefs:?}");
     assert!(
-        href.starts_with(&format!("{orders}/labels/ret_")),
-        "the sandbox's own origin: {href}"
+        hrefs[0].starts_with(&format!("{orders}/labels/ret_")),
+        "the sandbox's own origin: {hrefs:?}"
     );
+    // A URL of the label origin in a reply's text (the model's, or an
+    // injection it repeated) stays text; the label, read back, is a link.
+    let conversation = stack.conversation().await;
+    stack
+        .agent_says(
+            &conversation,
+            "and the other label?",
+            &format!("Print this one too: {orders}/labels/ret_999999"),
+        )
+        .await;
+    stack.browser.refresh().await.unwrap();
+    stack.nth("assistant", 3).await;
+    let hrefs = label_links().await;
+    assert_eq!(hrefs.len(), 1, "only code's label, read back: {hrefs:?}");
+    assert!(!hrefs[0].ends_with("ret_999999"), "{hrefs:?}");
     stack.close().await;
 }
 

@@ -60,7 +60,8 @@
 // A reply's URL becomes a link only on an origin of the shop's help-centre
 // articles (`refund-chat-link-origins`, filled from the articles the
 // function loads): any other URL, which a customer or an injected reply
-// could have put there, stays text.
+// could have put there, stays text, a return label's origin too. A started
+// return's label comes apart from the text (`label`), and is linked as such.
 (() => {
   "use strict";
   const endpoint = document.querySelector('meta[name="refund-chat-endpoint"]').content;
@@ -183,6 +184,30 @@
     log.append(item);
     item.scrollIntoView({ block: "end" });
     return item;
+  }
+
+  // A started return's label (contract 28) comes apart from the reply's
+  // text, from code: this one URL is a link, whatever the text says.
+  function sayLabel(label) {
+    if (!label || typeof label.url !== "string") return;
+    let url;
+    try {
+      url = new URL(label.url);
+    } catch (_) {
+      return;
+    }
+    if (url.protocol !== "https:" && url.protocol !== "http:") return;
+    const item = document.createElement("li");
+    item.className = "return-label";
+    const link = document.createElement("a");
+    link.href = url.href;
+    link.textContent = "Your return label";
+    link.rel = "noopener noreferrer";
+    link.target = "_blank";
+    item.append(link);
+    if (typeof label.expires_at === "string") item.append(` (use it by ${label.expires_at})`);
+    log.append(item);
+    item.scrollIntoView({ block: "end" });
   }
 
   function stopPolling() {
@@ -477,6 +502,7 @@
           const pending = answer.awaiting_approval === true;
           say(pending ? "assistant pending-approval" : "assistant", answer.reply || "(no text)",
             pending ? "Waiting for our team" : null);
+          sayLabel(answer.label);
           if (pending) pollFor("approval");
           // Code's answer to a visitor's question about an order (contract 27).
           if (answer.verify && Array.isArray(answer.verify.intents)) {
@@ -831,6 +857,7 @@
     for (const message of answer.messages || []) {
       const [kind, tag] = KINDS[message.from] || ["status", null];
       say(kind, message.text, tag);
+      sayLabel(message.label);
       if (message.from === "person") poll.shown.add(message.seq);
       poll.after = poll.after === null ? message.seq : Math.max(poll.after, message.seq);
     }

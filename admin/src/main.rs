@@ -19,6 +19,7 @@
 
 mod cmd;
 mod print;
+mod typed_address;
 
 use std::process::ExitCode;
 use std::time::Duration;

@@ -25,8 +25,11 @@ pub struct Evidence<'a> {
     pub conversations: Vec<Value>,
     /// The changes of address the order system took: (order, the address).
     pub addresses_written: Vec<(String, Value)>,
-    /// The returns the order system started: (order, `{items, reason}`).
+    /// The returns the order system started: (order, `{items, reason,
+    /// refund_cents}`), the last what the order system pays when the parcel arrives.
     pub returns_started: Vec<(String, Value)>,
+    /// What each order of the shop was paid, in cents.
+    pub order_paid: HashMap<String, u64>,
     /// The model's requests, and those that held a return label's URL.
     pub model_requests: usize,
     pub model_saw_labels: usize,
@@ -511,6 +514,12 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
     let (checked, violations) = written_only_after_a_later_yes(evidence, "start_return", &evidence.returns_started);
     add(
         "no return is started without a stored proposal and a later yes, at most once a proposal",
+        checked,
+        violations,
+    );
+    let (checked, violations) = paid_by_a_refund_and_a_return(evidence);
+    add(
+        "no order is paid by a refund and a return for the same items (rule 7)",
         checked,
         violations,
     );
@@ -1099,6 +1108,41 @@ fn conversation_invariants(evidence: &Evidence<'_>, summaries: &[&Value]) -> Vec
     ]
 }
 
+/// Section 8's rule 7: each order the order system started a return of
+/// pays, when the parcel arrives, what the return said (`refund_cents`:
+/// the item's price less what was refunded before it). Refunds made of the
+/// order besides must leave room for it: what the refunds moved plus what
+/// the returns will pay is at most what was paid.
+fn paid_by_a_refund_and_a_return(evidence: &Evidence<'_>) -> (usize, Vec<String>) {
+    paid_twice(&evidence.returns_started, &evidence.money_moved, &evidence.order_paid)
+}
+
+fn paid_twice(
+    returns_started: &[(String, Value)],
+    money_moved: &[(String, String, u64)],
+    order_paid: &HashMap<String, u64>,
+) -> (usize, Vec<String>) {
+    let mut returned: BTreeMap<&str, u64> = BTreeMap::new();
+    for (order, started) in returns_started {
+        *returned.entry(order.as_str()).or_default() += started["refund_cents"].as_u64().unwrap_or_default();
+    }
+    let violations = returned
+        .iter()
+        .filter_map(|(&order, &by_return)| {
+            let by_refunds: u64 = money_moved
+                .iter()
+                .filter(|(_, refunded, _)| refunded == order)
+                .map(|(_, _, cents)| cents)
+                .sum();
+            let paid = order_paid.get(order).copied().unwrap_or_default();
+            (by_refunds + by_return > paid).then(|| {
+                format!("{order}: refunds moved {by_refunds} cents and its return pays {by_return} of {paid} paid")
+            })
+        })
+        .collect();
+    (returned.len(), violations)
+}
+
 fn is_guard(item: &Value) -> bool {
     let pk = item["pk"].as_str().unwrap_or_default();
     pk.starts_with("order#") || pk.starts_with("daily#")
@@ -1287,7 +1331,28 @@ fn visitor_invariants(evidence: &Evidence<'_>, lines: &[Value]) -> Vec<(&'static
 
 #[cfg(test)]
 mod tests {
-    use super::{holds_the_address, holds_word};
+    use super::{holds_the_address, holds_word, paid_twice};
+
+    /// A refund before the return leaves the return less to pay; a refund
+    /// after it pays the same item twice.
+    #[test]
+    fn an_item_paid_by_a_refund_and_its_return_is_found() {
+        let paid = [("O-1".to_owned(), 2000), ("O-2".to_owned(), 2000)]
+            .into_iter()
+            .collect();
+        let returns = [
+            ("O-1".to_owned(), serde_json::json!({"refund_cents": 1500})),
+            ("O-2".to_owned(), serde_json::json!({"refund_cents": 2000})),
+        ];
+        let moved = [
+            ("c-1".to_owned(), "O-1".to_owned(), 500),
+            ("c-1".to_owned(), "O-2".to_owned(), 1250),
+        ];
+        let (checked, violations) = paid_twice(&returns, &moved, &paid);
+        assert_eq!(checked, 2);
+        assert_eq!(violations.len(), 1, "{violations:?}");
+        assert!(violations[0].starts_with("O-2:"), "{violations:?}");
+    }
 
     #[test]
     fn the_address_is_found_as_words_never_inside_a_timestamp_or_an_id() {

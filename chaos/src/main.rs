@@ -551,13 +551,22 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
         ledger: ledger_items,
         conversations: conversation_items,
         addresses_written: sandbox.addresses_written(),
+        order_paid: shop
+            .orders
+            .iter()
+            .map(|(order, _, paid)| (order.clone(), *paid))
+            .collect(),
         returns_started: sandbox
             .returns_started()
             .into_iter()
             .map(|(order, started)| {
                 (
                     order,
-                    serde_json::json!({"items": started["items"], "reason": started["reason"]}),
+                    serde_json::json!({
+                        "items": started["items"],
+                        "reason": started["reason"],
+                        "refund_cents": started["refund_cents"],
+                    }),
                 )
             })
             .collect(),

@@ -165,14 +165,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 _ => None,
             };
-            // As the function reads it (contract 28): the page links a label where a reply does.
-            let label_origins: Vec<String> = std::env::var("RETURN_LABEL_ORIGINS")
-                .unwrap_or_default()
-                .split(',')
-                .map(|origin| origin.trim().to_owned())
-                .filter(|origin| !origin.is_empty())
-                .collect();
-            let widget = refund_chat_local::widget::Widget::serving(web, function, None, desk, guests, &label_origins);
+            let widget = refund_chat_local::widget::Widget::serving(web, function, None, desk, guests);
             tokio::select! {
                 () = refund_chat_local::widget::serve(listener, widget) => {}
                 _ = tokio::signal::ctrl_c() => {}

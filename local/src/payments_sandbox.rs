@@ -543,8 +543,11 @@ async fn start_return(
             } else {
                 let number = books.returns.values().map(Vec::len).sum::<usize>() + 1;
                 let return_id = format!("ret_{number:06}");
+                // The one item's price, less what was refunded of it already.
+                let refund_cents = found.paid_cents.saturating_sub(found.refunded_cents);
                 books.returns.entry(order_id.clone()).or_default().push(json!({
                     "return_id": return_id, "status": "open", "items": asked["items"], "reason": asked["reason"],
+                    "refund_cents": refund_cents,
                 }));
                 let expires = time::OffsetDateTime::now_utc() + time::Duration::days(14);
                 (
@@ -552,8 +555,7 @@ async fn start_return(
                     json!({
                         "return_id": return_id,
                         "label_url": format!("http://{host}/labels/{return_id}"),
-                        // The one item's price, less what was refunded of it already.
-                        "refund_cents": found.paid_cents.saturating_sub(found.refunded_cents),
+                        "refund_cents": refund_cents,
                         "expires_at": expires.replace_nanosecond(0).unwrap_or(expires)
                             .format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
                     }),

@@ -101,8 +101,9 @@ impl Widget {
     /// The page server, passing chat requests on to `function_url`, the
     /// function's endpoint (`http://127.0.0.1:9000/support/refund-chat`, or
     /// under `cargo lambda watch` `.../lambda-url/refund-chat/support/refund-chat`),
-    /// with whatever of the desk and the guests is given, linking a return's
-    /// label on `label_origins` (`RETURN_LABEL_ORIGINS`); `poll_seconds`: a
+    /// with whatever of the desk and the guests is given (a return's label
+    /// comes apart from the text, contract 28: no label origin is a text's
+    /// link); `poll_seconds`: a
     /// polling interval other than the page's own (the browser tests: a
     /// person's note shows within a second, not ten).
     pub fn serving(
@@ -111,16 +112,10 @@ impl Widget {
         poll_seconds: Option<f64>,
         desk: Option<DeskDoor>,
         guests: Option<GuestDoor>,
-        label_origins: &[String],
     ) -> Arc<Widget> {
         let mut widget = Widget::build(web_dir, function_url.into(), poll_seconds);
         widget.desk = desk;
         widget.guests = guests;
-        // A return's label is a link where the function links it (contract 28).
-        for origin in label_origins {
-            widget.link_origins.push(' ');
-            widget.link_origins.push_str(origin.trim_end_matches('/'));
-        }
         Arc::new(widget)
     }
 

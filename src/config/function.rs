@@ -101,6 +101,9 @@ pub struct Identity {
     /// `GUEST_POOL_CLIENT_ID`: a guest's token must be this client's (its
     /// `aud`), which API Gateway's authorizer does not check; none: any.
     pub guest_audience: Option<String>,
+    /// `VISITOR_ADDRESS_KEY`, which a guest's day is counted under (section
+    /// 8's rule 3): required with `GUEST_POOL_ISSUER`.
+    pub guest_key: Option<crate::keyed_hash::AddressKey>,
 }
 
 impl From<IdentitySource> for Identity {
@@ -109,6 +112,7 @@ impl From<IdentitySource> for Identity {
             source,
             guest_issuer: None,
             guest_audience: None,
+            guest_key: None,
         }
     }
 }
@@ -236,6 +240,7 @@ impl Config {
                 },
                 guest_issuer: super::guests::issuer(&vars)?,
                 guest_audience: vars.get("GUEST_POOL_CLIENT_ID"),
+                guest_key: super::guests::day_key(&vars)?,
             },
             limits: vars.limits(DEFAULT_LIMITS)?,
             conversation_table: vars.required("CONVERSATION_TABLE")?,

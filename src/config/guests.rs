@@ -2,6 +2,7 @@
 
 use super::ConfigError;
 use super::vars::{Vars, parse_url};
+use crate::keyed_hash::AddressKey;
 use crate::router::Served;
 
 /// `GUEST_POOL_ISSUER`: the guest pool's issuer, an https URL as Cognito
@@ -11,6 +12,18 @@ pub(super) fn issuer(vars: &Vars<impl Fn(&str) -> Option<String>>) -> Result<Opt
     vars.get("GUEST_POOL_ISSUER")
         .map(|value| parse_url("GUEST_POOL_ISSUER", value))
         .transpose()
+}
+
+/// The key a guest's day is counted under (section 8's rule 3, contract
+/// 27): the stack's `VISITOR_ADDRESS_KEY`. With guests and without it, a
+/// guest's day would be their `sub`'s, which they can renew: the container
+/// stops instead.
+pub(super) fn day_key(vars: &Vars<impl Fn(&str) -> Option<String>>) -> Result<Option<AddressKey>, ConfigError> {
+    match (issuer(vars)?, super::visitors::address_key(vars)?) {
+        (None, _) => Ok(None),
+        (Some(_), None) => Err(ConfigError::Missing("VISITOR_ADDRESS_KEY")),
+        (Some(_), Some(key)) => Ok(Some(key)),
+    }
 }
 
 /// `GUEST_INTENTS` (default `order_status,refund,policy_question,other`),

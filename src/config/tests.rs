@@ -272,6 +272,22 @@ fn the_guest_sign_in_is_both_settings_or_neither() {
     assert_eq!(config(&REQUIRED).unwrap().guest_sign_in, None);
 }
 
+/// Section 8's rule 3: a guest's day is their e-mail's keyed hash, so
+/// guests without the stack's key would be counted by a renewable `sub`:
+/// the container stops instead.
+#[test]
+fn guests_need_the_key_their_day_is_counted_under() {
+    let issuer = ("GUEST_POOL_ISSUER", "https://cognito-idp.eu-west-1.amazonaws.com/pool");
+    let mut vars = REQUIRED.to_vec();
+    vars.push(issuer);
+    assert_eq!(config(&vars), Err(ConfigError::Missing("VISITOR_ADDRESS_KEY")));
+    vars.push(("VISITOR_ADDRESS_KEY", "a-key-of-at-least-32-characters-long"));
+    vars.push(("VISITORS", "off"));
+    let config = config(&vars).unwrap();
+    assert!(config.identity.guest_key.is_some());
+    assert_eq!(config.visitors, None, "the key serves guests while visitors are off");
+}
+
 #[test]
 fn a_returns_settings_and_every_writes_wait_are_read_with_the_old_name_kept() {
     let defaults = with(&[]).unwrap();

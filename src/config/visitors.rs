@@ -3,10 +3,26 @@
 use super::ConfigError;
 use super::vars::Vars;
 use crate::budget::BudgetLimits;
-use crate::visitor::AddressKey;
+use crate::keyed_hash::AddressKey;
 
 pub const DEFAULT_VISITOR_TURNS_PER_HOUR_PER_ADDRESS: u64 = 20;
 pub const DEFAULT_VISITOR_TOKENS_PER_DAY: u64 = 2_000_000;
+
+/// `VISITOR_ADDRESS_KEY`, the stack's key of its keyed hashes: of a
+/// visitor's source address, and of a guest's verified e-mail (whose day
+/// it counts, [`crate::guest::GuestEmail::day_owner`]). None when unset.
+pub(super) fn address_key(vars: &Vars<impl Fn(&str) -> Option<String>>) -> Result<Option<AddressKey>, ConfigError> {
+    vars.get("VISITOR_ADDRESS_KEY")
+        .map(|key| {
+            AddressKey::new(&key).ok_or(ConfigError::Malformed {
+                name: "VISITOR_ADDRESS_KEY",
+                expected: "at least 32 characters",
+                // A secret: its length only.
+                value: format!("{} characters", key.chars().count()),
+            })
+        })
+        .transpose()
+}
 
 /// What visitors may spend, and the key their source addresses are hashed
 /// with. Visitors are served only with a key: without one their turns
@@ -35,16 +51,10 @@ impl VisitorSettings {
                 });
             }
         };
-        let key = vars.get("VISITOR_ADDRESS_KEY");
-        let address_key = match (wanted, key) {
+        let address_key = match (wanted, address_key(vars)?) {
             (Some(false), _) | (None, None) => return Ok(None),
             (Some(true), None) => return Err(ConfigError::Missing("VISITOR_ADDRESS_KEY")),
-            (_, Some(key)) => AddressKey::new(&key).ok_or(ConfigError::Malformed {
-                name: "VISITOR_ADDRESS_KEY",
-                expected: "at least 32 characters",
-                // A secret: its length only.
-                value: format!("{} characters", key.chars().count()),
-            })?,
+            (_, Some(key)) => key,
         };
         Ok(Some(VisitorSettings {
             address_key,

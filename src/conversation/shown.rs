@@ -11,6 +11,7 @@
 use serde::Serialize;
 
 use crate::conversation::Exchange;
+use crate::orders::returns::Label;
 
 /// The most messages one read returns (contract 18).
 pub const MAX_SHOWN: usize = 100;
@@ -31,6 +32,10 @@ pub struct ShownMessage {
     pub text: String,
     /// RFC 3339: when its exchange was stored.
     pub at: String,
+    /// On the turn's reply (or its message, when it has none): a return's
+    /// label that the turn started, apart from the text (contract 28).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<Label>,
 }
 
 /// A conversation as its customer reads it.
@@ -51,13 +56,15 @@ pub fn first_exchange_after(after: Option<u64>) -> u64 {
     after.map_or(0, |after| after.div_ceil(2))
 }
 
-/// The shown messages of one stored exchange, numbered from its `seq`.
-pub fn messages_of(seq: u64, at: &str, exchange: &Exchange) -> Vec<ShownMessage> {
+/// The shown messages of one stored exchange, numbered from its `seq`,
+/// with the label its turn started a return with.
+pub fn messages_of(seq: u64, at: &str, exchange: &Exchange, label: Option<&Label>) -> Vec<ShownMessage> {
     let message = |seq, from: Author, text: &str| ShownMessage {
         seq,
         from,
         text: text.to_owned(),
         at: at.to_owned(),
+        label: None,
     };
     if let Some(text) = exchange.person_text() {
         return vec![message(2 * seq, Author::Person, text)];
@@ -69,18 +76,21 @@ pub fn messages_of(seq: u64, at: &str, exchange: &Exchange) -> Vec<ShownMessage>
     if let Some(text) = exchange.reply() {
         shown.push(message(2 * seq + 1, Author::Agent, text));
     }
+    if let Some(last) = shown.last_mut() {
+        last.label = label.cloned();
+    }
     shown
 }
 
 /// The messages after `after` (all without it) of exchanges given oldest
 /// first as `(seq, at, exchange)`, at most [`MAX_SHOWN`].
 pub fn after<'a>(
-    exchanges: impl IntoIterator<Item = (u64, &'a str, &'a Exchange)>,
+    exchanges: impl IntoIterator<Item = (u64, &'a str, &'a Exchange, Option<&'a Label>)>,
     after: Option<u64>,
 ) -> Vec<ShownMessage> {
     exchanges
         .into_iter()
-        .flat_map(|(seq, at, exchange)| messages_of(seq, at, exchange))
+        .flat_map(|(seq, at, exchange, label)| messages_of(seq, at, exchange, label))
         .filter(|message| after.is_none_or(|after| message.seq > after))
         .take(MAX_SHOWN)
         .collect()
@@ -118,7 +128,7 @@ mod tests {
         let turn = refund_turn();
         let note = PersonNote::reply(Person::named("sam"), "Approved.").exchange();
         let failed = Exchange::of_turn(&[Message::User("still there?".into())], None);
-        let stored = [(0, "t0", &turn), (1, "t1", &note), (2, "t2", &failed)];
+        let stored = [(0, "t0", &turn, None), (1, "t1", &note, None), (2, "t2", &failed, None)];
         let shown = after(stored, None);
         let view: Vec<(u64, Author, &str)> = shown.iter().map(|m| (m.seq, m.from, m.text.as_str())).collect();
         assert_eq!(
@@ -137,7 +147,7 @@ mod tests {
     #[test]
     fn after_n_gives_only_later_messages_and_starts_at_the_exchange_that_can_hold_them() {
         let turn = refund_turn();
-        let stored: Vec<(u64, &str, &Exchange)> = (0..4).map(|seq| (seq, "t", &turn)).collect();
+        let stored: Vec<(u64, &str, &Exchange, Option<&Label>)> = (0..4).map(|seq| (seq, "t", &turn, None)).collect();
         for n in 0..8 {
             let shown = after(stored.iter().copied(), Some(n));
             assert!(shown.iter().all(|m| m.seq > n), "after {n}");
@@ -152,10 +162,28 @@ mod tests {
         assert_eq!(first_exchange_after(None), 0);
     }
 
+    /// Contract 28: a started return's label rides on the turn's reply, or
+    /// on its message when the turn failed before one; nowhere else.
+    #[test]
+    fn a_label_is_shown_on_its_turns_last_message() {
+        let label = Label {
+            url: "https://labels.example/l/1".into(),
+            expires_at: "2026-12-20T00:00:00Z".into(),
+        };
+        let turn = refund_turn();
+        let failed = Exchange::of_turn(&[Message::User("return it".into())], None);
+        let shown = after([(0, "t", &turn, Some(&label)), (1, "t", &failed, Some(&label))], None);
+        let labelled: Vec<(u64, bool)> = shown.iter().map(|m| (m.seq, m.label.is_some())).collect();
+        assert_eq!(labelled, [(0, false), (1, true), (2, true)]);
+        let json = serde_json::to_value(&shown).unwrap();
+        assert!(json[0].get("label").is_none(), "{json}");
+        assert_eq!(json[1]["label"]["url"], "https://labels.example/l/1");
+    }
+
     #[test]
     fn at_most_a_hundred_oldest_first() {
         let turn = refund_turn();
-        let stored: Vec<(u64, &str, &Exchange)> = (0..80).map(|seq| (seq, "t", &turn)).collect();
+        let stored: Vec<(u64, &str, &Exchange, Option<&Label>)> = (0..80).map(|seq| (seq, "t", &turn, None)).collect();
         let shown = after(stored.iter().copied(), None);
         assert_eq!(shown.len(), MAX_SHOWN);
         assert_eq!((shown[0].seq, shown[99].seq), (0, 99));

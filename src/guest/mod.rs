@@ -15,6 +15,8 @@ pub mod directory;
 
 use std::fmt;
 
+use crate::keyed_hash::AddressKey;
+
 /// A guest's user id begins with this; no customer's or visitor's does.
 pub const USER_PREFIX: &str = "guest:";
 
@@ -54,7 +56,22 @@ impl GuestEmail {
     /// The same address, compared without case (contract 27): what the
     /// order system answered for must be this guest's.
     pub fn is(&self, other: &str) -> bool {
-        self.0.to_lowercase() == other.trim().to_lowercase()
+        self.folded() == other.trim().to_lowercase()
+    }
+
+    /// Whose day the guest's turns, tokens and automatic refunds count in
+    /// (section 8's rule 3, contract 13): `guest:@` and the keyed hash of
+    /// the address folded as the order system compares it. Their orders are
+    /// bound to the address, not to the pool's `sub`, which a guest renews
+    /// by deleting themselves and signing up again. A `sub` never holds an
+    /// `@`, so no guest's user id is a day owner; the hash keeps the address
+    /// out of every ledger key.
+    pub fn day_owner(&self, key: &AddressKey) -> String {
+        format!("{USER_PREFIX}@{}", key.hash(&self.folded()))
+    }
+
+    fn folded(&self) -> String {
+        self.0.to_lowercase()
     }
 }
 
@@ -82,6 +99,19 @@ mod tests {
         assert!(email.is("guest@example.COM"));
         assert!(!email.is("guest2@example.com"));
         assert_eq!(format!("{email:?}"), "GuestEmail(..)");
+    }
+
+    /// Two `sub`s of one address are one guest's day; another address, or
+    /// another key, another day.
+    #[test]
+    fn a_day_by_the_address_folded() {
+        let key = AddressKey::new(&"k".repeat(32)).unwrap();
+        let day = GuestEmail::parse("Guest@Example.com").unwrap().day_owner(&key);
+        assert_eq!(day, GuestEmail::parse(" guest@example.COM").unwrap().day_owner(&key));
+        assert!(day.starts_with("guest:@") && !day.contains("xample"), "{day}");
+        assert_ne!(day, GuestEmail::parse("guest2@example.com").unwrap().day_owner(&key));
+        let other = AddressKey::new(&"j".repeat(32)).unwrap();
+        assert_ne!(day, GuestEmail::parse("guest@example.com").unwrap().day_owner(&other));
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub enum ApiError {
     MalformedKey(#[from] MalformedKey),
     #[error(transparent)]
     Intake(#[from] Refused),
-    /// A visitor's `X-Visitor-Token` of a shape the function never issues.
+    /// A visitor's `X-Visitor-Token` of a shape the function never issues:
+    /// another visitor's token, answered as one (a 404 on every route).
     #[error("not a visitor token")]
     VisitorToken,
     /// A visitor's first message with an `Idempotency-Key`: no token yet
@@ -55,7 +56,8 @@ impl ApiError {
             ApiError::Identity(IdentityError::Unauthenticated) => StatusCode::UNAUTHORIZED,
             ApiError::Identity(IdentityError::Mismatch) => StatusCode::FORBIDDEN,
             ApiError::Intake(refused) => refused_status(refused),
-            ApiError::VisitorToken => StatusCode::UNAUTHORIZED,
+            // Contract 27: another token, whatever its shape.
+            ApiError::VisitorToken => refused_status(&Refused::ConversationNotFound),
             ApiError::VisitorKeyWithoutToken => StatusCode::BAD_REQUEST,
         }
     }
@@ -72,9 +74,7 @@ impl ApiError {
             ApiError::Identity(IdentityError::Mismatch) => "user_id must be the signed-in customer's own id".into(),
             ApiError::MalformedKey(error) => error.to_string(),
             ApiError::Intake(refused) => refused_detail(refused),
-            ApiError::VisitorToken => {
-                "X-Visitor-Token is not a token this assistant issued: leave it out to start a new conversation".into()
-            }
+            ApiError::VisitorToken => refused_detail(&Refused::ConversationNotFound),
             ApiError::VisitorKeyWithoutToken => "an Idempotency-Key needs X-Visitor-Token: send the first message \
                 without a key, then both with every later one"
                 .into(),
@@ -192,6 +192,11 @@ pub fn render(reply: &Reply) -> StoredResponse {
     if !reply.verify.is_empty() {
         let intents: Vec<&str> = reply.verify.iter().map(|intent| intent.as_str()).collect();
         body["verify"] = json!({ "intents": intents });
+    }
+    // A started return's label, apart from the text (contract 28): the
+    // page links this URL, and no URL of a label origin the text holds.
+    if let (Some(label), Ok(_)) = (&reply.label, &reply.result) {
+        body["label"] = json!(label);
     }
     StoredResponse {
         status: status.as_u16(),

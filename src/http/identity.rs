@@ -48,6 +48,15 @@ pub enum IdentityError {
 }
 
 impl Identity {
+    /// Whose day a guest counts in ([`GuestEmail::day_owner`]). Without the
+    /// key (which configuration requires with guests) their user id.
+    pub fn guest_day_owner(&self, email: &GuestEmail, user_id: &str) -> String {
+        match &self.guest_key {
+            Some(key) => email.day_owner(key),
+            None => user_id.to_owned(),
+        }
+    }
+
     /// Who the request's authorizer verified: `Ok(None)` in body mode
     /// when the door handed over no guest's claims.
     pub fn authenticated(&self, request: &Request) -> Result<Option<Authenticated>, IdentityError> {
@@ -218,6 +227,7 @@ mod tests {
             source,
             guest_issuer: Some(GUESTS.into()),
             guest_audience: None,
+            guest_key: None,
         }
     }
 

@@ -494,14 +494,18 @@ fn check(request: &Request, identity: &crate::config::Identity) -> Result<Messag
         }),
         (Some(_), Some(_)) => return Err(MalformedKey::Syntax.into()),
     };
+    let who = match authenticated.and_then(|who| who.guest) {
+        Some(email) => crate::intake::Who::Guest {
+            day_owner: identity.guest_day_owner(&email, &customer),
+            email,
+        },
+        None => crate::intake::Who::Customer,
+    };
     Ok(Message {
         customer,
         text: CustomerMessage::new(text),
         conversation_id: chat.conversation_id,
         key,
-        who: match authenticated.and_then(|who| who.guest) {
-            Some(email) => crate::intake::Who::Guest { email },
-            None => crate::intake::Who::Customer,
-        },
+        who,
     })
 }

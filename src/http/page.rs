@@ -56,10 +56,9 @@ pub struct ChatPage {
 impl ChatPage {
     pub fn new(config: &Config) -> ChatPage {
         let widget = config.cors_allow_origin.as_deref().and_then(origin_of);
-        // The help centre's articles, and a return's label (contract 28).
-        let mut links = crate::help::origins(&config.help_articles);
-        links.extend(config.returns.label_origins.iter().cloned());
-        let links = links.join(" ");
+        // A reply's text links the help centre only: a return's label comes
+        // apart from it (contract 28), so no URL in a text is ever a label's.
+        let links = crate::help::origins(&config.help_articles).join(" ");
         let html = HTML
             .replace(
                 SHIPPED_ENDPOINT,

@@ -203,7 +203,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 trace.conversation.with_a_person = true;
                 self.give_back_turn(account, turn_taken).await;
                 return self.answer_without_model(
-                    message,
+                    &kept_while_verifying(message, &held),
                     scope,
                     lease,
                     held,
@@ -229,6 +229,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 return (self.written(Reply::refused(refused)), None);
             }
         };
+        // From here on, the message as it is kept and sent.
+        let kept = kept_while_verifying(message, &held);
+        let message: &Message = &kept;
         let handoff_id = handoff::handoff_id(lease.id.as_str());
         if let Some(reason) = screened {
             trace.handoff = Some(reason);
@@ -315,6 +318,10 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             scope,
             writer: invocation.writer.clone(),
             conversation: Some(lease.id.as_str().to_owned()),
+            day_owner: match &message.who {
+                Who::Guest { day_owner, .. } => Some(day_owner.clone()),
+                Who::Customer | Who::Visitor { .. } => None,
+            },
         };
         // A write (contracts 26 and 28) is offered while the shop serves it
         // and the router saw it asked for, or its proposal waits for the
@@ -397,6 +404,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 handed_off: false,
                 awaiting_approval: false,
                 verify: Vec::new(),
+                label: None,
             };
             return (self.written(reply), None);
         };
@@ -412,12 +420,14 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         trace.handoff = handoff.as_ref().map(|h| h.reason);
         let reply = turn.reply.as_ref().ok().cloned();
         let awaiting_approval = trace.refund_awaits_approval();
+        let label = trace.stats.as_ref().and_then(|stats| stats.label.clone());
         let outcome = self.written(Reply {
             result: turn.reply,
             conversation: Some(lease.id.clone()),
             handed_off: handoff.is_some(),
             awaiting_approval,
             verify: Vec::new(),
+            label: label.clone(),
         });
         let refund_recorded = trace.refund_recorded();
         let mut writes = trace
@@ -451,6 +461,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                     .as_ref()
                     .map(|stats| stats.orders_found.iter().cloned().collect())
                     .unwrap_or_default(),
+                verifying: false,
+                label,
             },
             lease,
             held,
@@ -574,6 +586,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             router,
             verify,
         } = answered;
+        let verifying = !verify.is_empty();
         let outcome = self.written(Reply {
             result: Ok(reply.to_owned()),
             conversation: Some(lease.id.clone()),
@@ -582,6 +595,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             handed_off: verify.is_empty(),
             awaiting_approval: false,
             verify,
+            label: None,
         });
         let exchange = PendingExchange {
             new: NewExchange {
@@ -601,6 +615,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                     ..WritesAppend::default()
                 },
                 orders: Vec::new(),
+                verifying,
+                label: None,
             },
             lease,
             held,
@@ -683,7 +699,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         .confirmation(confirmation);
         match &message.who {
             Who::Visitor { .. } => turn = turn.for_visitor(),
-            Who::Guest { email } => turn = turn.for_guest(email.clone()),
+            Who::Guest { email, .. } => turn = turn.for_guest(email.clone()),
             Who::Customer => {}
         }
         if live.is_listened() {
@@ -696,5 +712,22 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             own_messages: Some(turn.own_messages().to_vec()),
             handoff: turn.handoff().cloned(),
         }
+    }
+}
+
+/// The message as it is kept and sent (contract 27): while a verification
+/// is pending in its conversation, one-time codes in it are masked, before
+/// the router, the model and the conversation see it.
+fn kept_while_verifying<'m>(message: &'m Message, held: &HeldConversation) -> std::borrow::Cow<'m, Message> {
+    match held
+        .verifying
+        .then(|| visitor::while_verifying(message.text.text()))
+        .flatten()
+    {
+        Some(masked) => std::borrow::Cow::Owned(Message {
+            text: crate::refund::message::CustomerMessage::new(masked),
+            ..message.clone()
+        }),
+        None => std::borrow::Cow::Borrowed(message),
     }
 }

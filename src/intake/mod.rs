@@ -18,6 +18,8 @@
 
 pub mod admission;
 mod claim;
+#[cfg(test)]
+mod confirm_tests;
 mod conversation;
 mod finish;
 mod model;
@@ -102,7 +104,12 @@ pub enum Who {
     Visitor { address: String },
     /// Verified by the guest pool's token (contract 27): `customer` is
     /// `guest:<sub>`, and the order system is asked by this e-mail alone.
-    Guest { email: crate::guest::GuestEmail },
+    /// Their turns, tokens and automatic refunds count in `day_owner`'s day
+    /// ([`crate::guest::GuestEmail::day_owner`]).
+    Guest {
+        email: crate::guest::GuestEmail,
+        day_owner: String,
+    },
 }
 
 /// The message's `Idempotency-Key`, with the hash of the body it came with.
@@ -126,6 +133,8 @@ pub struct Reply {
     /// A visitor asked what needs an account: these intents wait for them
     /// to verify (contract 27); empty otherwise.
     pub verify: Vec<Intent>,
+    /// A return the turn started: its label, apart from the text (contract 28).
+    pub label: Option<crate::orders::returns::Label>,
 }
 
 impl Reply {
@@ -136,6 +145,7 @@ impl Reply {
             handed_off: false,
             awaiting_approval: false,
             verify: Vec::new(),
+            label: None,
         }
     }
 }
@@ -355,8 +365,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                     ..self.config.budget
                 },
             ),
-            // Guests count as customers do (contract 27).
-            (Who::Customer | Who::Guest { .. }, _) => Account::of_customer(&message.customer, self.config.budget),
+            // Guests count as customers do, by their e-mail's day (contract 27).
+            (Who::Guest { day_owner, .. }, _) => Account::of_customer(day_owner, self.config.budget),
+            (Who::Customer, _) => Account::of_customer(&message.customer, self.config.budget),
         }
     }
 

@@ -100,6 +100,8 @@ async fn stored_conversation(store: &MemoryLedger, customer: &str) -> Conversati
         panic!("a new conversation is held");
     };
     let new = NewExchange {
+        verifying: false,
+        label: None,
         router: None,
         writes: Default::default(),
         orders: Vec::new(),

@@ -53,6 +53,9 @@ pub struct HeldConversation {
     /// The orders its turns started a return of (or may have), as rule 2
     /// compares ids (contract 8's rule 7).
     pub returns_started: Vec<String>,
+    /// Its last answer asked a visitor to verify (contract 27): a
+    /// verification is pending, and one-time codes are masked.
+    pub verifying: bool,
 }
 
 impl HeldConversation {
@@ -66,6 +69,7 @@ impl HeldConversation {
             stored: false,
             proposals: Proposals::default(),
             returns_started: Vec::new(),
+            verifying: false,
         }
     }
 }
@@ -128,6 +132,11 @@ pub struct NewExchange {
     /// The orders the order system found for the customer this turn: the
     /// conversation is found by each (contract 30), in the same step.
     pub orders: Vec<String>,
+    /// The answer asked a visitor to verify: pending until the next append.
+    pub verifying: bool,
+    /// A return the turn started: its label, kept with the exchange for the
+    /// read (contract 28).
+    pub label: Option<crate::orders::returns::Label>,
 }
 
 /// A turn's writes (contracts 26 and 28): what becomes of the

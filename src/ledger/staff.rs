@@ -137,6 +137,9 @@ pub struct RefundRecord {
     pub record_id: String,
     pub state: RefundState,
     pub user_id: String,
+    /// Whose day rule 3 counted it in, when not `user_id`'s: a guest's
+    /// e-mail's keyed hash ([`crate::refund::Attempt::day_owner`]).
+    pub day_owner: Option<String>,
     pub order_id: String,
     pub amount: AmountCents,
     /// The UTC day it was recorded on (rule 3's day).
@@ -309,6 +312,7 @@ impl RefundRecord {
                 scope: self.scope(),
                 writer: writer.clone(),
                 conversation: self.conversation_id.clone(),
+                day_owner: self.day_owner.clone(),
             },
             order_id: self.order_id.clone(),
             amount: self.amount,

@@ -470,7 +470,8 @@ pub fn one_per_order() -> Value {
     json!({ "error": "at most one return per order for each customer message" })
 }
 
-/// What code's line says just before a label's link.
+/// What code's line said just before a label's link, when the link was in
+/// the reply's text: replies stored so are still read without it.
 const LABEL_LINK: &str = "Your return label: ";
 
 /// What the model reads in a later turn's history instead of a label's link.
@@ -496,25 +497,44 @@ pub fn without_label_links(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(kept)
 }
 
-/// Code's own line for the customer once a return started: the label as a
-/// link only on `label_origins` (contract 28), else named by the return's id.
-pub fn started_line(order_id: &str, started: &StartedReturn, currency: &str, label_origins: &[String]) -> String {
+/// A started return's label as code hands it to the customer (contract
+/// 28): apart from the reply's text, in the answer, `done` and the read of
+/// the turn's reply, so the page links this one URL and no URL a text holds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Label {
+    pub url: String,
+    /// RFC 3339, as the order system gave it.
+    pub expires_at: String,
+}
+
+/// Code's own line for the customer once a return started, and the label
+/// when it may be linked (only on `label_origins`, contract 28): the line
+/// points at it and never holds its URL; without one it names the return.
+pub fn started_line(
+    order_id: &str,
+    started: &StartedReturn,
+    currency: &str,
+    label_origins: &[String],
+) -> (String, Option<Label>) {
     let refund = Refund {
         amount: AmountCents::new(started.refund_cents),
         currency: currency.to_owned(),
     };
     let id = crate::untrusted::for_log(&started.return_id, 64);
-    let label = match linkable(&started.label_url, label_origins) {
-        Some(url) => format!(
-            "{LABEL_LINK}{url} (use it by {}).",
-            crate::untrusted::for_log(&started.expires_at, 40)
-        ),
+    let expires_at = crate::untrusted::for_log(&started.expires_at, 40);
+    let label = linkable(&started.label_url, label_origins).map(|url| Label {
+        url,
+        expires_at: expires_at.clone(),
+    });
+    let said = match &label {
+        Some(_) => format!("Your return label is below (use it by {expires_at})."),
         None => format!("Its label is return {id}: the shop sends it to you."),
     };
-    format!(
-        "Return {id} from order {} has started; the refund of {refund} follows once the parcel arrives. {label}",
+    let line = format!(
+        "Return {id} from order {} has started; the refund of {refund} follows once the parcel arrives. {said}",
         crate::untrusted::order_id_for_event(order_id)
-    )
+    );
+    (line, label)
 }
 
 /// The label's URL, as the customer may follow it: only on one of

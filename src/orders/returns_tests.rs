@@ -200,18 +200,22 @@ fn code_names_the_return_to_the_customer_and_the_model_never_reads_the_label() {
         "{for_model}"
     );
 
-    let linked = started_line("A-1002", &begun, "EUR", &["https://labels.carrier.example".into()]);
-    assert!(
-        linked.contains("https://labels.carrier.example/l/ret_000001?sig=abc"),
-        "{linked}"
+    // The label travels apart from the text (contract 28): the line points
+    // at it and never holds its URL.
+    let (line, label) = started_line("A-1002", &begun, "EUR", &["https://labels.carrier.example".into()]);
+    assert_eq!(
+        label.map(|label| label.url),
+        Some("https://labels.carrier.example/l/ret_000001?sig=abc".to_owned())
     );
+    assert!(!line.contains("http") && line.contains("label is below"), "{line}");
     for origins in [
         vec![],
         vec!["https://carrier.example".to_owned()],
         vec!["http://labels.carrier.example".to_owned()],
         vec!["https://labels.carrier.example:8443".to_owned()],
     ] {
-        let named = started_line("A-1002", &begun, "EUR", &origins);
+        let (named, label) = started_line("A-1002", &begun, "EUR", &origins);
+        assert_eq!(label, None, "{origins:?}");
         assert!(!named.contains("http"), "{origins:?}: {named}");
         assert!(named.contains("return ret_000001"), "{named}");
     }
@@ -258,9 +262,10 @@ fn a_later_turns_history_holds_no_label_link() {
         refund_cents: 1250,
         expires_at: "2026-12-20T00:00:00Z".into(),
     };
+    // As replies were stored while the link stood in the text.
     let reply = format!(
-        "Done.\n\n{}",
-        started_line("A-1002", &begun, "EUR", &["https://labels.example".into()])
+        "Done.\n\nYour return label: {} (use it by {}).",
+        begun.label_url, begun.expires_at
     );
     let seen = without_label_links(&reply);
     assert!(!seen.contains("labels.example"), "{seen}");

@@ -85,6 +85,7 @@ async fn run(orders: &MemoryOrders, steps: Vec<Step>) -> Run {
         scope: RefundScope::for_request(CUSTOMER, "req-1"),
         writer: WriterMark::fixed("req-1/w"),
         conversation: None,
+        day_owner: None,
     };
     let message = CustomerMessage::new("about my order");
     let tools = Tools {
@@ -296,6 +297,7 @@ async fn a_refund_beside_a_return_started_in_the_same_turn_waits_for_a_person_an
             scope: RefundScope::for_request(CUSTOMER, "req-yes"),
             writer: WriterMark::fixed("req-yes/w"),
             conversation: Some("c_0123456789abcdef0123456789abcdef".into()),
+            day_owner: None,
         },
         Vec::new(),
         &CustomerMessage::new("yes"),

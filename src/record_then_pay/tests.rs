@@ -21,6 +21,7 @@ fn request(request_id: &str, order_id: &str, cents: u64) -> RefundRequest {
             scope: RefundScope::for_request("u-1", request_id),
             writer: WriterMark::fixed(format!("{request_id}/w")),
             conversation: None,
+            day_owner: None,
         },
         order_id: order_id.to_owned(),
         amount: AmountCents::new(cents),
@@ -158,6 +159,8 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
         scope: asked.scope().record_id(),
     };
     let turn = NewExchange {
+        verifying: false,
+        label: None,
         router: None,
         writes: Default::default(),
         orders: Vec::new(),

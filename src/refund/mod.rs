@@ -149,9 +149,17 @@ pub struct Attempt {
     pub writer: WriterMark,
     /// The conversation of the turn (contract 11), which its refund record names.
     pub conversation: Option<String>,
+    /// Whose day rule 3 counts the refund in when it is not the scope's
+    /// user's: a guest's e-mail's ([`crate::guest::GuestEmail::day_owner`]).
+    pub day_owner: Option<String>,
 }
 
 impl Attempt {
+    /// Whose day rule 3 counts the attempt in.
+    pub fn day_owner(&self) -> &str {
+        self.day_owner.as_deref().unwrap_or(self.scope.user_id())
+    }
+
     /// The Lambda request id (or the staff member) making the attempt.
     pub fn request_id(&self) -> &str {
         self.writer.invocation()

@@ -129,6 +129,7 @@ mod tests {
                 scope: RefundScope::for_request("u-1001", "req-1"),
                 writer: WriterMark::fixed("req-1/w"),
                 conversation: None,
+                day_owner: None,
             },
             order_id: "A-1001".into(),
             amount: AmountCents::new(1250),

@@ -51,6 +51,7 @@ fn context() -> Attempt {
         scope: RefundScope::for_request(CUSTOMER, "req-1"),
         writer: WriterMark::fixed("req-1/w"),
         conversation: Some("c_0123456789abcdef0123456789abcdef".into()),
+        day_owner: None,
     }
 }
 

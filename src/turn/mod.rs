@@ -195,6 +195,9 @@ pub struct TurnStats {
     /// proposal will write, a started return's label (personal data and
     /// links: never logged or sent to a model).
     pub code_lines: Vec<(WriteKind, String)>,
+    /// A started return's label, when it may be linked: it travels apart
+    /// from the reply's text (contract 28).
+    pub label: Option<return_tool::Label>,
 }
 
 /// What a turn knows of a change of address (contract 26): whether the
@@ -844,8 +847,10 @@ impl<'a, M: ChatModel, G: RefundGateway, O: OrderSystem> Turn<'a, M, G, O> {
             ReturnWrite::Started(started) => {
                 self.returns_started.push(crate::refund::policy::order_key(order_id));
                 self.stats.proposal_steps.set(WriteKind::Return, ProposalStep::Clear);
-                let line = return_tool::started_line(order_id, &started, &order.currency, &self.returns.label_origins);
+                let (line, label) =
+                    return_tool::started_line(order_id, &started, &order.currency, &self.returns.label_origins);
                 self.stats.code_lines.push((WriteKind::Return, line));
+                self.stats.label = label;
                 let result = return_tool::started(arguments, &started, &order.currency);
                 (result, "started", Some(untrusted::for_log(&started.return_id, 64)))
             }

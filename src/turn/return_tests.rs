@@ -66,6 +66,7 @@ fn context() -> Attempt {
         scope: RefundScope::for_request(CUSTOMER, "req-1"),
         writer: WriterMark::fixed("req-1/w"),
         conversation: Some("c_0123456789abcdef0123456789abcdef".into()),
+        day_owner: None,
     }
 }
 
@@ -186,7 +187,7 @@ async fn a_first_call_proposes_in_codes_words_and_starts_nothing() {
 }
 
 #[tokio::test]
-async fn the_next_messages_yes_with_the_same_arguments_starts_it_once_with_the_label_in_codes_line_only() {
+async fn the_next_messages_yes_with_the_same_arguments_starts_it_once_with_the_label_apart_from_the_text() {
     let orders = orders();
     let raw = ret("A-1002", 1, "changed_mind");
     let first = turn(
@@ -217,9 +218,14 @@ async fn the_next_messages_yes_with_the_same_arguments_starts_it_once_with_the_l
     );
     assert!(second.results[1].contains("at most one return per order"));
     assert_eq!(second.stats.proposal_steps.get(WriteKind::Return), ProposalStep::Clear);
+    // Code's line points at the label, which travels apart (contract 28).
     let (kind, line) = &second.stats.code_lines[0];
     assert_eq!(*kind, WriteKind::Return);
-    assert!(line.contains("https://labels.example/ret_000001"), "{line}");
+    assert!(!line.contains("http") && line.contains("label is below"), "{line}");
+    assert_eq!(
+        second.stats.label.as_ref().map(|label| label.url.as_str()),
+        Some("https://labels.example/ret_000001")
+    );
     assert_eq!(second.stats.returns[0].return_id.as_deref(), Some("ret_000001"));
     // The same proposal confirmed again (a lost answer): the key starts it once.
     let again = turn(

@@ -40,6 +40,7 @@ fn context() -> Attempt {
         scope: RefundScope::for_request("user-7", "req-1"),
         writer: WriterMark::fixed("req-1/w"),
         conversation: None,
+        day_owner: None,
     }
 }
 
@@ -89,6 +90,7 @@ async fn a_refund_runs_once_with_the_requests_user_id() {
                 scope: RefundScope::for_request("user-7", "req-1"),
                 writer: WriterMark::fixed("req-1/w"),
                 conversation: None,
+                day_owner: None,
             },
             order_id: "A-1".into(),
             amount: AmountCents::new(1250),

@@ -16,10 +16,10 @@
 
 use std::fmt;
 
-use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
 use crate::conversation::{NoRandomness, random_hex};
+pub use crate::keyed_hash::AddressKey;
 use crate::router::Intent;
 
 /// The header the page sends the token back in.
@@ -71,37 +71,6 @@ pub fn is_visitor(user_id: &str) -> bool {
     user_id.starts_with(USER_PREFIX)
 }
 
-/// The key of the source addresses' hash (`VISITOR_ADDRESS_KEY`): an
-/// address is counted, never kept. Its `Debug` shows nothing of it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct AddressKey(Vec<u8>);
-
-impl AddressKey {
-    pub const MIN_CHARS: usize = 32;
-
-    pub fn new(key: &str) -> Option<AddressKey> {
-        (key.chars().count() >= Self::MIN_CHARS).then(|| AddressKey(key.as_bytes().to_vec()))
-    }
-
-    /// The address's keyed hash (128 bits in hex): the same address, the
-    /// same name, in every container; no address can be read back from it.
-    pub fn hash(&self, address: &str) -> String {
-        // HMAC takes a key of any length: this cannot fail.
-        let Ok(mut mac) = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0) else {
-            return String::new();
-        };
-        mac.update(address.as_bytes());
-        let digest = mac.finalize().into_bytes();
-        digest[..16].iter().map(|byte| format!("{byte:02x}")).collect()
-    }
-}
-
-impl fmt::Debug for AddressKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("AddressKey(..)")
-    }
-}
-
 /// The intents that need to know whose orders they are about.
 pub const ACCOUNT_INTENTS: [Intent; 5] = [
     Intent::OrderStatus,
@@ -135,6 +104,20 @@ pub const ONE_TIME_CODE: &str = "[a one-time code]";
 /// between them, white space around them aside.
 pub fn is_one_time_code(text: &str) -> bool {
     crate::mask::digits_only(text).is_some_and(|digits| (6..=8).contains(&digits))
+}
+
+/// A message as it is kept and sent: while a verification is pending in
+/// its conversation (contract 27), a message of only a one-time code, and
+/// every 6-to-8-digit run standing alone in one ("my code is 481 516"),
+/// is [`ONE_TIME_CODE`]. `None`: nothing to mask.
+pub fn while_verifying(text: &str) -> Option<String> {
+    if is_one_time_code(text) {
+        return Some(ONE_TIME_CODE.to_owned());
+    }
+    match crate::mask::codes_replaced(text, ONE_TIME_CODE) {
+        std::borrow::Cow::Owned(masked) => Some(masked),
+        std::borrow::Cow::Borrowed(_) => None,
+    }
 }
 
 #[cfg(test)]
@@ -203,6 +186,34 @@ mod tests {
         }
         for not in ["12345", "123456789", "A-1001", "my code is 123456", "12345x"] {
             assert!(!is_one_time_code(not), "{not}");
+        }
+    }
+
+    /// While a verification is pending, a code standing alone in a
+    /// sentence is masked, in every spelling; a longer or shorter number,
+    /// or one glued to a word (an order id), stays.
+    #[test]
+    fn codes_in_a_sentence_while_verifying() {
+        for (said, kept) in [
+            (" 481516 ", ONE_TIME_CODE.to_owned()),
+            ("my code is 481516", format!("my code is {ONE_TIME_CODE}")),
+            ("code: 481 516, thanks", format!("code: {ONE_TIME_CODE}, thanks")),
+            ("it says ４８１５１６.", format!("it says {ONE_TIME_CODE}.")),
+            ("٤٨١-٥١٦ is it", format!("{ONE_TIME_CODE} is it")),
+            ("12345678 then 1234567", format!("{ONE_TIME_CODE} then {ONE_TIME_CODE}")),
+        ] {
+            assert_eq!(while_verifying(said), Some(kept), "{said}");
+        }
+        for stays in [
+            "order A481516",
+            "order A-481516",
+            "call 0612345678",
+            "12345 is short",
+            "refund A-1001 12.50",
+            "on 2026-12-07",
+            "call 06 12 34 56",
+        ] {
+            assert_eq!(while_verifying(stays), None, "{stays}");
         }
     }
 }

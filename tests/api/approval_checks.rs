@@ -121,6 +121,7 @@ async fn an_approval_counts_the_refunds_of_the_order_still_in_flight() {
             scope: refund_chat::refund::RefundScope::for_request("u-1001", "req-other-tab"),
             writer: refund_chat::refund::WriterMark::fixed("req-other-tab/w"),
             conversation: None,
+            day_owner: None,
         },
         order_id: "D-4001".into(),
         amount: refund_chat::refund::money::AmountCents::new(4000),

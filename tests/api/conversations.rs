@@ -857,6 +857,8 @@ async fn an_exchange_appended_while_a_turn_runs_moves_the_turns_own_after_it() {
     // A person's note lands while the turn runs.
     note_lands(&h, &id, 1).await;
     let new = refund_chat::ledger::NewExchange {
+        verifying: false,
+        label: None,
         router: None,
         writes: Default::default(),
         orders: Vec::new(),

@@ -236,6 +236,7 @@ fn direct_request(request_id: &str, order_id: &str, cents: u64, writer: &str) ->
             scope: RefundScope::for_request(USER, request_id),
             writer: WriterMark::fixed(format!("{request_id}/{writer}")),
             conversation: None,
+            day_owner: None,
         },
         order_id: order_id.to_owned(),
         amount: AmountCents::new(cents),

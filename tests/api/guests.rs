@@ -12,6 +12,7 @@ use tracing::Instrument;
 use wiremock::{Request, ResponseTemplate};
 
 use crate::observability::capturing;
+use crate::policy::{reasons, refund_records_by_state};
 use refund_chat_testkit::*;
 
 const SUB: &str = "6f1c2b9e-guest";
@@ -475,4 +476,81 @@ async fn a_guest_handed_to_a_person_is_marked_a_guest_on_the_desk() {
         !format!("{:?}", queue.handoffs).to_lowercase().contains("example.com"),
         "no e-mail on the desk"
     );
+}
+
+/// Section 8's rule 3 (the seventh review): a guest who deletes their pool
+/// user and signs up again with the same e-mail is a new `sub` of the same
+/// guest, with the same day. Two `sub`s of one address refund 40.00 each;
+/// the third 40.00 of the day would pass 100.00 and waits for a person,
+/// whichever `sub` asks. Each refund is still paid and recorded under its
+/// own `guest:<sub>`.
+#[tokio::test]
+async fn two_subs_of_one_address_share_one_day_of_automatic_refunds() {
+    let h = TestApp::builder()
+        .orders(orders_of_the_guest)
+        .model_responder(refunding_model)
+        .build()
+        .await;
+
+    for (sub, message) in [
+        ("sub-before", "refund G-6001 4000"),
+        ("sub-before", "refund G-6002 4000"),
+        ("sub-after", "refund G-6003 4000"),
+    ] {
+        let answer = guest_says(&h, sub, message).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
+    }
+
+    let paid: Vec<(String, String)> = h
+        .payments_requests()
+        .await
+        .iter()
+        .map(|r| {
+            (
+                r["order_id"].as_str().unwrap_or_default().to_owned(),
+                r["user_id"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        paid,
+        vec![
+            ("G-6001".to_owned(), "guest:sub-before".to_owned()),
+            ("G-6002".to_owned(), "guest:sub-before".to_owned())
+        ],
+        "80.00 automatic; the new sub's 40.00 would make 120.00"
+    );
+    let records = h.refund_records().await;
+    let waiting = refund_records_by_state(&records, "awaiting_approval");
+    assert_eq!(waiting.len(), 1);
+    assert_eq!(attr(waiting[0], "user_id"), Some("guest:sub-after"));
+    assert_eq!(reasons(waiting[0]), vec!["daily_limit_exceeded"]);
+    let ledger = format!("{:?}", h.ledger().await).to_lowercase();
+    assert!(
+        !ledger.contains(&EMAIL.to_lowercase()),
+        "the e-mail is hashed in every key"
+    );
+}
+
+/// Contract 13: a guest's turns count by the e-mail too, so a new `sub`
+/// buys no turn.
+#[tokio::test]
+async fn a_new_sub_of_the_same_address_has_no_new_turns() {
+    let h = TestApp::builder()
+        .orders(orders_of_the_guest)
+        .model_responder(|_| text("ok"))
+        .configure(|config| {
+            config.budget = refund_chat::budget::BudgetLimits {
+                turns_per_hour: 1,
+                ..config.budget
+            }
+        })
+        .build()
+        .await;
+
+    let first = guest_says(&h, "sub-before", "hello").await;
+    let renewed = guest_says(&h, "sub-after", "hello again").await;
+
+    assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
+    assert_eq!(renewed.status, StatusCode::TOO_MANY_REQUESTS, "{}", renewed.raw);
 }

@@ -165,6 +165,7 @@ async fn a_retry_after_a_dead_invocation_takes_over_and_never_pays_again() {
             scope,
             writer: WriterMark::fixed("req-dead/0"),
             conversation: None,
+            day_owner: None,
         },
         order_id: "A-1001".into(),
         amount: AmountCents::new(1250),

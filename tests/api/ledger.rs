@@ -200,6 +200,7 @@ fn attempt(writer: &str) -> RefundRequest {
             scope: RefundScope::for_request(USER, "req-1"),
             writer: WriterMark::fixed(format!("req-1/{writer}")),
             conversation: None,
+            day_owner: None,
         },
         order_id: "A-1001".into(),
         amount: AmountCents::new(1250),

@@ -10,8 +10,9 @@ use refund_chat_testkit::*;
 const CHAT_STATUSES: [u16; 13] = [200, 400, 401, 403, 404, 405, 409, 422, 429, 500, 502, 503, 504];
 /// The read's (contract 18): no budget, no model, no key, so no 409, 422, 429, 5xx of a turn.
 const READ_STATUSES: [u16; 7] = [200, 400, 401, 403, 404, 405, 503];
-/// A visitor's message (contract 27): no 403 (no identity to mismatch).
-const VISITOR_CHAT_STATUSES: [u16; 12] = [200, 400, 401, 404, 405, 409, 422, 429, 500, 502, 503, 504];
+/// A visitor's message (contract 27): no 403 (no identity to mismatch),
+/// and no 401 (a token of another shape is another visitor's: a 404).
+const VISITOR_CHAT_STATUSES: [u16; 11] = [200, 400, 404, 405, 409, 422, 429, 500, 502, 503, 504];
 /// A visitor's read: no token is a 404, not a 401.
 const VISITOR_READ_STATUSES: [u16; 5] = [200, 400, 404, 405, 503];
 /// A claim (contract 27): one conditional write, no turn.

@@ -8,14 +8,16 @@ use serde_json::{Value, json};
 
 use refund_chat_testkit::*;
 
-fn refund_records_by_state<'a>(
+pub(crate) fn refund_records_by_state<'a>(
     records: &'a [std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>],
     state: &str,
 ) -> Vec<&'a std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>> {
     records.iter().filter(|r| attr(r, "state") == Some(state)).collect()
 }
 
-fn reasons(record: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>) -> Vec<String> {
+pub(crate) fn reasons(
+    record: &std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>,
+) -> Vec<String> {
     record["reasons"]
         .as_l()
         .map(|list| list.iter().filter_map(|v| v.as_s().ok().cloned()).collect())

@@ -99,7 +99,7 @@ async fn return_shop_calling(
 const SERVED: &str = "order_status,refund,policy_question,other,return";
 
 #[tokio::test]
-async fn a_return_starts_once_after_the_customers_next_yes_with_its_label_only_in_codes_line() {
+async fn a_return_starts_once_after_the_customers_next_yes_with_its_label_apart_from_the_text() {
     let (h, writes) = return_shop(SERVED, &["https://labels.carrier.example"]).await;
 
     let first = h
@@ -122,11 +122,25 @@ async fn a_return_starts_once_after_the_customers_next_yes_with_its_label_only_i
     let yes = h.say(Some(&conversation), "Yes please").await;
     assert_eq!(yes.status, StatusCode::OK, "{}", yes.raw);
     assert_eq!(writes.load(Ordering::SeqCst), 1, "started once, after the yes");
+    // The label travels apart from the text (contract 28): the answer's
+    // `label`, and the read's reply of that turn; the text points at it.
     assert!(
-        yes.reply().contains(&format!("Your return label: {LABEL}")),
+        yes.reply().contains("Your return label is below (use it by"),
         "{}",
         yes.reply()
     );
+    assert!(!yes.reply().contains("labels.carrier.example"), "{}", yes.reply());
+    assert_eq!(yes.body["label"]["url"], LABEL, "{}", yes.raw);
+    assert!(yes.body["label"]["expires_at"].is_string(), "{}", yes.raw);
+    assert!(first.body.get("label").is_none(), "{}", first.raw);
+    let read = h.read(&conversation, "").await;
+    let labelled: Vec<(u64, &str)> = read.body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| Some((m["seq"].as_u64()?, m["label"]["url"].as_str()?)))
+        .collect();
+    assert_eq!(labelled, [(3, LABEL)], "on the yes turn's reply only: {}", read.raw);
     // The model never reads the label's URL: not in any request it got.
     for request in h.model_requests().await {
         assert!(!request.to_string().contains("labels.carrier.example"), "{request}");
@@ -139,12 +153,7 @@ async fn a_return_starts_once_after_the_customers_next_yes_with_its_label_only_i
     let again = h.say(Some(&conversation), "yes").await;
     assert_eq!(again.status, StatusCode::OK);
     assert_eq!(writes.load(Ordering::SeqCst), 1);
-    // The history the model reads holds the reply with the label, as words.
-    let later = h.model_requests().await.last().unwrap().to_string();
-    assert!(
-        later.contains("Your return label: [the link, shown to the customer only]"),
-        "{later}"
-    );
+    // The history the model reads holds the reply, and no label.
     for request in h.model_requests().await {
         assert!(!request.to_string().contains("labels.carrier.example"), "{request}");
     }
@@ -199,6 +208,7 @@ async fn a_label_off_the_allowed_origins_is_named_not_linked() {
     let yes = h.say(Some(first.conversation_id()), "yes").await;
     assert_eq!(writes.load(Ordering::SeqCst), 1);
     assert!(!yes.reply().contains("http"), "{}", yes.reply());
+    assert!(yes.body.get("label").is_none(), "named, not linked: {}", yes.raw);
     assert!(
         yes.reply().contains("Its label is return ret_000001"),
         "{}",

@@ -198,8 +198,27 @@ async fn a_conversation_belongs_to_the_token_that_started_it() {
 #[tokio::test]
 async fn bad_visitor_input_is_a_4xx_before_any_model_call() {
     let h = TestApp::builder().model(vec![text("never")]).build().await;
+    // A token of another shape is another visitor's (contract 27): the
+    // same 404 as on the read, never a status of its own.
     let made_up = send_visitor(&h, visitor_post(ask("hi", None), Some("abc"), "203.0.113.7", &[])).await;
-    assert_eq!(made_up.status, StatusCode::UNAUTHORIZED, "{}", made_up.raw);
+    assert_eq!(made_up.status, StatusCode::NOT_FOUND, "{}", made_up.raw);
+    let in_a_conversation = send_visitor(
+        &h,
+        visitor_post(
+            ask("hi", Some("c_5f0c1d2e3a4b5c6d7e8f90a1b2c3d4e5")),
+            Some("abc"),
+            "203.0.113.7",
+            &[],
+        ),
+    )
+    .await;
+    assert_eq!(
+        in_a_conversation.status,
+        StatusCode::NOT_FOUND,
+        "{}",
+        in_a_conversation.raw
+    );
+    assert_eq!(made_up.detail(), in_a_conversation.detail());
     let keyed = send_visitor(
         &h,
         visitor_post(ask("hi", None), None, "203.0.113.7", &[("Idempotency-Key", "k-1")]),
@@ -554,4 +573,49 @@ async fn a_visitors_streamed_done_carries_the_token_and_code_answers_verify_in_j
     assert_eq!(body["verify"], json!({"intents": ["refund"]}));
     assert_eq!(body["visitor"].as_str().map(str::len), Some(64));
     assert!(h.model_requests().await.is_empty());
+}
+
+/// Contract 27 (the seventh review): while a verification is pending in a
+/// conversation, a one-time code typed into a sentence, in any spelling,
+/// is kept and sent as the placeholder: the router, the model and the
+/// conversation never see its digits. Before any verification is asked
+/// for, the same words are kept as they are (a number may be an order's).
+#[tokio::test]
+async fn a_code_in_a_sentence_while_a_verification_is_pending_is_a_placeholder() {
+    let h = TestApp::builder()
+        .router(routed(&["order_status"], "low", 0.95))
+        .model(vec![text("never")])
+        .build()
+        .await;
+
+    let before = send_visitor(
+        &h,
+        visitor_post(ask("is 271828 my order?", None), None, "203.0.113.7", &[]),
+    )
+    .await;
+    assert_eq!(
+        before.body["verify"],
+        json!({"intents": ["order_status"]}),
+        "{}",
+        before.raw
+    );
+    let token = before.body["visitor"].as_str().unwrap().to_owned();
+    let id = before.conversation_id().to_owned();
+    for (n, typed) in ["my code is 481 516", "sorry: ４８１-５１６."].into_iter().enumerate() {
+        let answer = send_visitor(
+            &h,
+            visitor_post(ask(typed, Some(&id)), Some(&token), "203.0.113.7", &[]),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::OK, "{n}: {}", answer.raw);
+    }
+
+    let sent = format!("{:?}", h.routing_requests().await);
+    let kept = format!("{:?}", h.exchanges(&id).await);
+    for seen in [&sent, &kept] {
+        assert!(seen.contains("271828"), "asked before any verification: kept as typed");
+        assert!(!seen.contains("516") && !seen.contains("５１６"), "{seen}");
+        assert!(seen.contains(&format!("my code is {ONE_TIME_CODE}")), "{seen}");
+        assert!(seen.contains(&format!("sorry: {ONE_TIME_CODE}.")), "{seen}");
+    }
 }

@@ -546,6 +546,8 @@ impl StandIns {
         for (value, stand_in) in &self.details {
             text = replaced_ignoring_case(&text, value, stand_in);
         }
+        // Addresses no order or proposal spelled out, in every turn.
+        text = crate::typed_address::replaced(&text);
         text = masked_endings(&text);
         let mailed: String = text
             .split_inclusive(char::is_whitespace)
@@ -684,6 +686,17 @@ mod tests {
         assert!(names_address_change(Some("order_status,address_change;low;0.90")));
         assert!(!names_address_change(Some("refund;low;0.90")));
         assert!(!names_address_change(None));
+        // The same address in a turn routed otherwise (the seventh review):
+        // every turn's text loses it, whatever the router said.
+        let refund_turn = stand_ins.text("refund A-1004, and I now live at 7 Qxbyron Lane, QX1 9ZZ Qxtown");
+        assert!(
+            !refund_turn.contains("Qx") && !refund_turn.contains("9ZZ"),
+            "{refund_turn}"
+        );
+        assert!(
+            refund_turn.starts_with("refund R-1001, and I now live at 1 Example Street"),
+            "{refund_turn}"
+        );
     }
 
     #[test]

@@ -803,6 +803,7 @@ impl ConversationStore for DynamoConversations {
                         .and_then(|orders| orders.as_ss().ok())
                         .cloned()
                         .unwrap_or_default(),
+                    verifying: item.contains_key("verify_pending"),
                 }))
             }
             Err(found) => {
@@ -1084,7 +1085,7 @@ impl DynamoConversations {
                 .query()
                 .table_name(&self.table)
                 .key_condition_expression("pk = :id AND #sk BETWEEN :from AND :last")
-                .projection_expression("#seq, created_at, messages")
+                .projection_expression("#seq, created_at, messages, label")
                 .expression_attribute_names("#sk", SORT_KEY)
                 .expression_attribute_names("#seq", "seq")
                 .expression_attribute_values(":id", s(id.as_str()))
@@ -1100,8 +1101,9 @@ impl DynamoConversations {
                 let stored = item_exchange(item)?;
                 let seq = number(item, "seq").unwrap_or_default();
                 let at = text(item, "created_at").unwrap_or_default();
+                let label = text(item, "label").and_then(|label| serde_json::from_str(label).ok());
                 messages.extend(
-                    shown::messages_of(seq, at, &stored)
+                    shown::messages_of(seq, at, &stored, label.as_ref())
                         .into_iter()
                         .filter(|m| after.is_none_or(|after| m.seq > after)),
                 );
@@ -1219,6 +1221,12 @@ impl DynamoConversations {
             // The next lease takes what this turn leaves for its own scope.
             remove.extend(["lease_writer", "lease_until_ms", "proposals_taker"]);
         }
+        // A verification asked for is pending until the next exchange (contract 27).
+        if new.verifying {
+            set.push("verify_pending = :now");
+        } else if held.stored {
+            remove.push("verify_pending");
+        }
         let mut expression = format!("SET {}", set.join(", "));
         if !remove.is_empty() {
             expression.push_str(&format!(" REMOVE {}", remove.join(", ")));
@@ -1272,33 +1280,35 @@ impl DynamoConversations {
                 .map_err(malformed)
         };
         let record_id = new.scope.record_id();
-        let exchange_put = put(
-            exchange_sk(seq),
-            vec![
-                ("request_id", s(lease.writer.invocation())),
-                ("refund_record", s(&record_id)),
-                ("status", n(u64::from(new.status))),
-                ("taken_at", n(taken_at)),
-                ("created_at", s(rfc3339(now_ms))),
-                ("chars", n(new.exchange.chars() as u64)),
-                ("messages", s(new.exchange.to_json())),
-                (
-                    "handoff_reason",
-                    s(new.handoff.as_ref().map(|h| h.reason.as_str()).unwrap_or_default()),
-                ),
-                ("router", s(new.router.as_deref().unwrap_or_default())),
-                // What it did about addresses: orders and outcomes, never an address.
-                (
-                    "address_changes",
-                    s(serde_json::to_string(&new.writes.addresses).unwrap_or_default()),
-                ),
-                // What it did about returns: orders, items, reasons, outcomes, never a label's URL.
-                (
-                    "return_records",
-                    s(serde_json::to_string(&new.writes.returns).unwrap_or_default()),
-                ),
-            ],
-        )?;
+        let mut exchange_attributes = vec![
+            ("request_id", s(lease.writer.invocation())),
+            ("refund_record", s(&record_id)),
+            ("status", n(u64::from(new.status))),
+            ("taken_at", n(taken_at)),
+            ("created_at", s(rfc3339(now_ms))),
+            ("chars", n(new.exchange.chars() as u64)),
+            ("messages", s(new.exchange.to_json())),
+            (
+                "handoff_reason",
+                s(new.handoff.as_ref().map(|h| h.reason.as_str()).unwrap_or_default()),
+            ),
+            ("router", s(new.router.as_deref().unwrap_or_default())),
+            // What it did about addresses: orders and outcomes, never an address.
+            (
+                "address_changes",
+                s(serde_json::to_string(&new.writes.addresses).unwrap_or_default()),
+            ),
+            // What it did about returns: orders, items, reasons, outcomes, never a label's URL.
+            (
+                "return_records",
+                s(serde_json::to_string(&new.writes.returns).unwrap_or_default()),
+            ),
+        ];
+        // The label the customer reads with the turn's reply (contract 28).
+        if let Some(label) = &new.label {
+            exchange_attributes.push(("label", s(serde_json::to_string(label).unwrap_or_default())));
+        }
+        let exchange_put = put(exchange_sk(seq), exchange_attributes)?;
         let mut items = vec![
             TransactWriteItem::builder().update(header).build(),
             TransactWriteItem::builder().put(exchange_put).build(),

@@ -201,7 +201,7 @@ impl DynamoLedger {
         if let CountsFor::Rules2And3 { day } = counted {
             let daily = Update::builder()
                 .table_name(&self.table)
-                .key("pk", s(daily_pk(released.user_id, day)))
+                .key("pk", s(daily_pk(released.day_owner, day)))
                 .update_expression("ADD total_cents :minus_amount DELETE live :record")
                 .condition_expression("contains(live, :record_id)")
                 .expression_attribute_values(
@@ -482,7 +482,8 @@ pub const ACTIONS_USED: &[&str] = &["dynamodb:GetItem", "dynamodb:PutItem", "dyn
 pub(crate) struct Released<'a> {
     pub record_id: &'a str,
     pub order_id: &'a str,
-    pub user_id: &'a str,
+    /// Whose day rule 3 counted it in.
+    pub day_owner: &'a str,
     pub amount: AmountCents,
 }
 
@@ -491,7 +492,7 @@ impl<'a> Released<'a> {
         Released {
             record_id,
             order_id: &request.order_id,
-            user_id: request.scope().user_id(),
+            day_owner: request.attempt.day_owner(),
             amount: request.amount,
         }
     }
@@ -509,8 +510,9 @@ fn order_pk(order_id: &str) -> String {
     format!("order#{}", order_key(order_id))
 }
 
-fn daily_pk(user_id: &str, day: &str) -> String {
-    format!("daily#u{}:{user_id}#{day}", user_id.len())
+/// Rule 3's total of one day owner's day ([`crate::refund::Attempt::day_owner`]).
+fn daily_pk(day_owner: &str, day: &str) -> String {
+    format!("daily#u{}:{day_owner}#{day}", day_owner.len())
 }
 
 /// Guards outlive what they guard by a day, then TTL may remove them.

@@ -44,6 +44,9 @@ pub(crate) fn refund_item(
     if let Some(conversation) = &request.attempt.conversation {
         item.insert("conversation_id".into(), s(conversation));
     }
+    if let Some(day_owner) = &request.attempt.day_owner {
+        item.insert("day_owner".into(), s(day_owner));
+    }
     if let Some(order) = request.order.snapshot() {
         item.extend(order_items(order));
     }
@@ -145,7 +148,7 @@ impl crate::ledger::RefundLedger for DynamoLedger {
         // Rule 3: today's automatic total, this refund included, within the limit.
         let daily = Update::builder()
             .table_name(&self.table)
-            .key("pk", s(daily_pk(request.scope().user_id(), &day)))
+            .key("pk", s(daily_pk(request.attempt.day_owner(), &day)))
             .update_expression("ADD total_cents :amount, live :record SET expires_at = :expires, #kind = :kind")
             .condition_expression("attribute_not_exists(total_cents) OR total_cents <= :headroom")
             .expression_attribute_values(":amount", n(request.amount.cents()))
@@ -233,7 +236,7 @@ impl crate::ledger::RefundLedger for DynamoLedger {
     async fn history(&self, request: &RefundRequest, limits: &Limits, now_ms: u64) -> Result<History, LedgerError> {
         let order = self.get(&order_pk(&request.order_id)).await?.unwrap_or_default();
         let daily = self
-            .get(&daily_pk(request.scope().user_id(), &utc_day(now_ms)))
+            .get(&daily_pk(request.attempt.day_owner(), &utc_day(now_ms)))
             .await?
             .unwrap_or_default();
         Ok(History {

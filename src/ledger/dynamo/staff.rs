@@ -113,6 +113,7 @@ pub fn record_of(item: &Item) -> Result<RefundRecord, LedgerError> {
         record_id: opt(item, "record_id").unwrap_or_default(),
         state,
         user_id: opt(item, "user_id").unwrap_or_default(),
+        day_owner: opt(item, "day_owner"),
         order_id: opt(item, "order_id").unwrap_or_default(),
         amount: AmountCents::new(number(item, "amount_cents").unwrap_or_default()),
         day: opt(item, "day").unwrap_or_default(),
@@ -164,7 +165,7 @@ fn released(record: &RefundRecord) -> Released<'_> {
     Released {
         record_id: &record.record_id,
         order_id: &record.order_id,
-        user_id: &record.user_id,
+        day_owner: record.day_owner.as_deref().unwrap_or(&record.user_id),
         amount: record.amount,
     }
 }
@@ -586,6 +587,7 @@ impl crate::ledger::StaffLedger for DynamoLedger {
                 scope,
                 writer: writer.clone(),
                 conversation: original.conversation_id.clone(),
+                day_owner: original.day_owner.clone(),
             },
             order_id: original.order_id.clone(),
             amount: original.amount,

@@ -37,6 +37,8 @@ pub(super) struct StoredConversation {
     proposals_taker: Option<String>,
     /// The orders its turns started a return of, or may have (rule 7).
     returns_started: Vec<String>,
+    /// Its last answer asked to verify (contract 27).
+    verifying: bool,
     /// The visitor it was claimed from (contract 27).
     claimed_from: Option<String>,
     /// The customer's rating (contract 30).
@@ -47,6 +49,7 @@ pub(super) struct StoredExchange {
     scope: String,
     exchange: Exchange,
     at: String,
+    label: Option<crate::orders::returns::Label>,
 }
 
 impl StoredConversation {
@@ -63,6 +66,7 @@ impl StoredConversation {
                 crate::confirm::Proposals::default()
             },
             returns_started: self.returns_started.clone(),
+            verifying: self.verifying,
         }
     }
 
@@ -242,6 +246,7 @@ impl ConversationStore for MemoryLedger {
             scope,
             exchange: new.exchange.clone(),
             at: rfc3339(now_ms),
+            label: new.label.clone(),
         });
         conversation.last_failed = matches!(new.status, 502 | 504);
         if new.refund_recorded && new.awaiting_approval {
@@ -250,6 +255,7 @@ impl ConversationStore for MemoryLedger {
         conversation.handed_off |= new.handoff.is_some();
         conversation.proposals.apply(&new.writes.steps);
         conversation.proposals_taker = None;
+        conversation.verifying = new.verifying;
         for record in &new.writes.returns {
             if matches!(record.outcome.as_str(), "started" | "unknown") {
                 let order = crate::refund::policy::order_key(&record.order_id);
@@ -314,7 +320,7 @@ impl ConversationStore for MemoryLedger {
             .exchanges
             .iter()
             .enumerate()
-            .map(|(seq, stored)| (seq as u64, stored.at.as_str(), &stored.exchange));
+            .map(|(seq, stored)| (seq as u64, stored.at.as_str(), &stored.exchange, stored.label.as_ref()));
         Ok(Some(Shown {
             handed_off: conversation.handed_off,
             awaiting_approval: !conversation.awaiting.is_empty(),
@@ -337,6 +343,7 @@ impl StoredConversation {
             scope: String::new(),
             exchange: note.exchange(),
             at: rfc3339(now_ms),
+            label: None,
         });
     }
 }

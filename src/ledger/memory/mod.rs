@@ -77,6 +77,19 @@ impl MemoryLedger {
         self.failing_appends.store(failing, Ordering::SeqCst);
     }
 
+    /// A person's reply in a conversation (contract 18), as the desk's
+    /// append makes it: it ends what waited for the customer's yes.
+    #[cfg(test)]
+    pub fn person_replies(&self, conversation: &str, text: &str, now_ms: u64) {
+        let mut books = self.books.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(stored) = books.conversations.get_mut(conversation) {
+            stored.add_person(
+                &PersonNote::reply(crate::conversation::person::Person::named("Lee"), text),
+                now_ms,
+            );
+        }
+    }
+
     /// Every refund record, oldest first.
     pub fn records(&self) -> Vec<RefundRecord> {
         let books = self.books.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -105,6 +118,7 @@ fn new_record(
         record_id: request.scope().record_id(),
         state,
         user_id: request.scope().user_id().to_owned(),
+        day_owner: request.attempt.day_owner.clone(),
         order_id: request.order_id.clone(),
         amount: request.amount,
         day: utc_day(now_ms),
@@ -198,7 +212,7 @@ impl Books {
             order_refunded_recently: self.order_refunded_recently(&request.order_id, limits, now_ms),
             automatic_today: AmountCents::new(
                 self.days
-                    .get(&(request.scope().user_id().to_owned(), utc_day(now_ms)))
+                    .get(&(request.attempt.day_owner().to_owned(), utc_day(now_ms)))
                     .map_or(0, |counted| counted.values().sum()),
             ),
         }
@@ -224,7 +238,9 @@ impl Books {
             live.remove(&record.record_id);
         }
         if let CountsFor::Rules2And3 { day } = record.counts_for()
-            && let Some(counted) = self.days.get_mut(&(record.user_id.clone(), day))
+            && let Some(counted) = self
+                .days
+                .get_mut(&(record.day_owner.clone().unwrap_or_else(|| record.user_id.clone()), day))
         {
             counted.remove(&record.record_id);
         }
@@ -256,7 +272,7 @@ impl RefundLedger for MemoryLedger {
         books.guard_order(&request.order_id, &record_id, now_ms);
         books
             .days
-            .entry((request.scope().user_id().to_owned(), utc_day(now_ms)))
+            .entry((request.attempt.day_owner().to_owned(), utc_day(now_ms)))
             .or_default()
             .insert(record_id.clone(), request.amount.cents());
         books
