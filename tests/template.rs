@@ -206,7 +206,30 @@ fn the_deployment_is_the_contracts() {
     assert!(role["ManagedPolicyArns"].is_null(), "no managed policy");
     let policies = role["Policies"].as_array().unwrap();
     assert_eq!(policies.len(), 1);
-    let statements = policies[0]["PolicyDocument"]["Statement"].as_array().unwrap();
+    let every_statement = policies[0]["PolicyDocument"]["Statement"].as_array().unwrap();
+    // Contract 30 (the seventh review): the staff's own partitions are
+    // denied to the customer function, every one the code names, on the
+    // table and its indexes, whatever the allows below grant.
+    let denied: Vec<&Value> = every_statement.iter().filter(|s| s["Effect"] == "Deny").collect();
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!(denied[0]["Sid"], "NoDeskItems");
+    assert_eq!(denied[0]["Action"], "dynamodb:*");
+    assert_eq!(
+        denied[0]["Condition"]["ForAnyValue:StringLike"]["dynamodb:LeadingKeys"],
+        json!(refund_chat::ledger::dynamo::schema::STAFF_ONLY_KEYS)
+    );
+    assert_eq!(
+        denied[0]["Resource"],
+        json!([
+            {"Fn::GetAtt": ["ConversationTable", "Arn"]},
+            {"Fn::Sub": "${ConversationTable.Arn}/index/*"}
+        ])
+    );
+    let statements: Vec<Value> = every_statement
+        .iter()
+        .filter(|s| s["Effect"] == "Allow")
+        .cloned()
+        .collect();
     assert_eq!(statements.len(), 5);
     assert_eq!(
         (statements[4]["Action"].clone(), statements[4]["Resource"].clone()),
@@ -222,7 +245,6 @@ fn the_deployment_is_the_contracts() {
         ),
         "its logs, in its own log group only"
     );
-    assert!(statements.iter().all(|s| s["Effect"] == "Allow"));
     assert_eq!(statements[0]["Action"], "secretsmanager:GetSecretValue");
     assert_eq!(statements[0]["Resource"], json!({"Ref": "OpenAiKeySecretArn"}));
     let env = &function["Properties"]["Environment"]["Variables"];
@@ -416,7 +438,7 @@ fn every_route_needs_a_signed_in_customer_or_guest() {
     );
 }
 
-/// Contract 27: the visitors' two routes take no authorizer and have a
+/// Contract 27: the visitors' routes take no authorizer and have a
 /// throttle of their own below the stage's; the function gets the address
 /// key from a secret of the stack's; the alarm divides by the day it deploys.
 #[test]
@@ -430,6 +452,12 @@ fn visitors_and_the_page_have_open_routes_visitors_throttled_on_their_own_and_a_
             "VisitorReadConversation",
             "/support/refund-chat/visitor/conversations/{id}",
             "GET",
+        ),
+        // Every visitor route (the seventh review): the rating too.
+        (
+            "VisitorRateConversation",
+            "/support/refund-chat/visitor/conversations/{id}/rating",
+            "POST",
         ),
     ] {
         let properties = &events[event]["Properties"];
@@ -447,6 +475,15 @@ fn visitors_and_the_page_have_open_routes_visitors_throttled_on_their_own_and_a_
         assert_eq!(throttle["ThrottlingRateLimit"], json!({"Ref": "VisitorRateLimit"}));
         assert_eq!(throttle["ThrottlingBurstLimit"], json!({"Ref": "VisitorBurstLimit"}));
     }
+    // What a deploy prints for the open doors (the deploy review): the
+    // page's address and the guest pool's id.
+    let outputs = &template["Outputs"];
+    assert_eq!(outputs["GuestUserPoolId"]["Value"], json!({"Ref": "GuestUserPool"}));
+    assert!(
+        outputs["ChatPageUrl"]["Value"]["Fn::Sub"]
+            .as_str()
+            .is_some_and(|url| url.ends_with("/Prod/support/"))
+    );
     let parameters = &template["Parameters"];
     assert!(
         parameters["VisitorRateLimit"]["Default"].as_u64() < parameters["ThrottlingRateLimit"]["Default"].as_u64()
@@ -911,6 +948,32 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
             .unwrap()
             .contains(&json!("ALLOW_USER_PASSWORD_AUTH"))
     );
+    // Contract 30 (the seventh review): a person taken out of a group loses
+    // it within 15 minutes; both pools' clients give a code the same time.
+    assert_eq!(
+        (
+            client["IdTokenValidity"].as_u64(),
+            client["AccessTokenValidity"].as_u64()
+        ),
+        (Some(15), Some(15))
+    );
+    assert_eq!(client["TokenValidityUnits"]["IdToken"], "minutes");
+    for pool_client in ["StaffUserPoolClient", "GuestUserPoolClient"] {
+        assert_eq!(
+            resources[pool_client]["Properties"]["AuthSessionValidity"],
+            json!({"Ref": "SignInSessionMinutes"}),
+            "{pool_client}"
+        );
+    }
+    assert_eq!(template["Parameters"]["SignInSessionMinutes"]["Default"], 10);
+    // A guest signs up without a password, giving the e-mail: the client
+    // writes it and nothing else, a change counting once confirmed.
+    let guests = &resources["GuestUserPoolClient"]["Properties"];
+    assert_eq!(guests["WriteAttributes"], json!(["email"]));
+    assert_eq!(
+        resources["GuestUserPool"]["Properties"]["UserAttributeUpdateSettings"]["AttributesRequireVerificationBeforeUpdate"],
+        json!(["email"])
+    );
     assert_eq!(
         resources["StaffUserPool"]["Properties"]["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"], true,
         "nobody signs themselves up to the support team"
@@ -1101,4 +1164,30 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
         .as_str()
         .unwrap();
     assert!(dashboard.contains("StaffDecisions") && dashboard.contains("StaffQueueOldestWait"));
+}
+
+/// The deploy review: CloudWatch takes at most 10 metrics in an alarm's
+/// math, and an alarm that sums one series per reason (as `HandoffsAlarm`
+/// did) breaks on the tenth reason. No alarm comes near: each reads at
+/// most 4, a new reason or intent adds none (one series, as `HandoffsTotal`).
+#[test]
+fn no_alarm_reads_near_cloudwatchs_ten_metrics() {
+    let template = template();
+    let alarms: Vec<(&String, &Value)> = template["Resources"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .filter(|(_, resource)| resource["Type"] == "AWS::CloudWatch::Alarm")
+        .collect();
+    assert!(alarms.len() >= 10, "the alarms are read: {}", alarms.len());
+    for (name, alarm) in alarms {
+        let read = alarm["Properties"]["Metrics"]
+            .as_array()
+            .map_or(1, |metrics| metrics.iter().filter(|m| m.get("MetricStat").is_some()).count());
+        assert!(read <= 4, "{name} reads {read} metrics");
+        assert!(
+            !serde_json::to_string(&alarm["Properties"]["Metrics"]).unwrap().contains("SEARCH("),
+            "{name}: a SEARCH may return any number of series"
+        );
+    }
 }

@@ -95,7 +95,9 @@ def cognito(sign_in, client_id, target, body):
 
 def guest(url, sign_in, client_id, email, order, outbox):
     """A guest: the guest pool's passwordless sign-in, then a question about an order."""
-    status, answer = cognito(sign_in, client_id, "SignUp", {"Username": email, "UserAttributes": []})
+    # Without a password, Cognito takes a sign-up that gives the e-mail (the pool's client writes only it).
+    status, answer = cognito(sign_in, client_id, "SignUp",
+                             {"Username": email, "UserAttributes": [{"Name": "email", "Value": email}]})
     session = None
     if status != 200 and str(answer.get("__type", "")).endswith("UsernameExistsException"):
         status, answer = cognito(sign_in, client_id, "InitiateAuth", {

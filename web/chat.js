@@ -710,7 +710,8 @@
     verifyStatus.textContent = "Sending a code…";
     try {
       try {
-        await cognito("SignUp", { Username: email, UserAttributes: [] });
+        // Without a password, Cognito takes a sign-up that gives the e-mail.
+        await cognito("SignUp", { Username: email, UserAttributes: [{ Name: "email", Value: email }] });
         pendingSignIn = { email, session: null };
       } catch (error) {
         if (error.type !== "UsernameExistsException") throw error;

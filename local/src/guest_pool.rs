@@ -45,8 +45,9 @@ use serde_json::{Value, json};
 
 pub const CODE_LIFETIME: Duration = Duration::from_secs(10 * 60);
 pub const WRONG_TRIES: u32 = 3;
-/// A session between a code and the tokens: Cognito's least.
-const SESSION_LIFETIME: Duration = Duration::from_secs(3 * 60);
+/// A session between a code and the tokens: the template's
+/// `SignInSessionMinutes` (10), its clients' `AuthSessionValidity`.
+const SESSION_LIFETIME: Duration = Duration::from_secs(10 * 60);
 const REGION: &str = "eu-west-1";
 
 /// The pool as moto holds it.
@@ -183,6 +184,7 @@ impl GuestPool {
 
     fn sign_up(&self, body: &Value) -> Result<Value, CognitoError> {
         let email = address(&body["Username"])?;
+        signed_up_as_cognito_takes(body, &email)?;
         let code = six_digits()?;
         self.send(&email, &code);
         // The code is the sign-up's, kept by address until confirmed.
@@ -412,6 +414,27 @@ async fn call(http: &reqwest::Client, moto: &str, action: &str, body: Value) -> 
     serde_json::from_str(&text).map_err(|e| e.to_string())
 }
 
+/// What Cognito refuses of a password-less `SignUp` from the pool's
+/// client: no `email` attribute (the sign-in's one factor needs it), or an
+/// attribute the client may not write (`WriteAttributes` is `[email]`).
+fn signed_up_as_cognito_takes(body: &Value, email: &str) -> Result<(), CognitoError> {
+    let attributes = body["UserAttributes"].as_array().cloned().unwrap_or_default();
+    if attributes.iter().any(|a| a["Name"] != "email") {
+        return Err(CognitoError(
+            "NotAuthorizedException",
+            "A client attempted to write unauthorized attribute",
+        ));
+    }
+    let given = attributes.iter().find_map(|a| a["Value"].as_str());
+    if given.is_none_or(|given| !given.eq_ignore_ascii_case(email)) {
+        return Err(CognitoError(
+            "InvalidParameterException",
+            "Attributes did not conform to the schema: email is required for a sign-up without a password.",
+        ));
+    }
+    Ok(())
+}
+
 fn address(value: &Value) -> Result<String, CognitoError> {
     value
         .as_str()
@@ -510,6 +533,30 @@ mod tests {
             let code = six_digits().unwrap();
             assert_eq!(code.len(), 6);
             assert!(code.bytes().all(|b| b.is_ascii_digit()));
+        }
+    }
+
+    /// The seventh review: the page signed up with no attributes, which
+    /// Cognito refuses of a password-less sign-up; and a client that writes
+    /// only `email` may send no other attribute.
+    #[test]
+    fn a_sign_up_is_refused_as_cognito_refuses_it() {
+        let email = "ada@example.com";
+        for (attributes, refused) in [
+            (json!([]), Some("InvalidParameterException")),
+            (
+                json!([{"Name": "email", "Value": "eve@example.com"}]),
+                Some("InvalidParameterException"),
+            ),
+            (
+                json!([{"Name": "email", "Value": email}, {"Name": "name", "Value": "Ada"}]),
+                Some("NotAuthorizedException"),
+            ),
+            (json!([{"Name": "email", "Value": "Ada@Example.com"}]), None),
+        ] {
+            let body = json!({"Username": email, "UserAttributes": attributes});
+            let answer = signed_up_as_cognito_takes(&body, email).err().map(|e| e.0);
+            assert_eq!(answer, refused, "{attributes}");
         }
     }
 

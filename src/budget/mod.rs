@@ -50,6 +50,23 @@ impl Account {
     }
 }
 
+impl Account {
+    /// A visitor's conversation that a person has (section 13): the
+    /// messages it takes an hour; no model answers them, so no tokens.
+    pub fn of_visitor_conversation(conversation: &str, messages_per_hour: u64) -> Account {
+        let name = format!("h:{conversation}");
+        Account {
+            turns: name.clone(),
+            tokens: name,
+            limits: BudgetLimits {
+                turns_per_hour: messages_per_hour,
+                tokens_per_day: u64::MAX,
+                turn_reservation: 0,
+            },
+        }
+    }
+}
+
 /// The one tokens counter all visitors share.
 pub const VISITORS_DAY: &str = "visitors";
 

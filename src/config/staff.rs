@@ -10,6 +10,9 @@ use super::{
 };
 use crate::refund::policy::Limits;
 
+/// Contract 35's default page of the desk's queue.
+pub const DEFAULT_QUEUE_PAGE: usize = 100;
+
 /// What `refund-chat-admin` needs (contracts 9 and 11): the ledger, the
 /// conversations, payments, and rule 2's window (an approval counts for its
 /// order from when it pays).
@@ -29,6 +32,9 @@ pub struct StaffConfig {
     /// The guest pool (`GUEST_POOL_ID`, contract 27): a guest's order is
     /// read by the e-mail it holds; none: a guest's order is unavailable.
     pub guest_pool_id: Option<String>,
+    /// `QUEUE_PAGE` (default 100): the desk queue's page of each kind of
+    /// handoff (contract 30).
+    pub queue_page: usize,
 }
 
 impl StaffConfig {
@@ -51,6 +57,7 @@ impl StaffConfig {
             // for approvals, the others for what a replayed task may pay.
             limits: vars.limits(DEFAULT_LIMITS)?,
             guest_pool_id: vars.get("GUEST_POOL_ID"),
+            queue_page: vars.count("QUEUE_PAGE", DEFAULT_QUEUE_PAGE)?.max(1),
         })
     }
 }

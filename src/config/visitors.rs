@@ -2,11 +2,12 @@
 
 use super::ConfigError;
 use super::vars::Vars;
-use crate::budget::BudgetLimits;
+use crate::budget::{Account, BudgetLimits};
 use crate::keyed_hash::AddressKey;
 
 pub const DEFAULT_VISITOR_TURNS_PER_HOUR_PER_ADDRESS: u64 = 20;
 pub const DEFAULT_VISITOR_TOKENS_PER_DAY: u64 = 2_000_000;
+pub const DEFAULT_VISITOR_MESSAGES_PER_HOUR: u64 = 20;
 
 /// `VISITOR_ADDRESS_KEY`, the stack's key of its keyed hashes: of a
 /// visitor's source address, and of a guest's verified e-mail (whose day
@@ -32,6 +33,9 @@ pub struct VisitorSettings {
     pub address_key: AddressKey,
     pub turns_per_hour_per_address: u64,
     pub tokens_per_day: u64,
+    /// `VISITOR_MESSAGES_PER_HOUR`: what a visitor's conversation that a
+    /// person has takes an hour, the message that handed it off included.
+    pub messages_per_hour: u64,
 }
 
 impl VisitorSettings {
@@ -63,7 +67,17 @@ impl VisitorSettings {
                 DEFAULT_VISITOR_TURNS_PER_HOUR_PER_ADDRESS as usize,
             )? as u64,
             tokens_per_day: vars.count("VISITOR_TOKENS_PER_DAY", DEFAULT_VISITOR_TOKENS_PER_DAY as usize)? as u64,
+            messages_per_hour: vars.count("VISITOR_MESSAGES_PER_HOUR", DEFAULT_VISITOR_MESSAGES_PER_HOUR as usize)?
+                as u64,
         }))
+    }
+
+    /// The account a visitor's conversation with a person counts its
+    /// messages in (section 13). The message that handed it off was the
+    /// conversation's too: after it, one fewer an hour, so the hour of the
+    /// handoff takes at most `messages_per_hour` in all.
+    pub fn handed_off(&self, conversation: &str) -> Account {
+        Account::of_visitor_conversation(conversation, self.messages_per_hour.saturating_sub(1))
     }
 
     /// The limits of a visitor's account: a turn reserves what a

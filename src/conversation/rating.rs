@@ -68,6 +68,8 @@ pub enum Rated {
     Rated { intent: String },
     /// Rated before: the first rating stands.
     AlreadyRated,
+    /// Nobody closed it or decided a refund of it yet: nothing to rate.
+    NotYet,
     /// Unknown, expired or another's: one answer for all three.
     NotFound,
 }

@@ -100,7 +100,10 @@ impl ApiError {
 fn refused_status(refused: &Refused) -> StatusCode {
     match refused {
         Refused::KeyReused => StatusCode::UNPROCESSABLE_ENTITY,
-        Refused::InProgress { .. } | Refused::ConversationBusy { .. } | Refused::AlreadyRated => StatusCode::CONFLICT,
+        Refused::InProgress { .. }
+        | Refused::ConversationBusy { .. }
+        | Refused::AlreadyRated
+        | Refused::NotYetRateable => StatusCode::CONFLICT,
         Refused::LedgerUnavailable(_) | Refused::ConversationUnavailable(_) | Refused::BudgetUnavailable(_) => {
             StatusCode::SERVICE_UNAVAILABLE
         }
@@ -139,6 +142,10 @@ fn refused_detail(refused: &Refused) -> String {
                 .into()
         }
         Refused::AlreadyRated => "you have told us already whether this solved it; your first answer stands".into(),
+        Refused::NotYetRateable => {
+            "you can tell us whether this solved it once our team has closed the conversation or decided its refund"
+                .into()
+        }
         Refused::NoRandomness(_) => "the assistant is not available right now".into(),
         Refused::Secret(_) => "the assistant is not available right now (configuration could not be read)".into(),
         Refused::Turn(TurnError::TimedOut) => "the assistant did not answer in time".into(),

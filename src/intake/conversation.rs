@@ -202,6 +202,14 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 // A person has it: kept, and answered without the model (contract 12).
                 trace.conversation.with_a_person = true;
                 self.give_back_turn(account, turn_taken).await;
+                // A visitor's takes so many an hour (section 13): nobody
+                // fills the desk's queue for free.
+                if let (Who::Visitor { .. }, Some(visitors)) = (&message.who, &self.config.visitors)
+                    && let Err(refused) = self.take_turn(&visitors.handed_off(lease.id.as_str()), trace).await
+                {
+                    self.release_conversation(&lease, &held).await;
+                    return (self.written(Reply::refused(refused)), None);
+                }
                 return self.answer_without_model(
                     &kept_while_verifying(message, &held),
                     scope,
@@ -234,19 +242,34 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         let message: &Message = &kept;
         let handoff_id = handoff::handoff_id(lease.id.as_str());
         if let Some(reason) = screened {
+            // A visitor's code-made handoff is a turn of their address
+            // (section 13): the budget before the desk's queue.
+            let mut tokens = None;
+            if matches!(message.who, Who::Visitor { .. }) {
+                let taken = match turn_taken {
+                    Some(reservation) => reservation,
+                    None => match self.take_turn(account, trace).await {
+                        Ok(reservation) => reservation,
+                        Err(refused) => {
+                            self.release_conversation(&lease, &held).await;
+                            return (self.written(Reply::refused(refused)), None);
+                        }
+                    },
+                };
+                // No model ran: the turn stays, its reserved tokens do not.
+                tokens = settled(account, Some(taken), 0);
+            }
             trace.handoff = Some(reason);
             let handoff = Handoff {
                 id: handoff_id,
                 reason,
                 summary: None,
             };
-            return self.answer_without_model(
-                message,
-                scope,
-                lease,
-                held,
-                Answered::fixed(handoff::fixed_reply(reason), Some(handoff)),
-            );
+            let answered = Answered {
+                tokens,
+                ..Answered::fixed(handoff::fixed_reply(reason), Some(handoff))
+            };
+            return self.answer_without_model(message, scope, lease, held, answered);
         }
         let window = match self.window(&lease, &held, &scope).await {
             Ok(window) => window,

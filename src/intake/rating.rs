@@ -16,7 +16,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
 {
     /// `customer`'s rating of conversation `id`: 404 for an unknown,
     /// expired or another's conversation, 409 for a second rating (the
-    /// first stands).
+    /// first stands) or before a person closed it or decided a refund.
     pub async fn rate(&self, id: &ConversationId, customer: &str, rating: &Rating, now_ms: u64) -> Result<(), Refused> {
         match self.conversations.rate(id, customer, rating, now_ms).await {
             Ok(Rated::Rated { intent }) => {
@@ -30,6 +30,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 Ok(())
             }
             Ok(Rated::AlreadyRated) => Err(Refused::AlreadyRated),
+            Ok(Rated::NotYet) => Err(Refused::NotYetRateable),
             Ok(Rated::NotFound) => Err(Refused::ConversationNotFound),
             Err(error) => {
                 tracing::error!(event = "conversation", op = "rate", error = %error);

@@ -27,6 +27,10 @@ pub enum Refused {
     /// The conversation was rated before (contract 30): the first stands.
     #[error("the conversation was rated already")]
     AlreadyRated,
+    /// A rating before a person closed the conversation or decided a refund
+    /// of it (contract 30): nothing was asked yet.
+    #[error("the conversation was not closed or decided yet")]
+    NotYetRateable,
     #[error(transparent)]
     NoRandomness(#[from] NoRandomness),
     /// The customer's turns of the hour, or tokens of the day, are spent.

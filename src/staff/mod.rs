@@ -63,6 +63,8 @@ pub struct Staff {
     pub payments: HttpPayments,
     pub orders: orders::StaffOrders,
     pub limits: Limits,
+    /// The queue's page of each kind of handoff (`QUEUE_PAGE`).
+    pub queue_page: usize,
 }
 
 /// The longest one desk request can take, from its settings: an approval
@@ -110,6 +112,7 @@ impl Staff {
                     .map(|pool| GuestDirectory::new(aws, pool, config.ledger_timeout)),
             ),
             limits: config.limits,
+            queue_page: config.queue_page,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! words. Plain data for the desk's JSON; every text a customer or the
 //! model wrote is carried as text, for the page to show as text.
 
+use crate::ledger::dynamo::conversations::HandoffLine;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -45,14 +46,50 @@ pub struct QueueItem {
     pub held_by: Option<Holder>,
 }
 
-/// What waits for a person, oldest first, each kind in its own list.
+/// What waits for a person, oldest first, each kind in its own list; the
+/// handoffs in pages, visitors' apart (contract 30).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Queue {
     pub approvals: Vec<QueueItem>,
     pub handoffs: Vec<QueueItem>,
+    pub visitor_handoffs: Vec<QueueItem>,
+    /// How many more handoffs of each line wait past their page.
+    pub more: More,
     pub unknown_outcomes: Vec<QueueItem>,
     /// How long the oldest item of any kind has waited (0: nothing waits).
     pub oldest_wait_secs: u64,
+}
+
+impl Queue {
+    /// The queue as the person under `key` reads it: which holds are theirs.
+    pub fn seen_by(mut self, key: &str) -> Queue {
+        for item in self
+            .approvals
+            .iter_mut()
+            .chain(&mut self.handoffs)
+            .chain(&mut self.visitor_handoffs)
+            .chain(&mut self.unknown_outcomes)
+        {
+            item.held_by = item.held_by.take().map(|holder| holder.as_seen_by(key));
+        }
+        self
+    }
+}
+
+impl ConversationView {
+    /// The conversation as the person under `key` reads it.
+    pub fn seen_by(mut self, key: &str) -> ConversationView {
+        self.held_by = self.held_by.take().map(|holder| holder.as_seen_by(key));
+        self
+    }
+}
+
+/// How many more wait past a page (up to
+/// [`crate::ledger::dynamo::conversations::MORE_COUNTED`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct More {
+    pub handoffs: u64,
+    pub visitor_handoffs: u64,
 }
 
 fn waited(since_ms: u64, now: u64) -> u64 {
@@ -154,8 +191,11 @@ pub async fn oldest_wait_secs(
         }
     }
     if let Some(conversations) = conversations {
-        for handoff in conversations.open_handoffs().await? {
-            oldest = oldest.min(crate::clock::parse_utc(&handoff.at).unwrap_or(now));
+        // One item of each line: the read is the same whatever the number open.
+        for line in [HandoffLine::People, HandoffLine::Visitors] {
+            if let Some(at) = conversations.oldest_open_handoff(line).await? {
+                oldest = oldest.min(crate::clock::parse_utc(&at).unwrap_or(now));
+            }
         }
     }
     Ok(waited(oldest, now))
@@ -171,16 +211,20 @@ pub async fn queue(staff: &Staff) -> Result<Queue, LedgerError> {
         .iter()
         .map(|record| record_item(record, "approval", now))
         .collect();
-    let mut handoffs: Vec<QueueItem> = staff
+    // A page of each line, oldest first (the index's order: the moment the
+    // customer first asked, to the millisecond).
+    let people = staff
         .conversations
-        .open_handoffs()
-        .await?
-        .iter()
-        .map(|handoff| handoff_item(handoff, now))
-        .collect();
-    // By the moment the customer first asked, to the millisecond (waited
-    // seconds would tie and reorder); the index's own order among equals.
-    handoffs.sort_by_key(|item| crate::clock::parse_utc(&item.since).unwrap_or(now));
+        .open_handoffs_page(HandoffLine::People, staff.queue_page)
+        .await?;
+    let visitors = staff
+        .conversations
+        .open_handoffs_page(HandoffLine::Visitors, staff.queue_page)
+        .await?;
+    let items = |page: &crate::ledger::dynamo::conversations::HandoffPage| -> Vec<QueueItem> {
+        page.handoffs.iter().map(|handoff| handoff_item(handoff, now)).collect()
+    };
+    let (handoffs, visitor_handoffs) = (items(&people), items(&visitors));
     let unknown: Vec<QueueItem> = unknown_outcomes(staff)
         .await?
         .iter()
@@ -189,6 +233,7 @@ pub async fn queue(staff: &Staff) -> Result<Queue, LedgerError> {
     let oldest_wait_secs = approvals
         .iter()
         .chain(&handoffs)
+        .chain(&visitor_handoffs)
         .chain(&unknown)
         .map(|item| item.waited_secs)
         .max()
@@ -196,6 +241,11 @@ pub async fn queue(staff: &Staff) -> Result<Queue, LedgerError> {
     Ok(Queue {
         approvals,
         handoffs,
+        visitor_handoffs,
+        more: More {
+            handoffs: people.more,
+            visitor_handoffs: visitors.more,
+        },
         unknown_outcomes: unknown,
         oldest_wait_secs,
     })

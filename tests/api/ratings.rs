@@ -105,6 +105,9 @@ async fn a_decided_refund_asks_too_and_a_visitor_rates_only_with_their_token() {
     let record = shop.record(&id).await;
     let conversation = attr(&record, "conversation_id").unwrap().to_owned();
     assert_eq!(shop.h.read(&conversation, "").await.body["ask_rating"], false);
+    // Nothing is asked before a person closed it or decided (the seventh review).
+    let early = rate(&shop, &conversation, json!({"solved": true}), Some(USER)).await;
+    assert_eq!(early.status, StatusCode::CONFLICT, "{}", early.raw);
     let approved = desk
         .post(
             &format!("/support/staff/refunds/{id}/approve"),
@@ -141,6 +144,15 @@ async fn a_decided_refund_asks_too_and_a_visitor_rates_only_with_their_token() {
     assert_eq!(without.status, StatusCode::NOT_FOUND, "{}", without.raw);
     let as_customer = rate(&shop, &visitor_conversation, json!({"solved": true}), Some(USER)).await;
     assert_eq!(as_customer.status, StatusCode::NOT_FOUND, "{}", as_customer.raw);
+    let open = send_as(
+        &shop.h.app,
+        send(vec![("X-Visitor-Token", token.clone())]),
+        &fresh_request_id(),
+        0,
+    )
+    .await;
+    assert_eq!(open.status, StatusCode::CONFLICT, "not closed yet: {}", open.raw);
+    crate::team_desk::close(&desk, &visitor_conversation).await;
     let with = send_as(
         &shop.h.app,
         send(vec![("X-Visitor-Token", token.clone())]),

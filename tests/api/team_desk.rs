@@ -263,6 +263,22 @@ async fn an_internal_note_is_the_teams_alone_and_kept_once_per_click() {
     }
     // A reply is not a note: the team's note claims nothing either.
     assert_eq!(read.body["held_by"], Value::Null);
+    // Kept in the staff's own partition, which the customer function's
+    // role is denied (the seventh review): none in the conversation's.
+    let stored = items(&shop.h.aws, &conversation_table(&shop.h.table)).await;
+    let notes_at: Vec<&str> = stored
+        .iter()
+        .filter(|item| attr(item, "sk").is_some_and(|sk| sk.starts_with("n#")))
+        .filter_map(|item| attr(item, "pk"))
+        .collect();
+    assert_eq!(notes_at.len(), 2);
+    let staff_partition = format!("staff-notes#{conversation}");
+    assert!(notes_at.iter().all(|pk| *pk == staff_partition), "{notes_at:?}");
+    assert!(
+        refund_chat::ledger::dynamo::schema::STAFF_ONLY_KEYS
+            .iter()
+            .any(|key| key.strip_suffix('*').is_some_and(|prefix| staff_partition.starts_with(prefix)))
+    );
 }
 
 fn put(id: &str, title: &str, text: &str, who: Who) -> Value {
@@ -503,4 +519,131 @@ async fn a_search_by_exact_id_finds_closed_chats_and_the_panel_shows_the_custome
         .await
         .unwrap();
     assert_eq!(postings.count(), 0, "the order's posting went with them");
+}
+
+/// Contract 30 (the seventh review): what is one's own the server says,
+/// from the verified `sub`. Two people an administrator named alike are
+/// told apart: the one who claimed reads `yours`, the other does not.
+#[tokio::test]
+async fn yours_is_said_by_the_server_so_two_people_of_one_name_are_told_apart() {
+    let shop = Shop::new(receipt()).await;
+    let desk = desk(&shop).await;
+    let asked = shop.h.say(None, "I want to talk to a person").await;
+    let conversation = asked.conversation_id().to_owned();
+    let alex = Who {
+        sub: "7d1c2a4e-0000-4000-8000-00000000d005",
+        name: "Alex",
+        ..SAM
+    };
+    let other_alex = Who {
+        sub: "7d1c2a4e-0000-4000-8000-00000000d006",
+        ..alex
+    };
+    let claimed = desk
+        .post(&path(&conversation, "claim"), json!({}), "alex-claims", alex)
+        .await;
+    assert_eq!(claimed.status, StatusCode::OK, "{}", claimed.raw);
+
+    for (who, yours) in [(alex, true), (other_alex, false)] {
+        let queue = desk.get("/support/staff/queue", who).await;
+        assert_eq!(queue.body["handoffs"][0]["held_by"]["name"], "Alex");
+        assert_eq!(queue.body["handoffs"][0]["held_by"]["yours"], yours, "{}", queue.raw);
+        let read = desk
+            .get(&format!("/support/staff/conversations/{conversation}"), who)
+            .await;
+        assert_eq!(read.body["held_by"]["yours"], yours, "{}", read.raw);
+    }
+}
+
+/// Contract 30 (the seventh review): with thousands of open handoffs the
+/// desk still answers, in pages of `QUEUE_PAGE` with how many more wait,
+/// visitors' apart, and still shows the approval that waits. The handoffs
+/// are written straight to the table, 25 a request, so the test is quick.
+#[tokio::test]
+async fn thousands_of_open_handoffs_leave_the_queue_a_page_and_the_approval_in_view() {
+    use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+    let shop = Shop::new(receipt()).await;
+    let approval = shop.pending_refund("req-queue-page").await;
+    let table = conversation_table(&shop.h.table);
+    let client = aws_sdk_dynamodb::Client::new(&shop.h.aws);
+    let s = |text: String| AttributeValue::S(text);
+    let (people, visitors) = (2_600, 600);
+    let writes: Vec<WriteRequest> = (0..people + visitors)
+        .map(|n| {
+            let id = format!("c_{n:032x}");
+            let customer = if n < people {
+                format!("u-{n}")
+            } else {
+                format!("visitor:{n:032x}")
+            };
+            let open = if n < people { "open" } else { "visitor" };
+            let item = [
+                ("pk", s(id.clone())),
+                ("sk", s("head".into())),
+                ("customer", s(customer)),
+                ("handoff_id", s(refund_chat::handoff::handoff_id(&id))),
+                ("handoff_reason", s("customer_asked".into())),
+                ("handoff_open", s(open.into())),
+                (
+                    "handoff_at",
+                    s(format!(
+                        "2026-12-01T00:{:02}:{:02}.{:03}Z",
+                        n / 6000,
+                        (n / 100) % 60,
+                        n % 1000
+                    )),
+                ),
+                ("expires_at", AttributeValue::N("4102444800".into())),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+            WriteRequest::builder()
+                .put_request(PutRequest::builder().set_item(Some(item)).build().unwrap())
+                .build()
+        })
+        .collect();
+    for batch in writes.chunks(25) {
+        client
+            .batch_write_item()
+            .request_items(&table, batch.to_vec())
+            .send()
+            .await
+            .unwrap();
+    }
+
+    let desk = StaffDesk::new(
+        &shop.h.aws,
+        desk_config(&shop.h.table, &shop.payments.uri(), &[("QUEUE_PAGE", "100")]),
+    );
+    let queue = desk.get("/support/staff/queue", ANN).await;
+
+    assert_eq!(queue.status, StatusCode::OK);
+    let ids = |list: &str| -> Vec<String> {
+        queue.body[list]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|item| item["id"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    assert_eq!(ids("approvals"), [approval.clone()], "the approval is in view");
+    let handoffs = ids("handoffs");
+    assert_eq!(handoffs.len(), 100);
+    assert_eq!(
+        handoffs[0],
+        refund_chat::handoff::handoff_id(&format!("c_{:032x}", 0)),
+        "oldest first"
+    );
+    assert_eq!(ids("visitor_handoffs").len(), 100, "visitors' apart");
+    assert_eq!(queue.body["more"]["handoffs"], 1000, "2,500 more, counted to 1,000");
+    assert_eq!(
+        queue.body["more"]["visitor_handoffs"], 500,
+        "counted exactly below 1,000"
+    );
+    assert!(
+        queue.raw.len() < 200_000,
+        "the answer is a page: {} bytes",
+        queue.raw.len()
+    );
 }

@@ -44,6 +44,7 @@ fn visitors(turns_per_hour_per_address: u64, tokens_per_day: u64) -> VisitorSett
         address_key: AddressKey::new(VISITOR_ADDRESS_KEY).unwrap(),
         turns_per_hour_per_address,
         tokens_per_day,
+        messages_per_hour: 20,
     }
 }
 
@@ -283,6 +284,84 @@ async fn a_visitor_who_asks_for_a_person_is_handed_off_and_the_desk_knows_who_it
     assert_eq!(who_the_desk_says(&h, answer.conversation_id()).await, "visitor");
 }
 
+/// Section 13 (the seventh review): a visitor's "talk to a person" is
+/// handed off by code, before any model; it is still a turn of their
+/// address, so one address over its hour opens no handoff.
+#[tokio::test]
+async fn a_visitors_code_made_handoff_is_a_turn_of_their_address() {
+    let h = TestApp::builder()
+        .model(vec![text("never")])
+        .configure(|config| config.visitors = Some(visitors(2, 1_000_000_000)))
+        .build()
+        .await;
+
+    let mut statuses = Vec::new();
+    for _ in 0..4 {
+        let answer = send_visitor(
+            &h,
+            visitor_post(ask("I want to talk to a person", None), None, "203.0.113.9", &[]),
+        )
+        .await;
+        statuses.push(answer.status.as_u16());
+    }
+
+    assert_eq!(statuses, [200, 200, 429, 429], "two turns an hour, handoffs included");
+    let queue = refund_chat::staff::read::queue(&h.staff()).await.unwrap();
+    assert_eq!(queue.visitor_handoffs.len(), 2, "{:?}", queue.visitor_handoffs);
+    assert!(h.model_requests().await.is_empty());
+}
+
+/// Section 13: a visitor's conversation that a person has takes
+/// `VISITOR_MESSAGES_PER_HOUR` an hour, the message that handed it off
+/// included; beyond, 429 with `Retry-After`, and nothing is kept.
+#[tokio::test]
+async fn a_handed_off_visitor_conversation_takes_so_many_messages_an_hour() {
+    let h = TestApp::builder()
+        .model(vec![text("never")])
+        .configure(|config| {
+            config.visitors = Some(VisitorSettings {
+                messages_per_hour: 3,
+                ..visitors(100, 1_000_000_000)
+            })
+        })
+        .build()
+        .await;
+    let first = send_visitor(
+        &h,
+        visitor_post(ask("I want to talk to a person", None), None, "203.0.113.10", &[]),
+    )
+    .await;
+    assert_eq!(first.body["handed_off"], true, "{}", first.raw);
+    let token = first.body["visitor"].as_str().unwrap().to_owned();
+    let id = first.conversation_id().to_owned();
+
+    let mut statuses = Vec::new();
+    let mut last = None;
+    for n in 0..4 {
+        let answer = send_visitor(
+            &h,
+            visitor_post(
+                ask(&format!("hello? {n}"), Some(&id)),
+                Some(&token),
+                "203.0.113.10",
+                &[],
+            ),
+        )
+        .await;
+        statuses.push(answer.status.as_u16());
+        last = Some(answer);
+    }
+
+    assert_eq!(
+        statuses,
+        [200, 200, 429, 429],
+        "three an hour, the handing-off one included"
+    );
+    let last = last.unwrap();
+    assert!(last.headers.contains_key("retry-after"), "{:?}", last.headers);
+    assert_eq!(h.exchanges(&id).await.len(), 3, "the refused messages are not kept");
+}
+
 /// Who the desk's queue says the person of a handed-off conversation is
 /// (customer, guest, visitor).
 pub(crate) async fn who_the_desk_says(h: &TestApp, conversation: &str) -> String {
@@ -290,6 +369,7 @@ pub(crate) async fn who_the_desk_says(h: &TestApp, conversation: &str) -> String
     let item = queue
         .handoffs
         .iter()
+        .chain(&queue.visitor_handoffs)
         .find(|item| item.conversation_id.as_deref() == Some(conversation))
         .unwrap_or_else(|| panic!("the handoff is queued: {:?}", queue.handoffs));
     item.who.to_string()

@@ -432,13 +432,24 @@ async function refresh() {
     me = data.you;
     $("whoami").textContent = "Signed in as " + me.name + (me.approver ? " (approver)" : "");
     const mineOnly = $("mine").checked;
-    const handoffs = mineOnly ? data.handoffs.filter((h) => h.held_by && h.held_by.name === me.name) : data.handoffs;
-    for (const [list, items] of [["approvals", data.approvals], ["handoffs", handoffs], ["unknown", data.unknown_outcomes]]) {
+    // Which holds are one's own, the server says (two people may share a name).
+    const visitorHandoffs = data.visitor_handoffs || [];
+    const more = data.more || {};
+    const own = (items) => (mineOnly ? items.filter((h) => h.held_by && h.held_by.yours === true) : items);
+    // The handoffs come a page at a time (oldest first), visitors' apart,
+    // with how many more wait: the queue stays readable however many are open.
+    for (const [list, items, beyond] of [
+      ["approvals", data.approvals, 0],
+      ["handoffs", own(data.handoffs), more.handoffs || 0],
+      ["visitor-handoffs", own(visitorHandoffs), more.visitor_handoffs || 0],
+      ["unknown", data.unknown_outcomes, 0],
+    ]) {
       const ul = $(list);
       ul.replaceChildren(...items.map(queueEntry));
       if (!items.length) ul.append(el("li", "Nothing waits.", "hint"));
+      if (beyond > 0) ul.append(el("li", (beyond >= 1000 ? "1000 or more" : beyond) + " more wait behind these.", "hint"));
     }
-    const all = [...data.approvals, ...data.handoffs, ...data.unknown_outcomes];
+    const all = [...data.approvals, ...data.handoffs, ...visitorHandoffs, ...data.unknown_outcomes];
     const unclaimed = all.filter((item) => !item.held_by).length;
     document.title = (unclaimed ? "(" + unclaimed + ") " : "") + "Support desk";
     notify(all);
@@ -468,7 +479,7 @@ function notify(items) {
   };
   for (const item of items) {
     raise(item.id, item.kind === "handoff" ? "A conversation waits for a person" : "A refund waits for a person");
-    if (item.kind === "handoff" && item.held_by && me && item.held_by.name === me.name && item.customer_wrote_at) {
+    if (item.kind === "handoff" && item.held_by && item.held_by.yours === true && item.customer_wrote_at) {
       raise(item.id + "@" + item.customer_wrote_at, "The customer wrote again");
     }
   }
@@ -777,7 +788,7 @@ async function open(item, keepOutcome) {
     shownPanel = data.customer_panel;
     const actions = $("actions");
     const conversation = "conversations/" + encodeURIComponent(item.conversation_id);
-    const mine = data.held_by && me && data.held_by.name === me.name;
+    const mine = data.held_by && data.held_by.yours === true;
     if (!data.held_by) actions.append(decision("Claim", conversation + "/claim", () => ({}), "secondary"));
     else if (mine) actions.append(decision("Release", conversation + "/release", () => ({}), "secondary"));
     else actions.append(decision("Take over from " + data.held_by.name, conversation + "/claim", () => ({ take_over: true }), "secondary"));

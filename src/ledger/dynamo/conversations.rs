@@ -213,6 +213,26 @@ pub struct StoredHandoff {
     pub holder: Option<super::holders::Holder>,
 }
 
+/// Whose open handoffs a read is of: customers' and guests', or visitors'
+/// (contract 30: the queue keeps them apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandoffLine {
+    People,
+    Visitors,
+}
+
+/// A page of open handoffs, and how many more wait.
+#[derive(Debug, Clone)]
+pub struct HandoffPage {
+    pub handoffs: Vec<StoredHandoff>,
+    /// Up to [`MORE_COUNTED`]: "that many or more".
+    pub more: u64,
+}
+
+/// The most a page's "more" counts, in one read: the queue's answer and its
+/// reads stay bounded whatever the number open.
+pub const MORE_COUNTED: u64 = 1000;
+
 /// What closing a handoff found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Closed {
@@ -365,8 +385,11 @@ impl DynamoConversations {
                 at: text(item, "at").unwrap_or_default().to_owned(),
             })
             .collect();
+        // The staff's own partition, and the notes kept before it existed.
+        let notes = self.all_items(&super::schema::internal_notes_pk(id), false).await?;
         let mut internal_notes: Vec<_> = items
             .iter()
+            .chain(&notes)
             .filter(|item| text(item, SORT_KEY).is_some_and(|sk| sk.starts_with(super::schema::INTERNAL_NOTE_PREFIX)))
             .map(super::internal_notes::internal_note_of)
             .collect();
@@ -438,20 +461,77 @@ impl DynamoConversations {
     }
 
     pub async fn open_handoffs(&self) -> Result<Vec<StoredHandoff>, LedgerError> {
-        let items = every_item(
-            self.client
-                .query()
-                .table_name(&self.table)
-                .index_name(super::schema::OPEN_HANDOFFS_INDEX)
-                .key_condition_expression("handoff_open = :open")
-                .expression_attribute_values(":open", s("open"))
-                .scan_index_forward(true)
-                .into_paginator()
-                .items()
-                .send(),
-        )
-        .await?;
-        Ok(items.iter().filter_map(stored_handoff).collect())
+        let mut handoffs = Vec::new();
+        for line in [HandoffLine::People, HandoffLine::Visitors] {
+            let items = every_item(
+                self.open_query(line)
+                    .scan_index_forward(true)
+                    .into_paginator()
+                    .items()
+                    .send(),
+            )
+            .await?;
+            handoffs.extend(items.iter().filter_map(stored_handoff));
+        }
+        handoffs.sort_by(|a, b| a.at.cmp(&b.at));
+        Ok(handoffs)
+    }
+
+    /// The oldest `page` open handoffs of `line`, oldest first, and how
+    /// many more wait (counted up to [`MORE_COUNTED`], one bounded read):
+    /// what the desk's queue reads, the same whatever the number open
+    /// (contract 30).
+    pub async fn open_handoffs_page(&self, line: HandoffLine, page: usize) -> Result<HandoffPage, LedgerError> {
+        let first = self
+            .open_query(line)
+            .scan_index_forward(true)
+            .limit(i32::try_from(page).unwrap_or(i32::MAX).max(1))
+            .send()
+            .await
+            .map_err(unavailable)?;
+        let handoffs: Vec<StoredHandoff> = first.items().iter().filter_map(stored_handoff).collect();
+        let more = match first.last_evaluated_key() {
+            None => 0,
+            Some(after) => {
+                let counted = self
+                    .open_query(line)
+                    .scan_index_forward(true)
+                    .select(aws_sdk_dynamodb::types::Select::Count)
+                    .set_exclusive_start_key(Some(after.clone()))
+                    .limit(MORE_COUNTED as i32)
+                    .send()
+                    .await
+                    .map_err(unavailable)?;
+                counted.count().max(0) as u64
+            }
+        };
+        Ok(HandoffPage { handoffs, more })
+    }
+
+    /// When the oldest open handoff of `line` was made (one item read).
+    pub async fn oldest_open_handoff(&self, line: HandoffLine) -> Result<Option<String>, LedgerError> {
+        Ok(self
+            .open_handoffs_page(line, 1)
+            .await?
+            .handoffs
+            .into_iter()
+            .next()
+            .map(|handoff| handoff.at))
+    }
+
+    fn open_query(&self, line: HandoffLine) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(&self.table)
+            .index_name(super::schema::OPEN_HANDOFFS_INDEX)
+            .key_condition_expression("handoff_open = :open")
+            .expression_attribute_values(
+                ":open",
+                s(match line {
+                    HandoffLine::People => super::schema::HANDOFF_OPEN,
+                    HandoffLine::Visitors => super::schema::HANDOFF_OPEN_VISITOR,
+                }),
+            )
     }
 
     /// Closes an open handoff, recording who and when. The conversation stays
@@ -535,6 +615,8 @@ impl DynamoConversations {
             .filter_map(|item| text(item, "pk"))
             // An order's posting names the customer too: not a conversation.
             .filter(|pk| !pk.starts_with(super::postings::ORDER_PREFIX))
+            // Internal notes are their conversation's.
+            .map(|pk| pk.strip_prefix(super::schema::INTERNAL_NOTES_PARTITION).unwrap_or(pk))
             .map(str::to_owned)
             .collect();
         // Every item of a conversation is in the index: one id each.
@@ -594,7 +676,7 @@ impl DynamoConversations {
             exchanges: number(head, "exchanges").unwrap_or_default(),
             handoff: head.contains_key("handoff_id").then(|| {
                 if head.contains_key("handoff_open") {
-                    "open"
+                    super::schema::HANDOFF_OPEN
                 } else {
                     "closed"
                 }
@@ -664,6 +746,7 @@ impl DynamoConversations {
             let item = item.map_err(unavailable)?;
             if let Some(pk) = text(&item, "pk")
                 && !pk.starts_with(super::postings::ORDER_PREFIX)
+                && let pk = pk.strip_prefix(super::schema::INTERNAL_NOTES_PARTITION).unwrap_or(pk)
                 && !ids.iter().any(|id| id == pk)
             {
                 ids.push(pk.to_owned());
@@ -676,7 +759,8 @@ impl DynamoConversations {
     /// never the function's (its role has no delete on this table). Returns
     /// how many items went.
     pub async fn delete(&self, id: &str) -> Result<usize, LedgerError> {
-        let keys = self.all_items(id, true).await?;
+        let mut keys = self.all_items(id, true).await?;
+        keys.extend(self.all_items(&super::schema::internal_notes_pk(id), true).await?);
         for chunk in keys.chunks(BATCH) {
             let mut pending: Vec<WriteRequest> = chunk
                 .iter()
@@ -991,8 +1075,10 @@ impl ConversationStore for DynamoConversations {
             .update_expression(
                 "SET rating_solved = :solved, rating_comment = :comment, rating_at = :at, rating_intent = :intent",
             )
+            // Only what a person closed or decided is asked about (contract 30).
             .condition_expression(
-                "customer = :customer AND expires_at > :now_s AND attribute_not_exists(rating_solved)",
+                "customer = :customer AND expires_at > :now_s AND attribute_not_exists(rating_solved) \
+                 AND (attribute_exists(handoff_closed_at) OR attribute_exists(decision_noted_at))",
             )
             .expression_attribute_values(":solved", AttributeValue::Bool(rating.solved))
             .expression_attribute_values(":comment", s(&rating.comment))
@@ -1007,10 +1093,13 @@ impl ConversationStore for DynamoConversations {
             None => Rated::Rated { intent },
             Some(found)
                 if text(&found, "customer") == Some(customer)
-                    && number(&found, "expires_at").is_some_and(|at| at > now_ms / 1000)
-                    && found.contains_key("rating_solved") =>
+                    && number(&found, "expires_at").is_some_and(|at| at > now_ms / 1000) =>
             {
-                Rated::AlreadyRated
+                if found.contains_key("rating_solved") {
+                    Rated::AlreadyRated
+                } else {
+                    Rated::NotYet
+                }
             }
             Some(_) => Rated::NotFound,
         })
@@ -1188,7 +1277,14 @@ impl DynamoConversations {
                 .expression_attribute_values(":handoff_id", s(&handoff.id))
                 .expression_attribute_values(":handoff_reason", s(handoff.reason.as_str()))
                 .expression_attribute_values(":request_id", s(lease.writer.invocation()))
-                .expression_attribute_values(":open", s("open"));
+                .expression_attribute_values(
+                    ":open",
+                    s(if crate::visitor::is_visitor(&lease.customer) {
+                        super::schema::HANDOFF_OPEN_VISITOR
+                    } else {
+                        super::schema::HANDOFF_OPEN
+                    }),
+                );
             if let Some(router) = &new.router {
                 set.push("handoff_router = :router");
                 header = header.expression_attribute_values(":router", s(router));

@@ -29,6 +29,18 @@ pub struct Holder {
     /// Whom they took it over from, when they did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub taken_over_from: Option<String>,
+    /// The reader holds it (contract 30): said by the server from the
+    /// verified `sub`, never by comparing display names, which an
+    /// administrator may give twice ([`Holder::as_seen_by`]).
+    pub yours: bool,
+}
+
+impl Holder {
+    /// The holder as the person under `key` reads it.
+    pub fn as_seen_by(mut self, key: &str) -> Holder {
+        self.yours = self.key == key;
+        self
+    }
 }
 
 /// What a claim found.
@@ -65,6 +77,7 @@ pub fn holder_of(head: &Item) -> Option<Holder> {
         name: text(head, "holder_name").unwrap_or_default().to_owned(),
         since: text(head, "held_since").unwrap_or_default().to_owned(),
         taken_over_from: text(head, "held_taken_over_from").map(str::to_owned),
+        yours: false,
     })
 }
 

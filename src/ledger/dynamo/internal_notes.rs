@@ -60,7 +60,7 @@ pub(super) async fn add(
     let mut put = client
         .put_item()
         .table_name(table)
-        .item("pk", s(id))
+        .item("pk", s(super::schema::internal_notes_pk(id)))
         .item(SORT_KEY, s(format!("{INTERNAL_NOTE_PREFIX}{click}")))
         .item("customer", s(text(head, "customer").unwrap_or_default()))
         .item("created_at", s(rfc3339(now_ms)))

@@ -49,9 +49,15 @@ pub const BY_CUSTOMER_HASH_KEY: &str = "customer";
 pub const BY_CUSTOMER_RANGE_KEY: &str = "created_at";
 
 /// The open handoffs, oldest first (contract 12): hash key `handoff_open`
-/// (`open`, removed when a person closes it), range key `handoff_at`. Only
+/// (`open`, or `visitor` for a visitor's; removed when a person closes
+/// it), range key `handoff_at`. Only
 /// an open handoff's header carries it, so `handoffs` never scans.
 pub const OPEN_HANDOFFS_INDEX: &str = "open_handoffs";
+/// `handoff_open` of a customer's or a guest's open handoff.
+pub const HANDOFF_OPEN: &str = "open";
+/// `handoff_open` of a visitor's (contract 30): the queue reads them apart,
+/// so visitors' handoffs never push a customer's off the page.
+pub const HANDOFF_OPEN_VISITOR: &str = "visitor";
 pub const OPEN_HANDOFFS_HASH_KEY: &str = "handoff_open";
 pub const OPEN_HANDOFFS_RANGE_KEY: &str = "handoff_at";
 
@@ -219,8 +225,24 @@ pub async fn create_conversation_table(client: &Client, name: &str) -> Result<()
 
 /// A person's internal note on a conversation (contract 30):
 /// `n#<click>`, where the click is the desk's hash of who and its key (a
-/// terminal's: of who and when), so the same click keeps one note.
+/// terminal's: of who and when), so the same click keeps one note. Kept in
+/// the partition [`internal_notes_pk`] of the conversation, out of the
+/// customer function's reach (notes kept before lie in the conversation's
+/// own partition, and are read there too).
 pub const INTERNAL_NOTE_PREFIX: &str = "n#";
+
+/// The partition of a conversation's internal notes.
+pub const INTERNAL_NOTES_PARTITION: &str = "staff-notes#";
+
+pub fn internal_notes_pk(conversation: &str) -> String {
+    format!("{INTERNAL_NOTES_PARTITION}{conversation}")
+}
+
+/// The partitions of the conversation table that only the staff function
+/// reads or writes, as IAM's `dynamodb:LeadingKeys` patterns: the
+/// template denies every one to the customer function's role (contract 30;
+/// `tests/template.rs` checks it against this list).
+pub const STAFF_ONLY_KEYS: [&str; 2] = ["staff-notes#*", SAVED_REPLIES_PARTITION];
 
 /// The shop's saved replies (contract 30) share the conversation table, in
 /// a partition of their own that no conversation id can name (those are

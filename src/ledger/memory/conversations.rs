@@ -41,6 +41,8 @@ pub(super) struct StoredConversation {
     verifying: bool,
     /// The visitor it was claimed from (contract 27).
     claimed_from: Option<String>,
+    /// A person decided a refund of it (contract 30: it may be rated).
+    decided: bool,
     /// The customer's rating (contract 30).
     rating: Option<crate::conversation::rating::Rating>,
 }
@@ -120,6 +122,9 @@ impl ConversationStore for MemoryLedger {
         };
         if conversation.rating.is_some() {
             return Ok(Rated::AlreadyRated);
+        }
+        if !conversation.decided {
+            return Ok(Rated::NotYet);
         }
         conversation.rating = Some(rating.clone());
         Ok(Rated::Rated {
@@ -337,6 +342,7 @@ impl StoredConversation {
     pub(super) fn add_person(&mut self, note: &PersonNote, now_ms: u64) {
         if let Some(record_id) = &note.note_for {
             self.awaiting.remove(record_id);
+            self.decided = true;
         }
         self.end_proposals();
         self.exchanges.push(StoredExchange {

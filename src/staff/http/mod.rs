@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::config::DeskConfig;
 use crate::ledger::Confirmed;
 use crate::ledger::dynamo::clicks::Click;
+use crate::ledger::dynamo::holders::holder_key;
 use crate::router::Intent;
 use crate::staff::decide::{self, Decided};
 use crate::staff::read::{self, Links};
@@ -279,7 +280,7 @@ impl StaffApp {
             match parts {
                 ["queue"] => read::queue(&self.staff).await.map(|queue| {
                     metrics::histogram!("StaffQueueOldestWait").record(queue.oldest_wait_secs as f64);
-                    let mut body = json!(queue);
+                    let mut body = json!(queue.seen_by(&holder_key(member.person())));
                     body["you"] = json!({"name": member.name, "approver": role == Role::Approver});
                     Some(body)
                 }),
@@ -292,7 +293,9 @@ impl StaffApp {
                     // (up to 50 conversations' and 200 records' reads) is read
                     // when a conversation is opened, not on every tick.
                     let panel = request.query_string_parameters().first("panel") != Some("false");
-                    match read::conversation(&self.staff, &decide::conversation_named(id), &self.links).await {
+                    let read = read::conversation(&self.staff, &decide::conversation_named(id), &self.links).await;
+                    let you = holder_key(member.person());
+                    match read.map(|view| view.map(|view| view.seen_by(&you))) {
                         Ok(Some(view)) if panel => search::customer_panel(&self.staff, &view.customer, &view.id)
                             .await
                             .map(|panel| {
