@@ -1181,12 +1181,14 @@ fn no_alarm_reads_near_cloudwatchs_ten_metrics() {
         .collect();
     assert!(alarms.len() >= 10, "the alarms are read: {}", alarms.len());
     for (name, alarm) in alarms {
-        let read = alarm["Properties"]["Metrics"]
-            .as_array()
-            .map_or(1, |metrics| metrics.iter().filter(|m| m.get("MetricStat").is_some()).count());
+        let read = alarm["Properties"]["Metrics"].as_array().map_or(1, |metrics| {
+            metrics.iter().filter(|m| m.get("MetricStat").is_some()).count()
+        });
         assert!(read <= 4, "{name} reads {read} metrics");
         assert!(
-            !serde_json::to_string(&alarm["Properties"]["Metrics"]).unwrap().contains("SEARCH("),
+            !serde_json::to_string(&alarm["Properties"]["Metrics"])
+                .unwrap()
+                .contains("SEARCH("),
             "{name}: a SEARCH may return any number of series"
         );
     }

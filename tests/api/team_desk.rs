@@ -274,11 +274,10 @@ async fn an_internal_note_is_the_teams_alone_and_kept_once_per_click() {
     assert_eq!(notes_at.len(), 2);
     let staff_partition = format!("staff-notes#{conversation}");
     assert!(notes_at.iter().all(|pk| *pk == staff_partition), "{notes_at:?}");
-    assert!(
-        refund_chat::ledger::dynamo::schema::STAFF_ONLY_KEYS
-            .iter()
-            .any(|key| key.strip_suffix('*').is_some_and(|prefix| staff_partition.starts_with(prefix)))
-    );
+    assert!(refund_chat::ledger::dynamo::schema::STAFF_ONLY_KEYS.iter().any(|key| {
+        key.strip_suffix('*')
+            .is_some_and(|prefix| staff_partition.starts_with(prefix))
+    }));
 }
 
 fn put(id: &str, title: &str, text: &str, who: Who) -> Value {
@@ -627,7 +626,7 @@ async fn thousands_of_open_handoffs_leave_the_queue_a_page_and_the_approval_in_v
             .map(|item| item["id"].as_str().unwrap_or_default().to_owned())
             .collect()
     };
-    assert_eq!(ids("approvals"), [approval.clone()], "the approval is in view");
+    assert_eq!(ids("approvals"), [approval], "the approval is in view");
     let handoffs = ids("handoffs");
     assert_eq!(handoffs.len(), 100);
     assert_eq!(
