@@ -632,6 +632,7 @@ impl Stack {
         };
         let new = NewExchange {
             verifying: false,
+            from_visitor: false,
             label: None,
             router: None,
             writes: Default::default(),

@@ -103,6 +103,7 @@ fn exchange_of(message: &str, scope: RefundScope, steps: crate::confirm::Proposa
         },
         orders: Vec::new(),
         verifying: false,
+        from_visitor: false,
         label: None,
     }
 }

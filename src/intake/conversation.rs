@@ -485,6 +485,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                     .map(|stats| stats.orders_found.iter().cloned().collect())
                     .unwrap_or_default(),
                 verifying: false,
+                from_visitor: matches!(message.who, Who::Visitor { .. }),
                 label,
             },
             lease,
@@ -639,6 +640,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 },
                 orders: Vec::new(),
                 verifying,
+                from_visitor: matches!(message.who, Who::Visitor { .. }),
                 label: None,
             },
             lease,

@@ -101,6 +101,7 @@ async fn stored_conversation(store: &MemoryLedger, customer: &str) -> Conversati
     };
     let new = NewExchange {
         verifying: false,
+        from_visitor: false,
         label: None,
         router: None,
         writes: Default::default(),

@@ -134,6 +134,9 @@ pub struct NewExchange {
     pub orders: Vec<String>,
     /// The answer asked a visitor to verify: pending until the next append.
     pub verifying: bool,
+    /// A visitor wrote it: a handoff it makes waits in the visitors' line
+    /// of the desk's queue (contract 30).
+    pub from_visitor: bool,
     /// A return the turn started: its label, kept with the exchange for the
     /// read (contract 28).
     pub label: Option<crate::orders::returns::Label>,

@@ -160,6 +160,7 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
     };
     let turn = NewExchange {
         verifying: false,
+        from_visitor: false,
         label: None,
         router: None,
         writes: Default::default(),

@@ -858,6 +858,7 @@ async fn an_exchange_appended_while_a_turn_runs_moves_the_turns_own_after_it() {
     note_lands(&h, &id, 1).await;
     let new = refund_chat::ledger::NewExchange {
         verifying: false,
+        from_visitor: false,
         label: None,
         router: None,
         writes: Default::default(),

@@ -1279,7 +1279,7 @@ impl DynamoConversations {
                 .expression_attribute_values(":request_id", s(lease.writer.invocation()))
                 .expression_attribute_values(
                     ":open",
-                    s(if crate::visitor::is_visitor(&lease.customer) {
+                    s(if new.from_visitor {
                         super::schema::HANDOFF_OPEN_VISITOR
                     } else {
                         super::schema::HANDOFF_OPEN
