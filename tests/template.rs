@@ -1193,3 +1193,35 @@ fn no_alarm_reads_near_cloudwatchs_ten_metrics() {
         );
     }
 }
+
+/// The deploy review: every function has an alarm on its own `Errors` (the
+/// desk's had none), and docs/deploy.md says how many alarms there are,
+/// as the template has them.
+#[test]
+fn every_function_has_an_errors_alarm_and_the_docs_count_the_alarms() {
+    let template = template();
+    let resources = template["Resources"].as_object().unwrap();
+    let alarms: Vec<&Value> = resources
+        .values()
+        .filter(|resource| resource["Type"] == "AWS::CloudWatch::Alarm")
+        .collect();
+    for (name, _) in resources
+        .iter()
+        .filter(|(_, resource)| resource["Type"] == "AWS::Serverless::Function")
+    {
+        assert!(
+            alarms.iter().any(|alarm| {
+                let properties = &alarm["Properties"];
+                properties["Namespace"] == "AWS/Lambda"
+                    && properties["MetricName"] == "Errors"
+                    && properties["Dimensions"][0]["Value"] == json!({"Ref": name})
+            }),
+            "{name} has no Errors alarm"
+        );
+    }
+    let deploy = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/deploy.md")).unwrap();
+    let count = alarms.len();
+    for said in [format!("{count} CloudWatch alarms"), format!("{count} alarms (about")] {
+        assert!(deploy.contains(&said), "docs/deploy.md does not say {said:?}");
+    }
+}
