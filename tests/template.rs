@@ -475,6 +475,21 @@ fn visitors_and_the_page_have_open_routes_visitors_throttled_on_their_own_and_a_
         assert_eq!(throttle["ThrottlingRateLimit"], json!({"Ref": "VisitorRateLimit"}));
         assert_eq!(throttle["ThrottlingBurstLimit"], json!({"Ref": "VisitorBurstLimit"}));
     }
+    // "Confirm my e-mail" only with the shop's SES identity and its From
+    // (the seventh review): without both, the page is given no sign-in.
+    let env = &function(&template)["Properties"]["Environment"]["Variables"];
+    for name in ["GUEST_SIGN_IN_URL", "GUEST_POOL_CLIENT_ID"] {
+        let offered = env[name]["Fn::If"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} is conditional"));
+        assert_eq!(offered[0], "OffersGuestSignIn", "{name}");
+        assert_eq!(offered[2], json!({"Ref": "AWS::NoValue"}), "{name}");
+    }
+    assert_eq!(
+        template["Conditions"]["OffersGuestSignIn"],
+        json!({"Fn::And": [{"Condition": "HasGuestEmailIdentity"}, {"Condition": "HasGuestEmailFrom"}]})
+    );
+    assert_eq!(template["Parameters"]["GuestEmailFrom"]["Default"], "");
     // What a deploy prints for the open doors (the deploy review): the
     // page's address and the guest pool's id.
     let outputs = &template["Outputs"];
