@@ -39,3 +39,20 @@ impl fmt::Debug for AddressKey {
         f.write_str("AddressKey(..)")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_address_is_named_by_its_keyed_hash() {
+        let key = AddressKey::new(&"k".repeat(32)).unwrap();
+        let other = AddressKey::new(&"j".repeat(32)).unwrap();
+        assert_eq!(key.hash("203.0.113.7"), key.hash("203.0.113.7"));
+        assert_ne!(key.hash("203.0.113.7"), key.hash("203.0.113.8"));
+        assert_ne!(key.hash("203.0.113.7"), other.hash("203.0.113.7"));
+        assert!(!key.hash("203.0.113.7").contains("203"));
+        assert_eq!(AddressKey::new("short"), None);
+        assert_eq!(format!("{key:?}"), "AddressKey(..)");
+    }
+}

@@ -478,13 +478,13 @@ fn visitors_and_the_page_have_open_routes_visitors_throttled_on_their_own_and_a_
     // "Confirm my e-mail" only with the shop's SES identity and its From
     // (the seventh review): without both, the page is given no sign-in.
     let env = &function(&template)["Properties"]["Environment"]["Variables"];
-    for name in ["GUEST_SIGN_IN_URL", "GUEST_POOL_CLIENT_ID"] {
-        let offered = env[name]["Fn::If"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{name} is conditional"));
-        assert_eq!(offered[0], "OffersGuestSignIn", "{name}");
-        assert_eq!(offered[2], json!({"Ref": "AWS::NoValue"}), "{name}");
-    }
+    let offered = env["GUEST_SIGN_IN_URL"]["Fn::If"]
+        .as_array()
+        .expect("the sign-in is conditional");
+    assert_eq!(offered[0], "OffersGuestSignIn");
+    assert_eq!(offered[2], json!({"Ref": "AWS::NoValue"}));
+    // The audience stays, whatever is offered: another client's token is refused.
+    assert_eq!(env["GUEST_POOL_CLIENT_ID"], json!({"Ref": "GuestUserPoolClient"}));
     assert_eq!(
         template["Conditions"]["OffersGuestSignIn"],
         json!({"Fn::And": [{"Condition": "HasGuestEmailIdentity"}, {"Condition": "HasGuestEmailFrom"}]})
@@ -535,7 +535,7 @@ fn visitors_and_the_page_have_open_routes_visitors_throttled_on_their_own_and_a_
     assert_eq!(key["Type"], "AWS::SecretsManager::Secret");
     assert!(
         key["Properties"]["GenerateSecretString"]["PasswordLength"].as_u64()
-            >= Some(refund_chat::visitor::AddressKey::MIN_CHARS as u64)
+            >= Some(refund_chat::keyed_hash::AddressKey::MIN_CHARS as u64)
     );
     let day: u64 = env["VISITOR_TOKENS_PER_DAY"].as_str().unwrap().parse().unwrap();
     let alarm = &resources["VisitorDayAlarm"]["Properties"];

@@ -89,6 +89,32 @@ const STREET_WORDS: &[&str] = &[
     "tie",
 ];
 
+/// Street words that lead the street's name, before it ("Rue de la Paix",
+/// "Via Roma", "Calle Mayor").
+const LEADING_STREET_WORDS: &[&str] = &[
+    "rue",
+    "chemin",
+    "allée",
+    "allee",
+    "impasse",
+    "quai",
+    "cours",
+    "route",
+    "via",
+    "viale",
+    "piazza",
+    "corso",
+    "vicolo",
+    "calle",
+    "avenida",
+    "plaza",
+    "paseo",
+    "carrer",
+    "rua",
+    "avenue",
+    "boulevard",
+];
+
 /// How a street's name ends where the street word is part of it
 /// ("Hauptstraße", "Damstraat", "Storgatan").
 const STREET_ENDINGS: &[&str] = &[
@@ -213,30 +239,42 @@ fn found(text: &str) -> Vec<(Range<usize>, &'static str)> {
             i = last + 1;
             continue;
         }
-        // A number, then its street within four words ("12 Rue de la Paix",
-        // "1 Zanzibar Lane"); a street word first, the name runs to the
-        // part's end ("Rue de la Paix", at most five words).
+        // A number, then a street word that leads its name, the name
+        // running to the part's end ("12 Rue de la Paix", "3 calle mayor",
+        // at most five words); or a number, a capitalised name of one to
+        // three words, then its street word ("1 Zanzibar Lane"). "2 way
+        // tickets" or "3 in a row" is neither.
         if is_house_number(words[i].core) && !words[i].ends_a_part {
-            let street = (i + 1..words.len().min(i + 5))
-                .take_while(|&j| j == i + 1 || !words[j - 1].ends_a_part)
+            let leads = words
+                .get(i + 1)
+                .is_some_and(|next| LEADING_STREET_WORDS.contains(&next.core.to_lowercase().as_str()));
+            let named = (i + 2..words.len().min(i + 5))
+                .take_while(|&j| !words[j - 1].ends_a_part && capitalised(words[j - 1].core))
                 .find(|&j| is_street_word(words[j].core));
-            if let Some(j) = street {
-                let mut last = j;
-                if j == i + 1 {
-                    while last + 1 < words.len() && last < j + 5 && !words[last].ends_a_part {
-                        if postcode_at(&words, last + 1) > 0 {
-                            break;
-                        }
-                        last += 1;
+            let street = if leads {
+                let mut last = i + 1;
+                while last + 1 < words.len() && last < i + 6 && !words[last].ends_a_part {
+                    if postcode_at(&words, last + 1) > 0 {
+                        break;
                     }
+                    last += 1;
                 }
+                Some(last)
+            } else {
+                named
+            };
+            if let Some(last) = street {
                 found.push((words[i].span.start..words[last].span.end, STAND_IN_STREET));
                 i = last + 1;
                 continue;
             }
         }
-        // A street, then its number ("Hauptstraße 5", "Via Roma 10", "Calle Mayor 3").
-        if is_street_word(words[i].core) {
+        // A street, then its number ("Hauptstraße 5", "Via Roma 10", "Calle
+        // Mayor 3"): a name with its street word in it in any case, a street
+        // word on its own capitalised ("row 3 of the table" is no street).
+        let lower = words[i].core.to_lowercase();
+        let own_word = STREET_WORDS.contains(&lower.as_str());
+        if is_street_word(words[i].core) && (!own_word || capitalised(words[i].core)) {
             let number = (i + 1..words.len().min(i + 5))
                 .take_while(|&j| !words[j - 1].ends_a_part)
                 .find(|&j| is_house_number(words[j].core));
@@ -294,6 +332,7 @@ mod tests {
             ("Storgatan 3, 114 51 Stockholm", &["Storgatan", "114 51", "Stockholm"]),
             ("my zip is 62704-1234", &["62704"]),
             ("Rue du Lac 4, 1000 Bruxelles", &["Lac", "1000", "Bruxelles"]),
+            ("send it to 12 rue de la paix, 75002 please", &["paix", "75002"]),
         ] {
             let kept = replaced(typed);
             for word in gone {
@@ -310,6 +349,10 @@ mod tests {
             "the mug arrived broken, 2 of them",
             "where is my order? It was due 3 days ago",
             "yes",
+            "I need 2 way tickets",
+            "it failed 3 times in a row",
+            "see row 3 of the table",
+            "the 2 close friends",
         ] {
             assert_eq!(replaced(said), said);
         }

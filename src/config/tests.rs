@@ -253,22 +253,19 @@ fn guest_intents_are_read_within_the_agents() {
     assert!(!within.contains(Intent::OrderStatus) && !within.contains(Intent::AddressChange));
 }
 
-/// Where the page signs a guest in: both settings or neither; the one
-/// missing is named.
+/// Where the page signs a guest in: the URL offers it and needs the
+/// client; the client alone is the tokens' audience and offers nothing.
 #[test]
-fn the_guest_sign_in_is_both_settings_or_neither() {
-    for (given, missing) in [
-        (("GUEST_POOL_CLIENT_ID", "client"), "GUEST_SIGN_IN_URL"),
-        (
-            ("GUEST_SIGN_IN_URL", "https://cognito-idp.eu-west-1.amazonaws.com/"),
-            "GUEST_POOL_CLIENT_ID",
-        ),
-    ] {
-        let mut vars = REQUIRED.to_vec();
-        vars.push(given);
-        let error = config(&vars).unwrap_err();
-        assert!(error.to_string().starts_with(missing), "{error}");
-    }
+fn the_guest_sign_in_is_offered_by_its_url_with_the_client() {
+    let mut vars = REQUIRED.to_vec();
+    vars.push(("GUEST_SIGN_IN_URL", "https://cognito-idp.eu-west-1.amazonaws.com/"));
+    let error = config(&vars).unwrap_err();
+    assert!(error.to_string().starts_with("GUEST_POOL_CLIENT_ID"), "{error}");
+    let mut vars = REQUIRED.to_vec();
+    vars.push(("GUEST_POOL_CLIENT_ID", "client"));
+    let audience_only = config(&vars).unwrap();
+    assert_eq!(audience_only.guest_sign_in, None, "no sign-in offered");
+    assert_eq!(audience_only.identity.guest_audience.as_deref(), Some("client"));
     assert_eq!(config(&REQUIRED).unwrap().guest_sign_in, None);
 }
 

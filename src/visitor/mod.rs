@@ -11,7 +11,7 @@
 //! table: it leaves the function once, in the first answer's `visitor`.
 //!
 //! A visitor's turns count per source address, kept only as a keyed hash
-//! ([`AddressKey`]) in a budget counter with a TTL; their tokens count in
+//! ([`crate::keyed_hash::AddressKey`]) in a budget counter with a TTL; their tokens count in
 //! one day all visitors share ([`crate::budget::Account::of_visitor`]).
 
 use std::fmt;
@@ -19,7 +19,6 @@ use std::fmt;
 use sha2::{Digest, Sha256};
 
 use crate::conversation::{NoRandomness, random_hex};
-pub use crate::keyed_hash::AddressKey;
 use crate::router::Intent;
 
 /// The header the page sends the token back in.
@@ -149,18 +148,6 @@ mod tests {
         ] {
             assert_eq!(VisitorToken::parse(bad.as_bytes()), None, "{bad}");
         }
-    }
-
-    #[test]
-    fn an_address_is_named_by_its_keyed_hash() {
-        let key = AddressKey::new(&"k".repeat(32)).unwrap();
-        let other = AddressKey::new(&"j".repeat(32)).unwrap();
-        assert_eq!(key.hash("203.0.113.7"), key.hash("203.0.113.7"));
-        assert_ne!(key.hash("203.0.113.7"), key.hash("203.0.113.8"));
-        assert_ne!(key.hash("203.0.113.7"), other.hash("203.0.113.7"));
-        assert!(!key.hash("203.0.113.7").contains("203"));
-        assert_eq!(AddressKey::new("short"), None);
-        assert_eq!(format!("{key:?}"), "AddressKey(..)");
     }
 
     #[test]

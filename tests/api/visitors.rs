@@ -8,7 +8,8 @@
 use lambda_http::http::StatusCode;
 use refund_chat::budget::BudgetLimits;
 use refund_chat::config::VisitorSettings;
-use refund_chat::visitor::{AddressKey, ONE_TIME_CODE, VERIFY_REPLY};
+use refund_chat::keyed_hash::AddressKey;
+use refund_chat::visitor::{ONE_TIME_CODE, VERIFY_REPLY};
 use serde_json::{Value, json};
 
 use refund_chat_testkit::*;

@@ -31,14 +31,16 @@ pub struct Holder {
     pub taken_over_from: Option<String>,
     /// The reader holds it (contract 30): said by the server from the
     /// verified `sub`, never by comparing display names, which an
-    /// administrator may give twice ([`Holder::as_seen_by`]).
-    pub yours: bool,
+    /// administrator may give twice ([`Holder::as_seen_by`]); absent from
+    /// a read that does not say (a search's lines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub yours: Option<bool>,
 }
 
 impl Holder {
     /// The holder as the person under `key` reads it.
     pub fn as_seen_by(mut self, key: &str) -> Holder {
-        self.yours = self.key == key;
+        self.yours = Some(self.key == key);
         self
     }
 }
@@ -77,7 +79,7 @@ pub fn holder_of(head: &Item) -> Option<Holder> {
         name: text(head, "holder_name").unwrap_or_default().to_owned(),
         since: text(head, "held_since").unwrap_or_default().to_owned(),
         taken_over_from: text(head, "held_taken_over_from").map(str::to_owned),
-        yours: false,
+        yours: None,
     })
 }
 
