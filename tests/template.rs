@@ -537,15 +537,146 @@ fn visitors_and_the_page_have_open_routes_visitors_throttled_on_their_own_and_a_
         key["Properties"]["GenerateSecretString"]["PasswordLength"].as_u64()
             >= Some(refund_chat::keyed_hash::AddressKey::MIN_CHARS as u64)
     );
-    let day: u64 = env["VISITOR_TOKENS_PER_DAY"].as_str().unwrap().parse().unwrap();
-    let alarm = &resources["VisitorDayAlarm"]["Properties"];
-    assert_eq!(alarm["Metrics"][0]["Expression"], format!("FILL(m0, 0) / {day}"));
-    assert_eq!(alarm["Threshold"], 0.75);
-    assert_eq!(
-        alarm["Metrics"][1]["MetricStat"]["Metric"]["MetricName"],
-        "VisitorTokens"
+    // One parameter feeds each day's variable and its alarm (the deploy review).
+    for (variable, parameter, alarm, metric) in [
+        (
+            "VISITOR_TOKENS_PER_DAY",
+            "VisitorTokensPerDay",
+            "VisitorDayAlarm",
+            "VisitorTokens",
+        ),
+        (
+            "GUEST_TOKENS_PER_DAY",
+            "GuestTokensPerDay",
+            "GuestDayAlarm",
+            "GuestTokens",
+        ),
+    ] {
+        assert_eq!(env[variable], json!({ "Ref": parameter }));
+        assert_eq!(template["Parameters"][parameter]["Default"], 2_000_000);
+        let alarm = &resources[alarm]["Properties"];
+        assert_eq!(
+            alarm["Metrics"][0]["Expression"],
+            json!({"Fn::Sub": format!("FILL(m0, 0) / ${{{parameter}}}")})
+        );
+        assert_eq!(alarm["Threshold"], 0.75);
+        assert_eq!(alarm["Metrics"][1]["MetricStat"]["Metric"]["MetricName"], metric);
+        assert_eq!(alarm["Metrics"][1]["MetricStat"]["Period"], 86_400);
+    }
+}
+
+/// What a shop switches on is a parameter, not a literal to edit (the
+/// deploy review), and the parameters' patterns take what the code takes.
+#[test]
+fn the_shops_switches_are_parameters() {
+    let template = template();
+    let env = &function(&template)["Properties"]["Environment"]["Variables"];
+    let parameters = &template["Parameters"];
+    for (variable, parameter) in [
+        ("AGENT_INTENTS", "AgentIntents"),
+        ("GUEST_INTENTS", "GuestIntents"),
+        ("RETURN_LABEL_ORIGINS", "ReturnLabelOrigins"),
+        ("CUSTOMER_POOL_CLIENT_IDS", "CustomerPoolClientIds"),
+    ] {
+        assert_eq!(env[variable], json!({ "Ref": parameter }), "{variable}");
+        let default = parameters[parameter]["Default"].as_str().unwrap();
+        let pattern = regex_lite::Regex::new(&format!(
+            "^(?:{})$",
+            parameters[parameter]["AllowedPattern"].as_str().unwrap()
+        ))
+        .unwrap();
+        assert!(pattern.is_match(default), "{parameter}'s default fails its own pattern");
+    }
+    // The defaults are the code's own.
+    let config = refund_chat::config::Config::from_lookup(|name| match name {
+        "OPENAI_API_KEY_SECRET_ID" | "LEDGER_TABLE" | "CONVERSATION_TABLE" => Some("x".into()),
+        "PAYMENTS_BASE_URL" | "ORDERS_BASE_URL" => Some("http://127.0.0.1:1".into()),
+        "AGENT_INTENTS" => parameters["AgentIntents"]["Default"].as_str().map(str::to_owned),
+        "GUEST_INTENTS" => parameters["GuestIntents"]["Default"].as_str().map(str::to_owned),
+        _ => None,
+    })
+    .unwrap();
+    let defaults = refund_chat::config::Config::from_lookup(|name| match name {
+        "OPENAI_API_KEY_SECRET_ID" | "LEDGER_TABLE" | "CONVERSATION_TABLE" => Some("x".into()),
+        "PAYMENTS_BASE_URL" | "ORDERS_BASE_URL" => Some("http://127.0.0.1:1".into()),
+        _ => None,
+    })
+    .unwrap();
+    assert_eq!(config.router.served, defaults.router.served);
+    assert_eq!(config.guest_intents, defaults.guest_intents);
+    let origins = regex_lite::Regex::new(&format!(
+        "^(?:{})$",
+        parameters["ReturnLabelOrigins"]["AllowedPattern"].as_str().unwrap()
+    ))
+    .unwrap();
+    assert!(origins.is_match("https://returns.shop.example,https://labels.carrier.example"));
+    assert!(!origins.is_match("http://returns.shop.example"), "https only");
+}
+
+/// Contract 27: the optional web ACL, on by default: a rate per source
+/// address on the stage and a lower one on the guest pool's calls that send
+/// an e-mail or start a sign-in.
+#[test]
+fn a_web_acl_bounds_each_address_on_the_stage_and_the_guest_pool() {
+    let template = template();
+    let resources = &template["Resources"];
+    let parameters = &template["Parameters"];
+    assert!(
+        parameters["WafRateLimit"]["Default"].as_u64() > Some(0),
+        "on by default"
     );
-    assert_eq!(alarm["Metrics"][1]["MetricStat"]["Period"], 86_400);
+    assert!(parameters["WafGuestRateLimit"]["Default"].as_u64() < parameters["WafRateLimit"]["Default"].as_u64());
+    assert!(
+        parameters["WafGuestRateLimit"]["MinValue"].as_u64() >= Some(10),
+        "WAF's least limit"
+    );
+    let acl = &resources["WebAcl"];
+    assert_eq!(acl["Condition"], "HasWaf");
+    assert_eq!(acl["Properties"]["Scope"], "REGIONAL");
+    let rules = acl["Properties"]["Rules"].as_array().unwrap();
+    let limit = |rule: &Value| rule["Statement"]["RateBasedStatement"]["Limit"].clone();
+    let guests = rules
+        .iter()
+        .find(|r| limit(r) == json!({"Ref": "WafGuestRateLimit"}))
+        .unwrap();
+    let everyone = rules
+        .iter()
+        .find(|r| limit(r) == json!({"Ref": "WafRateLimit"}))
+        .unwrap();
+    for rule in [guests, everyone] {
+        assert_eq!(rule["Statement"]["RateBasedStatement"]["AggregateKeyType"], "IP");
+        assert!(rule["Action"]["Block"].is_object());
+    }
+    let targets: Vec<&str> =
+        guests["Statement"]["RateBasedStatement"]["ScopeDownStatement"]["OrStatement"]["Statements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                assert_eq!(
+                    s["ByteMatchStatement"]["FieldToMatch"]["SingleHeader"]["Name"],
+                    "x-amz-target"
+                );
+                s["ByteMatchStatement"]["SearchString"].as_str().unwrap()
+            })
+            .collect();
+    assert_eq!(
+        targets,
+        [
+            "AWSCognitoIdentityProviderService.SignUp",
+            "AWSCognitoIdentityProviderService.InitiateAuth",
+            "AWSCognitoIdentityProviderService.ResendConfirmationCode"
+        ]
+    );
+    assert_eq!(
+        resources["WebAclOnTheGuestPool"]["Properties"]["ResourceArn"],
+        json!({"Fn::GetAtt": ["GuestUserPool", "Arn"]})
+    );
+    assert!(
+        resources["WebAclOnTheStage"]["Properties"]["ResourceArn"]["Fn::Sub"]
+            .as_str()
+            .is_some_and(|arn| arn.ends_with("/stages/${RefundChatApi.Stage}"))
+    );
 }
 
 #[test]
@@ -627,7 +758,8 @@ fn metric_names(value: &Value, found: &mut Vec<String>) {
 fn every_metric_the_alarms_and_the_dashboard_name_is_one_the_code_emits() {
     let template = template();
     let namespace = refund_chat::ops::telemetry::METRICS_NAMESPACE;
-    // The code's own metrics; the platform's (AWS/*) have a test of their own.
+    // The code's own metrics; the platform's (AWS/*) have a test of their
+    // own, and the web ACL names the metrics WAF emits of it.
     let own: serde_json::Map<String, Value> = template["Resources"]
         .as_object()
         .unwrap()
@@ -636,6 +768,7 @@ fn every_metric_the_alarms_and_the_dashboard_name_is_one_the_code_emits() {
             !r["Properties"]["Namespace"]
                 .as_str()
                 .is_some_and(|n| n.starts_with("AWS/"))
+                && r["Type"] != "AWS::WAFv2::WebACL"
         })
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
@@ -1209,34 +1342,67 @@ fn no_alarm_reads_near_cloudwatchs_ten_metrics() {
     }
 }
 
-/// The deploy review: every function has an alarm on its own `Errors` (the
-/// desk's had none), and docs/deploy.md says how many alarms there are,
-/// as the template has them.
+/// The deploy review: every function has alarms on its own `Errors`,
+/// `Throttles` and `Duration` (the desk's had none), and docs/deploy.md
+/// counts the alarms, functions, routes and parameters as the template has
+/// them, and names every parameter.
 #[test]
-fn every_function_has_an_errors_alarm_and_the_docs_count_the_alarms() {
+fn every_function_has_its_alarms_and_the_docs_count_what_the_template_has() {
     let template = template();
     let resources = template["Resources"].as_object().unwrap();
     let alarms: Vec<&Value> = resources
         .values()
         .filter(|resource| resource["Type"] == "AWS::CloudWatch::Alarm")
         .collect();
-    for (name, _) in resources
+    let functions: Vec<(&String, &Value)> = resources
         .iter()
         .filter(|(_, resource)| resource["Type"] == "AWS::Serverless::Function")
-    {
-        assert!(
-            alarms.iter().any(|alarm| {
+        .collect();
+    for (name, function) in &functions {
+        for metric in ["Errors", "Throttles", "Duration"] {
+            let alarm = alarms.iter().find(|alarm| {
                 let properties = &alarm["Properties"];
                 properties["Namespace"] == "AWS/Lambda"
-                    && properties["MetricName"] == "Errors"
-                    && properties["Dimensions"][0]["Value"] == json!({"Ref": name})
-            }),
-            "{name} has no Errors alarm"
-        );
+                    && properties["MetricName"] == metric
+                    && properties["Dimensions"][0]["Value"] == json!({ "Ref": name })
+            });
+            let Some(alarm) = alarm else {
+                panic!("{name} has no {metric} alarm")
+            };
+            if metric == "Duration" {
+                // Within 10% of the function's own timeout.
+                let timeout = function["Properties"]["Timeout"].as_u64().unwrap();
+                assert_eq!(alarm["Properties"]["Threshold"].as_u64(), Some(timeout * 900), "{name}");
+            }
+        }
     }
     let deploy = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/deploy.md")).unwrap();
     let count = alarms.len();
     for said in [format!("{count} CloudWatch alarms"), format!("{count} alarms (about")] {
+        assert!(deploy.contains(&said), "docs/deploy.md does not say {said:?}");
+    }
+    // Its other counts, as the template has them.
+    let routes: usize = functions
+        .iter()
+        .map(|(_, f)| {
+            f["Properties"]["Events"]
+                .as_object()
+                .map_or(0, |events| events.values().filter(|e| e["Type"] == "Api").count())
+        })
+        .sum();
+    let parameters = template["Parameters"].as_object().unwrap();
+    for name in parameters.keys() {
+        assert!(
+            deploy.contains(&format!("`{name}`")),
+            "docs/deploy.md does not name {name}"
+        );
+    }
+    let parameters = parameters.len();
+    for said in [
+        format!("{} functions", functions.len()),
+        format!("{routes} routes"),
+        format!("{parameters} parameters"),
+    ] {
         assert!(deploy.contains(&said), "docs/deploy.md does not say {said:?}");
     }
 }

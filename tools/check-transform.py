@@ -89,6 +89,12 @@ def main(path, written=None):
     stage = stages[0]["Properties"]
     check(stage.get("TracingEnabled") is True, "the stage traces (X-Ray)")
     check("DestinationArn" in stage.get("AccessLogSetting", {}), "the stage writes access logs")
+    # The web ACL (contract 27) on the stage SAM made, and on the guest pool.
+    stage_name = next(name for name, r in resources.items() if r["Type"] == "AWS::ApiGateway::Stage")
+    on_stage = resources.get("WebAclOnTheStage", {}).get("Properties", {}).get("ResourceArn", {})
+    check(f"${{{stage_name}}}" in on_stage.get("Fn::Sub", ""), f"the web ACL is on the stage ({stage_name})")
+    on_pool = resources.get("WebAclOnTheGuestPool", {}).get("Properties", {}).get("ResourceArn")
+    check(on_pool == {"Fn::GetAtt": ["GuestUserPool", "Arn"]}, "the web ACL is on the guest pool")
     # The visitors' routes are throttled on their own (contract 27).
     settings = {(m.get("ResourcePath"), m.get("HttpMethod")): m for m in stage.get("MethodSettings", [])}
     for path, method in [("/~1support~1refund-chat~1visitor", "POST"),

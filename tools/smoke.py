@@ -26,6 +26,9 @@ any failed. Only the standard library: it runs wherever Python 3 does.
    local stand-in's, or typed in), asks about --guest-order as `guest:<sub>`
    (200, a reply), and a token of the guest pool's shape that no key of
    the pool signed is refused (401).
+
+It ends by listing what was checked against the documentation only, which a
+real deploy confirms, and where to look.
 """
 
 import argparse
@@ -131,6 +134,20 @@ def guest(url, sign_in, client_id, email, order, outbox):
     forged = ".".join([token.split(".")[0], token.split(".")[1], "c2lnbmF0dXJl"])
     status, _, raw, _ = call("POST", url, forged, {"user_id": user_id, "message": "hello"})
     step(status == 401, "a guest token no key of the pool signed is refused (401)", f"{status} {raw[:200]!r}")
+
+
+def what_only_aws_shows(url):
+    """What these checks cannot show against the local stack (its stand-ins
+    answer as Cognito's documentation says), and where to look on AWS."""
+    local = "127.0.0.1" in url or "localhost" in url
+    print("\nchecked against the documentation only" + (", here against the local stand-ins:" if local else "; on AWS, look at:"))
+    for line in [
+        "Cognito takes a password-less SignUp with the e-mail as its one attribute, first factors EMAIL_OTP and PASSWORD (the guest step above)",
+        "the pool sends its codes through the shop's SES identity and From (the code's e-mail: its From and its headers)",
+        "WAF's guest-sign-in-per-address rule sees the pool's X-Amz-Target (its GuestSignInPerAddress metric after a sign-up)",
+        "a guest's code is good for SignInSessionMinutes (10) on AWS as locally",
+    ]:
+        print(f"  - {line}")
 
 
 def desk(staff, customer_token, staff_token):
@@ -246,6 +263,8 @@ def main():
         guest(args.guest_url.rstrip("/") or url, args.guest_sign_in, args.guest_client_id, args.guest_email,
               args.guest_order, args.guest_outbox)
     desk(args.staff_url.rstrip("/") or url.rsplit("/", 1)[0] + "/staff", args.customer_token or args.token, args.staff_token)
+
+    what_only_aws_shows(url)
 
     if failures:
         print(f"\n{len(failures)} of the smoke test's checks failed")

@@ -14,10 +14,11 @@
 //! customer's day. The windows are pure functions of the time, here; the
 //! counters are [`crate::ledger::BudgetStore`]'s.
 
-/// Whose counters a turn counts in, and their limits: a customer's (or a
-/// guest's) own hour and day; a visitor's hour per source address, and one
-/// day for all visitors together (contract 27), so that visitors never
-/// spend what customers are owed.
+/// Whose counters a turn counts in, and their limits: a customer's own
+/// hour and day; a guest's too, and a day all guests share; a visitor's
+/// hour per source address, and one day for all visitors together
+/// (contract 27), so that visitors never spend what customers are owed and
+/// no number of guest addresses buys more than the guests' day.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Account {
     /// The hour's turns counter's name.
@@ -25,6 +26,16 @@ pub struct Account {
     /// The day's tokens counter's name.
     pub tokens: String,
     pub limits: BudgetLimits,
+    /// A second day the turn reserves from and settles to, with its own
+    /// limit: the guests' (`GUEST_TOKENS_PER_DAY`).
+    pub shared_day: Option<SharedDay>,
+}
+
+/// A day of tokens shared by every account of a kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedDay {
+    pub counter: &'static str,
+    pub tokens_per_day: u64,
 }
 
 impl Account {
@@ -36,7 +47,29 @@ impl Account {
             turns: name.clone(),
             tokens: name,
             limits,
+            shared_day: None,
         }
+    }
+
+    /// A guest's: their e-mail's own windows (`day_owner`,
+    /// [`crate::guest::GuestEmail::day_owner`]), and the day all guests
+    /// share, so that a domain catching every address buys no budget.
+    pub fn of_guest(day_owner: &str, limits: BudgetLimits, guests_tokens_per_day: u64) -> Account {
+        Account {
+            shared_day: Some(SharedDay {
+                counter: GUESTS_DAY,
+                tokens_per_day: guests_tokens_per_day,
+            }),
+            ..Account::of_customer(day_owner, limits)
+        }
+    }
+
+    /// Every day counter the turn's tokens count in: its own, then the
+    /// shared one.
+    pub fn token_counters(&self) -> Vec<String> {
+        std::iter::once(self.tokens.clone())
+            .chain(self.shared_day.as_ref().map(|day| day.counter.to_owned()))
+            .collect()
     }
 
     /// A visitor's: turns per source address (its keyed hash, never the
@@ -46,6 +79,7 @@ impl Account {
             turns: format!("a:{address_hash}"),
             tokens: VISITORS_DAY.to_owned(),
             limits,
+            shared_day: None,
         }
     }
 }
@@ -63,12 +97,16 @@ impl Account {
                 tokens_per_day: u64::MAX,
                 turn_reservation: 0,
             },
+            shared_day: None,
         }
     }
 }
 
 /// The one tokens counter all visitors share.
 pub const VISITORS_DAY: &str = "visitors";
+
+/// The one all guests share, beside their own.
+pub const GUESTS_DAY: &str = "guests";
 
 /// The limits, per customer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

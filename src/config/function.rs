@@ -104,6 +104,10 @@ pub struct Identity {
     /// `VISITOR_ADDRESS_KEY`, which a guest's day is counted under (section
     /// 8's rule 3): required with `GUEST_POOL_ISSUER`.
     pub guest_key: Option<crate::keyed_hash::AddressKey>,
+    /// `CUSTOMER_POOL_CLIENT_IDS`: a customer's token must be an ID token of
+    /// one of these app clients (its `aud`), which API Gateway's authorizer
+    /// does not check; none: any client of the customers' pool.
+    pub customer_audiences: Option<Vec<String>>,
 }
 
 impl From<IdentitySource> for Identity {
@@ -113,6 +117,7 @@ impl From<IdentitySource> for Identity {
             guest_issuer: None,
             guest_audience: None,
             guest_key: None,
+            customer_audiences: None,
         }
     }
 }
@@ -185,6 +190,8 @@ pub struct Config {
     pub router: RouterSettings,
     /// What a guest is served (contract 27): `GUEST_INTENTS` within `AGENT_INTENTS`.
     pub guest_intents: Served,
+    /// `GUEST_TOKENS_PER_DAY`: all guests' tokens together per UTC day.
+    pub guest_tokens_per_day: u64,
     /// Where the page signs guests in; none: the page offers no sign-in.
     pub guest_sign_in: Option<super::GuestSignIn>,
 }
@@ -241,6 +248,16 @@ impl Config {
                 guest_issuer: super::guests::issuer(&vars)?,
                 guest_audience: vars.get("GUEST_POOL_CLIENT_ID"),
                 guest_key: super::guests::day_key(&vars)?,
+                customer_audiences: match vars.list("CUSTOMER_POOL_CLIENT_IDS") {
+                    Some(clients) if clients.is_empty() => {
+                        return Err(ConfigError::Malformed {
+                            name: "CUSTOMER_POOL_CLIENT_IDS",
+                            expected: "comma-separated app client ids, at least one",
+                            value: vars.get("CUSTOMER_POOL_CLIENT_IDS").unwrap_or_default(),
+                        });
+                    }
+                    clients => clients,
+                },
             },
             limits: vars.limits(DEFAULT_LIMITS)?,
             conversation_table: vars.required("CONVERSATION_TABLE")?,
@@ -284,6 +301,8 @@ impl Config {
                 .transpose()?,
             help_articles: Vec::new(),
             guest_intents: Served::default(),
+            guest_tokens_per_day: vars.count("GUEST_TOKENS_PER_DAY", super::guests::DEFAULT_GUEST_TOKENS_PER_DAY as usize)?
+                as u64,
             guest_sign_in: super::guests::sign_in(&vars)?,
             visitors: VisitorSettings::read(&vars)?,
             router: RouterSettings {

@@ -5,6 +5,9 @@ use super::vars::{Vars, parse_url};
 use crate::keyed_hash::AddressKey;
 use crate::router::Served;
 
+/// `GUEST_TOKENS_PER_DAY`'s default: the visitors' day's size.
+pub const DEFAULT_GUEST_TOKENS_PER_DAY: u64 = 2_000_000;
+
 /// `GUEST_POOL_ISSUER`: the guest pool's issuer, an https URL as Cognito
 /// writes it in `iss` (`https://cognito-idp.{region}.amazonaws.com/{pool id}`,
 /// kept exactly, no trailing slash); none: no guests.

@@ -330,3 +330,27 @@ fn with(more: &[(&'static str, &'static str)]) -> Result<Config, ConfigError> {
     let all: Vec<(&str, &str)> = REQUIRED.iter().chain(more).copied().collect();
     config(&all)
 }
+
+/// Contracts 27 and 29: the guests' shared day, and the customers' pool's
+/// clients whose ID tokens are a customer's.
+#[test]
+fn the_guests_day_and_the_customers_clients() {
+    let defaults = config(&REQUIRED).unwrap();
+    assert_eq!(defaults.guest_tokens_per_day, 2_000_000);
+    assert_eq!(defaults.identity.customer_audiences, None, "any client of the pool");
+    let set = with(&[
+        ("GUEST_TOKENS_PER_DAY", "750"),
+        ("CUSTOMER_POOL_CLIENT_IDS", "shop-web, shop-app"),
+    ])
+    .unwrap();
+    assert_eq!(set.guest_tokens_per_day, 750);
+    assert_eq!(
+        set.identity.customer_audiences,
+        Some(vec!["shop-web".to_owned(), "shop-app".to_owned()])
+    );
+    let none_listed = with(&[("CUSTOMER_POOL_CLIENT_IDS", " , ")]).unwrap_err();
+    assert!(
+        none_listed.to_string().starts_with("CUSTOMER_POOL_CLIENT_IDS"),
+        "{none_listed}"
+    );
+}

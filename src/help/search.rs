@@ -29,7 +29,7 @@ struct Words {
 
 impl Words {
     fn new() -> Self {
-        let stop_words = stop_words::get(stop_words::LANGUAGE::English)
+        let stop_words = stop_words::get(stop_words::Language::English)
             .iter()
             .map(|word| crate::handoff::screen::normalise(word).trim().to_owned())
             .collect();

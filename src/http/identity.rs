@@ -16,7 +16,9 @@
 //! `guest:<sub>` with the e-mail Cognito verified; a guest token whose
 //! `email_verified` is not `true`, or whose audience is not the guest pool's
 //! client (`GUEST_POOL_CLIENT_ID`, which the authorizer does not check), is
-//! a 401. In body mode the page server's
+//! a 401. With `CUSTOMER_POOL_CLIENT_IDS`, a customer's token is an ID
+//! token of one of those app clients: another client's, or an access token,
+//! is a 401. In body mode the page server's
 //! door ([`DOOR_CLAIMS_HEADER`]) hands over the claims of a guest token it
 //! verified, as API Gateway's authorizer would.
 
@@ -84,9 +86,28 @@ impl Identity {
                 if guest::is_guest(&user_id) || crate::visitor::is_visitor(&user_id) {
                     return Err(IdentityError::Unauthenticated);
                 }
+                if !self.a_customers_token(authorizer_claims(request).as_ref()) {
+                    return Err(IdentityError::Unauthenticated);
+                }
                 Ok(Some(Authenticated { user_id, guest: None }))
             }
         }
+    }
+}
+
+impl Identity {
+    /// With `CUSTOMER_POOL_CLIENT_IDS`, an ID token of one of them: its
+    /// `aud` listed and its `token_use` not `access` (a Lambda authorizer
+    /// hands over no claims: then none passes). Without, whatever the
+    /// authorizer let through, as an HTTP API's JWT authorizer takes access
+    /// tokens.
+    fn a_customers_token(&self, claims: Option<&serde_json::Map<String, Value>>) -> bool {
+        let Some(clients) = &self.customer_audiences else {
+            return true;
+        };
+        let claim = |name: &str| claims.and_then(|claims| claims.get(name)).and_then(Value::as_str);
+        claim("token_use") != Some("access")
+            && claim("aud").is_some_and(|aud| clients.iter().any(|client| client == aud))
     }
 }
 
@@ -228,7 +249,39 @@ mod tests {
             guest_issuer: Some(GUESTS.into()),
             guest_audience: None,
             guest_key: None,
+            customer_audiences: None,
         }
+    }
+
+    /// `CUSTOMER_POOL_CLIENT_IDS`: an ID token of a listed client is a
+    /// customer's; another client's, an access token, or a token whose
+    /// claims the authorizer did not hand over is not. None listed: as
+    /// before.
+    #[test]
+    fn a_customers_token_is_an_id_token_of_a_listed_client() {
+        let listed = Identity {
+            customer_audiences: Some(vec!["shop-web".into(), "shop-app".into()]),
+            ..sub()
+        };
+        let id_token = |aud: &str| json!({"sub": "u-1", "aud": aud, "token_use": "id"});
+        for request in [
+            rest(json!({ "claims": id_token("shop-app") })),
+            http_api(json!({"jwt": {"claims": id_token("shop-web")}})),
+        ] {
+            assert_eq!(listed.authenticated(&request), Ok(user("u-1")));
+        }
+        let access = json!({"sub": "u-1", "client_id": "shop-web", "token_use": "access"});
+        for refused in [
+            rest(json!({ "claims": id_token("a-test-client") })),
+            rest(json!({ "claims": access })),
+            rest(json!({"principalId": "u-1"})),
+        ] {
+            assert_eq!(listed.authenticated(&refused), Err(IdentityError::Unauthenticated));
+        }
+        // None listed: whatever the authorizer let through.
+        let unlisted = |claims: Value| sub().authenticated(&rest(json!({ "claims": claims })));
+        assert_eq!(unlisted(id_token("a-test-client")), Ok(user("u-1")));
+        assert_eq!(unlisted(access), Ok(user("u-1")));
     }
 
     #[test]

@@ -144,7 +144,7 @@ fn settled(account: &Account, turn_taken: Option<Reservation>, used: u64) -> Opt
     turn_taken.map(|reservation| TokenSettlement {
         reservation,
         used,
-        counter: account.tokens.clone(),
+        counters: account.token_counters(),
     })
 }
 

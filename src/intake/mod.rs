@@ -365,8 +365,11 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                     ..self.config.budget
                 },
             ),
-            // Guests count as customers do, by their e-mail's day (contract 27).
-            (Who::Guest { day_owner, .. }, _) => Account::of_customer(day_owner, self.config.budget),
+            // Guests count as customers do, by their e-mail's day, and in
+            // the day all guests share (contract 27).
+            (Who::Guest { day_owner, .. }, _) => {
+                Account::of_guest(day_owner, self.config.budget, self.config.guest_tokens_per_day)
+            }
             (Who::Customer, _) => Account::of_customer(&message.customer, self.config.budget),
         }
     }

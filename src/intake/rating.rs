@@ -20,9 +20,17 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     pub async fn rate(&self, id: &ConversationId, customer: &str, rating: &Rating, now_ms: u64) -> Result<(), Refused> {
         match self.conversations.rate(id, customer, rating, now_ms).await {
             Ok(Rated::Rated { intent }) => {
-                metrics::counter!("Ratings", "Outcome" => rating.outcome(), "Intent" => intent.clone()).increment(1);
+                // A visitor's is anyone's to send: counted apart, it never
+                // moves the customers' figure.
+                let metric = if crate::visitor::is_visitor(customer) {
+                    "VisitorRatings"
+                } else {
+                    "Ratings"
+                };
+                metrics::counter!(metric, "Outcome" => rating.outcome(), "Intent" => intent.clone()).increment(1);
                 tracing::info!(
                     event = "rating",
+                    metric,
                     outcome = rating.outcome(),
                     intent = %intent,
                     comment_chars = rating.comment.chars().count(),

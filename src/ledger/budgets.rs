@@ -72,10 +72,11 @@ pub trait BudgetStore: Send + Sync {
 }
 
 /// A turn's tokens at its end: what it reserved, and what the provider
-/// says it used, on the day counter it reserved from ([`Account::tokens`]).
+/// says it used, on every day counter it reserved from
+/// ([`Account::token_counters`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenSettlement {
     pub reservation: Reservation,
     pub used: u64,
-    pub counter: String,
+    pub counters: Vec<String>,
 }

@@ -71,6 +71,12 @@ pub const COUNTERS: &[&str] = &[
     // Contract 26: address writes by outcome (changed, shipped_meanwhile, unknown).
     "AddressChanges",
     "VisitorTokens",
+    // The guests' shared day (contract 27), which GuestDayAlarm watches.
+    "GuestTokens",
+    // Contract 30: the customers' "Did this solve it?", and visitors' apart
+    // (anyone can send those: they never move the customers' figure).
+    "Ratings",
+    "VisitorRatings",
 ];
 /// `StaffQueueOldestWait`: the sweep's measure of the support team's queue, in seconds.
 pub const HISTOGRAMS: &[&str] = &["TurnDuration", "StaffQueueOldestWait"];
@@ -310,6 +316,10 @@ pub fn finish_request(end: RequestEnd<'_>) {
     // The visitors' shared day (contract 27), which VisitorDayAlarm watches.
     if end.user_id.is_some_and(crate::visitor::is_visitor) {
         metrics::counter!("VisitorTokens").increment(total_tokens);
+    }
+    // The guests' (GuestDayAlarm).
+    if end.user_id.is_some_and(crate::guest::is_guest) {
+        metrics::counter!("GuestTokens").increment(total_tokens);
     }
     if let Some(reason) = end.handoff {
         metrics::counter!("Handoffs", "Reason" => reason.as_str()).increment(1);

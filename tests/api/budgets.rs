@@ -118,7 +118,7 @@ async fn the_hour_rolls_over_at_its_end_and_the_day_at_midnight() {
         .settle_tokens(&TokenSettlement {
             reservation,
             used: 1200,
-            counter: u1.tokens.clone(),
+            counters: u1.token_counters(),
         })
         .await
         .unwrap();

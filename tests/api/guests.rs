@@ -53,10 +53,15 @@ async fn as_guest(h: &TestApp, verified: &str, body: &str) -> Answer {
 
 /// `message` from the guest `sub` of the pool (its e-mail [`EMAIL`], verified).
 async fn guest_says(h: &TestApp, sub: &str, message: &str) -> Answer {
+    guest_of(h, sub, EMAIL, message).await
+}
+
+/// `message` from the guest `sub` whose verified e-mail is `email`.
+async fn guest_of(h: &TestApp, sub: &str, email: &str, message: &str) -> Answer {
     let body = json!({"user_id": format!("guest:{sub}"), "message": message}).to_string();
     send_as(
         &h.app,
-        guest_post_event(sub, EMAIL, "true", &body, &[]),
+        guest_post_event(sub, email, "true", &body, &[]),
         &fresh_request_id(),
         0,
     )
@@ -553,4 +558,37 @@ async fn a_new_sub_of_the_same_address_has_no_new_turns() {
 
     assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
     assert_eq!(renewed.status, StatusCode::TOO_MANY_REQUESTS, "{}", renewed.raw);
+}
+
+/// Contract 27: all guests together share one day (`GUEST_TOKENS_PER_DAY`),
+/// so a domain that catches every address buys no budget; customers are
+/// never refused for what guests spent.
+#[tokio::test]
+async fn guests_of_other_addresses_share_one_day_and_customers_keep_theirs() {
+    let h = TestApp::builder()
+        .model_responder(|_| text("ok"))
+        .configure(|config| config.guest_tokens_per_day = 100)
+        .build()
+        .await;
+    let first = guest_of(&h, "sub-a", "a@catch-all.example", "hello").await;
+    let second = guest_of(&h, "sub-b", "b@catch-all.example", "hello").await;
+    let customer = h.say(None, "hello").await;
+
+    assert_eq!(first.status, StatusCode::OK, "{}", first.raw);
+    assert_eq!(second.status, StatusCode::TOO_MANY_REQUESTS, "{}", second.raw);
+    assert!(second.header("retry-after").is_some());
+    assert_eq!(customer.status, StatusCode::OK, "{}", customer.raw);
+    assert_eq!(h.model_requests().await.len(), 2, "the refused guest reaches no model");
+    let guests_day: Vec<_> = h
+        .ledger()
+        .await
+        .into_iter()
+        .filter(|item| attr(item, "pk").is_some_and(|pk| pk.starts_with("budget#tokens#guests#")))
+        .collect();
+    assert_eq!(guests_day.len(), 1);
+    assert_eq!(
+        guests_day[0]["tokens"].as_n().unwrap(),
+        "270",
+        "settled to the provider's usage, as the guest's own day"
+    );
 }

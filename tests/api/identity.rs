@@ -116,3 +116,48 @@ async fn body_mode_trusts_the_body_as_before() {
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
     assert_eq!(payments_user_ids(&h.payments_requests().await), vec!["u-1001"]);
 }
+
+/// `CUSTOMER_POOL_CLIENT_IDS` (contract 29): API Gateway's authorizer checks
+/// no audience, so with the shop's clients listed a token of another app
+/// client of the pool, or an access token, is a 401 before anything is
+/// touched; a listed client's ID token is served.
+#[tokio::test]
+async fn with_the_shops_clients_listed_another_clients_token_is_a_401() {
+    let h = TestApp::builder()
+        .model(vec![refund_call("c1", "A-1001", 1250), text("Refunded.")])
+        .configure(|config| config.identity.customer_audiences = Some(vec!["shop-web".into()]))
+        .build()
+        .await;
+    let with_claims = |aud: &str, token_use: &str| {
+        let mut event = load_event("refund.json");
+        let claims = &mut event["requestContext"]["authorizer"]["claims"];
+        claims["aud"] = json!(aud);
+        claims["token_use"] = json!(token_use);
+        event
+    };
+
+    let test_client = h.send(with_claims("a-test-client", "id")).await;
+    let access = h.send(with_claims("shop-web", "access")).await;
+    // The HTTP API event carries an access token with no audience.
+    let jwt = h
+        .send(post_event_as(
+            "u-2002",
+            &json!({"user_id": "u-2002", "message": "hello"}).to_string(),
+            &[],
+        ))
+        .await;
+    assert_eq!(
+        (test_client.status, access.status, jwt.status),
+        (
+            StatusCode::UNAUTHORIZED,
+            StatusCode::UNAUTHORIZED,
+            StatusCode::UNAUTHORIZED
+        )
+    );
+    assert!(h.model_requests().await.is_empty());
+    assert!(h.ledger().await.is_empty());
+
+    let shop = h.send(with_claims("shop-web", "id")).await;
+    assert_eq!(shop.status, StatusCode::OK, "{}", shop.raw);
+    assert_eq!(payments_user_ids(&h.payments_requests().await), vec!["u-1001"]);
+}

@@ -9,11 +9,13 @@
 //!
 //! The names are [`crate::budget::Account`]'s: `u<len>:<user>` for a
 //! customer's or a guest's own; `a:<keyed hash>` for a visitor's source
-//! address (its turns) and `visitors` for the day all visitors share.
+//! address (its turns), `visitors` for the day all visitors share and
+//! `guests` for the one all guests share beside their own.
 //!
 //! Taking a turn is one transaction: the hour's counter goes up on the
 //! condition that it is below the limit, and the day's tokens go up by the
-//! turn's reservation on the condition that they are below theirs; a keyed
+//! turn's reservation on the condition that they are below theirs (a
+//! guest's: their own day and the guests' day, each below its own); a keyed
 //! request's claim of its key rides in it (one operation, not two).
 //! Concurrent requests for the last turn: exactly one passes; concurrent
 //! turns see each other's reservations. The settlement to the turn's usage
@@ -56,18 +58,45 @@ impl DynamoLedger {
             .map_err(malformed)
     }
 
-    /// A settlement's write, `None` when it changes nothing.
-    pub(crate) fn settlement_update(&self, settlement: &TokenSettlement) -> Result<Option<Update>, LedgerError> {
+    /// A settlement's writes, one per day counter; none when it changes nothing.
+    pub(crate) fn settlement_updates(&self, settlement: &TokenSettlement) -> Result<Vec<Update>, LedgerError> {
         let delta = settlement.reservation.settlement(settlement.used);
         if delta == 0 {
-            return Ok(None);
+            return Ok(Vec::new());
         }
-        self.tokens_update(&settlement.counter, delta, settlement.reservation.taken_at_ms)
-            .map(Some)
+        settlement
+            .counters
+            .iter()
+            .map(|counter| self.tokens_update(counter, delta, settlement.reservation.taken_at_ms))
+            .collect()
     }
 
-    /// The turn's transaction, with the key's claim as its third item when
-    /// given. `Ok(None)`: written.
+    /// A day's tokens go up by the turn's reservation, on the condition
+    /// that they are below `limit`.
+    fn reserve_update(
+        &self,
+        counter: &str,
+        reservation: u64,
+        limit: u64,
+        windows: &Windows,
+    ) -> Result<Update, LedgerError> {
+        Update::builder()
+            .table_name(self.table())
+            .key("pk", s(tokens_pk(counter, &windows.day)))
+            .update_expression("ADD tokens :reserve SET expires_at = :expires, #kind = :kind")
+            .condition_expression("attribute_not_exists(tokens) OR tokens < :limit")
+            .expression_attribute_names("#kind", "kind")
+            .expression_attribute_values(":reserve", n(reservation))
+            .expression_attribute_values(":limit", n(limit))
+            .expression_attribute_values(":expires", n((windows.day_ends_ms + 86_400_000) / 1000))
+            .expression_attribute_values(":kind", s("budget"))
+            .build()
+            .map_err(malformed)
+    }
+
+    /// The turn's transaction: the hour's turns, the day's tokens, the
+    /// shared day's when the account has one, and the key's claim last when
+    /// given ([`claim_index`]). `Ok(None)`: written.
     async fn turn_transaction(
         &self,
         account: &Account,
@@ -88,22 +117,20 @@ impl DynamoLedger {
             .expression_attribute_values(":kind", s("budget"))
             .build()
             .map_err(malformed)?;
-        let tokens = Update::builder()
-            .table_name(self.table())
-            .key("pk", s(tokens_pk(&account.tokens, &windows.day)))
-            .update_expression("ADD tokens :reserve SET expires_at = :expires, #kind = :kind")
-            .condition_expression("attribute_not_exists(tokens) OR tokens < :limit")
-            .expression_attribute_names("#kind", "kind")
-            .expression_attribute_values(":reserve", n(limits.turn_reservation))
-            .expression_attribute_values(":limit", n(limits.tokens_per_day))
-            .expression_attribute_values(":expires", n((windows.day_ends_ms + 86_400_000) / 1000))
-            .expression_attribute_values(":kind", s("budget"))
-            .build()
-            .map_err(malformed)?;
+        let tokens = self.reserve_update(
+            &account.tokens,
+            limits.turn_reservation,
+            limits.tokens_per_day,
+            &windows,
+        )?;
         let mut items = vec![
             TransactWriteItem::builder().update(turns).build(),
             TransactWriteItem::builder().update(tokens).build(),
         ];
+        if let Some(shared) = &account.shared_day {
+            let day = self.reserve_update(shared.counter, limits.turn_reservation, shared.tokens_per_day, &windows)?;
+            items.push(TransactWriteItem::builder().update(day).build());
+        }
         if let Some(lease) = claim {
             items.push(TransactWriteItem::builder().put(self.claim_put(lease, now_ms)?).build());
         }
@@ -129,25 +156,34 @@ impl DynamoLedger {
             .map_err(malformed)?;
         let mut items = vec![TransactWriteItem::builder().update(turns).build()];
         if reservation.tokens > 0 {
-            let tokens = Update::builder()
-                .table_name(self.table())
-                .key("pk", s(tokens_pk(&account.tokens, &windows.day)))
-                .update_expression("ADD tokens :minus")
-                .condition_expression("attribute_exists(tokens)")
-                .expression_attribute_values(":minus", AttributeValue::N(format!("-{}", reservation.tokens)))
-                .build()
-                .map_err(malformed)?;
-            items.push(TransactWriteItem::builder().update(tokens).build());
+            for counter in account.token_counters() {
+                let tokens = Update::builder()
+                    .table_name(self.table())
+                    .key("pk", s(tokens_pk(&counter, &windows.day)))
+                    .update_expression("ADD tokens :minus")
+                    .condition_expression("attribute_exists(tokens)")
+                    .expression_attribute_values(":minus", AttributeValue::N(format!("-{}", reservation.tokens)))
+                    .build()
+                    .map_err(malformed)?;
+                items.push(TransactWriteItem::builder().update(tokens).build());
+            }
         }
         Ok(items)
     }
 }
 
+/// Where the key's claim sits in the turn's transaction: after the turns,
+/// the tokens and the shared day if any.
+fn claim_index(account: &Account) -> usize {
+    2 + usize::from(account.shared_day.is_some())
+}
+
 /// What a refused turn's transaction says: the day's tokens outlast the
-/// hour's turns, so when both are spent the longer wait wins.
-fn spent(found: &[Option<Item>], now_ms: u64) -> Spent {
+/// hour's turns, so when both are spent the longer wait wins (either day).
+fn spent(account: &Account, found: &[Option<Item>], now_ms: u64) -> Spent {
     let windows = Windows::at(now_ms);
-    if found.get(1).is_some_and(Option::is_some) {
+    let day_spent = (1..claim_index(account)).any(|index| found.get(index).is_some_and(Option::is_some));
+    if day_spent {
         Spent::Tokens {
             retry_after_secs: windows.tokens_retry_after_secs(now_ms),
         }
@@ -162,7 +198,7 @@ impl BudgetStore for DynamoLedger {
     async fn take_turn(&self, account: &Account, now_ms: u64) -> Result<TakenTurn, LedgerError> {
         Ok(match self.turn_transaction(account, None, now_ms).await? {
             None => TakenTurn::Taken,
-            Some(found) => TakenTurn::Refused(spent(&found, now_ms)),
+            Some(found) => TakenTurn::Refused(spent(account, &found, now_ms)),
         })
     }
 
@@ -176,14 +212,14 @@ impl BudgetStore for DynamoLedger {
             return Ok(ClaimedWithTurn::Both);
         };
         // The key first: a replay, a 409 or a 422 spends nothing.
-        if let Some(Some(item)) = found.get(2) {
+        if let Some(Some(item)) = found.get(claim_index(account)) {
             return Ok(match self.claim_found(lease, item)? {
                 // Our own retried transaction had landed, turn and all.
                 KeyClaim::Claimed => ClaimedWithTurn::Both,
                 KeyClaim::Existing(existing) => ClaimedWithTurn::KeyExists(existing),
             });
         }
-        Ok(ClaimedWithTurn::Refused(spent(&found, now_ms)))
+        Ok(ClaimedWithTurn::Refused(spent(account, &found, now_ms)))
     }
 
     async fn give_back_turn(&self, account: &Account, reservation: Reservation) -> Result<(), LedgerError> {
@@ -209,11 +245,16 @@ impl BudgetStore for DynamoLedger {
     }
 
     async fn settle_tokens(&self, settlement: &TokenSettlement) -> Result<(), LedgerError> {
-        let Some(update) = self.settlement_update(settlement)? else {
+        let updates = self.settlement_updates(settlement)?;
+        if updates.is_empty() {
             return Ok(());
-        };
-        self.transact([TransactWriteItem::builder().update(update).build()])
-            .await
-            .map(|_| ())
+        }
+        self.transact(
+            updates
+                .into_iter()
+                .map(|update| TransactWriteItem::builder().update(update).build()),
+        )
+        .await
+        .map(|_| ())
     }
 }

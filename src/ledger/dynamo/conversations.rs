@@ -1424,10 +1424,10 @@ impl DynamoConversations {
             ends_by,
         )?);
         // What rides with the exchange, in the ledger's table.
-        if let Some(tokens) = &new.tokens
-            && let Some(update) = self.ledger.settlement_update(tokens)?
-        {
-            items.push(TransactWriteItem::builder().update(update).build());
+        if let Some(tokens) = &new.tokens {
+            for update in self.ledger.settlement_updates(tokens)? {
+                items.push(TransactWriteItem::builder().update(update).build());
+            }
         }
         let mut outcome = Appended::Appended;
         if let Some(settlement) = &new.key {

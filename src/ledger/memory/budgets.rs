@@ -23,13 +23,22 @@ impl Budgets {
         let windows = Windows::at(now_ms);
         let limits = &account.limits;
         let turns = self.turns.get(&(account.turns.clone(), windows.hour.clone())).copied();
-        let tokens = self.tokens.get(&(account.tokens.clone(), windows.day.clone())).copied();
+        let day = |counter: &str| {
+            self.tokens
+                .get(&(counter.to_owned(), windows.day.clone()))
+                .copied()
+                .unwrap_or(0)
+        };
         if turns.unwrap_or(0) >= limits.turns_per_hour {
             return Some(Spent::Turns {
                 retry_after_secs: windows.turns_retry_after_secs(now_ms),
             });
         }
-        if tokens.unwrap_or(0) >= limits.tokens_per_day {
+        let shared_spent = account
+            .shared_day
+            .as_ref()
+            .is_some_and(|shared| day(shared.counter) >= shared.tokens_per_day);
+        if day(&account.tokens) >= limits.tokens_per_day || shared_spent {
             return Some(Spent::Tokens {
                 retry_after_secs: windows.tokens_retry_after_secs(now_ms),
             });
@@ -40,7 +49,9 @@ impl Budgets {
     fn take(&mut self, account: &Account, now_ms: u64) {
         let windows = Windows::at(now_ms);
         *self.turns.entry((account.turns.clone(), windows.hour)).or_default() += 1;
-        *self.tokens.entry((account.tokens.clone(), windows.day)).or_default() += account.limits.turn_reservation;
+        for counter in account.token_counters() {
+            *self.tokens.entry((counter, windows.day.clone())).or_default() += account.limits.turn_reservation;
+        }
     }
 
     fn give_back(&mut self, account: &Account, reservation: Reservation) {
@@ -48,19 +59,20 @@ impl Budgets {
         if let Some(turns) = self.turns.get_mut(&(account.turns.clone(), windows.hour)) {
             *turns = turns.saturating_sub(1);
         }
-        if let Some(tokens) = self.tokens.get_mut(&(account.tokens.clone(), windows.day)) {
-            *tokens = tokens.saturating_sub(reservation.tokens);
+        for counter in account.token_counters() {
+            if let Some(tokens) = self.tokens.get_mut(&(counter, windows.day.clone())) {
+                *tokens = tokens.saturating_sub(reservation.tokens);
+            }
         }
     }
 
     pub(super) fn settle(&mut self, settlement: &TokenSettlement) {
         let windows = Windows::at(settlement.reservation.taken_at_ms);
-        let tokens = self
-            .tokens
-            .entry((settlement.counter.clone(), windows.day))
-            .or_default();
         let change = settlement.reservation.settlement(settlement.used);
-        *tokens = tokens.saturating_add_signed(change);
+        for counter in &settlement.counters {
+            let tokens = self.tokens.entry((counter.clone(), windows.day.clone())).or_default();
+            *tokens = tokens.saturating_add_signed(change);
+        }
     }
 
     /// The turns counted in the hour of `at_ms` (for tests).
@@ -144,5 +156,52 @@ impl BudgetStore for MemoryLedger {
     async fn settle_tokens(&self, settlement: &TokenSettlement) -> Result<(), LedgerError> {
         self.books()?.budgets.settle(settlement);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::BudgetLimits;
+
+    /// Two guests of other addresses: the second is refused by the day they
+    /// share, settled as their own days are, and given back alike.
+    #[tokio::test]
+    async fn guests_share_one_day_beside_their_own() {
+        let ledger = MemoryLedger::new();
+        let limits = BudgetLimits {
+            turns_per_hour: 10,
+            tokens_per_day: 1_000,
+            turn_reservation: 400,
+        };
+        let (a, b) = (
+            Account::of_guest("guest:@a", limits, 500),
+            Account::of_guest("guest:@b", limits, 500),
+        );
+        let at = 1_800_000_000_000;
+
+        assert_eq!(ledger.take_turn(&a, at).await, Ok(TakenTurn::Taken));
+        let reservation = Reservation {
+            taken_at_ms: at,
+            tokens: 400,
+        };
+        ledger
+            .settle_tokens(&TokenSettlement {
+                reservation,
+                used: 600,
+                counters: a.token_counters(),
+            })
+            .await
+            .unwrap();
+        assert!(matches!(
+            ledger.take_turn(&b, at).await,
+            Ok(TakenTurn::Refused(Spent::Tokens { .. }))
+        ));
+        let customer = Account::of_customer("u-1", limits);
+        assert_eq!(
+            ledger.take_turn(&customer, at).await,
+            Ok(TakenTurn::Taken),
+            "customers keep theirs"
+        );
     }
 }
