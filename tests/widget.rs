@@ -1595,7 +1595,8 @@ async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
     reply.send_keys("Sam here too.").await.unwrap();
     sam.button("Send reply").await.unwrap().click().await.unwrap();
     sam.wait_text("#outcome", "Ann Approver has this conversation").await;
-    let kept = sam.browser.find(Locator::Id("reply-text")).await.unwrap();
+    // The item is shown anew after the answer: its box once it is back.
+    let kept = sam.element("#reply-text").await;
     assert_eq!(
         kept.prop("value").await.unwrap().as_deref(),
         Some("Sam here too."),
