@@ -12,7 +12,7 @@ use refund_chat::refund::tool;
 use refund_chat::refund::{Attempt, Receipt, RefundOutcome, RefundScope, WriterMark};
 use refund_chat::router::call::{RouterSettings, RoutingModel, route};
 use refund_chat::router::{Served, decide};
-use refund_chat::turn::{Tools, Turn};
+use refund_chat::turn::{Ports, Turn};
 
 /// A routing model (contract 21) that answers every call with the same
 /// labels text, after writing the request as the HTTP client would.
@@ -64,7 +64,7 @@ fn turn_loop(c: &mut Criterion) {
             runtime.block_on(async {
                 let mut turn = Turn::new(
                     &model,
-                    Tools {
+                    Ports {
                         refunds: &payments,
                         orders: &AnyOrder,
                         help,

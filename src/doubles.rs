@@ -96,7 +96,7 @@ impl ChatModel for ScriptedModel {
     async fn complete(
         &self,
         messages: &[Message],
-        _offered: crate::chat::Offered,
+        _offered: &crate::chat::Offered,
     ) -> Result<Completion, CompletionError> {
         if self.record
             && let Ok(mut calls) = self.calls.lock()

@@ -28,8 +28,10 @@
 //!   index and the `search_help_centre` tool.
 //! - [`conversation`]: what a turn adds to a conversation and the window
 //!   the model sees. [`router`]: the routing call before the agent and
-//!   what code decides from its labels (contract 21). [`turn`]: one agent turn, its budget, retry and refund
-//!   latch. [`visitor`]: people with no token (contract 27): their token,
+//!   what code decides from its labels (contract 21). [`tools`]: the
+//!   agent's tools, one list and one file a tool: when each is offered and
+//!   how its call is carried out against the ports. [`turn`]: one agent
+//!   turn, its budget and retry, the loop that hands each call to the tools. [`visitor`]: people with no token (contract 27): their token,
 //!   kept only as a hash, their source address's keyed hash, the intents
 //!   that need an account. [`ledger`]: the stores' ports (request records, refund records,
 //!   conversations, budgets), their records, the memory books and the
@@ -84,6 +86,7 @@ pub mod router;
 pub mod secrets;
 pub mod staff;
 pub mod startup;
+pub mod tools;
 pub mod turn;
 pub mod untrusted;
 pub mod visitor;

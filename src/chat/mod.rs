@@ -80,26 +80,31 @@ impl CompletionError {
     }
 }
 
+/// One tool as a call declares it: its name, what the model reads of it,
+/// and its strict schema.
+#[derive(Debug, Clone, Copy)]
+pub struct Declared {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub parameters: fn() -> &'static serde_json::Value,
+}
+
+/// The tools a call declares, in order ([`crate::tools`] decides which: the
+/// chat knows none by name).
+#[derive(Debug, Clone, Default)]
+pub struct Offered {
+    pub tools: Vec<Declared>,
+}
+
 /// A chat model that takes the whole history and answers once.
 ///
 /// An implementation makes exactly one attempt per call and enforces the
 /// per-call timeout itself, reporting it as [`CompletionError::Timeout`].
-/// The tools a call declares beyond the four every call has: the change
-/// of address (contract 26) and the return (contract 28), each only while
-/// it is served and asked for. A visitor's call declares the help centre
-/// and the handoff alone (27).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Offered {
-    pub address_change: bool,
-    pub start_return: bool,
-    pub visitor: bool,
-}
-
 pub trait ChatModel: Sync {
     fn complete(
         &self,
         messages: &[Message],
-        offered: Offered,
+        offered: &Offered,
     ) -> impl Future<Output = Result<Completion, CompletionError>> + Send;
 
     /// The same call with the text streamed to `live` as it is read
@@ -108,7 +113,7 @@ pub trait ChatModel: Sync {
     fn complete_live(
         &self,
         messages: &[Message],
-        offered: Offered,
+        offered: &Offered,
         live: &Live,
     ) -> impl Future<Output = Result<Completion, CompletionError>> + Send {
         async move {

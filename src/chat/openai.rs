@@ -30,13 +30,7 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 
 use crate::chat::{ChatModel, Completion, CompletionError, Message, Offered, ToolCall, Usage};
-use crate::handoff::tool as handoff_tool;
-use crate::help::tool as help_tool;
 use crate::live::Live;
-use crate::orders::address as address_tool;
-use crate::orders::returns as return_tool;
-use crate::orders::tool as order_tool;
-use crate::refund::tool;
 
 /// The pinned snapshot: the agent's behaviour was tested against this one.
 pub const MODEL: &str = "gpt-4o-mini-2024-07-18";
@@ -106,7 +100,7 @@ fn client_for(http: &reqwest::Client, api_base: &str, api_key: &str) -> Client<O
 }
 
 impl ChatModel for OpenAiChat {
-    async fn complete(&self, messages: &[Message], offered: Offered) -> Result<Completion, CompletionError> {
+    async fn complete(&self, messages: &[Message], offered: &Offered) -> Result<Completion, CompletionError> {
         self.call_once(&build_request(messages, self.max_output_tokens, offered), self.timeout)
             .await
     }
@@ -114,7 +108,7 @@ impl ChatModel for OpenAiChat {
     async fn complete_live(
         &self,
         messages: &[Message],
-        offered: Offered,
+        offered: &Offered,
         live: &Live,
     ) -> Result<Completion, CompletionError> {
         self.stream(messages, offered, live).await
@@ -127,7 +121,12 @@ impl OpenAiChat {
     /// by index. The timeout covers the whole stream. A stream that ends
     /// before any choice said how it finished broke off: a provider error,
     /// never a reply (its text may stop mid-sentence).
-    async fn stream(&self, messages: &[Message], offered: Offered, live: &Live) -> Result<Completion, CompletionError> {
+    async fn stream(
+        &self,
+        messages: &[Message],
+        offered: &Offered,
+        live: &Live,
+    ) -> Result<Completion, CompletionError> {
         let mut request = build_request(messages, self.max_output_tokens, offered);
         request.stream = Some(true);
         request.stream_options = Some(ChatCompletionStreamOptions {
@@ -183,51 +182,14 @@ impl OpenAiChat {
 }
 
 /// The request for one completion call: the whole history, the tools
-/// (`issue_refund`, `hand_off_to_person`, `get_order`, `search_help_centre`,
-/// and `change_delivery_address` and `start_return` when they are offered; a visitor's the
-/// handoff and the help centre alone), `strict` and no
-/// parallel tool calls (both defence in depth only).
-pub fn build_request(messages: &[Message], max_output_tokens: u32, offered: Offered) -> CreateChatCompletionRequest {
-    let mut tools = vec![
-        declare(
-            handoff_tool::TOOL_NAME,
-            handoff_tool::TOOL_DESCRIPTION,
-            handoff_tool::declared_parameters(),
-        ),
-        declare(
-            help_tool::TOOL_NAME,
-            help_tool::TOOL_DESCRIPTION,
-            help_tool::declared_parameters(),
-        ),
-    ];
-    if !offered.visitor {
-        tools.insert(
-            0,
-            declare(tool::TOOL_NAME, tool::TOOL_DESCRIPTION, tool::declared_parameters()),
-        );
-        tools.insert(
-            2,
-            declare(
-                order_tool::TOOL_NAME,
-                order_tool::TOOL_DESCRIPTION,
-                order_tool::declared_parameters(),
-            ),
-        );
-    }
-    if offered.address_change && !offered.visitor {
-        tools.push(declare(
-            address_tool::TOOL_NAME,
-            address_tool::TOOL_DESCRIPTION,
-            address_tool::declared_parameters(),
-        ));
-    }
-    if offered.start_return && !offered.visitor {
-        tools.push(declare(
-            return_tool::TOOL_NAME,
-            return_tool::TOOL_DESCRIPTION,
-            return_tool::declared_parameters(),
-        ));
-    }
+/// offered (in their order), `strict` and no parallel tool calls (both
+/// defence in depth only).
+pub fn build_request(messages: &[Message], max_output_tokens: u32, offered: &Offered) -> CreateChatCompletionRequest {
+    let tools = offered
+        .tools
+        .iter()
+        .map(|tool| declare(tool.name, tool.description, (tool.parameters)()))
+        .collect();
     CreateChatCompletionRequest {
         model: MODEL.to_owned(),
         messages: messages.iter().map(to_wire).collect(),
@@ -535,7 +497,7 @@ mod tests {
         let (_server, chat) = answering(completion_json(message)).await;
 
         let completion = chat
-            .complete(&[Message::User("hi".into())], Offered::default())
+            .complete(&[Message::User("hi".into())], &Offered::default())
             .await
             .unwrap();
 
@@ -551,7 +513,7 @@ mod tests {
         let (_server, chat) = answering(completion_json(message)).await;
 
         let completion = chat
-            .complete(&[Message::User("hi".into())], Offered::default())
+            .complete(&[Message::User("hi".into())], &Offered::default())
             .await
             .unwrap();
 
@@ -589,7 +551,7 @@ mod tests {
         let (live, from) = Live::listened();
 
         let completion = chat
-            .complete_live(&[Message::User("hi".into())], Offered::default(), &live)
+            .complete_live(&[Message::User("hi".into())], &Offered::default(), &live)
             .await
             .unwrap();
 
@@ -629,7 +591,7 @@ mod tests {
         let (live, from) = Live::listened();
 
         let completion = chat
-            .complete_live(&[Message::User("hi".into())], Offered::default(), &live)
+            .complete_live(&[Message::User("hi".into())], &Offered::default(), &live)
             .await
             .unwrap();
 
@@ -661,7 +623,7 @@ mod tests {
         let (live, _from) = Live::listened();
 
         let result = chat
-            .complete_live(&[Message::User("hi".into())], Offered::default(), &live)
+            .complete_live(&[Message::User("hi".into())], &Offered::default(), &live)
             .await;
 
         assert!(matches!(result, Err(CompletionError::Unusable(_))), "{result:?}");
@@ -674,7 +636,7 @@ mod tests {
         let (_server, chat) = streaming(&events, false).await;
 
         let completion = chat
-            .complete_live(&[Message::User("hi".into())], Offered::default(), &Live::listened().0)
+            .complete_live(&[Message::User("hi".into())], &Offered::default(), &Live::listened().0)
             .await
             .unwrap();
 
@@ -720,7 +682,7 @@ mod tests {
         let (live, from) = Live::listened();
 
         let completion = chat
-            .complete_live(&[Message::User("hi".into())], Offered::default(), &live)
+            .complete_live(&[Message::User("hi".into())], &Offered::default(), &live)
             .await
             .unwrap();
 
@@ -740,7 +702,7 @@ mod tests {
         let (_server, chat) = serving_within(slow, Duration::from_millis(100)).await;
 
         let result = chat
-            .complete_live(&[Message::User("hi".into())], Offered::default(), &Live::listened().0)
+            .complete_live(&[Message::User("hi".into())], &Offered::default(), &Live::listened().0)
             .await;
 
         assert!(matches!(result, Err(CompletionError::Timeout)), "{result:?}");

@@ -20,7 +20,7 @@ use crate::orders::memory::MemoryOrders;
 use crate::orders::{OrderStatus, ShipTo};
 use crate::refund::message::CustomerMessage;
 use crate::refund::{Attempt, RefundScope, WriterMark};
-use crate::turn::{AddressTurn, Tools, Turn};
+use crate::turn::{AddressTurn, Ports, Turn};
 
 const CUSTOMER: &str = "user-7";
 const WITHIN: Duration = Duration::from_secs(30 * 60);
@@ -139,7 +139,7 @@ async fn customer_turn(
         .collect();
     let model = ScriptedModel::new(steps);
     let refunds = RecordingRefunds::answering(crate::refund::RefundOutcome::Unrecorded);
-    let tools = Tools {
+    let tools = Ports {
         refunds: &refunds,
         orders,
         help: shipped_help_centre(),

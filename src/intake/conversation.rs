@@ -22,7 +22,7 @@ use crate::router::{self, Intent, Route, Routing};
 use crate::secrets::{ApiKeySource, SecretError};
 
 use super::model::KeyedModel;
-use crate::turn::{AddressTurn, ReturnTurn, Tools, Turn};
+use crate::turn::{AddressTurn, Ports, ReturnTurn, Turn};
 
 use super::{Intake, Invocation, Message, Outcome, Refused, Reply, Trace, Who};
 use crate::visitor;
@@ -704,7 +704,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 };
             }
         };
-        let tools = Tools {
+        let tools = Ports {
             refunds: &self.refunds,
             orders: &self.orders,
             help: &self.help,

@@ -114,7 +114,7 @@ impl<K: ApiKeySource> KeyedModel<'_, K> {
 }
 
 impl<K: ApiKeySource> ChatModel for KeyedModel<'_, K> {
-    async fn complete(&self, messages: &[Message], offered: Offered) -> Result<Completion, CompletionError> {
+    async fn complete(&self, messages: &[Message], offered: &Offered) -> Result<Completion, CompletionError> {
         self.rotating(self.chat.timeout(), || self.chat.complete(messages, offered))
             .await
     }
@@ -123,7 +123,7 @@ impl<K: ApiKeySource> ChatModel for KeyedModel<'_, K> {
     async fn complete_live(
         &self,
         messages: &[Message],
-        offered: Offered,
+        offered: &Offered,
         live: &Live,
     ) -> Result<Completion, CompletionError> {
         self.rotating(self.chat.timeout(), || self.chat.complete_live(messages, offered, live))

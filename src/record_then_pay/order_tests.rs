@@ -16,7 +16,7 @@ use crate::refund::message::CustomerMessage;
 use crate::refund::money::AmountCents;
 use crate::refund::tool::TOOL_NAME;
 use crate::refund::{Attempt, PaymentOutcome, Receipt, RefundScope, WriterMark};
-use crate::turn::{Tools, Turn, TurnStats};
+use crate::turn::{Ports, Turn, TurnStats};
 
 const CUSTOMER: &str = "user-7";
 const DAY_MS: u64 = 86_400_000;
@@ -88,7 +88,7 @@ async fn run(orders: &MemoryOrders, steps: Vec<Step>) -> Run {
         day_owner: None,
     };
     let message = CustomerMessage::new("about my order");
-    let tools = Tools {
+    let tools = Ports {
         refunds: &refunds,
         orders,
         help: crate::doubles::shipped_help_centre(),
@@ -284,7 +284,7 @@ async fn a_refund_beside_a_return_started_in_the_same_turn_waits_for_a_person_an
         Step::tools(&[("c1", TOOL_NAME, refund)]),
         Step::text("Done."),
     ]);
-    let tools = Tools {
+    let tools = Ports {
         refunds: &refunds,
         orders: &orders,
         help: crate::doubles::shipped_help_centre(),

@@ -9,7 +9,9 @@ use std::time::Duration;
 use proptest::prelude::*;
 
 use super::*;
+use crate::confirm::{ProposalStep, WriteKind};
 use crate::doubles::{RecordingRefunds, ScriptedModel, Step, any_order, shipped_help_centre};
+use crate::orders::address::{self as address_tool, AddressArguments};
 use crate::orders::memory::MemoryOrders;
 use crate::orders::{OrderStatus, ShipTo};
 use crate::refund::{RefundScope, WriterMark};
@@ -81,7 +83,7 @@ async fn turn(
         .collect();
     let model = ScriptedModel::new(steps);
     let refunds = RecordingRefunds::answering(crate::refund::RefundOutcome::Unrecorded);
-    let tools = Tools {
+    let tools = Ports {
         refunds: &refunds,
         orders,
         help: shipped_help_centre(),

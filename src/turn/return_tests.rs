@@ -13,10 +13,16 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::*;
-use crate::confirm::{Proposal, Proposals};
+use crate::confirm::{Proposal, ProposalStep, Proposals, WriteKind};
 use crate::doubles::{RecordingRefunds, ScriptedModel, Step, any_order, shipped_help_centre};
+use crate::handoff::Reason;
+use crate::orders::OrderLookup;
+use crate::orders::address::{self as address_tool, AddressArguments, AddressWrite};
 use crate::orders::memory::MemoryOrders;
+use crate::orders::returns::{self as return_tool, ReturnArguments, ReturnWrite};
 use crate::orders::{Item, OrderStatus};
+use crate::refund::policy::OrderFacts;
+use crate::refund::tool::TOOL_NAME;
 use crate::refund::{RefundScope, WriterMark};
 
 const CUSTOMER: &str = "user-7";
@@ -112,7 +118,7 @@ async fn turn_with<G: RefundGateway>(
         .chain([Step::text("Done.")])
         .collect();
     let model = ScriptedModel::new(steps);
-    let tools = Tools {
+    let tools = Ports {
         refunds,
         orders,
         help: shipped_help_centre(),
@@ -329,7 +335,7 @@ async fn an_unknown_outcome_keeps_the_proposal_for_the_person_it_hands_to() {
         Step::text("Done."),
     ]);
     let refunds = RecordingRefunds::answering(crate::refund::RefundOutcome::Unrecorded);
-    let tools = Tools {
+    let tools = Ports {
         refunds: &refunds,
         orders: &down,
         help: shipped_help_centre(),
@@ -422,7 +428,7 @@ async fn not_offered_it_is_no_tool_and_reads_nothing() {
         Step::text("Done."),
     ]);
     let refunds = RecordingRefunds::answering(crate::refund::RefundOutcome::Unrecorded);
-    let tools = Tools {
+    let tools = Ports {
         refunds: &refunds,
         orders: &orders,
         help: shipped_help_centre(),

@@ -10,6 +10,7 @@ use super::*;
 use crate::chat::{CompletionError, Message};
 use crate::doubles::{AnyOrder, RecordingRefunds, ScriptedModel, Step, a_delivered_order, shipped_help_centre};
 use crate::refund::money::AmountCents;
+use crate::refund::tool::TOOL_NAME;
 use crate::refund::{Attempt, Receipt, RefundError, RefundOutcome, RefundRequest, RefundScope, WriterMark};
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(20);
@@ -46,8 +47,8 @@ fn context() -> Attempt {
 
 const REFUND_ARGS: &str = r#"{"order_id":"A-1","amount_cents":1250}"#;
 
-fn with_tools(refunds: &RecordingRefunds) -> Tools<'_, RecordingRefunds, AnyOrder> {
-    Tools {
+fn with_tools(refunds: &RecordingRefunds) -> Ports<'_, RecordingRefunds, AnyOrder> {
+    Ports {
         refunds,
         orders: &AnyOrder,
         help: shipped_help_centre(),
@@ -489,10 +490,8 @@ fn the_token_reservation_covers_every_declared_tool_and_the_prompt() {
     let request = crate::chat::openai::build_request(
         &[],
         1,
-        crate::chat::Offered {
-            address_change: true,
-            start_return: true,
-            ..Default::default()
+        &crate::chat::Offered {
+            tools: crate::tools::Tool::ALL.map(crate::tools::Tool::declared).to_vec(),
         },
     );
     let declared = serde_json::to_string(&request.tools).unwrap().chars().count() as u64;
@@ -555,7 +554,7 @@ impl ChatModel for HalfThenTimeout {
     async fn complete(
         &self,
         _messages: &[Message],
-        _offered: crate::chat::Offered,
+        _offered: &crate::chat::Offered,
     ) -> Result<Completion, CompletionError> {
         unreachable!("a live turn streams")
     }
@@ -563,7 +562,7 @@ impl ChatModel for HalfThenTimeout {
     async fn complete_live(
         &self,
         _messages: &[Message],
-        _offered: crate::chat::Offered,
+        _offered: &crate::chat::Offered,
         live: &crate::live::Live,
     ) -> Result<Completion, CompletionError> {
         if self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
