@@ -23,40 +23,61 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-/// What the agent may write, each with its own slot for a proposal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WriteKind {
-    /// The delivery address of an order that has not shipped (contract 26).
-    Address,
-    /// A return of a delivered order's items (contract 28).
-    Return,
+/// What the agent may write, each with its own slot for a proposal. A
+/// write names its kind where it is defined ([`WriteKind::ADDRESS`] and
+/// [`WriteKind::RETURN`] here, whose key domains must never change); the
+/// set of kinds is open, so a new write is a new constant, not an edit of
+/// this mechanism.
+#[derive(Debug, Clone, Copy)]
+pub struct WriteKind {
+    name: &'static str,
+    in_words: &'static str,
+    key_domain: &'static [u8],
+}
+
+impl PartialEq for WriteKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for WriteKind {}
+
+impl std::hash::Hash for WriteKind {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+    }
 }
 
 impl WriteKind {
-    pub const ALL: [WriteKind; 2] = [WriteKind::Address, WriteKind::Return];
+    /// The delivery address of an order that has not shipped (contract 26).
+    /// Its key domain is the one its keys were always made with.
+    pub const ADDRESS: WriteKind = WriteKind::new("address", "a change of delivery address", b"address-change\0");
+    /// A return of a delivered order's items (contract 28).
+    pub const RETURN: WriteKind = WriteKind::new("return", "a return", b"return\0");
 
-    /// As the conversation's stored attributes and the logs name it.
+    /// `name` as the conversation's stored attributes and the logs say it
+    /// (lower case and underscores: it is part of attribute names), what
+    /// the customer is asked about when two proposals wait, and its keys'
+    /// domain (no two kinds share one).
+    pub const fn new(name: &'static str, in_words: &'static str, key_domain: &'static [u8]) -> WriteKind {
+        WriteKind {
+            name,
+            in_words,
+            key_domain,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
-        match self {
-            WriteKind::Address => "address",
-            WriteKind::Return => "return",
-        }
+        self.name
     }
 
-    /// What the customer is asked about when two proposals wait.
     fn in_words(self) -> &'static str {
-        match self {
-            WriteKind::Address => "a change of delivery address",
-            WriteKind::Return => "a return",
-        }
+        self.in_words
     }
 
-    /// The key's domain: the address's is the one its keys were always made with.
     fn key_domain(self) -> &'static [u8] {
-        match self {
-            WriteKind::Address => b"address-change\0",
-            WriteKind::Return => b"return\0",
-        }
+        self.key_domain
     }
 }
 
@@ -114,24 +135,20 @@ pub fn hash_of<'a>(fields: impl IntoIterator<Item = &'a str>) -> [u8; 32] {
 }
 
 /// The conversation's proposals, one slot per kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Proposals {
-    address: Option<Proposal>,
-    ret: Option<Proposal>,
+    slots: Vec<(WriteKind, Proposal)>,
 }
 
 impl Proposals {
     pub fn get(&self, kind: WriteKind) -> Option<Proposal> {
-        match kind {
-            WriteKind::Address => self.address,
-            WriteKind::Return => self.ret,
-        }
+        self.slots.iter().find(|(k, _)| *k == kind).map(|(_, p)| *p)
     }
 
     pub fn set(&mut self, kind: WriteKind, proposal: Option<Proposal>) {
-        match kind {
-            WriteKind::Address => self.address = proposal,
-            WriteKind::Return => self.ret = proposal,
+        self.slots.retain(|(k, _)| *k != kind);
+        if let Some(proposal) = proposal {
+            self.slots.push((kind, proposal));
         }
     }
 
@@ -142,24 +159,25 @@ impl Proposals {
     }
 
     /// Those still waiting at `now_ms`.
-    pub fn waiting_at(self, now_ms: u64) -> Proposals {
+    pub fn waiting_at(&self, now_ms: u64) -> Proposals {
         Proposals {
-            address: self.address.filter(|p| p.waits_at(now_ms)),
-            ret: self.ret.filter(|p| p.waits_at(now_ms)),
+            slots: self.slots.iter().copied().filter(|(_, p)| p.waits_at(now_ms)).collect(),
         }
     }
 
     pub fn any(&self) -> bool {
-        self.address.is_some() || self.ret.is_some()
+        !self.slots.is_empty()
     }
 
     fn kinds(&self) -> impl Iterator<Item = WriteKind> + '_ {
-        WriteKind::ALL.into_iter().filter(|kind| self.get(*kind).is_some())
+        self.slots.iter().map(|(kind, _)| *kind)
     }
 
-    /// Applies a turn's steps.
+    /// Applies a turn's steps: a kind the steps do not name takes their
+    /// `otherwise` (a clearing turn ends every kind, known here or not).
     pub fn apply(&mut self, steps: &ProposalSteps) {
-        for kind in WriteKind::ALL {
+        let kinds: Vec<WriteKind> = self.kinds().chain(steps.named()).collect();
+        for kind in kinds {
             match steps.get(kind) {
                 ProposalStep::Keep => {}
                 ProposalStep::Set(proposal) => self.set(kind, Some(proposal)),
@@ -181,53 +199,51 @@ pub enum ProposalStep {
     Clear,
 }
 
-/// What a turn leaves of each kind's proposal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// What a turn leaves of each kind's proposal: those it named, and for
+/// every other kind `otherwise`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProposalSteps {
-    address: ProposalStep,
-    ret: ProposalStep,
+    steps: Vec<(WriteKind, ProposalStep)>,
+    otherwise: ProposalStep,
     /// Kinds this turn proposed twice with other arguments: both cleared,
     /// and no third proposal of the kind in the turn.
-    ambiguous: [bool; 2],
+    ambiguous: Vec<WriteKind>,
 }
 
 impl ProposalSteps {
-    fn slot(kind: WriteKind) -> usize {
-        match kind {
-            WriteKind::Address => 0,
-            WriteKind::Return => 1,
-        }
-    }
-
     /// This turn proposed `kind` twice, differently: nothing of it waits.
     pub fn is_ambiguous(&self, kind: WriteKind) -> bool {
-        self.ambiguous[Self::slot(kind)]
+        self.ambiguous.contains(&kind)
     }
 
     fn make_ambiguous(&mut self, kind: WriteKind) {
-        self.ambiguous[Self::slot(kind)] = true;
+        self.ambiguous.push(kind);
         self.set(kind, ProposalStep::Clear);
     }
 
     pub fn get(&self, kind: WriteKind) -> ProposalStep {
-        match kind {
-            WriteKind::Address => self.address,
-            WriteKind::Return => self.ret,
-        }
+        self.steps
+            .iter()
+            .find(|(k, _)| *k == kind)
+            .map_or(self.otherwise, |(_, step)| *step)
     }
 
     pub fn set(&mut self, kind: WriteKind, step: ProposalStep) {
-        match kind {
-            WriteKind::Address => self.address = step,
-            WriteKind::Return => self.ret = step,
-        }
+        self.steps.retain(|(k, _)| *k != kind);
+        self.steps.push((kind, step));
     }
 
-    /// Every step that is not `Keep`.
-    pub fn changes(&self) -> impl Iterator<Item = (WriteKind, ProposalStep)> + '_ {
-        WriteKind::ALL
-            .into_iter()
-            .map(|kind| (kind, self.get(kind)))
+    /// The kinds named, in the order they were first set.
+    fn named(&self) -> impl Iterator<Item = WriteKind> + '_ {
+        self.steps.iter().map(|(kind, _)| *kind)
+    }
+
+    /// Every step that is not `Keep`, of the kinds in `kinds` (a store
+    /// writes the kinds it keeps).
+    pub fn changes<'a>(&'a self, kinds: &'a [WriteKind]) -> impl Iterator<Item = (WriteKind, ProposalStep)> + 'a {
+        kinds
+            .iter()
+            .map(|kind| (*kind, self.get(*kind)))
             .filter(|(_, step)| *step != ProposalStep::Keep)
     }
 
@@ -235,19 +251,18 @@ impl ProposalSteps {
     /// confirm, so a turn that neither writes nor proposes again ends what
     /// the conversation holds, whether or not this turn could see it.
     pub fn clearing() -> ProposalSteps {
-        let mut steps = ProposalSteps::default();
-        for kind in WriteKind::ALL {
-            steps.set(kind, ProposalStep::Clear);
+        ProposalSteps {
+            otherwise: ProposalStep::Clear,
+            ..ProposalSteps::default()
         }
-        steps
     }
 
     /// The steps with every new proposal dropped: a turn whose answer did
     /// not reach the customer (502, 504) proposed nothing.
     pub fn without_new_proposals(mut self) -> ProposalSteps {
-        for kind in WriteKind::ALL {
-            if matches!(self.get(kind), ProposalStep::Set(_)) {
-                self.set(kind, ProposalStep::Clear);
+        for (_, step) in &mut self.steps {
+            if matches!(step, ProposalStep::Set(_)) {
+                *step = ProposalStep::Clear;
             }
         }
         self
@@ -257,7 +272,7 @@ impl ProposalSteps {
 /// What a turn knows of the conversation's proposals: those still waiting,
 /// whether the customer's own message is an explicit yes (code reads it,
 /// never the model), how long a new proposal waits, and the turn's clock.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Confirmation {
     pub waiting: Proposals,
     pub said_yes: bool,
@@ -373,19 +388,20 @@ mod tests {
     fn only_a_yes_to_the_one_waiting_proposal_with_its_hash_writes() {
         let hash = hash_of(["A-1002", "Blue mug"]);
         let proposal = Proposal::new(hash, 1_000, MINUTES_30);
-        let waiting = Proposals::default().with(WriteKind::Return, proposal);
+        let waiting = Proposals::default().with(WriteKind::RETURN, proposal);
         assert_eq!(
-            confirmation(waiting, true, 60_000).decide(WriteKind::Return, hash, &mut ProposalSteps::default()),
+            confirmation(waiting.clone(), true, 60_000).decide(WriteKind::RETURN, hash, &mut ProposalSteps::default()),
             Decision::Write(proposal)
         );
         // No yes, another hash, another kind, expired: a new proposal.
         for (said_yes, kind, asked, now) in [
-            (false, WriteKind::Return, hash, 60_000),
-            (true, WriteKind::Return, hash_of(["A-1002", "Red mug"]), 60_000),
-            (true, WriteKind::Address, hash, 60_000),
-            (true, WriteKind::Return, hash, 1_000 + MINUTES_30.as_millis() as u64),
+            (false, WriteKind::RETURN, hash, 60_000),
+            (true, WriteKind::RETURN, hash_of(["A-1002", "Red mug"]), 60_000),
+            (true, WriteKind::ADDRESS, hash, 60_000),
+            (true, WriteKind::RETURN, hash, 1_000 + MINUTES_30.as_millis() as u64),
         ] {
-            let decided = confirmation(waiting, said_yes, now).decide(kind, asked, &mut ProposalSteps::default());
+            let decided =
+                confirmation(waiting.clone(), said_yes, now).decide(kind, asked, &mut ProposalSteps::default());
             assert_eq!(decided, Decision::Propose(Proposal::new(asked, now, MINUTES_30)));
         }
     }
@@ -394,22 +410,22 @@ mod tests {
     fn with_two_waiting_a_bare_yes_writes_neither() {
         let (address, ret) = (hash_of(["a"]), hash_of(["r"]));
         let waiting = Proposals::default()
-            .with(WriteKind::Address, Proposal::new(address, 1_000, MINUTES_30))
-            .with(WriteKind::Return, Proposal::new(ret, 2_000, MINUTES_30));
-        let turn = confirmation(waiting, true, 60_000);
+            .with(WriteKind::ADDRESS, Proposal::new(address, 1_000, MINUTES_30))
+            .with(WriteKind::RETURN, Proposal::new(ret, 2_000, MINUTES_30));
+        let turn = confirmation(waiting.clone(), true, 60_000);
         let mut steps = ProposalSteps::default();
-        assert_eq!(turn.decide(WriteKind::Address, address, &mut steps), Decision::WhichOne);
-        assert_eq!(turn.decide(WriteKind::Return, ret, &mut steps), Decision::WhichOne);
+        assert_eq!(turn.decide(WriteKind::ADDRESS, address, &mut steps), Decision::WhichOne);
+        assert_eq!(turn.decide(WriteKind::RETURN, ret, &mut steps), Decision::WhichOne);
         let asked = turn.which_one().to_string();
         assert!(asked.contains("a change of delivery address and a return"), "{asked}");
         // One of the two expired: the yes answers the other.
         let later = confirmation(
-            waiting.with(WriteKind::Address, Proposal::new(address, 0, Duration::from_millis(1))),
+            waiting.with(WriteKind::ADDRESS, Proposal::new(address, 0, Duration::from_millis(1))),
             true,
             60_000,
         );
         assert!(matches!(
-            later.decide(WriteKind::Return, ret, &mut ProposalSteps::default()),
+            later.decide(WriteKind::RETURN, ret, &mut ProposalSteps::default()),
             Decision::Write(_)
         ));
     }
@@ -417,17 +433,17 @@ mod tests {
     #[test]
     fn a_turn_that_does_not_confirm_clears_what_waited_and_a_failed_one_proposes_nothing() {
         let proposal = Proposal::new(hash_of(["a"]), 1, MINUTES_30);
-        let waiting = Proposals::default().with(WriteKind::Address, proposal);
+        let waiting = Proposals::default().with(WriteKind::ADDRESS, proposal);
         let steps = ProposalSteps::clearing();
-        assert_eq!(steps.get(WriteKind::Address), ProposalStep::Clear);
-        assert_eq!(steps.get(WriteKind::Return), ProposalStep::Clear);
+        assert_eq!(steps.get(WriteKind::ADDRESS), ProposalStep::Clear);
+        assert_eq!(steps.get(WriteKind::RETURN), ProposalStep::Clear);
         let mut kept = waiting;
         kept.apply(&steps);
         assert!(!kept.any());
         let mut proposing = ProposalSteps::default();
-        proposing.set(WriteKind::Return, ProposalStep::Set(proposal));
+        proposing.set(WriteKind::RETURN, ProposalStep::Set(proposal));
         assert_eq!(
-            proposing.without_new_proposals().get(WriteKind::Return),
+            proposing.without_new_proposals().get(WriteKind::RETURN),
             ProposalStep::Clear
         );
     }
@@ -437,24 +453,24 @@ mod tests {
         let turn = confirmation(Proposals::default(), false, 60_000);
         let (first, second) = (hash_of(["A-1", "one"]), hash_of(["A-1", "two"]));
         let mut steps = ProposalSteps::clearing();
-        let Decision::Propose(proposal) = turn.decide(WriteKind::Address, first, &mut steps) else {
+        let Decision::Propose(proposal) = turn.decide(WriteKind::ADDRESS, first, &mut steps) else {
             panic!("a first call proposes");
         };
-        steps.set(WriteKind::Address, ProposalStep::Set(proposal));
+        steps.set(WriteKind::ADDRESS, ProposalStep::Set(proposal));
         assert_eq!(
-            turn.decide(WriteKind::Address, first, &mut steps),
+            turn.decide(WriteKind::ADDRESS, first, &mut steps),
             Decision::Again(proposal)
         );
-        assert_eq!(turn.decide(WriteKind::Address, second, &mut steps), Decision::Ambiguous);
-        assert_eq!(steps.get(WriteKind::Address), ProposalStep::Clear, "neither waits");
+        assert_eq!(turn.decide(WriteKind::ADDRESS, second, &mut steps), Decision::Ambiguous);
+        assert_eq!(steps.get(WriteKind::ADDRESS), ProposalStep::Clear, "neither waits");
         assert_eq!(
-            turn.decide(WriteKind::Address, first, &mut steps),
+            turn.decide(WriteKind::ADDRESS, first, &mut steps),
             Decision::Ambiguous,
             "not the first again either"
         );
         // The other kind is its own.
         assert!(matches!(
-            turn.decide(WriteKind::Return, second, &mut steps),
+            turn.decide(WriteKind::RETURN, second, &mut steps),
             Decision::Propose(_)
         ));
     }
@@ -462,12 +478,12 @@ mod tests {
     #[test]
     fn keys_differ_by_kind_conversation_and_proposal_and_repeat_for_the_same() {
         let proposal = Proposal::new(hash_of(["a"]), 1, MINUTES_30);
-        let key = write_key(WriteKind::Return, "c_1", &proposal);
-        assert_eq!(key, write_key(WriteKind::Return, "c_1", &proposal));
-        assert_ne!(key, write_key(WriteKind::Address, "c_1", &proposal));
-        assert_ne!(key, write_key(WriteKind::Return, "c_2", &proposal));
+        let key = write_key(WriteKind::RETURN, "c_1", &proposal);
+        assert_eq!(key, write_key(WriteKind::RETURN, "c_1", &proposal));
+        assert_ne!(key, write_key(WriteKind::ADDRESS, "c_1", &proposal));
+        assert_ne!(key, write_key(WriteKind::RETURN, "c_2", &proposal));
         let later = Proposal::new(proposal.hash, 2, MINUTES_30);
-        assert_ne!(key, write_key(WriteKind::Return, "c_1", &later));
+        assert_ne!(key, write_key(WriteKind::RETURN, "c_1", &later));
         assert_eq!(
             Proposal::from_stored(&proposal.hex(), proposal.at_ms, proposal.until_ms),
             Some(proposal)

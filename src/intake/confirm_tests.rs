@@ -157,14 +157,14 @@ async fn customer_turn(
             countries: None,
         })
         .confirmation(Confirmation {
-            waiting: held.proposals,
+            waiting: held.proposals.clone(),
             said_yes: yes.says_yes(message),
             confirm_within: WITHIN,
             now_ms,
         });
     let _ = turn.run().await;
-    let proposal_steps = turn.stats().proposal_steps;
-    let proposed = match proposal_steps.get(WriteKind::Address) {
+    let proposal_steps = turn.stats().proposal_steps.clone();
+    let proposed = match proposal_steps.get(WriteKind::ADDRESS) {
         ProposalStep::Set(proposal) => Some(proposal),
         ProposalStep::Keep | ProposalStep::Clear => None,
     };

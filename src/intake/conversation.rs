@@ -354,12 +354,12 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         let waiting = held.proposals.waiting_at(now);
         let address = AddressTurn {
             offered: served.contains(Intent::AddressChange)
-                && (routed.address_change || waiting.get(WriteKind::Address).is_some()),
+                && (routed.address_change || waiting.get(WriteKind::ADDRESS).is_some()),
             countries: self.config.address.shipping_countries.clone(),
         };
         let returns = ReturnTurn {
             offered: served.contains(Intent::Return)
-                && (routed.intents.contains(&Intent::Return) || waiting.get(WriteKind::Return).is_some()),
+                && (routed.intents.contains(&Intent::Return) || waiting.get(WriteKind::RETURN).is_some()),
             window_days: self.config.returns.window_days,
             label_origins: self.config.returns.label_origins.clone(),
             started_before: held.returns_started.clone(),
@@ -457,7 +457,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             .stats
             .as_ref()
             .map_or_else(WritesAppend::default, |stats| WritesAppend {
-                steps: stats.proposal_steps,
+                steps: stats.proposal_steps.clone(),
                 addresses: stats.addresses.clone(),
                 returns: stats.returns.clone(),
             });

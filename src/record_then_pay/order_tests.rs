@@ -271,7 +271,7 @@ async fn a_refund_beside_a_return_started_in_the_same_turn_waits_for_a_person_an
     let hash = crate::orders::returns::parse_arguments(ret).expect("valid").hash();
     let now = crate::clock::now_ms();
     let waiting = Proposals::default().with(
-        WriteKind::Return,
+        WriteKind::RETURN,
         Proposal::new(hash, now - 60_000, Duration::from_secs(1800)),
     );
     let refunds = RecordedRefunds::new(

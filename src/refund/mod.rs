@@ -434,7 +434,7 @@ impl RefundOutcome {
 
 /// Makes (or declines to make) the refund the turn asks for: in the function,
 /// "decide, record, then pay" ([`crate::record_then_pay`]).
-pub trait RefundGateway {
+pub trait RefundGateway: Sync {
     fn refund(&self, request: &RefundRequest) -> impl Future<Output = RefundOutcome> + Send;
 
     /// Whether the order has a refund record in rule 2's window that may

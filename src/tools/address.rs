@@ -1,17 +1,21 @@
-//! `change_delivery_address` (contract 26): checked against the order read
-//! afresh as the verified customer; a first call proposes, and only a call
-//! of a later turn whose customer said yes, with exactly the proposed
-//! arguments, writes ([`crate::confirm`]). Never logs the address.
+//! `change_delivery_address` (contract 26): a write on the confirmation
+//! walk ([`super::write`]), checked against the order read afresh as the
+//! verified customer: placed, not shipped, and to a country the shop
+//! serves. Never logs the address.
 
-use tokio::time::Instant;
+use std::time::Duration;
 
-use super::Session;
+use serde_json::Value;
+
+use super::write::{Refused, Write, Written};
+use super::{Session, Step};
 use crate::chat::Declared;
-use crate::confirm::{self, Confirmation, Decision, ProposalStep, WriteKind};
+use crate::confirm::{ProposalStep, WriteKind};
 use crate::handoff::Reason;
 use crate::orders::address::{self as address_tool, AddressArguments, AddressRecord, AddressWrite};
-use crate::orders::tool as order_tool;
-use crate::orders::{self, OrderLookup, OrderSystem};
+use crate::orders::{self, Order, OrderSystem};
+use crate::refund::RefundGateway;
+use crate::refund::tool::SchemaFailure;
 use crate::untrusted;
 
 pub(super) const DECLARED: Declared = Declared {
@@ -19,6 +23,8 @@ pub(super) const DECLARED: Declared = Declared {
     description: address_tool::TOOL_DESCRIPTION,
     parameters: address_tool::declared_parameters,
 };
+pub(super) const STEP: Step = Step::Order;
+pub(super) const KIND: Option<WriteKind> = Some(WriteKind::ADDRESS);
 
 /// Once `address_change` is served and routed, or a proposal waits; never
 /// a visitor's.
@@ -26,132 +32,135 @@ pub(super) fn offered<G, O>(session: &Session<'_, G, O>) -> bool {
     session.address.offered && !session.visitor
 }
 
-/// `change_delivery_address` (contract 26): checked against the order
-/// read afresh as the verified customer; a first call proposes, and
-/// only a call of a later turn whose customer said yes, with exactly the
-/// proposed arguments, writes. Never logs the address.
-pub(super) async fn carry_out<G, O: OrderSystem>(session: &mut Session<'_, G, O>, arguments: &str) -> String {
-    let arguments = match address_tool::parse_arguments(arguments) {
-        Ok(arguments) => arguments,
-        Err(error) => {
-            return session
-                .rejected(address_tool::TOOL_NAME, error.schema_paths(), error.to_string())
-                .to_json();
-        }
-    };
-    let started = Instant::now();
-    let (result, outcome) = attempt(session, &arguments).await;
-    tracing::info!(
-        event = "tool_call",
-        tool = address_tool::TOOL_NAME,
-        validation = "ok",
-        order_id = untrusted::order_id_for_log(&arguments.order_id),
-        order_id_chars = arguments.order_id.chars().count(),
-        address_outcome = outcome,
-        customer_said_yes = session.confirmation.said_yes,
-        latency_ms = started.elapsed().as_secs_f64() * 1000.0,
-    );
-    session.stats.addresses.push(AddressRecord {
-        order_id: arguments.order_id.clone(),
-        outcome,
-    });
-    result.to_string()
+pub(super) async fn carry_out<G: RefundGateway, O: OrderSystem>(
+    session: &mut Session<'_, G, O>,
+    arguments: &str,
+) -> String {
+    super::write::carry_out::<AddressChange, G, O>(session, arguments).await
 }
 
-async fn attempt<G, O: OrderSystem>(
-    session: &mut Session<'_, G, O>,
-    arguments: &AddressArguments,
-) -> (serde_json::Value, &'static str) {
-    let order_id = &arguments.order_id;
-    if session.addresses_written.contains(order_id) {
-        return (address_tool::one_per_order(), "one_per_order");
+struct AddressChange;
+
+impl Write for AddressChange {
+    type Arguments = AddressArguments;
+    type Checked = ();
+    const KIND: WriteKind = WriteKind::ADDRESS;
+    const TOOL: &'static str = address_tool::TOOL_NAME;
+
+    fn parse(raw: &str) -> Result<AddressArguments, SchemaFailure> {
+        address_tool::parse_arguments(raw)
     }
-    // The order read and the write share `get_order`'s reads (each a
-    // read's two tries at most), so the turn's worst case stays as it was.
-    if session.stats.order_reads >= order_tool::MAX_READS {
-        return (order_tool::too_many_reads(), "too_many_reads");
+
+    fn order_id(arguments: &AddressArguments) -> &str {
+        &arguments.order_id
     }
-    session.stats.order_reads += 1;
-    let shopper = session.shopper();
-    let order = match session.read_order(order_id, &shopper).await {
-        OrderLookup::Found(order) => order,
-        OrderLookup::NotFound => return (address_tool::not_found(order_id), "not_found"),
-        OrderLookup::Unavailable(_) => return (address_tool::unavailable(), "unavailable"),
-    };
-    if order.status != orders::OrderStatus::Placed {
-        return (address_tool::not_placed(order.status), "not_placed");
+
+    fn hash(arguments: &AddressArguments) -> [u8; 32] {
+        arguments.hash()
     }
-    let allowed = session
-        .address
-        .countries
-        .clone()
-        .unwrap_or_else(|| vec![order.ship_to.country.to_ascii_uppercase()]);
-    if !allowed.contains(&arguments.address.country) {
-        return (
-            address_tool::country_not_served(&arguments.address.country, &allowed),
-            "country_not_served",
+
+    fn one_per_order() -> Value {
+        address_tool::one_per_order()
+    }
+
+    fn not_found(order_id: &str) -> Value {
+        address_tool::not_found(order_id)
+    }
+
+    fn unavailable() -> Value {
+        address_tool::unavailable()
+    }
+
+    async fn check<G: RefundGateway, O: OrderSystem>(
+        session: &mut Session<'_, G, O>,
+        order: &Order,
+        arguments: &AddressArguments,
+    ) -> Result<(), Refused> {
+        if order.status != orders::OrderStatus::Placed {
+            return Err((address_tool::not_placed(order.status), "not_placed"));
+        }
+        let allowed = session
+            .address
+            .countries
+            .clone()
+            .unwrap_or_else(|| vec![order.ship_to.country.to_ascii_uppercase()]);
+        if !allowed.contains(&arguments.address.country) {
+            return Err((
+                address_tool::country_not_served(&arguments.address.country, &allowed),
+                "country_not_served",
+            ));
+        }
+        Ok(())
+    }
+
+    fn proposed(arguments: &AddressArguments, _: &()) -> Value {
+        address_tool::confirm(arguments)
+    }
+
+    fn confirm_line(arguments: &AddressArguments, _: &()) -> String {
+        arguments.confirm_line()
+    }
+
+    async fn write<G: RefundGateway, O: OrderSystem>(
+        session: &mut Session<'_, G, O>,
+        _: &Order,
+        arguments: &AddressArguments,
+        _: &(),
+        key: &str,
+    ) -> Written {
+        let shopper = session.shopper();
+        let written = session
+            .ports
+            .orders
+            .change_address(&arguments.order_id, &shopper, &arguments.address, key)
+            .await;
+        let (result, outcome, step, handoff) = match written {
+            AddressWrite::Changed => (address_tool::changed(arguments), "changed", ProposalStep::Clear, None),
+            AddressWrite::Shipped => (
+                address_tool::shipped_meanwhile(),
+                "shipped_meanwhile",
+                ProposalStep::Clear,
+                None,
+            ),
+            // Kept for the person who checks, to whom code hands the
+            // conversation (contract 26): its key writes at most once.
+            AddressWrite::Unknown(_) => (
+                address_tool::unknown_outcome(),
+                "unknown",
+                ProposalStep::Keep,
+                Some(Reason::AddressWriteUnknown),
+            ),
+        };
+        metrics::counter!("AddressChanges", "Outcome" => outcome).increment(1);
+        Written {
+            result,
+            outcome,
+            step,
+            handoff,
+            kept: None,
+        }
+    }
+
+    fn record<G, O>(
+        session: &mut Session<'_, G, O>,
+        arguments: &AddressArguments,
+        outcome: &'static str,
+        _: Option<String>,
+        took: Duration,
+    ) {
+        tracing::info!(
+            event = "tool_call",
+            tool = address_tool::TOOL_NAME,
+            validation = "ok",
+            order_id = untrusted::order_id_for_log(&arguments.order_id),
+            order_id_chars = arguments.order_id.chars().count(),
+            address_outcome = outcome,
+            customer_said_yes = session.confirmation.said_yes,
+            latency_ms = took.as_secs_f64() * 1000.0,
         );
-    }
-    let decided = session
-        .confirmation
-        .decide(WriteKind::Address, arguments.hash(), &mut session.stats.proposal_steps);
-    let proposal = match decided {
-        Decision::Write(proposal) => proposal,
-        Decision::WhichOne => return (session.confirmation.which_one(), "which_one"),
-        Decision::Again(_) => return (address_tool::confirm(arguments), "proposed"),
-        Decision::Ambiguous => {
-            session.stats.code_lines.retain(|(kind, _)| *kind != WriteKind::Address);
-            return (Confirmation::ambiguous(WriteKind::Address), "ambiguous");
-        }
-        Decision::Propose(proposal) => {
-            session
-                .stats
-                .proposal_steps
-                .set(WriteKind::Address, ProposalStep::Set(proposal));
-            session
-                .stats
-                .code_lines
-                .push((WriteKind::Address, arguments.confirm_line()));
-            return (address_tool::confirm(arguments), "proposed");
-        }
-    };
-    if session.stats.order_reads >= order_tool::MAX_READS {
-        return (order_tool::too_many_reads(), "too_many_reads");
-    }
-    session.stats.order_reads += 1;
-    session.addresses_written.push(order_id.clone());
-    // A proposal this turn made is gone once a confirmed one is written.
-    session.stats.code_lines.retain(|(kind, _)| *kind != WriteKind::Address);
-    let key = confirm::write_key(WriteKind::Address, &session.conversation_key(), &proposal);
-    match session
-        .ports
-        .orders
-        .change_address(order_id, &shopper, &arguments.address, &key)
-        .await
-    {
-        AddressWrite::Changed => {
-            metrics::counter!("AddressChanges", "Outcome" => "changed").increment(1);
-            session
-                .stats
-                .proposal_steps
-                .set(WriteKind::Address, ProposalStep::Clear);
-            (address_tool::changed(arguments), "changed")
-        }
-        AddressWrite::Shipped => {
-            metrics::counter!("AddressChanges", "Outcome" => "shipped_meanwhile").increment(1);
-            session
-                .stats
-                .proposal_steps
-                .set(WriteKind::Address, ProposalStep::Clear);
-            (address_tool::shipped_meanwhile(), "shipped_meanwhile")
-        }
-        // Kept for the person who checks, to whom code hands the
-        // conversation (contract 26): its key writes at most once.
-        AddressWrite::Unknown(_) => {
-            metrics::counter!("AddressChanges", "Outcome" => "unknown").increment(1);
-            session.stats.proposal_steps.set(WriteKind::Address, ProposalStep::Keep);
-            session.hand_off_in_code(Reason::AddressWriteUnknown);
-            (address_tool::unknown_outcome(), "unknown")
-        }
+        session.stats.addresses.push(AddressRecord {
+            order_id: arguments.order_id.clone(),
+            outcome,
+        });
     }
 }

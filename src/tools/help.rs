@@ -2,8 +2,9 @@
 //! spends no latch. The articles shown are kept for the exchange and the
 //! summary.
 
-use super::Session;
+use super::{Session, Step};
 use crate::chat::Declared;
+use crate::confirm::WriteKind;
 use crate::help::Citation;
 use crate::help::tool::{self, TOOL_NAME};
 
@@ -12,13 +13,15 @@ pub(super) const DECLARED: Declared = Declared {
     description: tool::TOOL_DESCRIPTION,
     parameters: tool::declared_parameters,
 };
+pub(super) const STEP: Step = Step::HelpCentre;
+pub(super) const KIND: Option<WriteKind> = None;
 
 /// Everyone's, visitors' too.
 pub(super) fn offered<G, O>(_: &Session<'_, G, O>) -> bool {
     true
 }
 
-pub(super) fn carry_out<G, O>(session: &mut Session<'_, G, O>, arguments: &str) -> String {
+pub(super) async fn carry_out<G, O>(session: &mut Session<'_, G, O>, arguments: &str) -> String {
     let query = match tool::parse_arguments(arguments) {
         Ok(query) => query,
         Err(error) => {

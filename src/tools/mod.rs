@@ -9,104 +9,104 @@
 //! which finds the tool by name in [`Tool::ALL`]; it knows no tool by name,
 //! as mini-redis's connection loop knows no command.
 //!
-//! Adding a tool: its file here (`DECLARED`, `offered`, `carry_out`), and
-//! its variant in [`Tool`] with its three lines in the three matches below.
+//! Adding a tool: its file here, and its line in the `tools!` list. A
+//! write the agent may make is a tool whose `carry_out` is the
+//! confirmation walk ([`write`]) over its [`write::Write`].
 
 use crate::chat::{Declared, Offered};
+use crate::confirm::WriteKind;
 use crate::live::Step;
 use crate::orders::OrderSystem;
 use crate::refund::RefundGateway;
 use crate::refund::tool::ToolResult;
 
-mod address;
-mod handoff;
-mod help;
-mod order;
-mod refund;
-mod returns;
 mod session;
+mod write;
 
 pub use refund::MAX_REFUND_CHECKS;
 pub use session::{AddressTurn, Ports, RefundLatch, ReturnTurn, Session, TurnStats};
 
-/// Every tool the agent may be given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tool {
-    Refund,
-    Handoff,
-    Order,
-    Help,
-    Address,
-    Return,
+/// The one list: a line a tool, in the order a call declares them. Each
+/// names its file, which holds `DECLARED`, `STEP` (what the page is told
+/// while it runs), `KIND` (a write's, on the confirmation walk; else
+/// none), `offered` and `carry_out`.
+macro_rules! tools {
+    ($( $(#[$attr:meta])* $tool:ident => $file:ident ),* $(,)?) => {
+        $( $(#[$attr])* mod $file; )*
+
+        /// Every tool the agent may be given.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Tool {
+            $( $(#[$attr])* $tool, )*
+        }
+
+        impl Tool {
+            /// In the order a call declares them.
+            pub const ALL: &'static [Tool] = &[ $( $(#[$attr])* Tool::$tool, )* ];
+
+            pub fn declared(self) -> Declared {
+                match self {
+                    $( $(#[$attr])* Tool::$tool => $file::DECLARED, )*
+                }
+            }
+
+            /// What the customer's page is told is happening while it runs.
+            fn step(self) -> Step {
+                match self {
+                    $( $(#[$attr])* Tool::$tool => $file::STEP, )*
+                }
+            }
+
+            /// A write's kind: its proposals are the conversation's to keep.
+            pub fn kind(self) -> Option<WriteKind> {
+                match self {
+                    $( $(#[$attr])* Tool::$tool => $file::KIND, )*
+                }
+            }
+
+            /// Whether this turn declares it, and so may run it.
+            fn offered<G, O>(self, session: &Session<'_, G, O>) -> bool {
+                match self {
+                    $( $(#[$attr])* Tool::$tool => $file::offered(session), )*
+                }
+            }
+
+            async fn carry_out<G: RefundGateway, O: OrderSystem>(
+                self,
+                session: &mut Session<'_, G, O>,
+                arguments: &str,
+            ) -> String {
+                match self {
+                    $( $(#[$attr])* Tool::$tool => $file::carry_out(session, arguments).await, )*
+                }
+            }
+        }
+    };
 }
 
-impl Tool {
-    /// In the order a call declares them.
-    pub const ALL: [Tool; 6] = [
-        Tool::Refund,
-        Tool::Handoff,
-        Tool::Order,
-        Tool::Help,
-        Tool::Address,
-        Tool::Return,
-    ];
+tools! {
+    Refund => refund,
+    Handoff => handoff,
+    Order => order,
+    Help => help,
+    Address => address,
+    Return => returns,
+    #[cfg(test)] CancelOrder => cancel_order,
+}
 
-    pub fn declared(self) -> Declared {
-        match self {
-            Tool::Refund => refund::DECLARED,
-            Tool::Handoff => handoff::DECLARED,
-            Tool::Order => order::DECLARED,
-            Tool::Help => help::DECLARED,
-            Tool::Address => address::DECLARED,
-            Tool::Return => returns::DECLARED,
-        }
-    }
-
-    /// Whether this turn declares it, and so may run it.
-    fn offered<G, O>(self, session: &Session<'_, G, O>) -> bool {
-        match self {
-            Tool::Refund => refund::offered(session),
-            Tool::Handoff => handoff::offered(session),
-            Tool::Order => order::offered(session),
-            Tool::Help => help::offered(session),
-            Tool::Address => address::offered(session),
-            Tool::Return => returns::offered(session),
-        }
-    }
-
-    /// What the customer's page is told is happening while it runs.
-    fn step(self) -> Step {
-        match self {
-            Tool::Refund => Step::RefundCheck,
-            Tool::Handoff => Step::Handoff,
-            Tool::Help => Step::HelpCentre,
-            Tool::Order | Tool::Address | Tool::Return => Step::Order,
-        }
-    }
-
-    async fn carry_out<G: RefundGateway, O: OrderSystem>(
-        self,
-        session: &mut Session<'_, G, O>,
-        arguments: &str,
-    ) -> String {
-        match self {
-            Tool::Refund => refund::carry_out(session, arguments).await,
-            Tool::Handoff => handoff::carry_out(session, arguments),
-            Tool::Order => order::carry_out(session, arguments).await,
-            Tool::Help => help::carry_out(session, arguments),
-            Tool::Address => address::carry_out(session, arguments).await,
-            Tool::Return => returns::carry_out(session, arguments).await,
-        }
-    }
+/// Every kind of write the agent may make: the kinds whose proposals a
+/// conversation keeps.
+pub fn write_kinds() -> impl Iterator<Item = WriteKind> {
+    Tool::ALL.iter().filter_map(|tool| tool.kind())
 }
 
 /// What this turn's calls declare: every tool offered, in [`Tool::ALL`]'s order.
 pub fn offered<G, O>(session: &Session<'_, G, O>) -> Offered {
     Offered {
         tools: Tool::ALL
-            .into_iter()
+            .iter()
             .filter(|tool| tool.offered(session))
-            .map(Tool::declared)
+            .map(|tool| tool.declared())
             .collect(),
     }
 }
@@ -120,7 +120,8 @@ pub async fn run<G: RefundGateway, O: OrderSystem>(
     arguments: &str,
 ) -> String {
     let found = Tool::ALL
-        .into_iter()
+        .iter()
+        .copied()
         .find(|tool| tool.declared().name == name && tool.offered(session));
     match found {
         Some(tool) => {

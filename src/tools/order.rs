@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Session;
+use super::{Session, Step};
 use crate::chat::Declared;
+use crate::confirm::WriteKind;
 use crate::orders::tool::{self, TOOL_NAME};
 use crate::orders::{OrderLookup, OrderSystem};
 use crate::untrusted;
@@ -17,6 +18,8 @@ pub(super) const DECLARED: Declared = Declared {
     description: tool::TOOL_DESCRIPTION,
     parameters: tool::declared_parameters,
 };
+pub(super) const STEP: Step = Step::Order;
+pub(super) const KIND: Option<WriteKind> = None;
 
 /// Never a visitor's (contract 27).
 pub(super) fn offered<G, O>(session: &Session<'_, G, O>) -> bool {

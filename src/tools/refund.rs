@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::Session;
+use super::{Session, Step};
 use crate::chat::Declared;
-use crate::live::Step;
+use crate::confirm::WriteKind;
 use crate::orders::OrderSystem;
 use crate::refund::policy::OrderFacts;
 use crate::refund::tool::{self, RefundArguments, TOOL_NAME, ToolResult};
@@ -27,6 +27,8 @@ pub(super) const DECLARED: Declared = Declared {
     description: tool::TOOL_DESCRIPTION,
     parameters: tool::declared_parameters,
 };
+pub(super) const STEP: Step = Step::RefundCheck;
+pub(super) const KIND: Option<WriteKind> = None;
 
 /// Never a visitor's (contract 27).
 pub(super) fn offered<G, O>(session: &Session<'_, G, O>) -> bool {

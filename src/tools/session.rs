@@ -120,12 +120,10 @@ pub struct Session<'a, G, O> {
     pub routed: Routed,
     /// A change of address (contract 26): what the turn may do.
     pub address: AddressTurn,
-    /// The orders whose address this turn tried to write (at most once each).
-    pub addresses_written: Vec<String>,
+    /// The writes this turn tried, by kind and order (at most once each).
+    pub writes_tried: Vec<(WriteKind, String)>,
     /// A return (contract 28): what the turn may do.
     pub returns: ReturnTurn,
-    /// The orders this turn tried to start a return of (at most once each).
-    pub returns_written: Vec<String>,
     /// The orders with a return this conversation started (or may have),
     /// as rule 2 compares ids: their refunds wait for a person (rule 7).
     pub returns_started: Vec<String>,
@@ -155,9 +153,8 @@ impl<'a, G, O> Session<'a, G, O> {
             live: None,
             routed: Routed::default(),
             address: AddressTurn::default(),
-            addresses_written: Vec::new(),
+            writes_tried: Vec::new(),
             returns: ReturnTurn::default(),
-            returns_written: Vec::new(),
             returns_started: Vec::new(),
             confirmation: Confirmation::default(),
             visitor: false,

@@ -107,7 +107,7 @@ async fn turn(
 /// The tool offered, with `waiting` the conversation's one address proposal.
 fn offered(waiting: Option<crate::confirm::Proposal>, said_yes: bool, now_ms: u64) -> (AddressTurn, Confirmation) {
     let mut proposals = crate::confirm::Proposals::default();
-    proposals.set(WriteKind::Address, waiting);
+    proposals.set(WriteKind::ADDRESS, waiting);
     (
         AddressTurn {
             offered: true,
@@ -138,7 +138,7 @@ async fn a_first_call_proposes_with_codes_summary_and_writes_nothing() {
         "a yes in the same message as the address never writes"
     );
     assert_eq!(
-        stats.proposal_steps.get(WriteKind::Address),
+        stats.proposal_steps.get(WriteKind::ADDRESS),
         ProposalStep::Set(proposal_of(&raw, 1_000))
     );
     assert_eq!(stats.addresses[0].outcome, "proposed");
@@ -164,7 +164,7 @@ async fn a_later_yes_with_exactly_the_proposed_arguments_writes_once() {
         "{}",
         results[1]
     );
-    assert_eq!(stats.proposal_steps.get(WriteKind::Address), ProposalStep::Clear);
+    assert_eq!(stats.proposal_steps.get(WriteKind::ADDRESS), ProposalStep::Clear);
     for result in &results {
         for private in ["Ada", "Byron", "London", "N1 7AA"] {
             assert!(!result.contains(private), "{private} in {result}");
@@ -194,7 +194,7 @@ async fn without_a_yes_with_other_arguments_or_after_expiry_nothing_is_written()
         let (stats, results, _) = turn(&orders, &calls, address).await;
         assert!(orders.writes().is_empty(), "{results:?}");
         assert!(
-            matches!(stats.proposal_steps.get(WriteKind::Address), ProposalStep::Set(_)),
+            matches!(stats.proposal_steps.get(WriteKind::ADDRESS), ProposalStep::Set(_)),
             "{results:?}"
         );
     }
@@ -216,7 +216,7 @@ async fn a_shipped_or_cancelled_order_another_country_or_the_system_down_writes_
         assert!(results[0].contains(says), "{}", results[0]);
         assert!(orders.writes().is_empty());
         // The yes was spent on a refused call: the proposal ends (contract 26, tightened).
-        assert_eq!(stats.proposal_steps.get(WriteKind::Address), ProposalStep::Clear);
+        assert_eq!(stats.proposal_steps.get(WriteKind::ADDRESS), ProposalStep::Clear);
     }
     let orders = orders();
     orders.go_down(true);
@@ -323,7 +323,7 @@ proptest! {
                 written_proposals.push(proposal);
             }
             prop_assert!(after.len() - before <= 1);
-            match stats.proposal_steps.get(WriteKind::Address) {
+            match stats.proposal_steps.get(WriteKind::ADDRESS) {
                 ProposalStep::Keep => {}
                 ProposalStep::Set(p) => waiting = Some((p, n)),
                 ProposalStep::Clear => waiting = None,
@@ -387,7 +387,7 @@ proptest! {
         let (proposed, written) = tracing::subscriber::with_default(subscriber, || {
             runtime.block_on(async {
                 let (stats, proposed, _) = turn(&orders, std::slice::from_ref(&raw), offered(None, false, 1_000)).await;
-                let ProposalStep::Set(waiting) = stats.proposal_steps.get(WriteKind::Address) else {
+                let ProposalStep::Set(waiting) = stats.proposal_steps.get(WriteKind::ADDRESS) else {
                     panic!("a proposal: {proposed:?}");
                 };
                 let (_, written, _) = turn(&orders, std::slice::from_ref(&raw), offered(Some(waiting), true, 60_000)).await;

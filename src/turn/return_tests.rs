@@ -179,11 +179,11 @@ async fn a_first_call_proposes_in_codes_words_and_starts_nothing() {
         orders.returns().is_empty(),
         "a yes in the proposing message starts nothing"
     );
-    proposed(&ran, WriteKind::Return);
+    proposed(&ran, WriteKind::RETURN);
     assert_eq!(
         ran.stats.code_lines,
         [(
-            WriteKind::Return,
+            WriteKind::RETURN,
             "To confirm: return from order A-1002: 1 × Blue mug, reason: changed my mind; refund of 12.50 EUR once \
              it arrives. Answer yes to start it; anything else starts nothing."
                 .to_owned()
@@ -202,7 +202,7 @@ async fn the_next_messages_yes_with_the_same_arguments_starts_it_once_with_the_l
         offered(Proposals::default(), false, NOW),
     )
     .await;
-    let waiting = Proposals::default().with(WriteKind::Return, proposed(&first, WriteKind::Return));
+    let waiting = Proposals::default().with(WriteKind::RETURN, proposed(&first, WriteKind::RETURN));
     // The model calls twice: the second is refused, one return per order a message.
     let second = turn(
         &orders,
@@ -210,7 +210,7 @@ async fn the_next_messages_yes_with_the_same_arguments_starts_it_once_with_the_l
             (return_tool::TOOL_NAME, raw.clone()),
             (return_tool::TOOL_NAME, raw.clone()),
         ],
-        offered(waiting, true, NOW + 60_000),
+        offered(waiting.clone(), true, NOW + 60_000),
     )
     .await;
     assert_eq!(orders.returns().len(), 1);
@@ -223,10 +223,10 @@ async fn the_next_messages_yes_with_the_same_arguments_starts_it_once_with_the_l
         second.results
     );
     assert!(second.results[1].contains("at most one return per order"));
-    assert_eq!(second.stats.proposal_steps.get(WriteKind::Return), ProposalStep::Clear);
+    assert_eq!(second.stats.proposal_steps.get(WriteKind::RETURN), ProposalStep::Clear);
     // Code's line points at the label, which travels apart (contract 28).
     let (kind, line) = &second.stats.code_lines[0];
-    assert_eq!(*kind, WriteKind::Return);
+    assert_eq!(*kind, WriteKind::RETURN);
     assert!(!line.contains("http") && line.contains("label is below"), "{line}");
     assert_eq!(
         second.stats.label.as_ref().map(|label| label.url.as_str()),
@@ -247,7 +247,7 @@ async fn the_next_messages_yes_with_the_same_arguments_starts_it_once_with_the_l
 async fn without_the_yes_or_with_other_arguments_or_expired_it_proposes_again() {
     let raw = ret("A-1002", 1, "changed_mind");
     let proposal = Proposal::new(return_tool::parse_arguments(&raw).unwrap().hash(), NOW, MINUTES_30);
-    let waiting = Proposals::default().with(WriteKind::Return, proposal);
+    let waiting = Proposals::default().with(WriteKind::RETURN, proposal);
     for (raw, said_yes, now) in [
         (raw.clone(), false, NOW + 60_000),
         (ret("A-1002", 2, "changed_mind"), true, NOW + 60_000),
@@ -258,11 +258,11 @@ async fn without_the_yes_or_with_other_arguments_or_expired_it_proposes_again() 
         let ran = turn(
             &orders,
             &[(return_tool::TOOL_NAME, raw.clone())],
-            offered(waiting, said_yes, now),
+            offered(waiting.clone(), said_yes, now),
         )
         .await;
         assert!(orders.returns().is_empty(), "{raw} {said_yes} {now}");
-        assert_ne!(proposed(&ran, WriteKind::Return), proposal);
+        assert_ne!(proposed(&ran, WriteKind::RETURN), proposal);
     }
 }
 
@@ -296,7 +296,7 @@ async fn every_refused_check_writes_nothing_proposes_nothing_and_says_why() {
         assert!(ran.results[0].contains(why), "{raw}: {}", ran.results[0]);
         assert!(orders.returns().is_empty());
         // Nothing proposed: what the conversation held is cleared, nothing set.
-        assert_eq!(ran.stats.proposal_steps.get(WriteKind::Return), ProposalStep::Clear);
+        assert_eq!(ran.stats.proposal_steps.get(WriteKind::RETURN), ProposalStep::Clear);
         assert!(ran.stats.code_lines.is_empty());
     }
 }
@@ -327,7 +327,7 @@ async fn an_unknown_outcome_keeps_the_proposal_for_the_person_it_hands_to() {
         offered(Proposals::default(), false, NOW),
     )
     .await;
-    let proposal = proposed(&first, WriteKind::Return);
+    let proposal = proposed(&first, WriteKind::RETURN);
     // The order reads, the write does not answer.
     let down = DownOnWrite(&orders);
     let model = ScriptedModel::new(vec![
@@ -356,13 +356,13 @@ async fn an_unknown_outcome_keeps_the_proposal_for_the_person_it_hands_to() {
         ..ReturnTurn::default()
     })
     .confirmation(offered(
-        Proposals::default().with(WriteKind::Return, proposal),
+        Proposals::default().with(WriteKind::RETURN, proposal),
         true,
         NOW + 1,
     ));
     let _ = turn.run().await;
     assert_eq!(turn.stats().returns[0].outcome, "unknown");
-    assert_eq!(turn.stats().proposal_steps.get(WriteKind::Return), ProposalStep::Keep);
+    assert_eq!(turn.stats().proposal_steps.get(WriteKind::RETURN), ProposalStep::Keep);
     assert_eq!(turn.handoff().map(|h| h.reason), Some(Reason::ReturnWriteUnknown));
 }
 
@@ -404,8 +404,8 @@ async fn with_an_address_and_a_return_waiting_a_bare_yes_writes_neither_and_asks
     .await;
     assert_eq!(first.stats.code_lines.len(), 2, "both lines for the customer to read");
     let waiting = Proposals::default()
-        .with(WriteKind::Address, proposed(&first, WriteKind::Address))
-        .with(WriteKind::Return, proposed(&first, WriteKind::Return));
+        .with(WriteKind::ADDRESS, proposed(&first, WriteKind::ADDRESS))
+        .with(WriteKind::RETURN, proposed(&first, WriteKind::RETURN));
     let yes = turn(
         &orders,
         &[(address_tool::TOOL_NAME, a), (return_tool::TOOL_NAME, r)],
@@ -416,8 +416,8 @@ async fn with_an_address_and_a_return_waiting_a_bare_yes_writes_neither_and_asks
     for result in &yes.results {
         assert!(result.contains("a change of delivery address and a return"), "{result}");
     }
-    assert_eq!(yes.stats.proposal_steps.get(WriteKind::Address), ProposalStep::Clear);
-    assert_eq!(yes.stats.proposal_steps.get(WriteKind::Return), ProposalStep::Clear);
+    assert_eq!(yes.stats.proposal_steps.get(WriteKind::ADDRESS), ProposalStep::Clear);
+    assert_eq!(yes.stats.proposal_steps.get(WriteKind::RETURN), ProposalStep::Clear);
 }
 
 #[tokio::test]
@@ -503,7 +503,7 @@ proptest! {
             prop_assert_eq!(said_yes, YESES.contains(&round.message), "{}", round.message);
             let (addresses_before, returns_before) = (orders.writes().len(), orders.returns().len());
             let mut held = Proposals::default();
-            for (slot, kind) in [(0, WriteKind::Address), (1, WriteKind::Return)] {
+            for (slot, kind) in [(0, WriteKind::ADDRESS), (1, WriteKind::RETURN)] {
                 held.set(kind, waiting[slot].map(|(proposal, _)| proposal));
             }
             let waited_alone = waiting.iter().filter(|w| w.is_some()).count() == 1;
@@ -529,7 +529,7 @@ proptest! {
                     written.push(proposal);
                 }
             }
-            for (slot, kind) in [(0, WriteKind::Address), (1, WriteKind::Return)] {
+            for (slot, kind) in [(0, WriteKind::ADDRESS), (1, WriteKind::RETURN)] {
                 match ran.stats.proposal_steps.get(kind) {
                     ProposalStep::Keep => {}
                     ProposalStep::Set(p) => waiting[slot] = Some((p, n)),
@@ -588,7 +588,7 @@ async fn a_return_of_an_order_refunded_in_rule_2s_window_goes_to_a_person_and_st
         assert_eq!(ran.stats.returns[0].outcome, outcome);
         assert_eq!(ran.handoff, handoff);
         assert!(ran.stats.code_lines.is_empty(), "nothing proposed");
-        assert_eq!(ran.stats.proposal_steps.get(WriteKind::Return), ProposalStep::Clear);
+        assert_eq!(ran.stats.proposal_steps.get(WriteKind::RETURN), ProposalStep::Clear);
     }
     assert!(orders.returns().is_empty());
 }
@@ -608,7 +608,7 @@ async fn two_proposals_of_a_kind_in_one_turn_clear_both_and_the_model_asks_which
     )
     .await;
     assert!(ran.stats.code_lines.is_empty(), "{:?}", ran.stats.code_lines);
-    assert_eq!(ran.stats.proposal_steps.get(WriteKind::Return), ProposalStep::Clear);
+    assert_eq!(ran.stats.proposal_steps.get(WriteKind::RETURN), ProposalStep::Clear);
     assert!(
         ran.results[1].contains("Ask the customer which one"),
         "{}",
@@ -623,5 +623,5 @@ async fn two_proposals_of_a_kind_in_one_turn_clear_both_and_the_model_asks_which
     )
     .await;
     assert_eq!(twice.stats.code_lines.len(), 1);
-    proposed(&twice, WriteKind::Return);
+    proposed(&twice, WriteKind::RETURN);
 }

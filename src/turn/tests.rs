@@ -491,7 +491,7 @@ fn the_token_reservation_covers_every_declared_tool_and_the_prompt() {
         &[],
         1,
         &crate::chat::Offered {
-            tools: crate::tools::Tool::ALL.map(crate::tools::Tool::declared).to_vec(),
+            tools: crate::tools::Tool::ALL.iter().map(|tool| tool.declared()).collect(),
         },
     );
     let declared = serde_json::to_string(&request.tools).unwrap().chars().count() as u64;

@@ -108,7 +108,7 @@ impl PersonNotes {
             .as_ref()
             .map(|record_id| AttributeValue::Ss(vec![record_id.clone()]));
         // A person's words end what waited for the customer's yes (contract 26).
-        let ended = super::conversations::PROPOSALS_ENDED;
+        let ended = super::conversations::proposals_ended();
         let expression = match decided {
             // The customer's page asks afterwards whether it solved it (contract 30).
             Some(_) => format!(

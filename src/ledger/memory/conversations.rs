@@ -63,7 +63,7 @@ impl StoredConversation {
             last_failed: self.last_failed,
             stored: true,
             proposals: if self.proposals_taker.as_deref() == Some(scope) {
-                self.proposals
+                self.proposals.clone()
             } else {
                 crate::confirm::Proposals::default()
             },

@@ -2,7 +2,7 @@
 //! lease back, puts the exchange and its scope's mark, and carries the
 //! turn's tokens and its key's settlement.
 
-use super::header::{proposal_attributes, proposal_sets};
+use super::header::proposal_attributes;
 use super::*;
 
 /// How often an append follows a sequence number that moved under it (a
@@ -144,21 +144,25 @@ impl DynamoConversations {
             set.push("lease_ended_by = :writer");
         }
         // The writes waiting for the yes (contracts 26 and 28): hashes and times only.
-        let mut remove: Vec<&str> = Vec::new();
-        for (kind, step) in new.writes.steps.changes() {
+        let kinds: Vec<WriteKind> = crate::tools::write_kinds().collect();
+        let mut proposal_sets: Vec<String> = Vec::new();
+        let mut proposals_removed: Vec<String> = Vec::new();
+        for (kind, step) in new.writes.steps.changes(&kinds) {
             let [hash, at, until] = proposal_attributes(kind);
             match step {
                 ProposalStep::Keep => {}
                 ProposalStep::Set(proposal) => {
-                    set.extend(proposal_sets(kind));
                     header = header
                         .expression_attribute_values(format!(":{hash}"), s(proposal.hex()))
                         .expression_attribute_values(format!(":{at}"), n(proposal.at_ms))
                         .expression_attribute_values(format!(":{until}"), n(proposal.until_ms));
+                    proposal_sets.extend([hash, at, until].map(|name| format!("{name} = :{name}")));
                 }
-                ProposalStep::Clear => remove.extend([hash, at, until]),
+                ProposalStep::Clear => proposals_removed.extend([hash, at, until]),
             }
         }
+        set.extend(proposal_sets.iter().map(String::as_str));
+        let mut remove: Vec<&str> = proposals_removed.iter().map(String::as_str).collect();
         if held.stored {
             // The next lease takes what this turn leaves for its own scope.
             remove.extend(["lease_writer", "lease_until_ms", "proposals_taker"]);

@@ -162,12 +162,15 @@ impl DynamoConversations {
             .table_name(&self.table)
             .set_key(Some(self.key(&conversation, HEAD).into_iter().collect()))
             .update_expression(match by.sub {
+                // A person's words end what waited for the customer's yes.
                 Some(_) => format!(
                     "SET handoff_closed_by = :by, handoff_closed_by_sub = :by_sub, handoff_closed_at = :now \
-                     REMOVE handoff_open, {PROPOSALS_ENDED}"
+                     REMOVE handoff_open, {}",
+                    super::proposals_ended()
                 ),
                 None => format!(
-                    "SET handoff_closed_by = :by, handoff_closed_at = :now REMOVE handoff_open, {PROPOSALS_ENDED}"
+                    "SET handoff_closed_by = :by, handoff_closed_at = :now REMOVE handoff_open, {}",
+                    super::proposals_ended()
                 ),
             })
             .condition_expression(format!(

@@ -108,47 +108,39 @@ impl DynamoConversations {
 }
 
 /// What a person's words (a reply, a decision's note, a close) remove from
-/// the header: every proposal, since the customer's next message may answer
-/// the person (contract 26: "next" is literal). An internal note, which the
-/// customer never sees, removes nothing.
-pub(crate) const PROPOSALS_ENDED: &str = "address_proposal, address_proposal_at, address_proposal_until, \
-     return_proposal, return_proposal_at, return_proposal_until, proposals_taker";
-
-/// A kind's proposal attributes on the conversation's header: its hash, when
-/// it was made and until when it waits.
-pub(super) fn proposal_attributes(kind: WriteKind) -> [&'static str; 3] {
-    match kind {
-        WriteKind::Address => ["address_proposal", "address_proposal_at", "address_proposal_until"],
-        WriteKind::Return => ["return_proposal", "return_proposal_at", "return_proposal_until"],
-    }
+/// the header: every proposal of every kind, since the customer's next
+/// message may answer the person (contract 26: "next" is literal). An
+/// internal note, which the customer never sees, removes nothing.
+pub(crate) fn proposals_ended() -> String {
+    crate::tools::write_kinds()
+        .flat_map(proposal_attributes)
+        .chain(["proposals_taker".to_owned()])
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
-/// The update's `SET` clauses of a kind's new proposal.
-pub(super) fn proposal_sets(kind: WriteKind) -> [&'static str; 3] {
-    match kind {
-        WriteKind::Address => [
-            "address_proposal = :address_proposal",
-            "address_proposal_at = :address_proposal_at",
-            "address_proposal_until = :address_proposal_until",
-        ],
-        WriteKind::Return => [
-            "return_proposal = :return_proposal",
-            "return_proposal_at = :return_proposal_at",
-            "return_proposal_until = :return_proposal_until",
-        ],
-    }
+/// A kind's proposal attributes on the conversation's header (its hash,
+/// when it was made and until when it waits), named after the kind.
+pub(super) fn proposal_attributes(kind: WriteKind) -> [String; 3] {
+    let name = kind.as_str();
+    [
+        format!("{name}_proposal"),
+        format!("{name}_proposal_at"),
+        format!("{name}_proposal_until"),
+    ]
 }
 
-/// The proposals a conversation's header holds.
+/// The proposals a conversation's header holds, of every kind the agent
+/// may write.
 pub(super) fn stored_proposals(item: &Item) -> Proposals {
     let mut proposals = Proposals::default();
-    for kind in WriteKind::ALL {
+    for kind in crate::tools::write_kinds() {
         let [hash, at, until] = proposal_attributes(kind);
-        let proposal = text(item, hash).and_then(|hex| {
+        let proposal = text(item, &hash).and_then(|hex| {
             Proposal::from_stored(
                 hex,
-                number(item, at).unwrap_or_default(),
-                number(item, until).unwrap_or_default(),
+                number(item, &at).unwrap_or_default(),
+                number(item, &until).unwrap_or_default(),
             )
         });
         proposals.set(kind, proposal);

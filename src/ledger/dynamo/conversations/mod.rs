@@ -77,7 +77,7 @@ mod reads;
 pub use claims::StoredRating;
 pub use exchanges::StoredExchange;
 pub use handoffs::{Closed, HandoffLine, HandoffPage, MORE_COUNTED, StoredHandoff};
-pub(crate) use header::PROPOSALS_ENDED;
+pub(crate) use header::proposals_ended;
 pub use reads::{ConversationLine, Ended, StoredVerdict, Transcript};
 
 pub const SORT_KEY: &str = super::schema::CONVERSATION_SORT_KEY;
