@@ -296,3 +296,50 @@ fn the_floors_are_printed_and_docs_architecture_md_shows_them() {
         "docs/architecture.md's floors table is not the code's; the code's is:\n{table}"
     );
 }
+
+/// One tool, one place: the turn's code (its tests apart) names no tool
+/// and no write, and the chat declares what it is given; the tools are the
+/// `tools!` list's, one line each.
+#[test]
+fn the_turn_and_the_chat_name_no_tool() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let named = [
+        "TOOL_NAME",
+        "WriteKind",
+        "refund::tool",
+        "orders::tool",
+        "orders::address",
+        "orders::returns",
+        "help::tool",
+        "handoff::tool",
+        "issue_refund\"",
+        "get_order\"",
+    ];
+    for file in ["turn/mod.rs", "chat/mod.rs", "chat/openai.rs"] {
+        let text = std::fs::read_to_string(src.join(file)).expect("a source file");
+        // A file's own tests may name what they call.
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        for line in code_lines(code) {
+            for name in named {
+                assert!(!line.contains(name), "src/{file} names a tool: {line}");
+            }
+        }
+    }
+    let tools = std::fs::read_to_string(src.join("tools/mod.rs")).expect("tools/mod.rs");
+    for file in [
+        "refund",
+        "handoff",
+        "order",
+        "help",
+        "address",
+        "returns",
+        "cancel_order",
+    ] {
+        assert!(
+            tools
+                .lines()
+                .any(|line| line.trim_end().ends_with(&format!("=> {file},"))),
+            "{file} has no line in the tools! list"
+        );
+    }
+}

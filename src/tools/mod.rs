@@ -23,6 +23,8 @@ use crate::refund::tool::ToolResult;
 mod session;
 mod write;
 
+/// At most this many order reads a message (the read tool's bound, shared by the writes).
+pub use crate::orders::tool::MAX_READS as MAX_ORDER_READS;
 pub use refund::MAX_REFUND_CHECKS;
 pub use session::{AddressTurn, Ports, RefundLatch, ReturnTurn, Session, TurnStats};
 

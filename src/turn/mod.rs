@@ -41,13 +41,12 @@ use crate::chat::{ChatModel, Completion, CompletionError, Message};
 use crate::confirm::{Confirmation, ProposalSteps};
 use crate::handoff::Handoff;
 use crate::live::Live;
-use crate::orders::tool as order_tool;
 use crate::orders::{self, OrderSystem};
 use crate::refund::message::{CustomerMessage, MAX_MESSAGE_CHARS};
 use crate::refund::{Attempt, RefundGateway, Routed};
 use crate::tools::Session;
 
-pub use crate::tools::{AddressTurn, MAX_REFUND_CHECKS, Ports, ReturnTurn, TurnStats};
+pub use crate::tools::{AddressTurn, MAX_ORDER_READS, MAX_REFUND_CHECKS, Ports, ReturnTurn, TurnStats};
 
 /// Completion calls per request, counting timed-out calls and calls made in a retry.
 pub const MAX_COMPLETION_CALLS: u32 = 5;
@@ -99,7 +98,7 @@ pub fn worst_case_duration(
     orders_timeout: Duration,
 ) -> Duration {
     let backoffs: u32 = (1..MAX_ATTEMPTS).sum();
-    let order_reads = (order_tool::MAX_READS + MAX_REFUND_CHECKS) * orders::http::TRIES;
+    let order_reads = (MAX_ORDER_READS + MAX_REFUND_CHECKS) * orders::http::TRIES;
     completion_timeout * MAX_COMPLETION_CALLS
         + backoff_unit * backoffs
         + payments_timeout
