@@ -39,6 +39,8 @@
 //! - [`record_then_pay`]: "decide, record, then pay" around any gateway, and
 //!   a person approving what the rules would not pay alone. [`ops`]: logs,
 //!   the summary line and metrics. [`config`]: every setting, read once.
+//!   [`push`]: live pokes between the desk and the page (contract 31): what
+//!   is published after a write, signed, best effort, and who may listen.
 //! - [`intake`]: one checked message through admission, the conversation,
 //!   the screen, the budget, the turn and the append.
 //! - [`http`]: the edge: routing, the body, identity, the `Idempotency-Key`
@@ -52,10 +54,12 @@
 //! while it runs, for event-stream mode), [`untrusted`] (customer- and
 //! model-written text made safe for a terminal, a spreadsheet or a log),
 //! [`http_client`], [`secrets`], [`web_page`] (what serving a page compiled
-//! into a function takes: the chat's and the desk's).
+//! into a function takes: the chat's and the desk's), [`pool_token`] (a
+//! Cognito pool's ID token checked by code, where no API Gateway does it).
 //!
 //! Binaries: `refund-chat` (the function, `src/main.rs`),
-//! `refund-chat-sweep` and `refund-chat-staff` (the desk) in `src/bin/`. The support team's `refund-chat-admin`
+//! `refund-chat-sweep`, `refund-chat-staff` (the desk) and
+//! `refund-chat-live` (the Event API's authorizer) in `src/bin/`. The support team's `refund-chat-admin`
 //! is a package of its own (`admin/`). With the `test-support` feature (and
 //! in unit tests), `doubles` holds in-memory stand-ins for tests and
 //! benchmarks.
@@ -80,6 +84,8 @@ pub mod live;
 pub mod mask;
 pub mod ops;
 pub mod orders;
+pub mod pool_token;
+pub mod push;
 pub mod record_then_pay;
 pub mod refund;
 pub mod router;

@@ -109,6 +109,12 @@ where
     let payments = HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout);
     let refunds = RecordedRefunds::new(ledger.clone(), payments, config.limits);
     let orders = HttpOrders::new(http.clone(), &config.orders_base_url, config.orders_timeout);
+    let push = crate::push::Publisher::new(
+        config.live.events_url.as_deref(),
+        ledger_aws,
+        http.clone(),
+        config.live.publish_timeout,
+    );
     Ok(App::new(
         config,
         Ports {
@@ -119,5 +125,52 @@ where
             conversations,
             http,
         },
-    ))
+    )
+    .with_push(push))
+}
+
+/// The Event API's authorizer (contract 31) from its settings: each pool
+/// with the rule the routes apply to its tokens, and the conversations,
+/// only read. `jwks_endpoint`: where the pools' keys are served when not
+/// beside their issuer (moto, under `make run`); none in Lambda.
+pub fn listening(
+    config: &crate::config::ListenConfig,
+    aws: &SdkConfig,
+    http: reqwest::Client,
+    jwks_endpoint: Option<&str>,
+) -> crate::push::listen::Listening {
+    use crate::pool_token::PoolKeys;
+    use crate::push::listen::{Listening, Pool, Verifier};
+    let pool = |issuer: &Option<String>, audiences: Option<Vec<String>>| {
+        issuer.as_ref().map(|issuer| Pool {
+            keys: PoolKeys::new(&crate::config::jwks_url(issuer, jwks_endpoint), issuer, http.clone()),
+            audiences,
+        })
+    };
+    Listening {
+        verifier: Verifier {
+            claim: config.user_id_claim.clone(),
+            customers: pool(&config.customer_issuer, config.customer_audiences.clone()),
+            guests: pool(
+                &config.guest_issuer,
+                config.guest_audience.clone().map(|client| vec![client]),
+            ),
+            staff: pool(
+                &config.staff_issuer,
+                config.staff_audience.clone().map(|client| vec![client]),
+            ),
+            staff_group: config.staff_group.clone(),
+            visitors: config.visitors,
+        },
+        conversations: DynamoConversations::from_sdk_config(
+            aws,
+            &config.conversation_table,
+            &config.ledger_table,
+            crate::conversation::Lifetime {
+                ttl: std::time::Duration::ZERO,
+                max_age: std::time::Duration::ZERO,
+            },
+            config.ledger_timeout,
+        ),
+    }
 }

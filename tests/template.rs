@@ -230,7 +230,18 @@ fn the_deployment_is_the_contracts() {
         .filter(|s| s["Effect"] == "Allow")
         .cloned()
         .collect();
-    assert_eq!(statements.len(), 5);
+    assert_eq!(statements.len(), 6);
+    // Live pokes (contract 31): publishing on the two namespaces, nothing else of AppSync.
+    assert_eq!(
+        (statements[5]["Action"].clone(), statements[5]["Resource"].clone()),
+        (
+            json!("appsync:EventPublish"),
+            json!([
+                {"Fn::GetAtt": ["LiveConversationsNamespace", "ChannelNamespaceArn"]},
+                {"Fn::GetAtt": ["LiveDeskNamespace", "ChannelNamespaceArn"]}
+            ])
+        )
+    );
     assert_eq!(
         (statements[4]["Action"].clone(), statements[4]["Resource"].clone()),
         (json!(["xray:PutTraceSegments", "xray:PutTelemetryRecords"]), json!("*")),
@@ -722,10 +733,11 @@ fn every_variable_the_code_reads_is_documented_and_deployed() {
     let env = &function(&template)["Properties"]["Environment"]["Variables"];
     let sweep = &template["Resources"]["RefundChatSweepFunction"]["Properties"]["Environment"]["Variables"];
     let desk = &template["Resources"]["RefundChatStaffFunction"]["Properties"]["Environment"]["Variables"];
+    let live = &template["Resources"]["RefundChatLiveFunction"]["Properties"]["Environment"]["Variables"];
     for name in names {
         assert!(docs.contains(&format!("`{name}`")), "{name} is not documented");
         assert!(
-            !env[name].is_null() || !sweep[name].is_null() || !desk[name].is_null(),
+            !env[name].is_null() || !sweep[name].is_null() || !desk[name].is_null() || !live[name].is_null(),
             "{name} is not in template.yaml's environment"
         );
     }
@@ -1288,6 +1300,13 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
     // The timeout chain: the desk's worst case < its timeout < the integration's.
     let lookup = |name: &str| match name {
         "PAYMENTS_BASE_URL" | "ORDERS_BASE_URL" => Some("https://x.internal".to_owned()),
+        // The Event API's endpoints are its own attributes: known once deployed.
+        "LIVE_EVENTS_URL" | "LIVE_REALTIME_URL" => None,
+        // A parameter's value: its default.
+        _ if env[name]["Ref"].is_string() => {
+            let parameter = &template["Parameters"][env[name]["Ref"].as_str().unwrap()]["Default"];
+            Some(parameter.as_str().map_or_else(|| parameter.to_string(), str::to_owned))
+        }
         _ => env[name].as_str().map(str::to_owned).or(Some("t".to_owned())),
     };
     let config = refund_chat::config::StaffConfig::from_lookup(lookup).unwrap();

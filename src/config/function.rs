@@ -194,6 +194,8 @@ pub struct Config {
     pub guest_tokens_per_day: u64,
     /// Where the page signs guests in; none: the page offers no sign-in.
     pub guest_sign_in: Option<super::GuestSignIn>,
+    /// Live pokes (contract 31): where they are published, and the pages' poll beside them.
+    pub live: super::LiveSettings,
 }
 
 impl Config {
@@ -305,6 +307,7 @@ impl Config {
                 as u64,
             guest_sign_in: super::guests::sign_in(&vars)?,
             visitors: VisitorSettings::read(&vars)?,
+            live: super::LiveSettings::read(&vars)?,
             router: RouterSettings {
                 model: vars.get("ROUTER_MODEL").unwrap_or_else(|| crate::chat::openai::MODEL.to_owned()),
                 timeout: vars.secs("ROUTER_TIMEOUT_SECS", DEFAULT_ROUTER_TIMEOUT, false)?,

@@ -35,6 +35,8 @@ pub struct StaffConfig {
     /// `QUEUE_PAGE` (default 100): the desk queue's page of each kind of
     /// handoff (contract 30).
     pub queue_page: usize,
+    /// Live pokes (contract 31): a person's every action is published.
+    pub live: super::LiveSettings,
 }
 
 impl StaffConfig {
@@ -58,6 +60,7 @@ impl StaffConfig {
             limits: vars.limits(DEFAULT_LIMITS)?,
             guest_pool_id: vars.get("GUEST_POOL_ID"),
             queue_page: vars.count("QUEUE_PAGE", DEFAULT_QUEUE_PAGE)?.max(1),
+            live: super::LiveSettings::read(&vars)?,
         })
     }
 }

@@ -56,6 +56,11 @@ pub fn first_exchange_after(after: Option<u64>) -> u64 {
     after.map_or(0, |after| after.div_ceil(2))
 }
 
+/// The `seq` a person's message stored as exchange `exchange` is read as.
+pub fn person_message_seq(exchange: u64) -> u64 {
+    2 * exchange
+}
+
 /// The shown messages of one stored exchange, numbered from its `seq`,
 /// with the label its turn started a return with.
 pub fn messages_of(seq: u64, at: &str, exchange: &Exchange, label: Option<&Label>) -> Vec<ShownMessage> {
@@ -67,7 +72,7 @@ pub fn messages_of(seq: u64, at: &str, exchange: &Exchange, label: Option<&Label
         label: None,
     };
     if let Some(text) = exchange.person_text() {
-        return vec![message(2 * seq, Author::Person, text)];
+        return vec![message(person_message_seq(seq), Author::Person, text)];
     }
     let mut shown = Vec::with_capacity(2);
     if let Some(text) = exchange.customer_message() {

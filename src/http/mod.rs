@@ -72,6 +72,8 @@ pub struct App<K, R, L, C, O> {
     cold: AtomicBool,
     /// Event-stream turns running on tasks of their own.
     running: Arc<Running>,
+    /// Where a turn's and a rating's writes are announced (contract 31).
+    push: crate::push::Publisher,
 }
 
 /// How many streamed turns run, and a signal when none does.
@@ -108,7 +110,14 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             intake: Intake::new(config, ports, answer::render),
             cold: AtomicBool::new(true),
             running: Arc::default(),
+            push: crate::push::Publisher::off(),
         }
+    }
+
+    /// Announcing what the writes did to open pages through `push`.
+    pub fn with_push(mut self, push: crate::push::Publisher) -> Self {
+        self.push = push;
+        self
     }
 
     pub fn config(&self) -> &Config {
@@ -194,6 +203,8 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             cold_start: self.cold.swap(false, Ordering::Relaxed),
             duration: started.elapsed(),
         });
+        // After every write of the turn; bounded, and whatever it meets the answer stays.
+        self.push.publish(&trace.pokes()).await;
         self.response(status, outcome.body, error.as_ref(), outcome.replayed, &invocation)
     }
 
@@ -242,12 +253,15 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 id: Some(id),
                 customer,
                 rating,
-            }) => self
-                .intake
-                .rate(&id, &customer, &rating, crate::clock::now_ms())
-                .await
-                .map(|()| serde_json::json!({"conversation_id": id.as_str(), "rated": rating.outcome()}).to_string())
-                .map_err(ApiError::Intake),
+            }) => match self.intake.rate(&id, &customer, &rating, crate::clock::now_ms()).await {
+                Ok(()) => {
+                    // After the write; bounded, and whatever it meets the answer stays.
+                    let poke = crate::push::Poke::new(id.as_str(), 0, crate::push::Kind::Rating);
+                    self.push.publish(&[poke]).await;
+                    Ok(serde_json::json!({"conversation_id": id.as_str(), "rated": rating.outcome()}).to_string())
+                }
+                Err(refused) => Err(ApiError::Intake(refused)),
+            },
             Ok(_) => Err(ApiError::Intake(crate::intake::Refused::ConversationNotFound)),
         };
         let (status, body, error) = one_write(written);

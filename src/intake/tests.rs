@@ -9,10 +9,8 @@ use serde_json::json;
 
 use super::admission::IdempotencyKey;
 use super::*;
-use crate::conversation::Exchange;
 use crate::doubles::{AnyOrder, RecordingRefunds};
 use crate::ledger::memory::MemoryLedger;
-use crate::ledger::{Begun, ConversationLease, NewExchange};
 use crate::refund::RefundOutcome;
 use crate::secrets::{ApiKey, SecretError};
 
@@ -88,36 +86,7 @@ fn message(customer: &str, text: &str, conversation: Option<&ConversationId>, ke
 
 /// A conversation of `customer` with one exchange already in it.
 async fn stored_conversation(store: &MemoryLedger, customer: &str) -> ConversationId {
-    let id = ConversationId::generate().expect("randomness");
-    let lease = ConversationLease {
-        id: id.clone(),
-        customer: customer.to_owned(),
-        writer: WriterMark::fixed("setup/w"),
-        lease_until_ms: now_ms() + 60_000,
-        scope: "setup".into(),
-    };
-    let Ok(Begun::Held(held)) = store.begin(&lease, true, now_ms()).await else {
-        panic!("a new conversation is held");
-    };
-    let new = NewExchange {
-        verifying: false,
-        from_visitor: false,
-        label: None,
-        router: None,
-        writes: Default::default(),
-        orders: Vec::new(),
-        exchange: Exchange::of_turn(&[crate::chat::Message::User("hello".into())], Some("hi")),
-        status: 200,
-        scope: RefundScope::for_request(customer, "setup"),
-        marked: true,
-        refund_recorded: false,
-        awaiting_approval: false,
-        handoff: None,
-        tokens: None,
-        key: None,
-    };
-    store.append(&lease, &held, &new, now_ms()).await.expect("appended");
-    id
+    store.stored_conversation(customer).await
 }
 
 fn invocation(request_id: &str) -> Invocation {

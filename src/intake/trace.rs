@@ -4,6 +4,7 @@
 
 use crate::handoff::Reason;
 use crate::ops::telemetry::{ConversationUse, KeyUse};
+use crate::push::{Kind, Poke};
 use crate::turn::TurnStats;
 
 #[derive(Default)]
@@ -29,6 +30,25 @@ impl Trace {
             .as_ref()
             .and_then(|stats| stats.refund.as_ref())
             .is_some_and(|outcome| outcome.is_recorded())
+    }
+
+    /// What the turn's writes announce to the desk (contract 31): a handoff
+    /// it made, else a message appended to a conversation a person has; and
+    /// a refund it sent to a person. Published after the turn's writes.
+    pub fn pokes(&self) -> Vec<Poke> {
+        let Some(id) = self.conversation.id.as_deref() else {
+            return Vec::new();
+        };
+        let mut pokes = Vec::new();
+        if self.handoff.is_some() {
+            pokes.push(Poke::new(id, 0, Kind::Handoff));
+        } else if self.conversation.with_a_person && self.conversation.appended == Some("appended") {
+            pokes.push(Poke::new(id, 0, Kind::CustomerWrote));
+        }
+        if self.refund_awaits_approval() {
+            pokes.push(Poke::new(id, 0, Kind::RefundWaiting));
+        }
+        pokes
     }
 
     /// The turn's refund waits for a person (contract 18: the answer and

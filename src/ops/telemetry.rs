@@ -34,6 +34,8 @@ pub fn estimated_cost_usd(prompt_tokens: u64, completion_tokens: u64) -> f64 {
 /// names `template.yaml`'s alarms and dashboard may use (`tests/template.rs`).
 pub const COUNTERS: &[&str] = &[
     "Responses",
+    // A live poke that did not reach the Event API (contract 31; `push::publish`).
+    "LivePublishFailures",
     "CompletionCalls",
     "CompletionTimeouts",
     "SecondRefundsRefused",

@@ -14,6 +14,7 @@ use crate::ledger::dynamo::conversations::Closed;
 use crate::ledger::dynamo::notes::{PersonNotes, Replied};
 use crate::ledger::dynamo::routing::Verdict;
 use crate::ledger::{Confirmed, LedgerError, StaffDecision};
+use crate::push::{Kind as PokeKind, Poke};
 use crate::record_then_pay::approvals::{self, ApprovalError};
 use crate::refund::message::MAX_MESSAGE_CHARS;
 use crate::refund::{PaymentOutcome, WriterMark};
@@ -65,6 +66,9 @@ pub struct Decided {
     pub outcome: Outcome,
     pub text: String,
     pub first: Option<First>,
+    /// What the decision's writes announce to open pages (contract 31),
+    /// published once it is noted: only ever after the write.
+    pub pokes: Vec<Poke>,
 }
 
 impl Decided {
@@ -73,6 +77,21 @@ impl Decided {
             outcome,
             text: text.into(),
             first: None,
+            pokes: Vec::new(),
+        }
+    }
+
+    /// With `poke` published when the decision is noted.
+    pub(super) fn poking(mut self, poke: Poke) -> Decided {
+        self.pokes.push(poke);
+        self
+    }
+
+    /// With a poke of `kind` in the conversation of a refund record, if it has one.
+    fn poking_record(self, conversation: Option<&str>, kind: PokeKind) -> Decided {
+        match conversation {
+            Some(conversation) => self.poking(Poke::new(conversation, 0, kind)),
+            None => self,
         }
     }
 
@@ -120,8 +139,10 @@ impl Kind {
     }
 }
 
-/// Logs and counts a decision.
-pub(super) fn noted(kind: Kind, id: &str, by: Person<'_>, decided: &Decided) {
+/// Logs and counts a decision, then publishes what its writes announce
+/// (contract 31): every verb of the staff library ends here, so the desk
+/// and the terminal publish alike, and only after the write.
+pub(super) async fn noted(staff: &Staff, kind: Kind, id: &str, by: Person<'_>, decided: &Decided) {
     let outcome = serde_json::to_value(decided.outcome)
         .ok()
         .and_then(|v| v.as_str().map(str::to_owned))
@@ -137,6 +158,7 @@ pub(super) fn noted(kind: Kind, id: &str, by: Person<'_>, decided: &Decided) {
     // Per person: the verified `sub` (opaque; the log line has the name), a terminal's "cli".
     let person = by.sub.map_or_else(|| "cli".to_owned(), str::to_owned);
     metrics::counter!("StaffDecisions", "Kind" => kind.as_str(), "Outcome" => outcome, "Person" => person).increment(1);
+    staff.push.publish(&decided.pokes).await;
 }
 
 /// Approves a refund awaiting approval: the order read afresh, one
@@ -179,11 +201,14 @@ async fn pay(staff: &Staff, id: &str, by: Person<'_>, kind: Kind) -> Result<Deci
         }
     };
     let decided = match result {
-        Ok(approved) => paid(id, kind, &approved),
+        // Whatever payments said, the decision and its note are the conversation's.
+        Ok(approved) => {
+            paid(id, kind, &approved).poking_record(approved.record.conversation_id.as_deref(), PokeKind::Decision)
+        }
         Err(ApprovalError::Ledger(error)) => return Err(error),
         Err(error) => refused_payment(error),
     };
-    noted(kind, id, by, &decided);
+    noted(staff, kind, id, by, &decided).await;
     Ok(decided)
 }
 
@@ -282,11 +307,12 @@ pub async fn reject(staff: &Staff, id: &str, by: Person<'_>, reason: &str) -> Re
     let decided = match checked_reason(reason) {
         Err(why) => Decided::new(Outcome::Invalid, why),
         Ok(reason) => match staff.ledger.reject(id, by, reason, now_ms()).await? {
-            StaffDecision::Done(_) => Decided::done(format!("rejected {}: no money moved", visible(id))),
+            StaffDecision::Done(record) => Decided::done(format!("rejected {}: no money moved", visible(id)))
+                .poking_record(record.conversation_id.as_deref(), PokeKind::Decision),
             other => refused(id, other, "awaiting approval"),
         },
     };
-    noted(Kind::Reject, id, by, &decided);
+    noted(staff, Kind::Reject, id, by, &decided).await;
     Ok(decided)
 }
 
@@ -296,23 +322,24 @@ pub async fn resolve(staff: &Staff, id: &str, by: Person<'_>, confirmed: &Confir
         && let Err(why) = checked_refund_id(refund_id)
     {
         let decided = Decided::new(Outcome::Invalid, why);
-        noted(Kind::Resolve, id, by, &decided);
+        noted(staff, Kind::Resolve, id, by, &decided).await;
         return Ok(decided);
     }
     let stale_before = now_ms().saturating_sub(FUNCTION_TIMEOUT.as_millis() as u64);
     let claim = staff.ledger.resolve(id, confirmed, by, stale_before, now_ms()).await?;
     let decided = match claim {
-        StaffDecision::Done(_) => Decided::done(match confirmed {
+        StaffDecision::Done(record) => Decided::done(match confirmed {
             Confirmed::Executed { refund_id } => format!(
                 "resolved {}: executed (refund {})",
                 visible(id),
                 visible(&crate::mask::masked(refund_id))
             ),
             Confirmed::NotExecuted => format!("resolved {}: not executed, no money moved", visible(id)),
-        }),
+        })
+        .poking_record(record.conversation_id.as_deref(), PokeKind::Decision),
         other => refused(id, other, "of unknown outcome (or already resolved)"),
     };
-    noted(Kind::Resolve, id, by, &decided);
+    noted(staff, Kind::Resolve, id, by, &decided).await;
     Ok(decided)
 }
 
@@ -430,6 +457,11 @@ pub async fn reply(
                 Replied::Appended { seq } => Decided::done(format!(
                     "replied in {} (exchange #{seq}); the customer reads it in the chat",
                     visible(&conversation)
+                ))
+                .poking(Poke::new(
+                    &conversation,
+                    crate::conversation::shown::person_message_seq(seq),
+                    PokeKind::PersonReply,
                 )),
                 Replied::NotFound => Decided::new(
                     Outcome::NotFound,
@@ -442,7 +474,7 @@ pub async fn reply(
             }
         }
     };
-    noted(Kind::Reply, id, by, &decided);
+    noted(staff, Kind::Reply, id, by, &decided).await;
     Ok(decided)
 }
 
@@ -456,7 +488,7 @@ pub async fn close_handoff(
 ) -> Result<Decided, LedgerError> {
     if let Some(Err(why)) = text.map(checked_text) {
         let decided = Decided::new(Outcome::Invalid, why);
-        noted(Kind::CloseHandoff, id, by, &decided);
+        noted(staff, Kind::CloseHandoff, id, by, &decided).await;
         return Ok(decided);
     }
     let decided = match staff.conversations.close_handoff(id, by, now_ms()).await? {
@@ -466,7 +498,8 @@ pub async fn close_handoff(
                 visible(&handoff.id),
                 visible(&handoff.conversation_id)
             );
-            noted(Kind::CloseHandoff, id, by, &Decided::done(""));
+            let closing = Decided::done("").poking(Poke::new(&handoff.conversation_id, 0, PokeKind::Closed));
+            noted(staff, Kind::CloseHandoff, id, by, &closing).await;
             return match text {
                 Some(text) => {
                     let replied = reply(staff, &handoff.conversation_id, by, text, None).await?;
@@ -494,7 +527,7 @@ pub async fn close_handoff(
         Closed::HeldBy(holder) => held_by_another(id, &holder, "it stays open"),
         Closed::NotFound => Decided::new(Outcome::NotFound, format!("no handoff {}", visible(id))),
     };
-    noted(Kind::CloseHandoff, id, by, &decided);
+    noted(staff, Kind::CloseHandoff, id, by, &decided).await;
     Ok(decided)
 }
 
@@ -547,6 +580,7 @@ pub async fn with_verdict(
                     decided.text
                 ),
                 first: None,
+                pokes: decided.pokes,
             });
         }
     };
@@ -580,6 +614,7 @@ pub async fn with_verdict_on_record(
                 decided.text
             ),
             first: None,
+            pokes: decided.pokes,
         }),
     }
 }

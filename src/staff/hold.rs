@@ -9,6 +9,7 @@ use crate::clock::now_ms;
 use crate::conversation::person::Person;
 use crate::ledger::LedgerError;
 use crate::ledger::dynamo::holders::{Claimed, Released};
+use crate::push::{Kind as PokeKind, Poke};
 use crate::untrusted::visible;
 
 use super::Staff;
@@ -30,11 +31,12 @@ pub async fn claim(staff: &Staff, id: &str, by: Person<'_>, take_over: bool) -> 
                 visible(from)
             ),
             _ => format!("you have {} since {}", visible(&conversation), visible(&holder.since)),
-        }),
+        })
+        .poking(Poke::new(&conversation, 0, PokeKind::Held)),
         Claimed::HeldBy(holder) => held_by_another(&conversation, &holder, "it was not claimed"),
         Claimed::NotFound => not_found(&conversation),
     };
-    noted(Kind::Claim, id, by, &decided);
+    noted(staff, Kind::Claim, id, by, &decided).await;
     Ok(decided)
 }
 
@@ -42,12 +44,13 @@ pub async fn claim(staff: &Staff, id: &str, by: Person<'_>, take_over: bool) -> 
 pub async fn release(staff: &Staff, id: &str, by: Person<'_>) -> Result<Decided, LedgerError> {
     let conversation = conversation_named(id);
     let decided = match staff.conversations.release_hold(&conversation, by, now_ms()).await? {
-        Released::Released => Decided::done(format!("released {}: nobody has it now", visible(&conversation))),
+        Released::Released => Decided::done(format!("released {}: nobody has it now", visible(&conversation)))
+            .poking(Poke::new(&conversation, 0, PokeKind::Held)),
         Released::NotHeld => Decided::done(format!("nobody had {}", visible(&conversation))),
         Released::HeldBy(holder) => held_by_another(&conversation, &holder, "it was not released"),
         Released::NotFound => not_found(&conversation),
     };
-    noted(Kind::Release, id, by, &decided);
+    noted(staff, Kind::Release, id, by, &decided).await;
     Ok(decided)
 }
 

@@ -7,6 +7,7 @@ use crate::clock::now_ms;
 use crate::conversation::person::Person;
 use crate::ledger::LedgerError;
 use crate::ledger::dynamo::internal_notes::Noted;
+use crate::push::{Kind as PokeKind, Poke};
 use crate::untrusted::visible;
 
 use super::Staff;
@@ -40,7 +41,8 @@ pub async fn add(
                 Noted::Kept => Decided::done(format!(
                     "noted in {} for the support team; the customer does not read it",
                     visible(&conversation)
-                )),
+                ))
+                .poking(Poke::new(&conversation, 0, PokeKind::InternalNote)),
                 Noted::NotFound => Decided::new(
                     Outcome::NotFound,
                     format!(
@@ -51,6 +53,6 @@ pub async fn add(
             }
         }
     };
-    noted(Kind::Note, id, by, &decided);
+    noted(staff, Kind::Note, id, by, &decided).await;
     Ok(decided)
 }

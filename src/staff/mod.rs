@@ -65,6 +65,8 @@ pub struct Staff {
     pub limits: Limits,
     /// The queue's page of each kind of handoff (`QUEUE_PAGE`).
     pub queue_page: usize,
+    /// Where a person's actions are announced to open pages (contract 31).
+    pub push: crate::push::Publisher,
 }
 
 /// The longest one desk request can take, from its settings: an approval
@@ -103,6 +105,12 @@ impl Staff {
         Staff {
             ledger,
             conversations,
+            push: crate::push::Publisher::new(
+                config.live.events_url.as_deref(),
+                aws,
+                http.clone(),
+                config.live.publish_timeout,
+            ),
             payments: HttpPayments::new(http.clone(), &config.payments_base_url, config.payments_timeout),
             orders: orders::StaffOrders::new(
                 HttpOrders::new(http, &config.orders_base_url, config.orders_timeout),

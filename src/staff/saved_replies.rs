@@ -75,7 +75,7 @@ pub async fn save(staff: &Staff, id: &str, title: &str, text: &str, by: Person<'
             }
         }
     };
-    noted(Kind::SaveReply, id, by, &decided);
+    noted(staff, Kind::SaveReply, id, by, &decided).await;
     Ok(decided)
 }
 
@@ -85,7 +85,7 @@ pub async fn delete(staff: &Staff, id: &str, by: Person<'_>) -> Result<Decided, 
         Deleted::Deleted => Decided::done(format!("saved reply {} is deleted", visible(id))),
         Deleted::NotFound => Decided::new(Outcome::NotFound, format!("no saved reply {}", visible(id))),
     };
-    noted(Kind::DeleteReply, id, by, &decided);
+    noted(staff, Kind::DeleteReply, id, by, &decided).await;
     Ok(decided)
 }
 

@@ -23,6 +23,7 @@ mod idempotency;
 mod identity;
 mod input;
 mod ledger;
+mod live;
 mod masking;
 mod observability;
 mod openapi;

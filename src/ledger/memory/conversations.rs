@@ -96,6 +96,42 @@ impl MemoryLedger {
     }
 
     /// Whether a turn holds the conversation's lease (for tests).
+    /// A conversation of `customer` with one exchange already in it (tests).
+    #[cfg(any(test, feature = "test-support"))]
+    pub async fn stored_conversation(&self, customer: &str) -> ConversationId {
+        let now = crate::clock::now_ms();
+        let id = ConversationId::generate().expect("randomness");
+        let lease = ConversationLease {
+            id: id.clone(),
+            customer: customer.to_owned(),
+            writer: crate::refund::WriterMark::fixed("setup/w"),
+            lease_until_ms: now + 60_000,
+            scope: "setup".into(),
+        };
+        let Ok(Begun::Held(held)) = self.begin(&lease, true, now).await else {
+            panic!("a new conversation is held");
+        };
+        let new = NewExchange {
+            verifying: false,
+            from_visitor: false,
+            label: None,
+            router: None,
+            writes: Default::default(),
+            orders: Vec::new(),
+            exchange: Exchange::of_turn(&[crate::chat::Message::User("hello".into())], Some("hi")),
+            status: 200,
+            scope: RefundScope::for_request(customer, "setup"),
+            marked: true,
+            refund_recorded: false,
+            awaiting_approval: false,
+            handoff: None,
+            tokens: None,
+            key: None,
+        };
+        self.append(&lease, &held, &new, now).await.expect("appended");
+        id
+    }
+
     pub fn conversation_leased(&self, id: &ConversationId) -> bool {
         self.books
             .lock()

@@ -110,6 +110,7 @@ mod tests {
                 outcome,
                 text: "t".into(),
                 first: None,
+                pokes: Vec::new(),
             })
             .status
             .as_u16()
@@ -131,6 +132,7 @@ mod tests {
                 by: "Ann".into(),
                 at: Some("2026-12-04T10:00:00Z".into()),
             }),
+            pokes: Vec::new(),
         });
         assert_eq!(answer.body["decided_by"], "Ann");
         assert_eq!(answer.body["decided_at"], "2026-12-04T10:00:00Z");
