@@ -11,9 +11,11 @@
 //! - [`runtime_api`]: a Lambda Runtime API emulator, to run the function as Lambda does;
 //! - [`moto`]: moto's server, for tools that run a whole stack in one process;
 //! - [`pool_gate`]: the door that checks a Cognito pool's ID token as API Gateway's authorizer does;
-//! - [`guest_pool`]: the guest pool's passwordless sign-in, which moto's Cognito lacks.
+//! - [`guest_pool`]: the guest pool's passwordless sign-in, which moto's Cognito lacks;
+//! - [`event_api`]: AppSync Events' publish and WebSocket (contract 31), which moto cannot deliver.
 
 pub mod completions;
+pub mod event_api;
 pub mod guest_pool;
 pub mod local_model;
 pub mod moto;

@@ -49,6 +49,20 @@ enum Cli {
         #[arg(long)]
         moto: String,
     },
+    /// AppSync Events' stand-in (contract 31): the publish, the WebSocket,
+    /// every connect and subscribe decided by the project's own code with
+    /// the pools and tables the environment names (as `refund-chat-live`
+    /// reads them), the pools' keys at `--moto`.
+    EventApi {
+        #[arg(long, default_value_t = 8085)]
+        port: u16,
+        #[arg(long)]
+        moto: String,
+        /// Take `body-user:<id>` for a customer picked on the page (the
+        /// function runs with `USER_IDENTITY=body`).
+        #[arg(long)]
+        body_customers: bool,
+    },
     /// The chat page, passing chat requests on to the function.
     Widget {
         #[arg(long, default_value_t = 8080)]
@@ -119,6 +133,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 _ = tokio::signal::ctrl_c() => {}
             }
             return Ok(());
+        }
+        Cli::EventApi {
+            port,
+            moto,
+            body_customers,
+        } => {
+            // The tables and pools as the environment names them (local.env:
+            // moto's DynamoDB, region and credentials), as the authorizer reads them.
+            let config = refund_chat::config::ListenConfig::from_env()?;
+            let http = refund_chat::http_client::money_path_client()?;
+            let aws = refund_chat::startup::function_aws_config(&http).await;
+            let listening = refund_chat::startup::listening(&config, &aws, http, Some(&moto));
+            let api = refund_chat_local::event_api::EventApi::new(refund_chat_local::event_api::deciding(
+                std::sync::Arc::new(listening),
+                body_customers,
+            ));
+            ("event API", port, refund_chat_local::event_api::router(api))
         }
         Cli::Widget {
             port,

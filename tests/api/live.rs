@@ -337,3 +337,183 @@ async fn each_failed_publish_is_counted_once_and_none_is_retried() {
     // Unset: nothing is published, nothing is sent.
     assert!(!Publisher::new(None, &aws, http, Duration::from_secs(1)).is_on());
 }
+
+/// The Event API stand-in of `make run`, deciding with the project's own
+/// code over the shop's tables (visitors served, picked customers named as
+/// the body names them).
+async fn stand_in(shop: &TestApp, listener: tokio::net::TcpListener) -> Arc<refund_chat_local::event_api::EventApi> {
+    let table = shop.table.clone();
+    let config = refund_chat::config::ListenConfig::from_lookup(move |name| match name {
+        "LEDGER_TABLE" => Some(table.clone()),
+        "CONVERSATION_TABLE" => Some(conversation_table(&table)),
+        "VISITORS" => Some("on".into()),
+        _ => None,
+    })
+    .unwrap();
+    let http = refund_chat::http_client::money_path_client().unwrap();
+    let listening = refund_chat::startup::listening(&config, &shop.aws, http, None);
+    let api =
+        refund_chat_local::event_api::EventApi::new(refund_chat_local::event_api::deciding(Arc::new(listening), true));
+    tokio::spawn(refund_chat_local::serve(
+        listener,
+        refund_chat_local::event_api::router(Arc::clone(&api)),
+    ));
+    api
+}
+
+type Socket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A page's socket: connected with `token` in the header subprotocol, acked.
+async fn connect(base: &str, token: &str) -> Socket {
+    use base64::Engine;
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    let header = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(json!({"Authorization": token, "host": "127.0.0.1"}).to_string());
+    let mut request = format!("{}/event/realtime", base.replace("http://", "ws://"))
+        .into_client_request()
+        .unwrap();
+    request.headers_mut().insert(
+        "sec-websocket-protocol",
+        format!("aws-appsync-event-ws, header-{header}").parse().unwrap(),
+    );
+    let (mut socket, _) = tokio_tungstenite::connect_async(request).await.unwrap();
+    socket
+        .send(tokio_tungstenite::tungstenite::Message::text(
+            json!({"type": "connection_init"}).to_string(),
+        ))
+        .await
+        .unwrap();
+    let ack = next_frame(&mut socket).await;
+    assert_eq!(ack["type"], "connection_ack", "{ack}");
+    socket
+}
+
+/// The next frame that is not a keep-alive, within 5 s; `Null` once closed.
+async fn next_frame(socket: &mut Socket) -> Value {
+    use futures::StreamExt;
+    loop {
+        let frame = tokio::time::timeout(Duration::from_secs(5), socket.next())
+            .await
+            .expect("a frame within 5 s");
+        match frame {
+            Some(Ok(tokio_tungstenite::tungstenite::Message::Text(text))) => {
+                let frame: Value = serde_json::from_str(&text).unwrap();
+                if frame["type"] != "ka" {
+                    return frame;
+                }
+            }
+            Some(Ok(tokio_tungstenite::tungstenite::Message::Close(_))) | None | Some(Err(_)) => return Value::Null,
+            Some(Ok(_)) => {}
+        }
+    }
+}
+
+async fn subscribe(socket: &mut Socket, id: &str, channel: &str, token: &str) -> Value {
+    use futures::SinkExt;
+    let frame = json!({"type": "subscribe", "id": id, "channel": channel,
+        "authorization": {"Authorization": token, "host": "127.0.0.1"}});
+    socket
+        .send(tokio_tungstenite::tungstenite::Message::text(frame.to_string()))
+        .await
+        .unwrap();
+    next_frame(socket).await
+}
+
+fn body_user(user: &str) -> String {
+    format!("{}{user}", refund_chat_local::event_api::BODY_USER_PREFIX)
+}
+
+#[tokio::test]
+async fn the_stand_in_lets_each_caller_hear_only_their_own_channel_and_delivers_a_reply() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let events_url = format!("{base}/event");
+    let shop = shop(Some(events_url.clone()), Duration::from_secs(2)).await;
+    let api = stand_in(&shop, listener).await;
+    let desk = desk_of(&shop, Some(&events_url));
+
+    // An unsigned publish is refused.
+    let unsigned = reqwest::Client::new()
+        .post(&events_url)
+        .json(&json!({"channel": "/desk/queue", "events": ["{}"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unsigned.status(), 401);
+
+    let mine = shop
+        .say(None, "I want to talk to a person")
+        .await
+        .conversation_id()
+        .to_owned();
+    let theirs = send_as(
+        &shop.app,
+        post_event_as(
+            "u-2002",
+            &json!({"user_id": "u-2002", "message": "I want to talk to a person"}).to_string(),
+            &[],
+        ),
+        &fresh_request_id(),
+        0,
+    )
+    .await
+    .conversation_id()
+    .to_owned();
+    let channel = |id: &str| refund_chat::push::conversation_channel(id).unwrap();
+
+    let me = body_user(USER);
+    let mut page = connect(&base, &me).await;
+    assert_eq!(
+        subscribe(&mut page, "s1", &channel(&mine), &me).await["type"],
+        "subscribe_success"
+    );
+    for (id, asked) in [
+        ("s2", channel(&theirs)),
+        ("s3", "/desk/queue".to_owned()),
+        ("s4", "/conversations/*".to_owned()),
+    ] {
+        let refused = subscribe(&mut page, id, &asked, &me).await;
+        assert_eq!(
+            (refused["type"].as_str(), refused["id"].as_str()),
+            (Some("subscribe_error"), Some(id)),
+            "{asked}"
+        );
+    }
+    // A visitor's token hears no one else's conversation.
+    let visitor = refund_chat::visitor::VisitorToken::mint().unwrap();
+    let mut stranger = connect(&base, visitor.expose()).await;
+    assert_eq!(
+        subscribe(&mut stranger, "v1", &channel(&mine), visitor.expose()).await["type"],
+        "subscribe_error"
+    );
+
+    // A person's reply reaches the customer's socket as a poke.
+    let replied = desk
+        .post(&path_of(&mine, "reply"), json!({"text": "Hello from Sam."}), "r1", SAM)
+        .await;
+    assert_eq!(replied.status, StatusCode::OK, "{}", replied.raw);
+    let data = next_frame(&mut page).await;
+    assert_eq!(
+        (data["type"].as_str(), data["id"].as_str()),
+        (Some("data"), Some("s1")),
+        "{data}"
+    );
+    let poke: Value = serde_json::from_str(data["event"].as_str().unwrap()).unwrap();
+    assert_eq!(poke["kind"], "person_reply");
+    assert_eq!(poke["conversation_id"], mine.as_str());
+
+    // The switches: a refused subscribe, and every socket dropped.
+    let faults = |body: Value| {
+        let url = format!("{base}/_faults");
+        async move { reqwest::Client::new().post(url).json(&body).send().await.unwrap() }
+    };
+    faults(json!({"refuse_subscribe": true})).await;
+    assert_eq!(
+        subscribe(&mut page, "s5", &channel(&mine), &me).await["type"],
+        "subscribe_error"
+    );
+    faults(json!({"drop_sockets": true})).await;
+    assert_eq!(next_frame(&mut page).await, Value::Null, "the socket was dropped");
+    assert!(api.published() >= 2);
+}
