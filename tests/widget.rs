@@ -350,6 +350,24 @@ impl Stack {
 
     /// The stack, with the function's settings changed by `change` last.
     async fn start_configured(change: impl FnOnce(&mut refund_chat::config::Config)) -> Stack {
+        Stack::start_with(change, None).await
+    }
+
+    /// The stack with live pokes (contract 31): the Event API's stand-in,
+    /// deciding with the project's own code, both functions publishing to
+    /// it, and every page's poll `poll_secs` apart whether its socket is up
+    /// or not (far beyond a test: the fallback is off).
+    async fn start_live(poll_secs: u32) -> (Stack, String) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let stack = Stack::start_with(|_| {}, Some((listener, poll_secs))).await;
+        (stack, base)
+    }
+
+    async fn start_with(
+        change: impl FnOnce(&mut refund_chat::config::Config),
+        live: Option<(tokio::net::TcpListener, u32)>,
+    ) -> Stack {
         let LocalStack {
             sandbox, mut config, ..
         } = local_stack().await;
@@ -401,17 +419,29 @@ impl Stack {
         .await
         .unwrap();
         staff_pool["sign_in_url"] = Value::String(format!("http://{staff_door}/"));
-        let desk_config = desk_config(
-            &config.ledger_table,
-            &config.payments_base_url,
-            &[
-                ("STAFF_IDENTITY", "header"),
-                ("PAYMENTS_TIMEOUT_SECS", &BROWSER_TIMEOUT.as_secs().to_string()),
-                ("ORDERS_TIMEOUT_SECS", &BROWSER_TIMEOUT.as_secs().to_string()),
-                ("STAFF_SIGN_IN_URL", staff_pool["sign_in_url"].as_str().unwrap()),
-                ("STAFF_POOL_CLIENT_ID", staff_pool["client_id"].as_str().unwrap()),
-            ],
-        );
+        let live_base = live
+            .as_ref()
+            .map(|(listener, _)| format!("127.0.0.1:{}", listener.local_addr().unwrap().port()));
+        let mut desk_vars: Vec<(String, String)> = vec![
+            ("STAFF_IDENTITY".into(), "header".into()),
+            ("PAYMENTS_TIMEOUT_SECS".into(), BROWSER_TIMEOUT.as_secs().to_string()),
+            ("ORDERS_TIMEOUT_SECS".into(), BROWSER_TIMEOUT.as_secs().to_string()),
+            (
+                "STAFF_SIGN_IN_URL".into(),
+                staff_pool["sign_in_url"].as_str().unwrap().to_owned(),
+            ),
+            (
+                "STAFF_POOL_CLIENT_ID".into(),
+                staff_pool["client_id"].as_str().unwrap().to_owned(),
+            ),
+        ];
+        if let (Some(base), Some((_, secs))) = (&live_base, &live) {
+            desk_vars.push(("LIVE_EVENTS_URL".into(), format!("http://{base}/event")));
+            desk_vars.push(("LIVE_REALTIME_URL".into(), format!("ws://{base}/event/realtime")));
+            desk_vars.push(("LIVE_FALLBACK_POLL_SECS".into(), secs.to_string()));
+        }
+        let desk_vars: Vec<(&str, &str)> = desk_vars.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let desk_config = desk_config(&config.ledger_table, &config.payments_base_url, &desk_vars);
         let desk = serve_desk(StaffDesk::new(&aws, desk_config)).await;
         // Guests (contract 27) as make run has them: the pool in moto, the
         // stand-in for its passwordless sign-in, the door for its tokens.
@@ -429,6 +459,45 @@ impl Stack {
             client_id: ids.client_id.clone(),
         });
         change(&mut config);
+        if let Some(base) = &live_base {
+            config.live.events_url = Some(format!("http://{base}/event"));
+            config.live.realtime_url = Some(format!("ws://{base}/event/realtime"));
+        }
+        let live_config = refund_chat::config::ListenConfig::from_lookup({
+            let (ledger, conversations) = (config.ledger_table.clone(), config.conversation_table.clone());
+            let (guest_issuer, guest_client) = (ids.issuer.clone(), ids.client_id.clone());
+            let (staff_issuer, staff_client) = (
+                staff_pool["issuer"].as_str().unwrap().to_owned(),
+                staff_pool["client_id"].as_str().unwrap().to_owned(),
+            );
+            move |name| match name {
+                "LEDGER_TABLE" => Some(ledger.clone()),
+                "CONVERSATION_TABLE" => Some(conversations.clone()),
+                "GUEST_POOL_ISSUER" => Some(guest_issuer.clone()),
+                "GUEST_POOL_CLIENT_ID" => Some(guest_client.clone()),
+                "STAFF_POOL_ISSUER" => Some(staff_issuer.clone()),
+                "STAFF_POOL_CLIENT_ID" => Some(staff_client.clone()),
+                "VISITORS" => Some("on".into()),
+                _ => None,
+            }
+        })
+        .unwrap();
+        let live_poll = live.as_ref().map(|(_, secs)| *secs);
+        if let Some((listener, _)) = live {
+            let http = refund_chat::http_client::money_path_client().unwrap();
+            let listening = refund_chat::startup::listening(&live_config, &aws, http, Some(&moto().endpoint));
+            let api = refund_chat_local::event_api::EventApi::new(refund_chat_local::event_api::deciding(
+                Arc::new(listening),
+                true,
+            ));
+            tokio::spawn(refund_chat_local::serve(
+                listener,
+                refund_chat_local::event_api::router(api),
+            ));
+        }
+        if let Some(secs) = live_poll {
+            config.live.fallback_poll_secs = secs;
+        }
         let app = Arc::new(refund_chat::startup::wire(config, &aws, FixedKey::new(API_KEY)).unwrap());
         let function = serve_function(app, Arc::new(guest_gate())).await;
         let web = Path::new(env!("CARGO_MANIFEST_DIR")).join("web");
@@ -446,14 +515,23 @@ impl Stack {
             sign_in_url: format!("http://{sign_in}/"),
             client_id: ids.client_id.clone(),
         };
-        // The page asks for a person's words every 0.2 s here, not every 10 s.
-        let widget = Widget::serving(
-            web,
-            format!("http://{function}{}", refund_chat::http::ROUTE),
-            Some(0.2),
-            Some(door),
-            Some(guests),
-        );
+        // The page asks for a person's words every 0.2 s here, not every 10
+        // s; with live pokes, never within a test (the fallback is off).
+        let widget =
+            Widget::serving(
+                web,
+                format!("http://{function}{}", refund_chat::http::ROUTE),
+                Some(live_poll.map_or(0.2, f64::from)),
+                Some(door),
+                Some(guests),
+            )
+            .with_live(live_base.as_ref().zip(live_poll).map(|(base, secs)| {
+                refund_chat_local::widget::LiveDoor {
+                    url: format!("ws://{base}/event/realtime"),
+                    host: base.clone(),
+                    poll_seconds: secs,
+                }
+            }));
         let page = refund_chat_local::widget::spawn(0, Arc::clone(&widget)).await.unwrap();
         let (chromedriver, browser, profile) = browser().await;
         Stack {
@@ -2162,5 +2240,92 @@ async fn three_wrong_codes_are_refused_and_then_the_right_one_too() {
     let signed_in = stack.element("#signed-in").await.text().await.unwrap();
     assert!(signed_in.contains("Not signed in"), "{signed_in}");
     assert!(stack.sandbox.order_reads().is_empty(), "no order read");
+    stack.close().await;
+}
+
+/// Contract 31 in three browsers with every fallback poll an hour apart, so
+/// that only a poke can bring anything: Ann's reply reaches the customer's
+/// page; the customer's message reaches Ann's open chat; Sam's desk shows
+/// that Ann has the chat; a socket the Event API drops heals by reading
+/// again, the reply sent meanwhile shown; and a page can hear no channel
+/// but its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persons_reply_and_the_customers_message_arrive_by_poke_and_a_dropped_socket_heals() {
+    let (stack, live) = Stack::start_live(3600).await;
+    stack.browser.goto(&stack.page).await.unwrap();
+    stack.type_message("I want to talk to a person").await;
+    stack.nth("assistant", 1).await;
+    stack.element("body[data-live='up']").await;
+
+    let sam = AtTheDesk::sign_in(&stack, "sam").await;
+    sam.element("body[data-live='up']").await;
+    sam.wait_text("#handoffs", "nobody has it").await;
+    let ann = AtTheDesk::sign_in(&stack, "ann").await;
+    ann.element("body[data-live='up']").await;
+    ann.open_first("handoffs").await;
+    ann.element("#reply-text").await;
+    ann.type_in_field("reply-text", "Hello, this is Ann.").await;
+    ann.button("Send reply")
+        .await
+        .expect("a reply button")
+        .click()
+        .await
+        .unwrap();
+    ann.wait_text("#outcome", "replied in").await;
+    let said = stack.nth("person", 1).await;
+    assert!(said.contains("Hello, this is Ann."), "{said}");
+    // Sam's desk hears that Ann has it (her reply claimed it).
+    sam.wait_text("#handoffs", "with Ann").await;
+
+    stack.type_message("Thank you, it is order A-1001").await;
+    ann.wait_text("#item-body", "Thank you, it is order A-1001").await;
+
+    // Every socket dropped: the pages reconnect and read again, and what
+    // was said while they were away is there.
+    reqwest::Client::new()
+        .post(format!("{live}/_faults"))
+        .json(&serde_json::json!({"drop_sockets": true}))
+        .send()
+        .await
+        .unwrap();
+    ann.element("#reply-text").await;
+    ann.type_in_field("reply-text", "Your refund is on its way.").await;
+    ann.button("Send reply")
+        .await
+        .expect("a reply button")
+        .click()
+        .await
+        .unwrap();
+    let again = stack.nth("person", 2).await;
+    assert!(again.contains("Your refund is on its way."), "{again}");
+    stack.element("body[data-live='up']").await;
+
+    // A page hears its own channel only: not another conversation's, not the desk's.
+    let refused: Value = stack
+        .browser
+        .execute_async(
+            "const [channel, done] = arguments;
+             const handle = RefundChatLive.open({ channel, token: () => 'body-user:u-1001',
+               onRead() {}, onState(up) { if (up) { handle.close(); done('heard'); } } });
+             setTimeout(() => { handle.close(); done('refused'); }, 3000);",
+            vec![serde_json::json!("/desk/queue")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(refused, "refused");
+    let others: Value = stack
+        .browser
+        .execute_async(
+            "const [channel, done] = arguments;
+             const handle = RefundChatLive.open({ channel, token: () => 'body-user:u-1001',
+               onRead() {}, onState(up) { if (up) { handle.close(); done('heard'); } } });
+             setTimeout(() => { handle.close(); done('refused'); }, 3000);",
+            vec![serde_json::json!("/conversations/c-00000000000000000000000000000000")],
+        )
+        .await
+        .unwrap();
+    assert_eq!(others, "refused");
+    sam.close().await;
+    ann.close().await;
     stack.close().await;
 }

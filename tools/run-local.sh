@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 
 VENV=.venv
 STATE=${REFUND_CHAT_STATE:-.local}
-MOTO_PORT=5005 PAYMENTS_PORT=8081 MODEL_PORT=8082 GUESTS_PORT=8083 STAFF_POOL_PORT=8084 FUNCTION_PORT=9000 PAGE_PORT=8080 DESK_PORT=9001
+MOTO_PORT=5005 PAYMENTS_PORT=8081 MODEL_PORT=8082 GUESTS_PORT=8083 STAFF_POOL_PORT=8084 LIVE_PORT=8085 FUNCTION_PORT=9000 PAGE_PORT=8080 DESK_PORT=9001
 SECRET_ID=refund-chat/openai-api-key
 mkdir -p "$STATE"
 
@@ -38,7 +38,7 @@ wait_for_port() {
   exit 1
 }
 
-for port in $MOTO_PORT $PAYMENTS_PORT $MODEL_PORT $GUESTS_PORT $FUNCTION_PORT $PAGE_PORT $DESK_PORT; do
+for port in $MOTO_PORT $PAYMENTS_PORT $MODEL_PORT $GUESTS_PORT $LIVE_PORT $FUNCTION_PORT $PAGE_PORT $DESK_PORT; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "port $port on 127.0.0.1 is in use: stop whatever runs there (an earlier make run?) and try again" >&2
     exit 1
@@ -99,6 +99,25 @@ guests() { "$VENV/bin/python" -c "import json,sys; d=json.load(open('$STATE/gues
   echo "GUEST_SIGN_IN_URL=$(guests sign_in_url)"
 } >"$STATE/function.env"
 
+# Live pokes (contract 31): the Event API's stand-in, every connect and
+# subscribe decided by the project's own authorizer code over the same
+# tables and pools; a customer picked on the page (USER_IDENTITY=body)
+# listens as the body names them. Both functions publish to it.
+{
+  cat "$STATE/function.env"
+  echo "STAFF_POOL_ISSUER=$(pool "d['issuer']")"
+  echo "STAFF_POOL_CLIENT_ID=$(pool "d['client_id']")"
+} >"$STATE/live.env"
+start live bash -c 'set -a; . "$0"; set +a; exec "$@"' "$STATE/live.env" \
+  target/debug/refund-chat-local event-api --port "$LIVE_PORT" --moto "http://127.0.0.1:$MOTO_PORT" --body-customers
+wait_for_port live "$LIVE_PORT"
+for env in function staff; do
+  {
+    echo "LIVE_EVENTS_URL=http://127.0.0.1:$LIVE_PORT/event"
+    echo "LIVE_REALTIME_URL=ws://127.0.0.1:$LIVE_PORT/event/realtime"
+  } >>"$STATE/$env.env"
+done
+
 start function "$VENV/bin/cargo-lambda" lambda watch --package refund-chat --bin refund-chat --env-file "$STATE/function.env" \
   --invoke-address 127.0.0.1 --invoke-port "$FUNCTION_PORT"
 wait_for_port function "$FUNCTION_PORT"
@@ -112,7 +131,8 @@ export RETURN_LABEL_ORIGINS
 start page target/debug/refund-chat-local widget --port "$PAGE_PORT" --web web --function "$URL" \
   --desk-function "http://127.0.0.1:$DESK_PORT" --staff-endpoint "http://127.0.0.1:$MOTO_PORT" \
   --staff-pool-id "$(pool "d['pool_id']")" --staff-issuer "$(pool "d['issuer']")" --staff-client-id "$(pool "d['client_id']")" \
-  --guest-pool "$STATE/guest-pool.json" --guest-endpoint "http://127.0.0.1:$MOTO_PORT"
+  --guest-pool "$STATE/guest-pool.json" --guest-endpoint "http://127.0.0.1:$MOTO_PORT" \
+  --live-url "ws://127.0.0.1:$LIVE_PORT/event/realtime"
 wait_for_port page "$PAGE_PORT"
 # Warm-up: the first invocation waits for watch to start the function; a GET
 # is answered 405 without touching the model, payments or the secret. The
@@ -134,6 +154,8 @@ refund-chat is running at $URL
   DynamoDB (moto)         http://127.0.0.1:$MOTO_PORT   refund ledger table refund-chat-ledger
   payments sandbox        http://127.0.0.1:$PAYMENTS_PORT   refunds made: $STATE/payments-refunds.jsonl
   local model             http://127.0.0.1:$MODEL_PORT/v1
+  live pokes (AppSync Events' stand-in)  http://127.0.0.1:$LIVE_PORT/event   (POST /_faults: drop_sockets, no_keepalive,
+                          refuse_subscribe, delay_ms, publish: down|error|failed)
   guest pool sign-in      http://127.0.0.1:$GUESTS_PORT/   (moto's pool $(guests pool_id); codes: $OUTBOX)
   chat page               http://127.0.0.1:$PAGE_PORT/   (same origin as the function: it passes chat requests on;
                           curl -X POST http://127.0.0.1:$PAGE_PORT/__faults/drop-next-answer drops the next answer)

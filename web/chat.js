@@ -122,11 +122,43 @@
   function keepConversation(id) {
     if (typeof id === "string" && id) {
       sessionStorage.setItem(CONVERSATION, JSON.stringify({ customer: customer.value, id }));
+      listen();
     }
   }
 
+  // Live pokes (contract 31): while the page shows a conversation it hears
+  // the conversation's channel, and reads again on every poke and every
+  // (re)connection; the poll stays as the safety net, slow while the socket
+  // is up. Who listens is who talks: a signed-in customer's or a guest's
+  // token, a visitor's token, or (make run's picker) the customer named as
+  // the body names them.
+  const live = { id: null, handle: null };
+  function liveToken() {
+    if (isVisitor()) return visitorToken();
+    return tokenNow() || (IDENTITY === "pick" ? "body-user:" + customer.value : null);
+  }
+  function listen() {
+    const id = conversationId();
+    if (!window.RefundChatLive || !RefundChatLive.enabled || live.id === id) return;
+    stopListening();
+    if (!id) return;
+    live.id = id;
+    live.handle = RefundChatLive.open({
+      channel: RefundChatLive.conversationChannel(id),
+      token: liveToken,
+      onRead: () => readNew(),
+      onState: () => schedulePoll(),
+    });
+  }
+  function stopListening() {
+    if (live.handle) live.handle.close();
+    Object.assign(live, { id: null, handle: null });
+  }
+  const liveUp = () => Boolean(live.handle && live.handle.up());
+
   function startNewConversation() {
     sessionStorage.removeItem(CONVERSATION);
+    stopListening();
     stopPolling();
     current = null;
     log.replaceChildren();
@@ -230,14 +262,17 @@
   // The page's polling, for people and tests to see: the next wait in
   // seconds, or "off" (nothing to wait for, or a hidden tab).
   function showPolling() {
-    document.body.dataset.polling = poll.timer ? String(poll.delay) : "off";
+    document.body.dataset.polling = poll.timer ? String(pollDelay()) : "off";
   }
+
+  // While the socket is up a poke says when to read: the poll is only the safety net.
+  const pollDelay = () => (liveUp() ? RefundChatLive.POLL_SECONDS : poll.delay);
 
   function schedulePoll() {
     clearTimeout(poll.timer);
     poll.timer = null;
     if ((poll.approval || poll.person) && !document.hidden) {
-      poll.timer = setTimeout(readNew, poll.delay * 1000);
+      poll.timer = setTimeout(readNew, pollDelay() * 1000);
     }
     showPolling();
   }
@@ -334,7 +369,7 @@
     clearTimeout(poll.timer);
     poll.timer = null;
     showPolling();
-    if (!document.hidden && (poll.approval || poll.person)) {
+    if (!document.hidden && (poll.approval || poll.person || liveUp())) {
       poll.delay = POLL_SECONDS;
       readNew();
     }
@@ -869,4 +904,5 @@
     if (answer.awaiting_approval === true) pollFor("approval");
   }
   restore();
+  listen();
 })();

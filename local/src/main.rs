@@ -89,6 +89,13 @@ enum Cli {
         guest_pool: Option<PathBuf>,
         #[arg(long)]
         guest_endpoint: Option<String>,
+        /// The Event API stand-in's realtime URL (`ws://127.0.0.1:8085/event/realtime`):
+        /// the page subscribes there (contract 31).
+        #[arg(long)]
+        live_url: Option<String>,
+        /// The poll while the page's socket is up, in seconds.
+        #[arg(long, default_value_t = 60)]
+        live_poll_seconds: u32,
     },
 }
 
@@ -162,6 +169,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             staff_client_id,
             guest_pool,
             guest_endpoint,
+            live_url,
+            live_poll_seconds,
         } => {
             let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
             println!("chat page on http://{}", listener.local_addr()?);
@@ -196,7 +205,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 _ => None,
             };
-            let widget = refund_chat_local::widget::Widget::serving(web, function, None, desk, guests);
+            let live = live_url.map(|url| refund_chat_local::widget::LiveDoor {
+                host: url
+                    .trim_start_matches("ws://")
+                    .split('/')
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned(),
+                url,
+                poll_seconds: live_poll_seconds,
+            });
+            let widget = refund_chat_local::widget::Widget::serving(web, function, None, desk, guests).with_live(live);
             tokio::select! {
                 () = refund_chat_local::widget::serve(listener, widget) => {}
                 _ = tokio::signal::ctrl_c() => {}

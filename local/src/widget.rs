@@ -67,6 +67,17 @@ pub struct Widget {
     faults: Arc<Faults>,
     desk: Option<DeskDoor>,
     guests: Option<GuestDoor>,
+    /// The Event API stand-in (contract 31): its realtime URL and HTTP host,
+    /// and the poll while the socket is up; none: the page only polls.
+    live: Option<LiveDoor>,
+}
+
+/// Where the page's socket goes (contract 31), as the function's page says it.
+#[derive(Clone)]
+pub struct LiveDoor {
+    pub url: String,
+    pub host: String,
+    pub poll_seconds: u32,
 }
 
 /// The guest pool behind the page server (contract 27): where the page
@@ -119,6 +130,17 @@ impl Widget {
         Arc::new(widget)
     }
 
+    /// The same, its page told where the Event API's socket is (contract 31).
+    pub fn with_live(self: Arc<Self>, live: Option<LiveDoor>) -> Arc<Self> {
+        match Arc::try_unwrap(self) {
+            Ok(mut widget) => {
+                widget.live = live;
+                Arc::new(widget)
+            }
+            Err(shared) => shared,
+        }
+    }
+
     fn build(web_dir: PathBuf, function_url: String, poll_seconds: Option<f64>) -> Widget {
         let faults: Arc<Faults> = Arc::default();
         let armed = Arc::clone(&faults);
@@ -144,6 +166,7 @@ impl Widget {
             faults,
             desk: None,
             guests: None,
+            live: None,
         }
     }
 
@@ -233,6 +256,7 @@ impl Widget {
             (Method::GET, "/" | "/index.html") => Ok(self.page().await),
             (Method::GET, "/chat.js") => Ok(self.file("chat.js", "text/javascript; charset=utf-8").await),
             (Method::GET, "/chat.css") => Ok(self.file("chat.css", "text/css; charset=utf-8").await),
+            (Method::GET, "/live.js") => Ok(self.file("live.js", "text/javascript; charset=utf-8").await),
             _ => Ok(plain(StatusCode::NOT_FOUND, "not found", "text/plain")),
         }
     }
@@ -274,6 +298,9 @@ impl Widget {
                 let mut html = html.replace(SHIPPED_LINK_ORIGINS, &origins);
                 if let Some(guests) = &self.guests {
                     html = refund_chat::http::page::guest_sign_in_metas(&html, &guests.sign_in_url, &guests.client_id);
+                }
+                if let Some(live) = &self.live {
+                    html = refund_chat::http::page::live_metas(&html, &live.url, &live.host, live.poll_seconds);
                 }
                 if let Some(seconds) = self.poll_seconds {
                     let polled = format!(r#"<meta name="refund-chat-poll-seconds" content="{seconds}">"#);

@@ -102,7 +102,7 @@ pub struct ListenConfig {
     pub staff_issuer: Option<String>,
     pub staff_audience: Option<String>,
     pub staff_group: String,
-    /// `VISITORS=on`: visitors' tokens are taken.
+    /// Visitors' tokens are taken (`VISITORS=on`, or unset with `VISITOR_ADDRESS_KEY`, as the function serves them).
     pub visitors: bool,
 }
 
@@ -132,7 +132,11 @@ impl ListenConfig {
             staff_issuer,
             staff_audience,
             staff_group: vars.get("STAFF_GROUP").unwrap_or_else(|| "support-staff".into()),
-            visitors: vars.get("VISITORS").as_deref() == Some("on"),
+            // The function's own rule: on when said, or unsaid with a visitors' key.
+            visitors: match vars.get("VISITORS").as_deref() {
+                Some(said) => said == "on",
+                None => vars.get("VISITOR_ADDRESS_KEY").is_some(),
+            },
         })
     }
 }

@@ -18,6 +18,7 @@ use crate::web_page::{attribute, file, origin_of, to_folder};
 const HTML: &str = include_str!("../../web/index.html");
 const SCRIPT: &str = include_str!("../../web/chat.js");
 const STYLE: &str = include_str!("../../web/chat.css");
+const LIVE: &str = include_str!("../../web/live.js");
 
 /// The shipped page's settings, as `make run`'s page server serves them
 /// (a test checks that each is in the file).
@@ -27,6 +28,38 @@ pub const SHIPPED_WIDGET_ORIGIN: &str = r#"<meta name="refund-chat-widget-origin
 pub const SHIPPED_LINK_ORIGINS: &str = r#"<meta name="refund-chat-link-origins" content="https://shop.example">"#;
 pub const SHIPPED_GUEST_SIGN_IN: &str = r#"<meta name="refund-chat-guest-sign-in" content="">"#;
 pub const SHIPPED_GUEST_CLIENT: &str = r#"<meta name="refund-chat-guest-client-id" content="">"#;
+pub const SHIPPED_LIVE_URL: &str = r#"<meta name="refund-chat-live-url" content="">"#;
+pub const SHIPPED_LIVE_HOST: &str = r#"<meta name="refund-chat-live-host" content="">"#;
+pub const SHIPPED_LIVE_POLL: &str = r#"<meta name="refund-chat-live-poll-seconds" content="60">"#;
+
+/// The page's live metas (contract 31): the realtime endpoint, the HTTP
+/// host its authorization names, and the poll while the socket is up (the
+/// page server under `make run` writes the same).
+pub fn live_metas(html: &str, url: &str, host: &str, poll_secs: u32) -> String {
+    html.replace(
+        SHIPPED_LIVE_URL,
+        &format!(r#"<meta name="refund-chat-live-url" content="{}">"#, attribute(url)),
+    )
+    .replace(
+        SHIPPED_LIVE_HOST,
+        &format!(r#"<meta name="refund-chat-live-host" content="{}">"#, attribute(host)),
+    )
+    .replace(
+        SHIPPED_LIVE_POLL,
+        &format!(r#"<meta name="refund-chat-live-poll-seconds" content="{poll_secs}">"#),
+    )
+}
+
+/// The host of the Event API's HTTP endpoint, which a socket's authorization names.
+pub fn live_host(events_url: Option<&str>) -> String {
+    events_url
+        .and_then(|url| reqwest::Url::parse(url).ok())
+        .and_then(|url| {
+            url.host_str()
+                .map(|host| url.port().map_or(host.to_owned(), |port| format!("{host}:{port}")))
+        })
+        .unwrap_or_default()
+}
 
 /// The page's guest sign-in metas for `url` and `client_id` (the page
 /// server under `make run` writes the same).
@@ -82,6 +115,16 @@ impl ChatPage {
                     attribute(&links)
                 ),
             );
+        let live = config.live.realtime_url.as_deref().and_then(origin_of);
+        let html = match &config.live.realtime_url {
+            Some(url) => live_metas(
+                &html,
+                url,
+                &live_host(config.live.events_url.as_deref()),
+                config.live.fallback_poll_secs,
+            ),
+            None => html,
+        };
         let (html, sign_in) = match &config.guest_sign_in {
             Some(guests) => (
                 guest_sign_in_metas(&html, &guests.url, &guests.client_id),
@@ -89,12 +132,13 @@ impl ChatPage {
             ),
             None => (html, None),
         };
-        // The page's own files, the API and the guest pool's sign-in, nothing
-        // inline; embedded only by the shop's page.
+        // The page's own files, the API, the guest pool's sign-in and the
+        // Event API's realtime endpoint, nothing inline; embedded only by the shop's page.
         let policy = format!(
-            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'{}; \
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'{}{}; \
              base-uri 'none'; form-action 'none'; frame-ancestors {}",
             sign_in.map(|origin| format!(" {origin}")).unwrap_or_default(),
+            live.map(|origin| format!(" {origin}")).unwrap_or_default(),
             widget.as_deref().unwrap_or("'none'")
         );
         ChatPage { html, policy }
@@ -109,6 +153,7 @@ impl ChatPage {
             }
             "/support/chat.js" => Some(file("text/javascript; charset=utf-8", SCRIPT.to_owned(), None)),
             "/support/chat.css" => Some(file("text/css; charset=utf-8", STYLE.to_owned(), None)),
+            "/support/live.js" => Some(file("text/javascript; charset=utf-8", LIVE.to_owned(), None)),
             _ => None,
         }
     }

@@ -20,6 +20,7 @@ let renewTimer = null;
 let me = null;
 let selected = null;
 let timer = null;
+let live = null; // the desk's live socket (contract 31), while someone is signed in
 let backoff = REFRESH_MS;
 // What a notification was raised for already: an item's id, or a held
 // conversation's id with when its customer last wrote (contract 30).
@@ -368,6 +369,8 @@ function signOut(why) {
   $("saved-replies-manage").hidden = true;
   sessionStorage.removeItem(TOKEN);
   clearTimeout(timer);
+  if (live) live.close();
+  live = null;
   challenge = null;
   $("desk").hidden = true;
   showStep("sign-in");
@@ -376,10 +379,29 @@ function signOut(why) {
   if (why) $("sign-in-error").textContent = why;
 }
 
+// Live pokes (contract 31): while someone is signed in the desk hears the
+// desk's channel, where every conversation's pokes arrive, and reads the
+// queue (and the open conversation with it) again on each and on every
+// (re)connection; the 10 s poll becomes the slow safety net while the
+// socket is up.
+function listen() {
+  if (live || !window.RefundChatLive) return;
+  RefundChatLive.configure({ url: config.liveUrl, host: config.liveHost, pollSeconds: config.livePollSeconds });
+  if (!RefundChatLive.enabled) return;
+  live = RefundChatLive.open({
+    channel: "/desk/queue",
+    token: () => token,
+    onRead: () => refresh(),
+    onState: () => schedule(refreshMs()),
+  });
+}
+const refreshMs = () => (live && live.up() ? RefundChatLive.POLL_SECONDS * 1000 : REFRESH_MS);
+
 function start() {
   $("sign-in").hidden = true;
   $("desk").hidden = false;
   $("sign-out").hidden = false;
+  listen();
   refresh();
 }
 
@@ -458,7 +480,7 @@ async function refresh() {
     if (selected && selected.kind === "handoff") reread(selected);
     $("queue-status").textContent = "Updated " + new Date().toLocaleTimeString();
     backoff = REFRESH_MS;
-    schedule(REFRESH_MS);
+    schedule(refreshMs());
   } catch (error) {
     if (!token) return;
     $("queue-status").textContent = "The queue could not be read (" + error.message + "); trying again.";

@@ -10,10 +10,12 @@ use lambda_http::{Body, Response};
 use crate::web_page::{attribute, file, origin_of};
 
 const HTML: &str = include_str!("../../../web/staff/index.html");
-/// The page's script, then the QR encoder it draws an authenticator key with
+/// The live socket's client it shares with the chat page (contract 31), the page's script, then the QR encoder it draws an authenticator key with
 /// (contract 30; `web/staff/qrcode.js`, MIT, kept as published): one file,
 /// one route, one content-security-policy.
 const SCRIPT: &str = concat!(
+    include_str!("../../../web/live.js"),
+    "\n",
     include_str!("../../../web/staff/desk.js"),
     "\n",
     include_str!("../../../web/staff/qrcode.js")
@@ -30,6 +32,11 @@ pub struct PageConfig {
     /// Origins a link may go to: the help centre's and the two URL templates'.
     pub link_origins: Vec<String>,
     pub approver_group: String,
+    /// Live pokes (contract 31): the Event API's realtime endpoint, the HTTP
+    /// host a socket's authorization names, the poll while the socket is up.
+    pub live_url: Option<String>,
+    pub live_host: Option<String>,
+    pub live_poll_seconds: u32,
 }
 
 /// The origins of the URL templates, beside the help centre's.
@@ -56,8 +63,14 @@ pub fn content_security_policy(config: &PageConfig) -> String {
         .and_then(origin_of)
         .map(|origin| format!(" {origin}"))
         .unwrap_or_default();
+    let live = config
+        .live_url
+        .as_deref()
+        .and_then(origin_of)
+        .map(|origin| format!(" {origin}"))
+        .unwrap_or_default();
     format!(
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'{sign_in}; \
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'{sign_in}{live}; \
          base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     )
 }
