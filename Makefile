@@ -16,7 +16,7 @@ banner    = @printf '\n== %s (%ss into make)\n' '$(1)' "$$(( $$(date +%s) - $(ST
 BROWSER  := /usr/bin/chromedriver
 EVENT    ?= events/refund.json
 
-.PHONY: run check advisories test chaos eval invoke smoke ledger admin bench instructions load build reset-payments clean-local
+.PHONY: run check advisories test chaos eval invoke smoke ledger admin bench bench-live instructions load build reset-payments clean-local
 
 SEED     ?= 1
 REQUESTS ?= 10000
@@ -95,11 +95,13 @@ invoke: $(TOOLS)
 	  --invoke-address 127.0.0.1 --invoke-port 9000
 
 ## smoke: the first hour's checks of docs/deploy.md against a deployed API: make smoke URL=https://.../Prod/support/refund-chat TOKEN=...
-## (ORDER=, AMOUNT= for the test order's refund; STAFF_TOKEN= a staff member's ID token for the desk's queue;
+## (ORDER=, AMOUNT= for the test order's refund; STAFF_TOKEN= a staff member's ID token for the desk's queue, and with
+## LIVE_URL= the stack's LiveRealtimeUrl, a reply's live poke heard on the desk's channel;
 ## make test runs it against the local stack)
-smoke:
-	python3 tools/smoke.py --url "$(URL)" --token "$(TOKEN)" $(if $(CUSTOMER),--customer $(CUSTOMER)) \
-	  $(if $(ORDER),--order $(ORDER)) $(if $(AMOUNT),--amount $(AMOUNT)) $(if $(STAFF_TOKEN),--staff-token "$(STAFF_TOKEN)")
+smoke: $(TOOLS)
+	$(VENV)/bin/python tools/smoke.py --url "$(URL)" --token "$(TOKEN)" $(if $(CUSTOMER),--customer $(CUSTOMER)) \
+	  $(if $(ORDER),--order $(ORDER)) $(if $(AMOUNT),--amount $(AMOUNT)) $(if $(STAFF_TOKEN),--staff-token "$(STAFF_TOKEN)") \
+	  $(if $(LIVE_URL),--live-url "$(LIVE_URL)")
 
 ## ledger: the refund ledger (DynamoDB in moto) of the stack make run started, oldest first
 ledger: $(TOOLS)
@@ -117,6 +119,12 @@ bench:
 	target/release/refund-chat-bench target/release/refund-chat
 	target/release/sdk-op-cost
 	cargo bench --locked -p refund-chat --features test-support --bench turn_loop -- --noplot
+
+## bench-live: click to screen of live pokes (contract 31) under the local stack, the fallback poll off:
+## p50, p95 and the maximum over 50 tries each way (a person's reply to the page, a customer's message to the desk)
+bench-live: $(TOOLS)
+	cargo build --release --locked -p refund-chat-bench --bin refund-chat-bench-live
+	MOTO_SERVER=$(abspath $(VENV))/bin/moto_server target/release/refund-chat-bench-live
 
 ## instructions: instructions per cold start and per warm turn under callgrind, steady where make bench's CPU times are not
 instructions:

@@ -36,8 +36,10 @@ customer_token=$(.venv/bin/python tools/staff-token.py forge \
 # guest's messages go through the page server, whose door checks their token.
 guests=$state/guest-pool.json
 guest_field() { .venv/bin/python -c "import json,sys; print(json.load(open('$guests'))[sys.argv[1]])" "$1"; }
-python3 tools/smoke.py --url http://127.0.0.1:9000/support/refund-chat \
+# The venv's Python: the live check's WebSocket client (websockets) is there.
+.venv/bin/python tools/smoke.py --url http://127.0.0.1:9000/support/refund-chat \
   --staff-url http://127.0.0.1:8080/staff --staff-token "$staff_token" --customer-token "$customer_token" \
   --guest-sign-in "$(guest_field sign_in_url)" --guest-client-id "$(guest_field client_id)" \
   --guest-outbox "$state/guest-outbox.jsonl" --guest-url http://127.0.0.1:8080/support/refund-chat \
-  --return-item "A-1002:Blue mug"
+  --return-item "A-1002:Blue mug" \
+  --live-url ws://127.0.0.1:8085/event/realtime --live-host 127.0.0.1:8085

@@ -34,6 +34,7 @@ real deploy confirms, and where to look.
 import argparse
 import json
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -172,6 +173,58 @@ def desk(staff, customer_token, staff_token):
              f"{status} {raw[:200]!r}")
 
 
+def live(realtime, host, staff, url, token, customer, staff_token):
+    """Contract 31: the desk's channel, heard with a staff token; a person's
+    reply in a conversation handed to a person arrives there as a poke."""
+    import base64
+    from websockets.sync.client import connect
+
+    auth = {"Authorization": staff_token, "host": host}
+    header = base64.urlsafe_b64encode(json.dumps(auth).encode()).decode().rstrip("=")
+    try:
+        socket = connect(realtime, subprotocols=["aws-appsync-event-ws", "header-" + header], open_timeout=10)
+    except Exception as error:  # the socket's failure is the check's
+        step(False, "the live socket opens", repr(error))
+        return
+
+    def frame(kind, seconds=10):
+        deadline = time.time() + seconds
+        while time.time() < deadline:
+            try:
+                got = json.loads(socket.recv(timeout=max(deadline - time.time(), 0.1)))
+            except TimeoutError:
+                break
+            if got.get("type") == kind or got.get("type", "").endswith("error"):
+                return got
+        return {}
+
+    with socket:
+        socket.send(json.dumps({"type": "connection_init"}))
+        step(frame("connection_ack").get("type") == "connection_ack", "the live socket is accepted with a staff token")
+        socket.send(json.dumps({"type": "subscribe", "id": str(uuid.uuid4()), "channel": "/desk/queue", "authorization": auth}))
+        step(frame("subscribe_success").get("type") == "subscribe_success", "... and hears the desk's channel")
+        status, answer, raw, _ = call("POST", url, token, {"user_id": customer, "message": "I want to talk to a person"})
+        conversation = (answer or {}).get("conversation_id")
+        step(status == 200 and bool(conversation), "a conversation is handed to a person", f"{status} {raw[:200]!r}")
+        if not conversation:
+            return
+        status, _, raw, _ = call("POST", f"{staff}/conversations/{urllib.parse.quote(conversation, safe='')}/reply",
+                                 staff_token, {"text": "Smoke test: a person's reply."}, {"idempotency-key": str(uuid.uuid4())})
+        step(status == 200, "a person replies from the desk", f"{status} {raw[:200]!r}")
+        started = time.time()
+        heard = None
+        while time.time() - started < 10:
+            got = frame("data", 10 - (time.time() - started))
+            if not got:
+                break
+            poke = json.loads(got.get("event") or "{}")
+            if poke.get("kind") == "person_reply" and poke.get("conversation_id") == conversation:
+                heard = poke
+                break
+        step(heard is not None and set(heard) == {"conversation_id", "seq", "kind"},
+             "the reply's poke arrives, three fields and no words", f"{heard}, {time.time() - started:.2f} s")
+
+
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):
         return None
@@ -209,6 +262,10 @@ def main():
     parser.add_argument("--guest-order", default="A-1001", help="an order placed with that e-mail")
     parser.add_argument("--guest-outbox", default="", help="the local stand-in's outbox (else the code is typed in)")
     parser.add_argument("--guest-url", default="", help="where a guest's message goes (default: --url)")
+    parser.add_argument("--live-url", default="", help="the Event API's realtime endpoint (the stack's LiveRealtimeUrl, "
+                        "wss://.../event/realtime); with --staff-token, the desk's channel hears a reply's poke")
+    parser.add_argument("--live-host", default="", help="the Event API's HTTP host (default: --live-url's, appsync-realtime-api "
+                        "read as appsync-api)")
     parser.add_argument("--return-item", default="", help="ORDER:ITEM, a delivered test order's item to return "
                         "(contract 28; starts a real return, so only on a stack that serves `return`)")
     args = parser.parse_args()
@@ -262,7 +319,11 @@ def main():
     if args.guest_sign_in and args.guest_client_id:
         guest(args.guest_url.rstrip("/") or url, args.guest_sign_in, args.guest_client_id, args.guest_email,
               args.guest_order, args.guest_outbox)
-    desk(args.staff_url.rstrip("/") or url.rsplit("/", 1)[0] + "/staff", args.customer_token or args.token, args.staff_token)
+    staff = args.staff_url.rstrip("/") or url.rsplit("/", 1)[0] + "/staff"
+    desk(staff, args.customer_token or args.token, args.staff_token)
+    if args.live_url and args.staff_token:
+        host = args.live_host or urllib.parse.urlsplit(args.live_url).netloc.replace("appsync-realtime-api", "appsync-api")
+        live(args.live_url, host, staff, url, args.token, args.customer, args.staff_token)
 
     what_only_aws_shows(url)
 

@@ -55,6 +55,8 @@ pub struct Evidence<'a> {
     pub unverified: Vec<Option<u16>>,
     /// `CUSTOMER_TURNS_PER_HOUR`.
     pub turns_per_hour: u64,
+    /// Contract 31: every poke the Event API accepted, (channel, event, epoch ms it arrived).
+    pub pokes: Vec<(String, String, u64)>,
 }
 
 /// How long after its `created_at_ms` a refund record's write may still land
@@ -544,6 +546,9 @@ pub fn check(evidence: &Evidence<'_>) -> Vec<Invariant> {
             .collect(),
     );
     for (name, checked, violations) in visitor_invariants(evidence, &lines) {
+        add(name, checked, violations);
+    }
+    for (name, checked, violations) in live_invariants(evidence) {
         add(name, checked, violations);
     }
     add(
@@ -1325,6 +1330,71 @@ fn visitor_invariants(evidence: &Evidence<'_>, lines: &[Value]) -> Vec<(&'static
             "customers and guests are never refused for the visitors' spend (a 429 is their own budget)",
             refused.len() + visitors_refused,
             not_their_own,
+        ),
+    ]
+}
+
+/// Contract 31: a poke is three fields and carries no words, no order id
+/// and no amount; and it was published after the write it announces: its
+/// conversation held, when the poke arrived, an exchange (and, for a
+/// handoff, the handoff) stored no later.
+fn live_invariants(evidence: &Evidence<'_>) -> Vec<(&'static str, usize, Vec<String>)> {
+    const KINDS: [&str; 9] = [
+        "person_reply",
+        "decision",
+        "closed",
+        "handoff",
+        "customer_wrote",
+        "refund_waiting",
+        "held",
+        "internal_note",
+        "rating",
+    ];
+    let mut shape = Vec::new();
+    let mut after = Vec::new();
+    for (channel, raw, at) in &evidence.pokes {
+        let event: Value = serde_json::from_str(raw).unwrap_or_default();
+        let fields: Vec<&String> = event.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+        let id = event["conversation_id"].as_str().unwrap_or_default();
+        let well_formed = fields == ["conversation_id", "kind", "seq"]
+            && event["seq"].is_u64()
+            && KINDS.contains(&event["kind"].as_str().unwrap_or_default())
+            && id.len() == 34
+            && id.starts_with("c_")
+            && id[2..].bytes().all(|b| b.is_ascii_hexdigit());
+        let names_an_order = evidence.order_paid.keys().any(|order| raw.contains(order.as_str()));
+        if !well_formed || names_an_order {
+            shape.push(format!("{channel}: {raw}"));
+            continue;
+        }
+        let arrived = refund_chat::clock::rfc3339(*at);
+        let items: Vec<&Value> = evidence.conversations.iter().filter(|i| i["pk"] == id).collect();
+        let stored_before = items
+            .iter()
+            .filter(|i| i["sk"].as_str().is_some_and(|sk| sk.starts_with("x#")))
+            .any(|i| {
+                i["created_at"]
+                    .as_str()
+                    .is_some_and(|created| created <= arrived.as_str())
+            });
+        let handoff_before = event["kind"] != "handoff"
+            || items
+                .iter()
+                .any(|i| i["handoff_at"].as_str().is_some_and(|at| at <= arrived.as_str()));
+        if !(stored_before && handoff_before) {
+            after.push(format!("{raw} arrived at {arrived} before its write"));
+        }
+    }
+    vec![
+        (
+            "a live poke is three fields: no words, no order id, no amount",
+            evidence.pokes.len(),
+            shape,
+        ),
+        (
+            "a live poke was published after the write it announces",
+            evidence.pokes.len(),
+            after,
         ),
     ]
 }

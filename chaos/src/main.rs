@@ -43,6 +43,8 @@ const REFUND_WINDOW_DAYS: u64 = 30;
 /// few hundred milliseconds at times, which at 0.3 s made most requests a
 /// 503 of the way out rather than a turn.
 const LEDGER_TIMEOUT: Duration = Duration::from_millis(800);
+/// One live poke's publish timeout (contract 31): a slow Event API is cut off at it.
+const LIVE_PUBLISH_TIMEOUT: Duration = Duration::from_millis(300);
 const AUTO_REFUND_LIMIT: u64 = 5000;
 const DAILY_LIMIT: u64 = 10000;
 const ORDER_WINDOW: Duration = Duration::from_secs(24 * 3600);
@@ -112,6 +114,19 @@ fn orders_fault(rng: &mut Rng) -> Fault {
         94..=95 => Fault::OtherOrder,
         96..=97 => Fault::FutureDelivery,
         _ => Fault::HugeBody,
+    }
+}
+
+/// What AppSync Events (the stand-in, behind the proxy) does wrong, per
+/// publish (contract 31): down, slow past the publish's timeout, a 500, or
+/// a 200 whose answer lists the event as failed. None changes an answer.
+fn live_fault(rng: &mut Rng) -> Fault {
+    match rng.below(100) {
+        0..=59 => Fault::None,
+        60..=69 => Fault::DropBefore,
+        70..=79 => Fault::DelayBefore(LIVE_PUBLISH_TIMEOUT + Duration::from_millis(200)),
+        80..=89 => Fault::RefuseBefore(500, r#"{"errors":[{"errorType":"InternalFailure"}]}"#),
+        _ => Fault::ReplaceAfter(200, r#"{"successful":[],"failed":[{"identifier":"chaos","index":0}]}"#),
     }
 }
 
@@ -319,6 +334,14 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
     let orders_address = orders_proxy.proxy.spawn().await?;
     let ledger = Faulty::new(moto.clone(), seed ^ 0x1ED6E5, ledger_fault, true);
     let ledger_address = ledger.proxy.spawn().await?;
+    // Live pokes (contract 31): the Event API's stand-in, which nobody
+    // subscribes to here, behind a faulty proxy; it keeps what it heard.
+    let event_api = refund_chat_local::event_api::EventApi::new(Arc::new(|_, _| {
+        Box::pin(async { refund_chat::push::listen::AuthorizerResponse::refused() })
+    }));
+    let event_api_address = refund_chat_local::event_api::spawn(0, Arc::clone(&event_api)).await?;
+    let live = Faulty::new(format!("http://{event_api_address}"), seed ^ 0x11FE, live_fault, false);
+    let live_address = live.proxy.spawn().await?;
     let orders: Vec<String> = shop.orders.iter().map(|(order, _, _)| order.clone()).collect();
     let model = model::ChaoticModel::new(seed, COMPLETION_TIMEOUT + Duration::from_millis(200), orders);
     let deaths = Arc::clone(&model.deaths);
@@ -367,6 +390,8 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
             ("VISITOR_TOKENS_PER_DAY", VISITOR_TOKENS_PER_DAY.to_string()),
             ("VISITOR_TURNS_PER_HOUR_PER_ADDRESS", "40".to_owned()),
             ("GUEST_POOL_ISSUER", clients::GUEST_ISSUER.to_owned()),
+            ("LIVE_EVENTS_URL", format!("http://{live_address}/event")),
+            ("LIVE_PUBLISH_TIMEOUT_MS", LIVE_PUBLISH_TIMEOUT.as_millis().to_string()),
         ]
         .map(|(name, value)| (name.to_owned(), value))
         .into(),
@@ -598,6 +623,7 @@ async fn segment_run(args: &Args, seed: u64, requests: usize, run_started: Insta
         claims: clients.others.claims.lock().map(|e| e.clone()).unwrap_or_default(),
         unverified: clients.others.unverified.lock().map(|e| e.clone()).unwrap_or_default(),
         turns_per_hour: TURNS_PER_HOUR,
+        pokes: event_api.heard(),
     };
     let invariants = checks::check(&evidence);
     report(

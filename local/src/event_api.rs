@@ -70,6 +70,8 @@ pub struct EventApi {
     sockets: Mutex<HashMap<u64, mpsc::UnboundedSender<Message>>>,
     next: AtomicU64,
     published: AtomicU64,
+    /// Every event accepted: its channel, the event, and when (epoch ms).
+    heard: Mutex<Vec<(String, String, u64)>>,
 }
 
 impl EventApi {
@@ -81,6 +83,7 @@ impl EventApi {
             sockets: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
             published: AtomicU64::new(0),
+            heard: Mutex::new(Vec::new()),
         })
     }
 
@@ -103,6 +106,12 @@ impl EventApi {
     /// How many events were published and accepted so far.
     pub fn published(&self) -> u64 {
         self.published.load(Ordering::SeqCst)
+    }
+
+    /// Every event accepted so far: its channel, the event as published,
+    /// and when it arrived (epoch ms), for the chaos run's invariants.
+    pub fn heard(&self) -> Vec<(String, String, u64)> {
+        self.heard.lock().map(|h| h.clone()).unwrap_or_default()
     }
 
     async fn publish(self: &Arc<Self>, headers: &HeaderMap, body: &str) -> Response {
@@ -151,6 +160,15 @@ impl EventApi {
             return axum::Json(json!({"successful": [], "failed": failed})).into_response();
         }
         self.published.fetch_add(events.len() as u64, Ordering::SeqCst);
+        if let Ok(mut heard) = self.heard.lock() {
+            let at = refund_chat::clock::now_ms();
+            heard.extend(
+                events
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|e| (channel.to_owned(), e.to_owned(), at)),
+            );
+        }
         let targets: Vec<(u64, String)> = self
             .subscribers
             .lock()
