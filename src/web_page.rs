@@ -16,6 +16,17 @@ pub fn origin_of(url: &str) -> Option<String> {
         .filter(|origin| origin != "null")
 }
 
+/// The host (and port) of a URL, as a WebSocket's authorization names the
+/// Event API's HTTP endpoint (contract 31); empty for none.
+pub fn host_of(url: Option<&str>) -> String {
+    url.and_then(|url| reqwest::Url::parse(url).ok())
+        .and_then(|url| {
+            url.host_str()
+                .map(|host| url.port().map_or(host.to_owned(), |port| format!("{host}:{port}")))
+        })
+        .unwrap_or_default()
+}
+
 /// Text for an HTML attribute's value.
 pub fn attribute(text: &str) -> String {
     text.replace('&', "&amp;")

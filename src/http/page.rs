@@ -50,17 +50,6 @@ pub fn live_metas(html: &str, url: &str, host: &str, poll_secs: u32) -> String {
     )
 }
 
-/// The host of the Event API's HTTP endpoint, which a socket's authorization names.
-pub fn live_host(events_url: Option<&str>) -> String {
-    events_url
-        .and_then(|url| reqwest::Url::parse(url).ok())
-        .and_then(|url| {
-            url.host_str()
-                .map(|host| url.port().map_or(host.to_owned(), |port| format!("{host}:{port}")))
-        })
-        .unwrap_or_default()
-}
-
 /// The page's guest sign-in metas for `url` and `client_id` (the page
 /// server under `make run` writes the same).
 pub fn guest_sign_in_metas(html: &str, url: &str, client_id: &str) -> String {
@@ -120,7 +109,7 @@ impl ChatPage {
             Some(url) => live_metas(
                 &html,
                 url,
-                &live_host(config.live.events_url.as_deref()),
+                &crate::web_page::host_of(config.live.events_url.as_deref()),
                 config.live.fallback_poll_secs,
             ),
             None => html,

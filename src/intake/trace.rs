@@ -33,17 +33,21 @@ impl Trace {
     }
 
     /// What the turn's writes announce to the desk (contract 31): a handoff
-    /// it made, else a message appended to a conversation a person has; and
-    /// a refund it sent to a person. Published after the turn's writes.
+    /// it made, else a message appended to a conversation a person has
+    /// (both only once the append that keeps them committed); and a refund
+    /// it sent to a person (its record is in the ledger whatever the append
+    /// did). Published after the turn's writes, never instead of them.
     pub fn pokes(&self) -> Vec<Poke> {
         let Some(id) = self.conversation.id.as_deref() else {
             return Vec::new();
         };
         let mut pokes = Vec::new();
-        if self.handoff.is_some() {
-            pokes.push(Poke::new(id, 0, Kind::Handoff));
-        } else if self.conversation.with_a_person && self.conversation.appended == Some("appended") {
-            pokes.push(Poke::new(id, 0, Kind::CustomerWrote));
+        if self.conversation.appended == Some("appended") {
+            if self.handoff.is_some() {
+                pokes.push(Poke::new(id, 0, Kind::Handoff));
+            } else if self.conversation.with_a_person {
+                pokes.push(Poke::new(id, 0, Kind::CustomerWrote));
+            }
         }
         if self.refund_awaits_approval() {
             pokes.push(Poke::new(id, 0, Kind::RefundWaiting));
@@ -57,5 +61,38 @@ impl Trace {
         self.stats
             .as_ref()
             .is_some_and(|stats| matches!(stats.refund, Some(crate::refund::RefundOutcome::PendingApproval { .. })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(appended: Option<&'static str>, handoff: bool, with_a_person: bool) -> Trace {
+        let mut trace = Trace::default();
+        trace.conversation.id = Some("c_0a1b".into());
+        trace.conversation.appended = appended;
+        trace.conversation.with_a_person = with_a_person;
+        trace.handoff = handoff.then_some(Reason::CustomerAsked);
+        trace
+    }
+
+    fn kinds(trace: &Trace) -> Vec<Kind> {
+        trace.pokes().into_iter().map(|poke| poke.kind).collect()
+    }
+
+    #[test]
+    fn a_poke_announces_only_what_the_append_kept() {
+        assert_eq!(kinds(&trace(Some("appended"), true, false)), [Kind::Handoff]);
+        assert_eq!(kinds(&trace(Some("appended"), false, true)), [Kind::CustomerWrote]);
+        // The conversation without a person: nothing for the desk.
+        assert!(kinds(&trace(Some("appended"), false, false)).is_empty());
+        // The append failed (or was a replay): nothing was written, nothing is announced.
+        for appended in [Some("failed"), Some("already_there"), None] {
+            assert!(kinds(&trace(appended, true, true)).is_empty(), "{appended:?}");
+        }
+        let mut unnamed = trace(Some("appended"), true, true);
+        unnamed.conversation.id = None;
+        assert!(unnamed.pokes().is_empty());
     }
 }

@@ -76,10 +76,7 @@ impl Publisher {
         let Some(url) = url else {
             return Publisher::off();
         };
-        let host = reqwest::Url::parse(url).ok().and_then(|parsed| {
-            let host = parsed.host_str()?.to_owned();
-            Some(parsed.port().map_or(host.clone(), |port| format!("{host}:{port}")))
-        });
+        let host = Some(crate::web_page::host_of(Some(url))).filter(|host| !host.is_empty());
         let region = aws.region().map(ToString::to_string);
         let credentials = aws.credentials_provider();
         if host.is_none() || region.is_none() || credentials.is_none() {

@@ -202,7 +202,7 @@ impl StaffApp {
             ),
             approver_group: config.approver_group.clone(),
             live_url: config.staff.live.realtime_url.clone(),
-            live_host: Some(crate::http::page::live_host(config.staff.live.events_url.as_deref()))
+            live_host: Some(crate::web_page::host_of(config.staff.live.events_url.as_deref()))
                 .filter(|h| !h.is_empty()),
             live_poll_seconds: config.staff.live.fallback_poll_secs,
         };
