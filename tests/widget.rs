@@ -631,6 +631,21 @@ impl Stack {
         self.element(&css).await;
     }
 
+    /// Whether the page's own socket client, as the picked customer, is let
+    /// hear `channel` (within 3 s): `heard` or `refused`.
+    async fn hears(&self, channel: &str) -> Value {
+        self.browser
+            .execute_async(
+                "const [channel, done] = arguments;
+                 const handle = RefundChatLive.open({ channel, token: () => 'body-user:u-1001',
+                   onRead() {}, onState(up) { if (up) { handle.close(); done('heard'); } } });
+                 setTimeout(() => { handle.close(); done('refused'); }, 3000);",
+                vec![serde_json::json!(channel)],
+            )
+            .await
+            .unwrap()
+    }
+
     /// The tab hidden or shown, as the browser tells the page.
     async fn set_hidden(&self, hidden: bool) {
         let script = format!(
@@ -879,10 +894,39 @@ impl AtTheDesk {
         }
     }
 
-    /// Opens the first item of the queue's list `list` (approvals, handoffs).
+    /// Opens the first item of the queue's list `list` (approvals, handoffs);
+    /// the queue may be drawn anew under the click (a live poke reads it
+    /// again), so a button gone stale is found again.
     async fn open_first(&self, list: &str) {
-        self.element(&format!("#{list} li button")).await.click().await.unwrap();
+        let css = format!("#{list} li button");
+        let started = std::time::Instant::now();
+        while let Err(error) = self.element(&css).await.click().await {
+            assert!(started.elapsed() < WAIT, "{css} could not be clicked: {error}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         self.wait_text("#item-body", "").await;
+    }
+
+    /// Sends `text` as a reply from the open conversation, as a person
+    /// types and clicks; an item drawn anew meanwhile (a live poke) is
+    /// found again before anything is sent.
+    async fn reply(&self, text: &str) {
+        let started = std::time::Instant::now();
+        loop {
+            let field = self.element("#reply-text").await;
+            let typed = match field.clear().await {
+                Ok(()) => field.send_keys(text).await,
+                Err(error) => Err(error),
+            };
+            if typed.is_ok()
+                && let Some(button) = self.button("Send reply").await
+                && button.click().await.is_ok()
+            {
+                return;
+            }
+            assert!(started.elapsed() < WAIT, "the reply {text:?} could not be sent");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Types `value` into the field `id`, anew, pressing nothing.
@@ -2263,14 +2307,7 @@ async fn a_persons_reply_and_the_customers_message_arrive_by_poke_and_a_dropped_
     let ann = AtTheDesk::sign_in(&stack, "ann").await;
     ann.element("body[data-live='up']").await;
     ann.open_first("handoffs").await;
-    ann.element("#reply-text").await;
-    ann.type_in_field("reply-text", "Hello, this is Ann.").await;
-    ann.button("Send reply")
-        .await
-        .expect("a reply button")
-        .click()
-        .await
-        .unwrap();
+    ann.reply("Hello, this is Ann.").await;
     ann.wait_text("#outcome", "replied in").await;
     let said = stack.nth("person", 1).await;
     assert!(said.contains("Hello, this is Ann."), "{said}");
@@ -2288,43 +2325,15 @@ async fn a_persons_reply_and_the_customers_message_arrive_by_poke_and_a_dropped_
         .send()
         .await
         .unwrap();
-    ann.element("#reply-text").await;
-    ann.type_in_field("reply-text", "Your refund is on its way.").await;
-    ann.button("Send reply")
-        .await
-        .expect("a reply button")
-        .click()
-        .await
-        .unwrap();
+    ann.reply("Your refund is on its way.").await;
     let again = stack.nth("person", 2).await;
     assert!(again.contains("Your refund is on its way."), "{again}");
     stack.element("body[data-live='up']").await;
 
     // A page hears its own channel only: not another conversation's, not the desk's.
-    let refused: Value = stack
-        .browser
-        .execute_async(
-            "const [channel, done] = arguments;
-             const handle = RefundChatLive.open({ channel, token: () => 'body-user:u-1001',
-               onRead() {}, onState(up) { if (up) { handle.close(); done('heard'); } } });
-             setTimeout(() => { handle.close(); done('refused'); }, 3000);",
-            vec![serde_json::json!("/desk/queue")],
-        )
-        .await
-        .unwrap();
-    assert_eq!(refused, "refused");
-    let others: Value = stack
-        .browser
-        .execute_async(
-            "const [channel, done] = arguments;
-             const handle = RefundChatLive.open({ channel, token: () => 'body-user:u-1001',
-               onRead() {}, onState(up) { if (up) { handle.close(); done('heard'); } } });
-             setTimeout(() => { handle.close(); done('refused'); }, 3000);",
-            vec![serde_json::json!("/conversations/c-00000000000000000000000000000000")],
-        )
-        .await
-        .unwrap();
-    assert_eq!(others, "refused");
+    for channel in ["/desk/queue", "/conversations/c-00000000000000000000000000000000"] {
+        assert_eq!(stack.hears(channel).await, "refused", "{channel}");
+    }
     sam.close().await;
     ann.close().await;
     stack.close().await;

@@ -1339,17 +1339,7 @@ fn visitor_invariants(evidence: &Evidence<'_>, lines: &[Value]) -> Vec<(&'static
 /// conversation held, when the poke arrived, an exchange (and, for a
 /// handoff, the handoff) stored no later.
 fn live_invariants(evidence: &Evidence<'_>) -> Vec<(&'static str, usize, Vec<String>)> {
-    const KINDS: [&str; 9] = [
-        "person_reply",
-        "decision",
-        "closed",
-        "handoff",
-        "customer_wrote",
-        "refund_waiting",
-        "held",
-        "internal_note",
-        "rating",
-    ];
+    let kinds: Vec<&str> = refund_chat::push::Kind::ALL.iter().map(|kind| kind.as_str()).collect();
     let mut shape = Vec::new();
     let mut after = Vec::new();
     for (channel, raw, at) in &evidence.pokes {
@@ -1358,7 +1348,7 @@ fn live_invariants(evidence: &Evidence<'_>) -> Vec<(&'static str, usize, Vec<Str
         let id = event["conversation_id"].as_str().unwrap_or_default();
         let well_formed = fields == ["conversation_id", "kind", "seq"]
             && event["seq"].is_u64()
-            && KINDS.contains(&event["kind"].as_str().unwrap_or_default())
+            && kinds.contains(&event["kind"].as_str().unwrap_or_default())
             && id.len() == 34
             && id.starts_with("c_")
             && id[2..].bytes().all(|b| b.is_ascii_hexdigit());

@@ -12,18 +12,14 @@
 //! the guest pool's, and hands the token's claims over whole, as the
 //! authorizer's `claims` ([`PoolGate::claims`]).
 
-use jsonwebtoken::jwk::JwkSet;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use refund_chat::pool_token::PoolKeys;
 use serde_json::Value;
-use tokio::sync::Mutex;
 
-/// A pool, as the page server checks its tokens.
+/// A pool, as the page server checks its tokens: the project's own check
+/// ([`refund_chat::pool_token`]), as AppSync Events' authorizer makes it.
 pub struct PoolGate {
-    jwks_url: String,
-    issuer: String,
+    keys: PoolKeys,
     client_id: String,
-    http: reqwest::Client,
-    keys: Mutex<Option<JwkSet>>,
 }
 
 /// The person a token names.
@@ -35,46 +31,20 @@ pub struct Person {
 }
 
 /// Why a token was refused, as API Gateway answers it (401).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refused {
-    #[error("no token")]
-    Missing,
-    #[error("the token does not verify: {0}")]
-    Invalid(String),
-    #[error("the pool's keys could not be read: {0}")]
-    Keys(String),
-}
+pub use refund_chat::pool_token::Refused;
 
 impl PoolGate {
     /// `endpoint`: where the pool lives (moto: `http://127.0.0.1:5005`);
     /// `pool_id`, `issuer`, `client_id` as the setup printed them.
     pub fn new(endpoint: &str, pool_id: &str, issuer: &str, client_id: &str) -> PoolGate {
         PoolGate {
-            jwks_url: format!("{}/{pool_id}/.well-known/jwks.json", endpoint.trim_end_matches('/')),
-            issuer: issuer.to_owned(),
+            keys: PoolKeys::new(
+                &format!("{}/{pool_id}/.well-known/jwks.json", endpoint.trim_end_matches('/')),
+                issuer,
+                reqwest::Client::new(),
+            ),
             client_id: client_id.to_owned(),
-            http: reqwest::Client::new(),
-            keys: Mutex::new(None),
         }
-    }
-
-    async fn keys(&self) -> Result<JwkSet, Refused> {
-        let mut keys = self.keys.lock().await;
-        if let Some(keys) = keys.as_ref() {
-            return Ok(keys.clone());
-        }
-        let fetched: JwkSet = self
-            .http
-            .get(&self.jwks_url)
-            .send()
-            .await
-            .and_then(reqwest::Response::error_for_status)
-            .map_err(|e| Refused::Keys(e.to_string()))?
-            .json()
-            .await
-            .map_err(|e| Refused::Keys(e.to_string()))?;
-        *keys = Some(fetched.clone());
-        Ok(fetched)
     }
 
     /// The person of an `Authorization` header's ID token (bare, as API
@@ -98,36 +68,11 @@ impl PoolGate {
 
     /// The verified claims of an `Authorization` header's ID token.
     pub async fn claims(&self, authorization: Option<&str>) -> Result<Value, Refused> {
-        let token = authorization
-            .map(|value| {
-                let value = value.trim();
-                // "Bearer" with nothing after it is no token, not a malformed one.
-                value
-                    .strip_prefix("Bearer")
-                    .filter(|rest| rest.is_empty() || rest.starts_with(' '))
-                    .unwrap_or(value)
-                    .trim()
-            })
-            .filter(|token| !token.is_empty())
-            .ok_or(Refused::Missing)?;
-        let header = jsonwebtoken::decode_header(token).map_err(|e| Refused::Invalid(e.to_string()))?;
-        let keys = self.keys().await?;
-        let jwk = match header.kid.as_deref() {
-            Some(kid) => keys.find(kid),
-            None => keys.keys.first(),
-        }
-        .ok_or_else(|| Refused::Invalid("no key of the pool signed it".into()))?;
-        let key = DecodingKey::from_jwk(jwk).map_err(|e| Refused::Invalid(e.to_string()))?;
-        let mut validation = Validation::new(Algorithm::RS256);
-        validation.set_issuer(&[&self.issuer]);
-        validation.set_audience(&[&self.client_id]);
-        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        let claims = jsonwebtoken::decode::<Value>(token, &key, &validation)
-            .map_err(|e| Refused::Invalid(e.to_string()))?
-            .claims;
-        if claims["token_use"] != "id" {
-            return Err(Refused::Invalid("not an ID token".into()));
-        }
-        Ok(claims)
+        let token = authorization.ok_or(Refused::Missing)?;
+        let claims = self
+            .keys
+            .verify(token, Some(std::slice::from_ref(&self.client_id)))
+            .await?;
+        Ok(Value::Object(claims))
     }
 }
