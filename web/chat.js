@@ -133,8 +133,12 @@
   // token, a visitor's token, or (make run's picker) the customer named as
   // the body names them.
   const live = { id: null, handle: null };
-  function liveToken() {
+  async function liveToken() {
     if (isVisitor()) return visitorToken();
+    // A guest's ID token is renewed before it expires (the socket
+    // reconnects a minute before): the shop's page renews a customer's.
+    const expires = tokenNow() && RefundChatLive.expiresAt(tokenNow());
+    if (refreshToken && expires && expires - Date.now() < 120000) await renewGuestToken();
     return tokenNow() || (IDENTITY === "pick" ? "body-user:" + customer.value : null);
   }
   function listen() {

@@ -151,6 +151,7 @@ window.RefundChatLive = (() => {
     open,
     configure,
     conversationChannel,
+    expiresAt,
     get enabled() {
       return Boolean(URL_);
     },

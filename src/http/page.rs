@@ -220,6 +220,54 @@ mod tests {
         assert!(page.serve("/support/chat.js").is_some() && page.serve("/support/../secret").is_none());
     }
 
+    /// Contract 31: the page subscribes at the Event API's realtime
+    /// endpoint, so its policy names that origin and its metas the endpoint,
+    /// the HTTP host the socket's authorization names, and the poll while
+    /// the socket is up; without the Event API, none of them.
+    #[test]
+    fn the_live_endpoint_is_named_in_the_page_and_its_policy() {
+        for shipped in [SHIPPED_LIVE_URL, SHIPPED_LIVE_HOST, SHIPPED_LIVE_POLL] {
+            assert!(HTML.contains(shipped), "{shipped}");
+        }
+        let live = page_with(
+            None,
+            &[
+                (
+                    "LIVE_EVENTS_URL",
+                    "https://abc.appsync-api.eu-west-1.amazonaws.com/event",
+                ),
+                (
+                    "LIVE_REALTIME_URL",
+                    "wss://abc.appsync-realtime-api.eu-west-1.amazonaws.com/event/realtime",
+                ),
+                ("LIVE_FALLBACK_POLL_SECS", "90"),
+            ],
+        );
+        let served = live.serve("/support/").unwrap();
+        let policy = served.headers()["content-security-policy"].to_str().unwrap();
+        assert!(
+            policy.contains("connect-src 'self' wss://abc.appsync-realtime-api.eu-west-1.amazonaws.com;"),
+            "{policy}"
+        );
+        let html = html(&live);
+        assert!(html.contains(
+            r#"<meta name="refund-chat-live-url" content="wss://abc.appsync-realtime-api.eu-west-1.amazonaws.com/event/realtime">"#
+        ));
+        assert!(
+            html.contains(r#"<meta name="refund-chat-live-host" content="abc.appsync-api.eu-west-1.amazonaws.com">"#)
+        );
+        assert!(html.contains(r#"<meta name="refund-chat-live-poll-seconds" content="90">"#));
+        assert!(live.serve("/support/live.js").is_some());
+        let without = page(None);
+        assert!(html_of_policy(&without).contains("connect-src 'self';"));
+        assert!(self::html(&without).contains(SHIPPED_LIVE_URL));
+    }
+
+    fn html_of_policy(page: &ChatPage) -> String {
+        let served = page.serve("/support/").unwrap();
+        served.headers()["content-security-policy"].to_str().unwrap().to_owned()
+    }
+
     /// Contract 27: "confirm my e-mail" talks to the guest pool from the
     /// page, so the policy lets the page reach that one origin, and the
     /// page knows the endpoint and the client; without them, neither.

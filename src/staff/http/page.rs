@@ -127,6 +127,23 @@ mod tests {
         assert!(policy.contains("connect-src 'self' https://cognito-idp.eu-west-1.amazonaws.com;"));
     }
 
+    /// Contract 31: the desk's socket goes to the Event API's realtime
+    /// endpoint, which its policy names; its script carries the socket client.
+    #[test]
+    fn the_policy_names_the_live_endpoint_and_the_script_carries_its_client() {
+        let config = PageConfig {
+            live_url: Some("wss://abc.appsync-realtime-api.eu-west-1.amazonaws.com/event/realtime".into()),
+            ..PageConfig::default()
+        };
+        let policy = content_security_policy(&config);
+        assert!(
+            policy.contains("connect-src 'self' wss://abc.appsync-realtime-api.eu-west-1.amazonaws.com;"),
+            "{policy}"
+        );
+        assert!(content_security_policy(&PageConfig::default()).contains("connect-src 'self';"));
+        assert!(SCRIPT.contains("window.RefundChatLive") && SCRIPT.contains("RefundChatLive.open"));
+    }
+
     #[test]
     fn the_page_carries_its_settings_escaped_and_no_inline_script() {
         let config = PageConfig {
