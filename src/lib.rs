@@ -55,7 +55,8 @@
 //! model-written text made safe for a terminal, a spreadsheet or a log),
 //! [`http_client`], [`secrets`], [`web_page`] (what serving a page compiled
 //! into a function takes: the chat's and the desk's), [`pool_token`] (a
-//! Cognito pool's ID token checked by code, where no API Gateway does it).
+//! Cognito pool's ID token checked by code, where no API Gateway does it),
+//! [`office_hours`] (the team's hours and office minutes, contract 32).
 //!
 //! Binaries: `refund-chat` (the function, `src/main.rs`),
 //! `refund-chat-sweep`, `refund-chat-staff` (the desk) and
@@ -82,6 +83,7 @@ pub mod keyed_hash;
 pub mod ledger;
 pub mod live;
 pub mod mask;
+pub mod office_hours;
 pub mod ops;
 pub mod orders;
 pub mod pool_token;
