@@ -15,8 +15,13 @@ pub struct PoolKeys {
     jwks_url: String,
     issuer: String,
     http: reqwest::Client,
-    keys: Mutex<Option<JwkSet>>,
+    /// The keys, and when they were read.
+    keys: Mutex<Option<(JwkSet, std::time::Instant)>>,
 }
+
+/// An unknown key id reads the keys again at most this often: a token with
+/// a made-up `kid` must not make every request a fetch of the pool's keys.
+const REFETCH_AFTER: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Why a token was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -46,11 +51,11 @@ impl PoolKeys {
     }
 
     /// The keys, read once; read again when a token names a key they lack
-    /// (the pool rotated its keys).
+    /// (the pool rotated its keys), at most once a minute.
     async fn keys(&self, kid: Option<&str>) -> Result<JwkSet, Refused> {
         let mut keys = self.keys.lock().await;
-        if let Some(known) = keys.as_ref()
-            && kid.is_none_or(|kid| known.find(kid).is_some())
+        if let Some((known, read_at)) = keys.as_ref()
+            && (kid.is_none_or(|kid| known.find(kid).is_some()) || read_at.elapsed() < REFETCH_AFTER)
         {
             return Ok(known.clone());
         }
@@ -64,7 +69,7 @@ impl PoolKeys {
             .json()
             .await
             .map_err(|e| Refused::Keys(e.to_string()))?;
-        *keys = Some(fetched.clone());
+        *keys = Some((fetched.clone(), std::time::Instant::now()));
         Ok(fetched)
     }
 
@@ -132,6 +137,32 @@ mod tests {
         assert_eq!(bare("Bearer"), None);
         assert_eq!(bare("   "), None);
         assert_eq!(bare("Bearerabc"), Some("Bearerabc"));
+    }
+
+    /// A made-up key id reads the pool's keys once, not on every token.
+    #[tokio::test]
+    async fn an_unknown_key_id_reads_the_keys_at_most_once_a_minute() {
+        use base64::Engine;
+        let server = wiremock::MockServer::start().await;
+        wiremock::Mock::given(wiremock::matchers::method("GET"))
+            .respond_with(wiremock::ResponseTemplate::new(200).set_body_json(serde_json::json!({"keys": []})))
+            .mount(&server)
+            .await;
+        let keys = PoolKeys::new(
+            &format!("{}/jwks.json", server.uri()),
+            "https://pool",
+            reqwest::Client::new(),
+        );
+        let encode = |text: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(text);
+        for kid in ["made-up-1", "made-up-2", "made-up-3"] {
+            let token = format!(
+                "{}.{}.c2ln",
+                encode(&format!(r#"{{"alg":"RS256","kid":"{kid}"}}"#)),
+                encode(r#"{"iss":"https://pool"}"#)
+            );
+            assert!(matches!(keys.verify(&token, None).await, Err(Refused::Invalid(_))));
+        }
+        assert_eq!(server.received_requests().await.unwrap().len(), 1);
     }
 
     #[test]

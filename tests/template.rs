@@ -69,11 +69,20 @@ fn timeouts_cover_the_worst_case_from_the_code() {
             + refund_chat::config::DEFAULT_ROUTER_TIMEOUT
             + DEFAULT_LEDGER_TIMEOUT
                 * (LEDGER_OPERATIONS_PER_REQUEST + CONVERSATION_OPERATIONS_PER_REQUEST + BUDGET_OPERATIONS_PER_REQUEST)
+            + refund_chat::config::DEFAULT_LIVE_PUBLISH_TIMEOUT
     );
     assert_eq!(
         worst_case,
-        Duration::from_secs(184),
-        "143 s, 6 order reads of two 3 s tries, and the routing call's 5 s"
+        Duration::from_millis(184_500),
+        "143 s, 6 order reads of two 3 s tries, the routing call's 5 s and the live pokes' 0.5 s"
+    );
+    // The longest publish timeout the template allows keeps it under the Timeout too.
+    let longest = template["Parameters"]["LivePublishTimeoutMs"]["MaxValue"]
+        .as_u64()
+        .unwrap();
+    assert!(
+        worst_case - refund_chat::config::DEFAULT_LIVE_PUBLISH_TIMEOUT + Duration::from_millis(longest)
+            < refund_chat::config::FUNCTION_TIMEOUT
     );
 
     let function_timeout = secs(&function["Properties"]["Timeout"]);
@@ -1312,7 +1321,7 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
     let config = refund_chat::config::StaffConfig::from_lookup(lookup).unwrap();
     let timeout = secs(&desk["Properties"]["Timeout"]);
     let worst = refund_chat::staff::worst_case(&config);
-    assert_eq!(worst, Duration::from_secs(78));
+    assert_eq!(worst, Duration::from_millis(78_500));
     assert!(worst < timeout, "{worst:?} < {timeout:?}");
     let integration = template["Parameters"]["IntegrationTimeoutMillis"]["Default"]
         .as_u64()
@@ -1424,4 +1433,101 @@ fn every_function_has_its_alarms_and_the_docs_count_what_the_template_has() {
     ] {
         assert!(deploy.contains(&said), "docs/deploy.md does not say {said:?}");
     }
+}
+
+/// Contract 31: the Event API publishes by IAM alone and lets a connect or
+/// a subscribe through only on the project's authorizer, whose answers are
+/// not cached; the authorizer reads conversation headers and nothing else
+/// (the staff's items denied), is invoked by this API alone, and takes the
+/// tokens the routes take; the desk's role publishes on the two namespaces
+/// and nothing else of AppSync.
+#[test]
+fn live_pokes_publish_by_iam_and_listen_by_the_projects_own_authorizer() {
+    let template = template();
+    let resources = &template["Resources"];
+    let events = &resources["LiveEventApi"]["Properties"]["EventConfig"];
+    assert_eq!(events["ConnectionAuthModes"], json!([{"AuthType": "AWS_LAMBDA"}]));
+    assert_eq!(events["DefaultPublishAuthModes"], json!([{"AuthType": "AWS_IAM"}]));
+    assert_eq!(events["DefaultSubscribeAuthModes"], json!([{"AuthType": "AWS_LAMBDA"}]));
+    let lambda = events["AuthProviders"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["AuthType"] == "AWS_LAMBDA")
+        .unwrap();
+    assert_eq!(lambda["LambdaAuthorizerConfig"]["AuthorizerResultTtlInSeconds"], 0);
+    assert_eq!(
+        lambda["LambdaAuthorizerConfig"]["AuthorizerUri"],
+        json!({"Fn::GetAtt": ["RefundChatLiveFunction", "Arn"]})
+    );
+    for (namespace, name) in [
+        ("LiveConversationsNamespace", refund_chat::push::CONVERSATIONS_NAMESPACE),
+        ("LiveDeskNamespace", refund_chat::push::DESK_NAMESPACE),
+    ] {
+        let properties = &resources[namespace]["Properties"];
+        assert_eq!(properties["Name"], name);
+        assert_eq!(properties["PublishAuthModes"], json!([{"AuthType": "AWS_IAM"}]));
+        assert_eq!(properties["SubscribeAuthModes"], json!([{"AuthType": "AWS_LAMBDA"}]));
+    }
+    let statements = resources["RefundChatLiveRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        .as_array()
+        .unwrap();
+    let allowed: Vec<(Value, Value)> = statements
+        .iter()
+        .filter(|s| s["Effect"] == "Allow")
+        .map(|s| (s["Action"].clone(), s["Resource"].clone()))
+        .collect();
+    assert_eq!(
+        allowed,
+        [
+            (
+                json!("dynamodb:Query"),
+                json!({"Fn::GetAtt": ["ConversationTable", "Arn"]})
+            ),
+            (
+                json!(["logs:CreateLogStream", "logs:PutLogEvents"]),
+                json!({"Fn::GetAtt": ["RefundChatLiveLogs", "Arn"]})
+            ),
+        ]
+    );
+    let denied = statements.iter().find(|s| s["Effect"] == "Deny").unwrap();
+    assert_eq!(
+        denied["Condition"]["ForAnyValue:StringLike"]["dynamodb:LeadingKeys"],
+        json!(refund_chat::ledger::dynamo::schema::STAFF_ONLY_KEYS)
+    );
+    let permission = &resources["RefundChatLiveInvokedByAppSync"]["Properties"];
+    assert_eq!(permission["Principal"], "appsync.amazonaws.com");
+    assert_eq!(
+        permission["SourceArn"],
+        json!({"Fn::GetAtt": ["LiveEventApi", "ApiArn"]})
+    );
+    let env = &resources["RefundChatLiveFunction"]["Properties"]["Environment"]["Variables"];
+    for name in [
+        "CUSTOMER_POOL_ISSUER",
+        "CUSTOMER_POOL_CLIENT_IDS",
+        "GUEST_POOL_ISSUER",
+        "GUEST_POOL_CLIENT_ID",
+        "STAFF_POOL_ISSUER",
+        "STAFF_POOL_CLIENT_ID",
+    ] {
+        assert!(!env[name].is_null(), "the authorizer takes the routes' tokens: {name}");
+    }
+    assert_eq!(env["STAFF_GROUP"], "support-staff");
+    let desk = resources["RefundChatStaffRole"]["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s.to_string().contains("appsync"))
+        .map(|s| (s["Action"].clone(), s["Resource"].clone()))
+        .collect::<Vec<_>>();
+    assert_eq!(
+        desk,
+        [(
+            json!("appsync:EventPublish"),
+            json!([
+                {"Fn::GetAtt": ["LiveConversationsNamespace", "ChannelNamespaceArn"]},
+                {"Fn::GetAtt": ["LiveDeskNamespace", "ChannelNamespaceArn"]}
+            ])
+        )]
+    );
 }

@@ -387,5 +387,7 @@ impl Config {
             + self.router.timeout
             + self.ledger_timeout
                 * (LEDGER_OPERATIONS_PER_REQUEST + CONVERSATION_OPERATIONS_PER_REQUEST + BUDGET_OPERATIONS_PER_REQUEST)
+            // The live pokes after the writes (contract 31), under one timeout.
+            + self.live.publish_timeout
     }
 }

@@ -114,6 +114,9 @@ impl Publisher {
             .map(|(channel, poke)| target.send(channel, poke.event()))
             .collect();
         let total = sends.len();
+        if total == 0 {
+            return 0;
+        }
         let failures: Vec<Failure> = match tokio::time::timeout(target.timeout, join_all(sends)).await {
             Ok(results) => results.into_iter().filter_map(Result::err).collect(),
             Err(_) => vec![Failure::Unanswered; total],

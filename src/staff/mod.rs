@@ -74,13 +74,19 @@ pub struct Staff {
 /// record and the refunds in flight and claims (three ledger operations)
 /// around the order's read (two tries; a guest's first reads their e-mail
 /// from the guest pool, bounded as a ledger operation); then the last step before payments,
-/// payments, the outcome, the verdict's two operations and the click's two.
+/// payments, the outcome, the verdict's two operations and the click's two,
+/// then the decision's live pokes under their one timeout.
 /// `template.yaml`'s `Timeout` of the staff function is above it
 /// (`tests/template.rs`).
 pub fn worst_case(config: &StaffConfig) -> Duration {
     let ledger = config.ledger_timeout;
     let per_check = ledger * 4 + config.orders_timeout * 2;
-    per_check * approvals::ORDER_CHECKS as u32 + ledger * 2 + config.payments_timeout + ledger * 4
+    per_check * approvals::ORDER_CHECKS as u32
+        + ledger * 2
+        + config.payments_timeout
+        + ledger * 4
+        // The decision's live pokes, after its writes (contract 31).
+        + config.live.publish_timeout
 }
 
 impl Staff {
