@@ -44,9 +44,13 @@ fn defaults_are_the_contracts() {
         Duration::from_secs(112 + 6 * 2 * 3)
             + SECRET_READ_TIMEOUT
             + Duration::from_secs(2 * (7 + 4 + 2))
-            + Duration::from_secs(5),
-        "with the routing call's 5 s"
+            + Duration::from_secs(5)
+            + Duration::from_millis(500),
+        "with the routing call's 5 s and the live pokes' 0.5 s"
     );
+    assert_eq!(config.live.publish_timeout, Duration::from_millis(500));
+    assert_eq!(config.live.fallback_poll_secs, 60);
+    assert_eq!(config.live.events_url, None);
     assert_eq!(config.router.model, "gpt-4o-mini-2024-07-18");
     assert_eq!(config.router.min_confidence, 0.7);
     assert_eq!(config.router.served, crate::router::Served::default());
