@@ -1,19 +1,25 @@
 //! The team's office hours (contract 32): when a person will be there, as
 //! code works it out, never the model.
 //!
-//! One setting, `OFFICE_HOURS`: the shop's time zone first, then entries
-//! separated by `;`: days and an interval (`Mon-Fri 09:00-18:00`,
-//! `Sat,Sun 10:00-14:00`; an end at or before the start runs past midnight
-//! into the next day, `Fri 22:00-02:00`), and the closed dates
-//! (`closed 2026-12-25, 2027-01-01`). An interval belongs to the day it
-//! starts on: a closed date cancels the intervals that start on it, and an
-//! interval of the evening before still runs into its early hours.
+//! One setting, `OFFICE_HOURS`, JSON: the shop's IANA time zone, intervals
+//! per weekday (`"09:00-18:00"`; an end at or before its start runs past
+//! midnight into the next day), and the closed dates, e.g.
+//! `{"tz": "Europe/Paris", "week": {"mon": ["09:00-12:30", "13:30-18:00"],
+//! "fri": ["22:00-02:00"]}, "closed": ["2026-12-25"]}`. An interval belongs
+//! to the day it starts on: a closed date cancels the intervals that start
+//! on it, and an interval of the evening before still runs into its early
+//! hours. Intervals of the week that overlap (those past midnight included)
+//! are refused: a shop that wrote them meant something else.
 //!
 //! The arithmetic is `jiff`'s, on the time-zone database bundled into the
 //! binary: a local time that a change to summer time skips is read as the
 //! time after the gap, and one it repeats as the earlier, as Temporal does.
 //! Everything here is pure: the caller gives the instant (the clock the
 //! project injects).
+
+pub mod expected;
+
+use std::collections::BTreeMap;
 
 use jiff::Timestamp;
 use jiff::civil::{Date, Time, Weekday};
@@ -24,8 +30,11 @@ use jiff::tz::TimeZone;
 /// about a time.
 const LOOK_AHEAD_DAYS: i32 = 14;
 
+const MINUTES_A_DAY: i32 = 24 * 60;
+const MINUTES_A_WEEK: i32 = 7 * MINUTES_A_DAY;
+
 /// The team's hours in the shop's zone.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
     zone: TimeZone,
     intervals: Vec<Interval>,
@@ -34,9 +43,20 @@ pub struct Schedule {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Interval {
-    days: Vec<Weekday>,
+    day: Weekday,
     start: Time,
     end: Time,
+}
+
+impl Interval {
+    /// Its minutes in the week from Monday 00:00, the end past the start.
+    fn week_minutes(&self) -> (i32, i32) {
+        let minutes = |time: Time| i32::from(time.hour()) * 60 + i32::from(time.minute());
+        let start = i32::from(self.day.to_monday_zero_offset()) * MINUTES_A_DAY + minutes(self.start);
+        let length = (minutes(self.end) - minutes(self.start)).rem_euclid(MINUTES_A_DAY);
+        // An end at its start is the whole day round.
+        (start, start + if length == 0 { MINUTES_A_DAY } else { length })
+    }
 }
 
 /// Why a setting is not a schedule (the container stops naming it).
@@ -44,41 +64,78 @@ struct Interval {
 #[error("{0}")]
 pub struct Malformed(String);
 
+/// The setting as a shop writes it.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Written {
+    tz: String,
+    #[serde(default)]
+    week: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    closed: Vec<String>,
+}
+
 impl Schedule {
-    /// `Europe/Paris; Mon-Fri 09:00-18:00; Sat 10:00-14:00; closed 2026-12-25`.
+    /// `{"tz": "Europe/Paris", "week": {"mon": ["09:00-18:00"]}, "closed": ["2026-12-25"]}`.
     pub fn parse(text: &str) -> Result<Schedule, Malformed> {
-        let mut parts = text.split(';').map(str::trim).filter(|part| !part.is_empty());
-        let zone_name = parts.next().ok_or_else(|| Malformed("no time zone".into()))?;
-        let zone = TimeZone::get(zone_name).map_err(|_| Malformed(format!("{zone_name:?} is no time zone")))?;
+        let written: Written = serde_json::from_str(text).map_err(|error| {
+            Malformed(format!(
+                "not {{\"tz\": ZONE, \"week\": {{\"mon\": [\"09:00-18:00\"]}}, \"closed\": [DATE]}}: {error}"
+            ))
+        })?;
+        let zone = TimeZone::get(&written.tz).map_err(|_| Malformed(format!("{:?} is no time zone", written.tz)))?;
         let mut schedule = Schedule {
             zone,
             intervals: Vec::new(),
             closed: Vec::new(),
         };
-        for part in parts {
-            if let Some(dates) = part.strip_prefix("closed") {
-                for date in dates.split(',').map(str::trim).filter(|d| !d.is_empty()) {
-                    let parsed: Date = date
-                        .parse()
-                        .map_err(|_| Malformed(format!("{date:?} is no date (YYYY-MM-DD)")))?;
-                    schedule.closed.push(parsed);
-                }
-                continue;
+        for (name, hours) in &written.week {
+            let day = weekday(name)?;
+            for interval in hours {
+                let (start, end) = interval
+                    .split_once('-')
+                    .ok_or_else(|| Malformed(format!("{interval:?} is not an interval (09:00-18:00)")))?;
+                schedule.intervals.push(Interval {
+                    day,
+                    start: time(start)?,
+                    end: time(end)?,
+                });
             }
-            let (days, hours) = part
-                .split_once(' ')
-                .ok_or_else(|| Malformed(format!("{part:?} is not days and hours (Mon-Fri 09:00-18:00)")))?;
-            let (start, end) = hours
-                .trim()
-                .split_once('-')
-                .ok_or_else(|| Malformed(format!("{hours:?} is not an interval (09:00-18:00)")))?;
-            schedule.intervals.push(Interval {
-                days: weekdays(days)?,
-                start: time(start)?,
-                end: time(end)?,
-            });
+        }
+        schedule.refuse_overlaps()?;
+        for date in &written.closed {
+            let parsed: Date = date
+                .parse()
+                .map_err(|_| Malformed(format!("{date:?} is no date (YYYY-MM-DD)")))?;
+            schedule.closed.push(parsed);
         }
         Ok(schedule)
+    }
+
+    /// Two intervals of the week that share a minute, on the week's circle.
+    fn refuse_overlaps(&self) -> Result<(), Malformed> {
+        for (index, first) in self.intervals.iter().enumerate() {
+            for second in &self.intervals[index + 1..] {
+                let (a_start, a_end) = first.week_minutes();
+                let (b_start, b_end) = second.week_minutes();
+                let overlaps = [-MINUTES_A_WEEK, 0, MINUTES_A_WEEK]
+                    .iter()
+                    .any(|shift| a_start < b_end + shift && b_start + shift < a_end);
+                if overlaps {
+                    return Err(Malformed(format!(
+                        "{} and {} overlap",
+                        first.written(),
+                        second.written()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The shop's time zone.
+    pub fn zone(&self) -> &TimeZone {
+        &self.zone
     }
 
     /// The intervals that start on `date`, as instants.
@@ -94,7 +151,7 @@ impl Schedule {
         };
         self.intervals
             .iter()
-            .filter(|interval| interval.days.contains(&date.weekday()))
+            .filter(|interval| interval.day == date.weekday())
             .filter_map(|interval| {
                 let end_date = if interval.end <= interval.start {
                     date.tomorrow().ok()?
@@ -155,6 +212,23 @@ impl Schedule {
         None
     }
 
+    /// When the team is back at `at`, seen from `now`, as a customer reads
+    /// it: `Monday at 09:00 (Europe/Paris)`, with the date when it is a week
+    /// or more away.
+    pub fn back_at(&self, now: Timestamp, at: Timestamp) -> String {
+        let zoned = at.to_zoned(self.zone.clone());
+        let within_a_week = at.as_second() - now.as_second() < 6 * 24 * 3600;
+        let day = if within_a_week {
+            zoned.strftime("%A at %H:%M").to_string()
+        } else {
+            zoned.strftime("%A %-d %B at %H:%M").to_string()
+        };
+        match self.zone.iana_name() {
+            Some(name) => format!("{day} ({name})"),
+            None => day,
+        }
+    }
+
     /// The local time of `at` in the shop's zone, to the minute, as a
     /// person reads it: `Mon 09:00`.
     pub fn local(&self, at: Timestamp) -> String {
@@ -179,40 +253,30 @@ fn time(text: &str) -> Result<Time, Malformed> {
 }
 
 const DAYS: [(&str, Weekday); 7] = [
-    ("Mon", Weekday::Monday),
-    ("Tue", Weekday::Tuesday),
-    ("Wed", Weekday::Wednesday),
-    ("Thu", Weekday::Thursday),
-    ("Fri", Weekday::Friday),
-    ("Sat", Weekday::Saturday),
-    ("Sun", Weekday::Sunday),
+    ("mon", Weekday::Monday),
+    ("tue", Weekday::Tuesday),
+    ("wed", Weekday::Wednesday),
+    ("thu", Weekday::Thursday),
+    ("fri", Weekday::Friday),
+    ("sat", Weekday::Saturday),
+    ("sun", Weekday::Sunday),
 ];
 
-/// `Mon`, `Mon-Fri`, `Sat,Sun`, `Fri-Mon` (a range may wrap the week).
-fn weekdays(text: &str) -> Result<Vec<Weekday>, Malformed> {
-    let index = |name: &str| {
-        DAYS.iter()
-            .position(|(day, _)| day.eq_ignore_ascii_case(name.trim()))
-            .ok_or_else(|| Malformed(format!("{name:?} is no day (Mon to Sun)")))
-    };
-    let mut days = Vec::new();
-    for part in text.split(',') {
-        match part.split_once('-') {
-            Some((from, to)) => {
-                let (from, to) = (index(from)?, index(to)?);
-                let mut at = from;
-                loop {
-                    days.push(DAYS[at].1);
-                    if at == to {
-                        break;
-                    }
-                    at = (at + 1) % 7;
-                }
-            }
-            None => days.push(DAYS[index(part)?].1),
-        }
+fn weekday(name: &str) -> Result<Weekday, Malformed> {
+    DAYS.iter()
+        .find(|(day, _)| *day == name)
+        .map(|(_, day)| *day)
+        .ok_or_else(|| Malformed(format!("{name:?} is no weekday (mon to sun)")))
+}
+
+impl Interval {
+    fn written(&self) -> String {
+        let day = DAYS
+            .iter()
+            .find(|(_, day)| *day == self.day)
+            .map_or("?", |(name, _)| name);
+        format!("{day} {}-{}", self.start.strftime("%H:%M"), self.end.strftime("%H:%M"))
     }
-    Ok(days)
 }
 
 #[cfg(test)]
@@ -229,7 +293,12 @@ mod tests {
     }
 
     fn shop() -> Schedule {
-        Schedule::parse("Europe/Paris; Mon-Fri 09:00-18:00; Sat 22:00-02:00; closed 2026-12-25").unwrap()
+        let weekday = r#"["09:00-18:00"]"#;
+        Schedule::parse(&format!(
+            r#"{{"tz": "Europe/Paris", "week": {{"mon": {weekday}, "tue": {weekday}, "wed": {weekday},
+                "thu": {weekday}, "fri": {weekday}, "sat": ["22:00-02:00"]}}, "closed": ["2026-12-25"]}}"#
+        ))
+        .unwrap()
     }
 
     #[test]
@@ -289,7 +358,7 @@ mod tests {
         );
         // Summer time begins on Sunday 29 March 2026 at 02:00 in Paris (the
         // clock jumps to 03:00).
-        let night = Schedule::parse("Europe/Paris; Sat 23:00-04:00").unwrap();
+        let night = Schedule::parse(r#"{"tz": "Europe/Paris", "week": {"sat": ["23:00-04:00"]}}"#).unwrap();
         // 23:00 to 04:00 local across the jump is four hours, not five.
         assert_eq!(
             night.after_office_minutes(paris("2026-03-28T23:00"), 240),
@@ -309,7 +378,7 @@ mod tests {
 
     #[test]
     fn a_week_with_no_open_hour_says_nothing_about_a_time() {
-        let closed = Schedule::parse("Europe/Paris").unwrap();
+        let closed = Schedule::parse(r#"{"tz": "Europe/Paris", "week": {"mon": []}}"#).unwrap();
         assert_eq!(closed.next_open(paris("2026-12-07T10:00")), None);
         assert_eq!(closed.after_office_minutes(paris("2026-12-07T10:00"), 1), None);
         assert!(!closed.is_open(paris("2026-12-07T10:00")));
@@ -318,19 +387,43 @@ mod tests {
     #[test]
     fn a_malformed_setting_says_what_is_wrong() {
         for (text, said) in [
-            ("", "no time zone"),
-            ("Mars/Olympus; Mon 09:00-18:00", "no time zone"),
-            ("Europe/Paris; Mon 9-18", "no time"),
-            ("Europe/Paris; Moon 09:00-18:00", "no day"),
-            ("Europe/Paris; Mon 25:00-26:00", "no time"),
-            ("Europe/Paris; closed 2026-13-40", "no date"),
-            ("Europe/Paris; Mon", "not days and hours"),
+            ("", "not {"),
+            ("Europe/Paris; Mon 09:00-18:00", "not {"),
+            (r#"{"tz": "Mars/Olympus"}"#, "no time zone"),
+            (r#"{"tz": "Europe/Paris", "week": {"mon": ["9-18"]}}"#, "no time"),
+            (
+                r#"{"tz": "Europe/Paris", "week": {"moon": ["09:00-18:00"]}}"#,
+                "no weekday",
+            ),
+            (r#"{"tz": "Europe/Paris", "week": {"mon": ["25:00-26:00"]}}"#, "no time"),
+            (
+                r#"{"tz": "Europe/Paris", "week": {"mon": ["09:00"]}}"#,
+                "not an interval",
+            ),
+            (r#"{"tz": "Europe/Paris", "closed": ["2026-13-40"]}"#, "no date"),
+            (r#"{"tz": "Europe/Paris", "hours": {}}"#, "not {"),
+            (
+                r#"{"tz": "Europe/Paris", "week": {"mon": ["09:00-12:30", "12:00-18:00"]}}"#,
+                "mon 09:00-12:30 and mon 12:00-18:00 overlap",
+            ),
+            // Past midnight into the next day's first interval.
+            (
+                r#"{"tz": "Europe/Paris", "week": {"mon": ["22:00-02:00"], "tue": ["01:00-03:00"]}}"#,
+                "overlap",
+            ),
+            // Sunday night into Monday morning: the week is a circle.
+            (
+                r#"{"tz": "Europe/Paris", "week": {"sun": ["23:00-01:00"], "mon": ["00:30-09:00"]}}"#,
+                "overlap",
+            ),
         ] {
             let error = Schedule::parse(text).unwrap_err().to_string();
             assert!(error.contains(said), "{text}: {error}");
         }
-        let wrapped = Schedule::parse("Europe/Paris; Fri-Mon 10:00-24:00").unwrap();
-        assert_eq!(wrapped.intervals[0].days.len(), 4);
+        // Back to back is no overlap.
+        assert!(Schedule::parse(r#"{"tz": "Europe/Paris", "week": {"mon": ["09:00-12:30", "12:30-18:00"]}}"#).is_ok());
+        let wrapped = Schedule::parse(r#"{"tz": "Europe/Paris", "week": {"sun": ["10:00-24:00"]}}"#).unwrap();
+        assert_eq!(wrapped.intervals.len(), 1);
         assert!(wrapped.is_open(paris("2026-12-13T23:59")));
         assert_eq!(wrapped.local(paris("2026-12-14T10:05")), "Mon 10:05");
     }

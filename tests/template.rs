@@ -1311,6 +1311,8 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
         "PAYMENTS_BASE_URL" | "ORDERS_BASE_URL" => Some("https://x.internal".to_owned()),
         // The Event API's endpoints are its own attributes: known once deployed.
         "LIVE_EVENTS_URL" | "LIVE_REALTIME_URL" => None,
+        // The reply times are the customers' function's: the desk takes the hours alone.
+        "REPLY_TIME_MINUTES" | "REPLY_DUE_MINUTES" => None,
         // A parameter's value: its default.
         _ if env[name]["Ref"].is_string() => {
             let parameter = &template["Parameters"][env[name]["Ref"].as_str().unwrap()]["Default"];
@@ -1321,7 +1323,7 @@ fn the_desk_is_a_function_of_its_own_behind_the_staff_pool() {
     let config = refund_chat::config::StaffConfig::from_lookup(lookup).unwrap();
     let timeout = secs(&desk["Properties"]["Timeout"]);
     let worst = refund_chat::staff::worst_case(&config);
-    assert_eq!(worst, Duration::from_millis(78_500));
+    assert_eq!(worst, Duration::from_millis(84_500));
     assert!(worst < timeout, "{worst:?} < {timeout:?}");
     let integration = template["Parameters"]["IntegrationTimeoutMillis"]["Default"]
         .as_u64()

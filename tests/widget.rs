@@ -727,6 +727,8 @@ impl Stack {
             verifying: false,
             from_visitor: false,
             label: None,
+            handoff_due_at_ms: None,
+            told: None,
             router: None,
             writes: Default::default(),
             orders: Vec::new(),

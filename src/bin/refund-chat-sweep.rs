@@ -4,8 +4,9 @@
 //! ledger's stream raises `RefundOutcomeUnknown` and the alarm fires with
 //! nobody polling: within the function's timeout plus five minutes.
 //! It also measures how long the oldest item of the support team's queue
-//! has waited (`StaffQueueOldestWait`, contract 24). Wiring only; the move
-//! is [`DynamoLedger::sweep_executing`].
+//! has waited (`StaffQueueOldestWait`, contract 24), and how many open
+//! handoffs are past their due time with no reply (`HandoffsOverdue`,
+//! contract 32). Wiring only; the move is [`DynamoLedger::sweep_executing`].
 
 use std::sync::Arc;
 
@@ -57,7 +58,18 @@ async fn main() -> Result<(), Error> {
                     .await
                     .inspect_err(|error| tracing::error!(event = "staff_queue", error = %error))?;
                 metrics::histogram!("StaffQueueOldestWait").record(waited as f64);
-                Ok::<_, Error>(json!({ "moved": moved, "staff_queue_oldest_wait_secs": waited }))
+                let overdue = match conversations.as_deref() {
+                    Some(conversations) => refund_chat::staff::read::overdue_handoffs(conversations, now)
+                        .await
+                        .inspect_err(|error| tracing::error!(event = "handoffs_overdue", error = %error))?,
+                    None => 0,
+                };
+                metrics::histogram!("HandoffsOverdue").record(overdue as f64);
+                Ok::<_, Error>(json!({
+                    "moved": moved,
+                    "staff_queue_oldest_wait_secs": waited,
+                    "handoffs_overdue": overdue,
+                }))
             }
         }),
     )

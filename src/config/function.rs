@@ -196,6 +196,8 @@ pub struct Config {
     pub guest_sign_in: Option<super::GuestSignIn>,
     /// Live pokes (contract 31): where they are published, and the pages' poll beside them.
     pub live: super::LiveSettings,
+    /// The team's hours and reply times (contract 32).
+    pub office: crate::office_hours::expected::Office,
 }
 
 impl Config {
@@ -308,6 +310,7 @@ impl Config {
             guest_sign_in: super::guests::sign_in(&vars)?,
             visitors: VisitorSettings::read(&vars)?,
             live: super::LiveSettings::read(&vars)?,
+            office: super::office::read(&vars)?,
             router: RouterSettings {
                 model: vars.get("ROUTER_MODEL").unwrap_or_else(|| crate::chat::openai::MODEL.to_owned()),
                 timeout: vars.secs("ROUTER_TIMEOUT_SECS", DEFAULT_ROUTER_TIMEOUT, false)?,

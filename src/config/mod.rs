@@ -15,6 +15,7 @@ mod confirm;
 mod function;
 mod guests;
 mod live;
+mod office;
 mod returns;
 mod staff;
 mod sweep;
@@ -61,6 +62,9 @@ pub enum ConfigError {
     /// An article of the help centre (contract 17) is not as it must be.
     #[error("HELP_ARTICLES_DIR: {0}")]
     Help(#[from] HelpError),
+    /// `OFFICE_HOURS` is not a schedule (contract 32).
+    #[error("OFFICE_HOURS: {0}")]
+    OfficeHours(crate::office_hours::Malformed),
 }
 
 /// The function's timeout in `template.yaml` (`tests/template.rs` checks

@@ -37,6 +37,9 @@ pub struct StaffConfig {
     pub queue_page: usize,
     /// Live pokes (contract 31): a person's every action is published.
     pub live: super::LiveSettings,
+    /// The team's hours and the due time (contract 32): the queue's order
+    /// and what is overdue.
+    pub office: crate::office_hours::expected::Office,
 }
 
 impl StaffConfig {
@@ -61,6 +64,7 @@ impl StaffConfig {
             guest_pool_id: vars.get("GUEST_POOL_ID"),
             queue_page: vars.count("QUEUE_PAGE", DEFAULT_QUEUE_PAGE)?.max(1),
             live: super::LiveSettings::read(&vars)?,
+            office: super::office::read(&vars)?,
         })
     }
 }

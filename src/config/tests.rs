@@ -224,12 +224,51 @@ fn errors_name_the_variable() {
         ("REFUND_WINDOW_DAYS", "thirty"),
         ("GUEST_POOL_ISSUER", "cognito-idp.eu-west-1.amazonaws.com/pool"),
         ("GUEST_INTENTS", "refund,refunds"),
+        ("OFFICE_HOURS", "Mon-Fri 09:00-18:00"),
+        ("OFFICE_HOURS", r#"{"tz": "Europe/Atlantis"}"#),
+        (
+            "OFFICE_HOURS",
+            r#"{"tz": "UTC", "week": {"mon": ["09:00-18:00", "17:00-19:00"]}}"#,
+        ),
+        ("REPLY_TIME_MINUTES", "0"),
+        ("REPLY_DUE_MINUTES", "soon"),
+        ("REPLY_DUE_MINUTES", "10081"),
     ] {
         let mut vars = REQUIRED.to_vec();
         vars.push((name, value));
         let error = config(&vars).unwrap_err();
         assert!(error.to_string().starts_with(name), "{error}");
     }
+}
+
+/// Contract 35: always open, 30 minutes said, 60 office minutes due; a
+/// schedule read with its zone.
+#[test]
+fn office_hours_and_reply_times() {
+    let office = config(&REQUIRED).unwrap().office;
+    assert_eq!(office, crate::office_hours::expected::Office::default());
+    assert_eq!(
+        (office.schedule, office.reply_time_minutes, office.reply_due_minutes),
+        (None, 30, 60)
+    );
+    let mut vars = REQUIRED.to_vec();
+    vars.extend([
+        (
+            "OFFICE_HOURS",
+            r#"{"tz": "Europe/Paris", "week": {"fri": ["22:00-02:00"]}}"#,
+        ),
+        ("REPLY_TIME_MINUTES", "12"),
+        ("REPLY_DUE_MINUTES", "240"),
+    ]);
+    let office = config(&vars).unwrap().office;
+    assert_eq!(
+        office
+            .schedule
+            .as_ref()
+            .and_then(|s| s.zone().iana_name().map(str::to_owned)),
+        Some("Europe/Paris".to_owned())
+    );
+    assert_eq!((office.reply_time_minutes, office.reply_due_minutes), (12, 240));
 }
 
 /// Contract 29: a guest is served `GUEST_INTENTS` within `AGENT_INTENTS`,

@@ -42,12 +42,18 @@ pub struct ShownMessage {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Shown {
     pub handed_off: bool,
+    /// Its handoff is open: nobody closed it (contract 32: the page says
+    /// when a person will answer).
+    pub handoff_open: bool,
     /// A refund of the conversation waits for a person's decision.
     pub awaiting_approval: bool,
     pub messages: Vec<ShownMessage>,
     /// A person closed the handoff or decided a refund, and the customer
     /// has not said whether it solved it (contract 30): the page asks, once.
     pub ask_rating: bool,
+    /// While its handoff is open: when a person will answer (contract 32),
+    /// code's words, filled by the read (the stores leave it none).
+    pub person_expected: Option<crate::office_hours::expected::PersonExpected>,
 }
 
 /// The first exchange that can hold a message after `after`: exchange `n`

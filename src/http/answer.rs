@@ -190,6 +190,10 @@ pub fn render(reply: &Reply) -> StoredResponse {
     if reply.handed_off {
         body["handed_off"] = json!(true);
     }
+    // When a person will answer, in code's words (contract 32).
+    if let Some(expected) = &reply.person_expected {
+        body["person_expected"] = expected.json();
+    }
     // Only a 200 says so: a failed turn's refund is told by its detail.
     if reply.awaiting_approval && reply.result.is_ok() {
         body["awaiting_approval"] = json!(true);

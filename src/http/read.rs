@@ -79,16 +79,20 @@ fn parse_after(raw: &str) -> Result<u64, ApiError> {
     raw.parse().map_err(|_| InputError::Malformed(MALFORMED_AFTER).into())
 }
 
-/// The 200's body.
+/// The 200's body: `person_expected` while a handoff is open (contract 32),
+/// with the sentence the page shows under it.
 pub fn render(id: &ConversationId, shown: &Shown) -> String {
-    json!({
+    let mut body = json!({
         "conversation_id": id.as_str(),
         "handed_off": shown.handed_off,
         "awaiting_approval": shown.awaiting_approval,
         "ask_rating": shown.ask_rating,
         "messages": shown.messages,
-    })
-    .to_string()
+    });
+    if let Some(expected) = &shown.person_expected {
+        body["person_expected"] = expected.json();
+    }
+    body.to_string()
 }
 
 #[cfg(test)]

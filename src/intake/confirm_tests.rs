@@ -105,6 +105,8 @@ fn exchange_of(message: &str, scope: RefundScope, steps: crate::confirm::Proposa
         verifying: false,
         from_visitor: false,
         label: None,
+        handoff_due_at_ms: None,
+        told: None,
     }
 }
 

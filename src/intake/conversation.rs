@@ -16,6 +16,7 @@ use crate::ledger::{
     RequestLedger, TakenTurn, TokenSettlement,
 };
 use crate::live::Live;
+use crate::office_hours::expected::PersonExpected;
 use crate::orders::OrderSystem;
 use crate::refund::{Attempt, RefundGateway, RefundScope, Routed};
 use crate::router::{self, Intent, Route, Routing};
@@ -115,24 +116,43 @@ struct Steering<'a> {
 
 /// A fixed reply, with what the conversation keeps beside it.
 struct Answered {
-    reply: &'static str,
+    reply: String,
     handoff: Option<Handoff>,
     /// The budget's settlement, when a turn was taken (a routed handoff).
     tokens: Option<TokenSettlement>,
     router: Option<String>,
     /// What a visitor must verify for (contract 27): no handoff then.
     verify: Vec<Intent>,
+    /// When a person will answer (contract 32), for a handed-off conversation.
+    expected: Option<PersonExpected>,
+    /// The sentence a person's conversation tells now (contract 12): kept,
+    /// so that it is not said again until it changes.
+    told: Option<String>,
 }
 
 impl Answered {
     /// Code's own reply, before any model: no turn taken, no routing call.
-    fn fixed(reply: &'static str, handoff: Option<Handoff>) -> Answered {
+    fn fixed(reply: impl Into<String>, handoff: Option<Handoff>) -> Answered {
         Answered {
-            reply,
+            reply: reply.into(),
             handoff,
             tokens: None,
             router: None,
             verify: Vec::new(),
+            expected: None,
+            told: None,
+        }
+    }
+
+    /// Code's reply to a message that hands the conversation off: the
+    /// reason's sentence, then when a person will answer.
+    fn handing_off(reason: Reason, handoff: Handoff, expected: PersonExpected) -> Answered {
+        Answered {
+            expected: Some(expected.clone()),
+            ..Answered::fixed(
+                format!("{} {}", handoff::fixed_reply(reason), expected.sentence()),
+                Some(handoff),
+            )
         }
     }
 }
@@ -210,13 +230,17 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                     self.release_conversation(&lease, &held).await;
                     return (self.written(Reply::refused(refused)), None);
                 }
-                return self.answer_without_model(
-                    &kept_while_verifying(message, &held),
-                    scope,
-                    lease,
-                    held,
-                    Answered::fixed(handoff::WITH_A_PERSON, None),
-                );
+                // The sentence once, and again when it changed (the team came
+                // back, the reply time moved); otherwise no words (contract 12).
+                let expected = self.person_expected().await;
+                let sentence = format!("{} {}", handoff::WITH_A_PERSON, expected.sentence());
+                let told = (held.handoff_told.as_deref() != Some(sentence.as_str())).then_some(sentence);
+                let answered = Answered {
+                    expected: Some(expected),
+                    told: told.clone(),
+                    ..Answered::fixed(told.unwrap_or_default(), None)
+                };
+                return self.answer_without_model(&kept_while_verifying(message, &held), scope, lease, held, answered);
             }
             Ok(Begun::Held(held)) => Ok(held),
             Ok(Begun::NotFound) => Err(Refused::ConversationNotFound),
@@ -267,7 +291,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             };
             let answered = Answered {
                 tokens,
-                ..Answered::fixed(handoff::fixed_reply(reason), Some(handoff))
+                ..Answered::handing_off(reason, handoff, self.person_expected().await)
             };
             return self.answer_without_model(message, scope, lease, held, answered);
         }
@@ -311,11 +335,10 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         };
         if !verify.is_empty() {
             let answered = Answered {
-                reply: visitor::VERIFY_REPLY,
-                handoff: None,
                 tokens: settled(account, turn_taken, routed.tokens),
                 router: Some(routed.labels),
                 verify,
+                ..Answered::fixed(visitor::VERIFY_REPLY, None)
             };
             return self.answer_without_model(message, scope, lease, held, answered);
         }
@@ -327,11 +350,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 summary: None,
             };
             let answered = Answered {
-                reply: handoff::fixed_reply(reason),
-                handoff: Some(handoff),
                 tokens: settled(account, turn_taken, routed.tokens),
                 router: Some(routed.labels),
-                verify: Vec::new(),
+                ..Answered::handing_off(reason, handoff, self.person_expected().await)
             };
             return self.answer_without_model(message, scope, lease, held, answered);
         }
@@ -428,6 +449,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 awaiting_approval: false,
                 verify: Vec::new(),
                 label: None,
+                person_expected: None,
             };
             return (self.written(reply), None);
         };
@@ -441,6 +463,19 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             })
         });
         trace.handoff = handoff.as_ref().map(|h| h.reason);
+        // A turn that hands off ends with code's words of when a person
+        // will answer (contract 32): the model never says a time.
+        let person_expected = match &handoff {
+            Some(_) => Some(self.person_expected().await),
+            None => None,
+        };
+        if let (Some(expected), Ok(reply)) = (&person_expected, &mut turn.reply) {
+            *reply = if reply.trim().is_empty() {
+                expected.sentence()
+            } else {
+                format!("{}\n\n{}", reply.trim_end(), expected.sentence())
+            };
+        }
         let reply = turn.reply.as_ref().ok().cloned();
         let awaiting_approval = trace.refund_awaits_approval();
         let label = trace.stats.as_ref().and_then(|stats| stats.label.clone());
@@ -451,6 +486,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             awaiting_approval,
             verify: Vec::new(),
             label: label.clone(),
+            person_expected,
         });
         let refund_recorded = trace.refund_recorded();
         let mut writes = trace
@@ -487,6 +523,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 verifying: false,
                 from_visitor: matches!(message.who, Who::Visitor { .. }),
                 label,
+                // Set as the append is made (`finish`).
+                handoff_due_at_ms: None,
+                told: None,
             },
             lease,
             held,
@@ -609,10 +648,12 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             tokens,
             router,
             verify,
+            expected,
+            told,
         } = answered;
         let verifying = !verify.is_empty();
         let outcome = self.written(Reply {
-            result: Ok(reply.to_owned()),
+            result: Ok(reply.clone()),
             conversation: Some(lease.id.clone()),
             // A person has it, or takes it now; a visitor asked to verify is
             // still the agent's.
@@ -620,10 +661,15 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             awaiting_approval: false,
             verify,
             label: None,
+            person_expected: expected,
         });
         let exchange = PendingExchange {
             new: NewExchange {
-                exchange: Exchange::of_turn(&[ChatMessage::User(message.text.text().to_owned())], Some(reply)),
+                // No words, no reply: the page marks the message "sent to our team".
+                exchange: Exchange::of_turn(
+                    &[ChatMessage::User(message.text.text().to_owned())],
+                    Some(reply.as_str()).filter(|reply| !reply.is_empty()),
+                ),
                 status: outcome.status,
                 scope,
                 marked: true,
@@ -642,11 +688,28 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 verifying,
                 from_visitor: matches!(message.who, Who::Visitor { .. }),
                 label: None,
+                handoff_due_at_ms: None,
+                told,
             },
             lease,
             held,
         };
         (outcome, Some(exchange))
+    }
+
+    /// When a person will answer, as code says it (contract 32): from the
+    /// median of the recent first replies (one small read), else
+    /// `REPLY_TIME_MINUTES`. A read that fails says the setting's time.
+    pub(super) async fn person_expected(&self) -> PersonExpected {
+        let now = now_ms();
+        let measured = match self.conversations.first_replies().await {
+            Ok(replies) => crate::office_hours::expected::median_reply_minutes(&replies, now).0,
+            Err(error) => {
+                tracing::error!(event = "conversation", op = "first_replies", error = %error);
+                None
+            }
+        };
+        self.config.office.expected(now, measured)
     }
 
     /// The earlier exchanges the model gets: none for a new conversation.

@@ -37,9 +37,14 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         };
         pending.new.marked = marked;
         pending.new.key = settlement;
+        let now = now_ms();
+        // Due in office minutes from the handoff's own time (contract 32).
+        if pending.new.handoff.is_some() {
+            pending.new.handoff_due_at_ms = self.config.office.due_at_ms(now);
+        }
         let appended = self
             .conversations
-            .append(&pending.lease, &pending.held, &pending.new, now_ms())
+            .append(&pending.lease, &pending.held, &pending.new, now)
             .await;
         // `Some(false)`: nothing of it was written; `None`: it may have been
         // (a timeout, or an answer that was lost).

@@ -135,6 +135,8 @@ pub struct Reply {
     pub verify: Vec<Intent>,
     /// A return the turn started: its label, apart from the text (contract 28).
     pub label: Option<crate::orders::returns::Label>,
+    /// When a person will answer a handed-off conversation (contract 32).
+    pub person_expected: Option<crate::office_hours::expected::PersonExpected>,
 }
 
 impl Reply {
@@ -146,6 +148,7 @@ impl Reply {
             awaiting_approval: false,
             verify: Vec::new(),
             label: None,
+            person_expected: None,
         }
     }
 }

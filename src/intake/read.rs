@@ -23,7 +23,15 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
         now_ms: u64,
     ) -> Result<Shown, Refused> {
         match self.conversations.shown(id, customer, after, now_ms).await {
-            Ok(Some(shown)) => Ok(shown),
+            // While a handoff is open, when a person will answer (contract
+            // 32), said afresh at each read: a page left open overnight
+            // reads the morning's sentence.
+            Ok(Some(mut shown)) => {
+                if shown.handoff_open {
+                    shown.person_expected = Some(self.person_expected().await);
+                }
+                Ok(shown)
+            }
             Ok(None) => Err(Refused::ConversationNotFound),
             Err(error) => {
                 tracing::warn!(event = "conversation_read_failed", error = %error);

@@ -39,6 +39,9 @@ fn render(reply: &Reply) -> StoredResponse {
         body["conversation_id"] = json!(id.as_str());
     }
     body["handed_off"] = json!(reply.handed_off);
+    if let Some(expected) = &reply.person_expected {
+        body["person_expected"] = expected.json();
+    }
     StoredResponse {
         status,
         body: body.to_string(),
@@ -189,9 +192,19 @@ async fn a_message_the_screen_hands_off_gets_a_person_with_no_model_and_no_budge
     assert_eq!(outcome.status, 200, "{outcome:?}");
     let body: serde_json::Value = serde_json::from_str(&outcome.body).expect("json");
     assert_eq!(body["handed_off"], true);
+    // Code's words of when a person will answer (contract 32): always open
+    // here, the setting's 30 minutes while no five first replies give a median.
+    let when = "A person usually answers within 30 minutes.";
     assert_eq!(
         body["reply"],
-        crate::handoff::fixed_reply(crate::handoff::Reason::CustomerAsked)
+        format!(
+            "{} {when}",
+            crate::handoff::fixed_reply(crate::handoff::Reason::CustomerAsked)
+        )
+    );
+    assert_eq!(
+        body["person_expected"],
+        serde_json::json!({"open": true, "at": null, "within_minutes": 30, "sentence": when})
     );
     assert_eq!(intake.key_source.0.load(Ordering::SeqCst), 0, "no secret read");
     assert_eq!(
@@ -201,17 +214,49 @@ async fn a_message_the_screen_hands_off_gets_a_person_with_no_model_and_no_budge
     );
     let id = ConversationId::parse(body["conversation_id"].as_str().expect("named")).expect("an id");
     assert_eq!(intake.conversations.exchanges(&id).len(), 1, "the exchange is kept");
-    // The conversation is a person's now: the next message gets the fixed reply.
-    let next = intake
-        .take(
-            message("u-1", "hello?", Some(&id), None),
-            &invocation("r-2"),
-            &mut Trace::default(),
-            &Live::silent(),
+    // Due an hour of office hours later (always open here).
+    let due = intake.conversations.handoff_due_at_ms(&id).expect("a due time");
+    assert!(due.abs_diff(now_ms() + 3_600_000) < 60_000, "{due}");
+    // The conversation is a person's now: the next message gets the fixed
+    // sentence once, and the ones after it no words (contract 12).
+    let next = |text: &'static str, request: &'static str| {
+        let (intake, id) = (&intake, id.clone());
+        async move {
+            let answer = intake
+                .take(
+                    message("u-1", text, Some(&id), None),
+                    &invocation(request),
+                    &mut Trace::default(),
+                    &Live::silent(),
+                )
+                .await;
+            serde_json::from_str::<serde_json::Value>(&answer.body).expect("json")
+        }
+    };
+    let first = next("hello?", "r-2").await;
+    assert_eq!(first["reply"], format!("{} {when}", crate::handoff::WITH_A_PERSON));
+    assert_eq!(first["handed_off"], true);
+    let second = next("are you there?", "r-3").await;
+    assert_eq!(second["reply"], "");
+    assert_eq!(second["person_expected"]["within_minutes"], 30);
+    // Five first replies within hours give a median: the sentence changed, so it is said again.
+    let begun = now_ms() - 3_600_000;
+    for minutes in [4, 6, 9, 12, 40] {
+        intake.conversations.keep_first_reply(begun, begun + minutes * 60_000);
+    }
+    let third = next("still waiting", "r-4").await;
+    assert_eq!(
+        third["reply"],
+        format!(
+            "{} A person usually answers within 10 minutes.",
+            crate::handoff::WITH_A_PERSON
         )
-        .await;
-    let next: serde_json::Value = serde_json::from_str(&next.body).expect("json");
-    assert_eq!(next["reply"], crate::handoff::WITH_A_PERSON);
+    );
+    assert_eq!(next("ok", "r-5").await["reply"], "");
+    // A message with no words from us has no reply in the conversation.
+    let kept = intake.conversations.exchanges(&id);
+    assert_eq!(kept.len(), 5);
+    assert_eq!(kept[2].reply(), None);
     assert_eq!(intake.key_source.0.load(Ordering::SeqCst), 0, "still no secret read");
 }
 

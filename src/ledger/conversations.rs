@@ -56,6 +56,9 @@ pub struct HeldConversation {
     /// Its last answer asked a visitor to verify (contract 27): a
     /// verification is pending, and one-time codes are masked.
     pub verifying: bool,
+    /// What a person's conversation last told the customer of when a
+    /// person will answer (contracts 12 and 32): said again only when it changed.
+    pub handoff_told: Option<String>,
 }
 
 impl HeldConversation {
@@ -70,6 +73,7 @@ impl HeldConversation {
             proposals: Proposals::default(),
             returns_started: Vec::new(),
             verifying: false,
+            handoff_told: None,
         }
     }
 }
@@ -140,6 +144,12 @@ pub struct NewExchange {
     /// A return the turn started: its label, kept with the exchange for the
     /// read (contract 28).
     pub label: Option<crate::orders::returns::Label>,
+    /// When the handoff it makes is due (contract 32; epoch ms): none when
+    /// it makes none, or the hours hold no such time.
+    pub handoff_due_at_ms: Option<u64>,
+    /// The sentence of when a person will answer that its reply told a
+    /// handed-off conversation (contracts 12 and 32); none: nothing new was said.
+    pub told: Option<String>,
 }
 
 /// A turn's writes (contracts 26 and 28): what becomes of the
@@ -250,4 +260,10 @@ pub trait ConversationStore: Send + Sync {
         after: Option<u64>,
         now_ms: u64,
     ) -> impl Future<Output = Result<Option<Shown>, LedgerError>> + Send;
+
+    /// The recent first replies of handoffs, oldest first (contract 32):
+    /// one small read, which the reply time a customer is told is the median of.
+    fn first_replies(
+        &self,
+    ) -> impl Future<Output = Result<Vec<crate::office_hours::expected::FirstReply>, LedgerError>> + Send;
 }

@@ -81,7 +81,15 @@ pub const COUNTERS: &[&str] = &[
     "VisitorRatings",
 ];
 /// `StaffQueueOldestWait`: the sweep's measure of the support team's queue, in seconds.
-pub const HISTOGRAMS: &[&str] = &["TurnDuration", "StaffQueueOldestWait"];
+/// `FirstReplyMinutes`: a handoff begun within hours, to its first person's
+/// words (the desk's); `HandoffsOverdue`: the sweep's count of open handoffs
+/// past their due time, none answered (contract 32).
+pub const HISTOGRAMS: &[&str] = &[
+    "TurnDuration",
+    "StaffQueueOldestWait",
+    "FirstReplyMinutes",
+    "HandoffsOverdue",
+];
 
 /// Installs the EMF recorder: one document per invocation, flushed to stdout
 /// by the runtime layer in `main`, carrying the request id as a property.
@@ -98,6 +106,16 @@ pub fn init_metrics() -> Result<&'static Collector, metrics_cloudwatch_embedded:
         "StaffQueueOldestWait",
         metrics::Unit::Seconds,
         "the queue's oldest wait"
+    );
+    metrics::describe_histogram!(
+        "FirstReplyMinutes",
+        metrics::Unit::Count,
+        "minutes from a handoff begun within hours to its first reply"
+    );
+    metrics::describe_histogram!(
+        "HandoffsOverdue",
+        metrics::Unit::Count,
+        "open handoffs past their due time"
     );
     for counter in COUNTERS {
         metrics::describe_counter!(*counter, metrics::Unit::Count, "");

@@ -162,6 +162,8 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
         verifying: false,
         from_visitor: false,
         label: None,
+        handoff_due_at_ms: None,
+        told: None,
         router: None,
         writes: Default::default(),
         orders: Vec::new(),

@@ -158,7 +158,34 @@ pub(super) async fn noted(staff: &Staff, kind: Kind, id: &str, by: Person<'_>, d
     // Per person: the verified `sub` (opaque; the log line has the name), a terminal's "cli".
     let person = by.sub.map_or_else(|| "cli".to_owned(), str::to_owned);
     metrics::counter!("StaffDecisions", "Kind" => kind.as_str(), "Outcome" => outcome, "Person" => person).increment(1);
+    first_replies(staff, decided).await;
     staff.push.publish(&decided.pokes).await;
+}
+
+/// A person's words or decision reached a customer (what the customer's
+/// page is poked for): the first ends the handoff's clock (contract 32),
+/// before the pokes announce it. A failure is logged: the decision stands,
+/// and the handoff only looks unanswered for longer.
+async fn first_replies(staff: &Staff, decided: &Decided) {
+    if decided.outcome != Outcome::Done {
+        return;
+    }
+    let now = now_ms();
+    for poke in decided.pokes.iter().filter(|poke| poke.kind.customer_sees()) {
+        match staff
+            .conversations
+            .first_reply(&poke.conversation_id, now, &staff.office)
+            .await
+        {
+            // Measured within hours only: the reply time a customer is told.
+            Ok(Some(reply)) if reply.within_hours => {
+                metrics::histogram!("FirstReplyMinutes")
+                    .record(reply.replied_ms.saturating_sub(reply.begun_ms) as f64 / 60_000.0);
+            }
+            Ok(_) => {}
+            Err(error) => tracing::error!(event = "ledger", op = "first_reply", error = %error),
+        }
+    }
 }
 
 /// Approves a refund awaiting approval: the order read afresh, one

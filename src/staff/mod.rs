@@ -67,6 +67,9 @@ pub struct Staff {
     pub queue_page: usize,
     /// Where a person's actions are announced to open pages (contract 31).
     pub push: crate::push::Publisher,
+    /// The team's hours (contract 32): what is overdue, and which first
+    /// replies count in the reply time.
+    pub office: crate::office_hours::expected::Office,
 }
 
 /// The longest one desk request can take, from its settings: an approval
@@ -75,7 +78,8 @@ pub struct Staff {
 /// around the order's read (two tries; a guest's first reads their e-mail
 /// from the guest pool, bounded as a ledger operation); then the last step before payments,
 /// payments, the outcome, the verdict's two operations and the click's two,
-/// then the decision's live pokes under their one timeout.
+/// the first reply's three (contract 32), then the decision's live pokes
+/// under their one timeout.
 /// `template.yaml`'s `Timeout` of the staff function is above it
 /// (`tests/template.rs`).
 pub fn worst_case(config: &StaffConfig) -> Duration {
@@ -85,6 +89,8 @@ pub fn worst_case(config: &StaffConfig) -> Duration {
         + ledger * 2
         + config.payments_timeout
         + ledger * 4
+        // The first reply's clock and its kept time (contract 32): three writes.
+        + ledger * 3
         // The decision's live pokes, after its writes (contract 31).
         + config.live.publish_timeout
 }
@@ -127,6 +133,7 @@ impl Staff {
             ),
             limits: config.limits,
             queue_page: config.queue_page,
+            office: config.office.clone(),
         }
     }
 }

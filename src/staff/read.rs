@@ -44,6 +44,12 @@ pub struct QueueItem {
     pub customer_wrote_at: Option<String>,
     /// A handoff's: who on the team has it, and since when (contract 30).
     pub held_by: Option<Holder>,
+    /// A handoff's: when a person owes the first reply (contract 32), and
+    /// when one came.
+    pub due_at: Option<String>,
+    pub first_reply_at: Option<String>,
+    /// Due, and nobody has replied.
+    pub overdue: bool,
 }
 
 /// What waits for a person, oldest first, each kind in its own list; the
@@ -124,7 +130,26 @@ fn record_item(record: &RefundRecord, kind: &'static str, now: u64) -> QueueItem
         summary: vec![record.order_facts()],
         customer_wrote_at: None,
         held_by: None,
+        due_at: None,
+        first_reply_at: None,
+        overdue: false,
     }
+}
+
+/// When a handoff is due (epoch ms): its recorded `due_at`, else (made
+/// before it was recorded, or the hours held none) its own moment.
+fn due_ms(handoff: &StoredHandoff, now: u64) -> u64 {
+    handoff
+        .due_at
+        .as_deref()
+        .or(Some(handoff.at.as_str()))
+        .and_then(crate::clock::parse_utc)
+        .unwrap_or(now)
+}
+
+/// Due, and no person has replied (contract 32).
+pub fn overdue(handoff: &StoredHandoff, now: u64) -> bool {
+    handoff.first_reply_at.is_none() && handoff.due_at.is_some() && due_ms(handoff, now) <= now
 }
 
 fn handoff_item(handoff: &StoredHandoff, now: u64) -> QueueItem {
@@ -155,8 +180,31 @@ fn handoff_item(handoff: &StoredHandoff, now: u64) -> QueueItem {
             .unwrap_or_default(),
         customer_wrote_at: handoff.customer_wrote_at.clone(),
         held_by: handoff.holder.clone(),
+        due_at: handoff.due_at.clone(),
+        first_reply_at: handoff.first_reply_at.clone(),
+        overdue: overdue(handoff, now),
     }
 }
+
+/// How many open handoffs are overdue (the sweep's `HandoffsOverdue`),
+/// counted over the oldest [`OVERDUE_READ`] of each line: the index's order
+/// by the handoff's moment is the order by due time, the due time being the
+/// same office minutes after each.
+pub async fn overdue_handoffs(
+    conversations: &crate::ledger::dynamo::conversations::DynamoConversations,
+    now: u64,
+) -> Result<u64, LedgerError> {
+    let mut overdue_count = 0;
+    for line in [HandoffLine::People, HandoffLine::Visitors] {
+        let page = conversations.open_handoffs_page(line, OVERDUE_READ).await?;
+        overdue_count += page.handoffs.iter().filter(|handoff| overdue(handoff, now)).count() as u64;
+    }
+    Ok(overdue_count)
+}
+
+/// The most open handoffs of a line the sweep reads for what is overdue:
+/// one bounded read; a queue that long is an alarm already.
+pub const OVERDUE_READ: usize = 200;
 
 /// Refunds whose outcome is not known: `unknown`, or `executing` for
 /// longer than the function's timeout (what `refund-chat-admin unknown` lists).
@@ -221,8 +269,12 @@ pub async fn queue(staff: &Staff) -> Result<Queue, LedgerError> {
         .conversations
         .open_handoffs_page(HandoffLine::Visitors, staff.queue_page)
         .await?;
+    // What is due first comes first (contract 32); the same hours make it
+    // the index's order but for handoffs of before a change of the settings.
     let items = |page: &crate::ledger::dynamo::conversations::HandoffPage| -> Vec<QueueItem> {
-        page.handoffs.iter().map(|handoff| handoff_item(handoff, now)).collect()
+        let mut handoffs: Vec<&StoredHandoff> = page.handoffs.iter().collect();
+        handoffs.sort_by_key(|handoff| due_ms(handoff, now));
+        handoffs.into_iter().map(|handoff| handoff_item(handoff, now)).collect()
     };
     let (handoffs, visitor_handoffs) = (items(&people), items(&visitors));
     let unknown: Vec<QueueItem> = unknown_outcomes(staff)

@@ -37,6 +37,15 @@ pub const VISITOR_ADDRESS_KEY: &str = "tests-visitor-address-key-0123456789";
 pub const GUEST_ISSUER: &str = "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_GuestsTest";
 /// The guest pool's app client: a guest token's `aud`.
 pub const GUEST_CLIENT: &str = "guests-test-client";
+/// Code's sentence of when a person will answer, as a shop open at all hours
+/// with no measured first replies says it (contract 32).
+pub const PERSON_USUALLY: &str = "A person usually answers within 30 minutes.";
+
+/// A fixed reply of a handoff, ended by when a person will answer.
+pub fn told(fixed: &str) -> String {
+    format!("{fixed} {PERSON_USUALLY}")
+}
+
 pub const REFUND_MESSAGE: &str = "Order A-1001 arrived broken, please refund 12.50";
 pub const OPENAI_TIMEOUT: Duration = Duration::from_millis(500);
 pub const BACKOFF: Duration = Duration::from_millis(200);

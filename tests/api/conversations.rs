@@ -860,6 +860,8 @@ async fn an_exchange_appended_while_a_turn_runs_moves_the_turns_own_after_it() {
         verifying: false,
         from_visitor: false,
         label: None,
+        handoff_due_at_ms: None,
+        told: None,
         router: None,
         writes: Default::default(),
         orders: Vec::new(),

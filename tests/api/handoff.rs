@@ -37,7 +37,8 @@ async fn asking_for_a_person_hands_off_without_the_model_even_when_its_key_canno
     let asked = h.say(None, "I want to talk to a person").await;
 
     assert_eq!(asked.status, StatusCode::OK, "{}", asked.raw);
-    assert_eq!(asked.reply(), handoff::fixed_reply(Reason::CustomerAsked));
+    assert_eq!(asked.reply(), told(handoff::fixed_reply(Reason::CustomerAsked)));
+    assert_eq!(asked.body["person_expected"]["within_minutes"], 30);
     assert_eq!(asked.body["handed_off"], true);
     let id = asked.conversation_id().to_owned();
     let head = header(&h, &id).await;
@@ -49,7 +50,7 @@ async fn asking_for_a_person_hands_off_without_the_model_even_when_its_key_canno
     // From now on every message is kept and answered without the model.
     let later = h.say(Some(&id), "refund 12.50 on A-1001 please").await;
     assert_eq!(later.status, StatusCode::OK, "{}", later.raw);
-    assert_eq!(later.reply(), handoff::WITH_A_PERSON);
+    assert_eq!(later.reply(), told(handoff::WITH_A_PERSON));
     assert_eq!(later.body["handed_off"], true);
     assert!(h.model_requests().await.is_empty());
     assert!(h.payments_requests().await.is_empty());
@@ -92,7 +93,7 @@ async fn the_risk_screen_hands_off_before_the_model_in_words_that_decide_nothing
         .await;
 
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
-    assert_eq!(answer.reply(), handoff::fixed_reply(Reason::Risk));
+    assert_eq!(answer.reply(), told(handoff::fixed_reply(Reason::Risk)));
     assert_eq!(answer.body["handed_off"], true);
     assert!(h.model_requests().await.is_empty());
     assert!(h.payments_requests().await.is_empty());
@@ -115,7 +116,12 @@ async fn the_model_hands_off_with_its_tool_moving_no_money() {
     let answer = h.say(None, "Please send order A-1001 to my new address").await;
 
     assert_eq!(answer.status, StatusCode::OK, "{}", answer.raw);
-    assert_eq!(answer.reply(), "A person from our team will take over.");
+    // The model's words, then code's of when a person will answer (contract 32).
+    assert_eq!(
+        answer.reply(),
+        format!("A person from our team will take over.\n\n{PERSON_USUALLY}")
+    );
+    assert_eq!(answer.body["person_expected"]["sentence"], PERSON_USUALLY);
     assert_eq!(answer.body["handed_off"], true);
     let id = answer.conversation_id().to_owned();
     let told = tool_content(&tool_messages(&h.model_requests().await[1])[0]);
@@ -208,7 +214,7 @@ async fn two_failed_turns_in_a_row_hand_off_and_keep_their_status() {
     assert_eq!(attr(&header(&h, &id).await, "handoff_reason"), Some("agent_failed"));
     let third = h.say(Some(&id), "anyone?").await;
     assert_eq!(third.status, StatusCode::OK);
-    assert_eq!(third.reply(), handoff::WITH_A_PERSON);
+    assert_eq!(third.reply(), told(handoff::WITH_A_PERSON));
     assert_eq!(h.model_requests().await.len(), 2, "the third message reached no model");
 }
 
@@ -273,5 +279,5 @@ async fn the_support_team_lists_open_handoffs_with_their_transcripts_and_closes_
     assert!(shown.contains("closed") && shown.contains("by ana"), "{shown}");
     // Closed, the conversation stays with the people.
     let later = h.say(Some(first.conversation_id()), "hello again").await;
-    assert_eq!(later.reply(), handoff::WITH_A_PERSON);
+    assert_eq!(later.reply(), told(handoff::WITH_A_PERSON));
 }

@@ -326,14 +326,14 @@ async fn a_reply_reaches_a_handed_off_conversation_which_still_gets_no_model_cal
     );
     let later = desk.h.say(Some(&conversation), "my sofa arrived torn").await;
 
-    assert_eq!(later.reply(), handoff::WITH_A_PERSON);
+    assert_eq!(later.reply(), told(handoff::WITH_A_PERSON));
     assert!(desk.h.model_requests().await.is_empty(), "a person has it: no model");
     let read = desk.read(&conversation, "").await;
     assert_eq!(read["handed_off"], true);
     let shown = messages(&read);
     let froms: Vec<&str> = shown.iter().map(|m| m.1.as_str()).collect();
     assert_eq!(froms, ["customer", "agent", "person", "customer", "agent"]);
-    assert_eq!(shown[1].2, handoff::fixed_reply(Reason::CustomerAsked));
+    assert_eq!(shown[1].2, told(handoff::fixed_reply(Reason::CustomerAsked)));
     assert_eq!(shown[2].2, "Hello, I am Sam. What happened?");
     // A reply changes nothing about who has it.
     let open = stdout(&desk.run(&["handoffs"]).await);

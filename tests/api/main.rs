@@ -26,6 +26,7 @@ mod ledger;
 mod live;
 mod masking;
 mod observability;
+mod office_hours;
 mod openapi;
 mod operations;
 mod orders;

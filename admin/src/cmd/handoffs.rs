@@ -1,6 +1,8 @@
-//! `handoffs`: open handoffs, oldest first, each with its summary and transcript.
+//! `handoffs`: open handoffs, what is due first first (contract 32), each
+//! with when it is due (and `OVERDUE`, or when a person first answered),
+//! its summary and transcript.
 
-use refund_chat::clock::now_ms;
+use refund_chat::clock::{now_ms, parse_utc};
 use refund_chat::ledger::dynamo::conversations::DynamoConversations;
 use refund_chat::untrusted::visible;
 
@@ -8,16 +10,33 @@ use crate::print::{handoff_labels, print_exchanges, print_verdicts};
 use crate::{Ending, Outcome};
 
 pub async fn run(conversations: &DynamoConversations) -> Outcome {
-    let open = conversations.open_handoffs().await?;
+    let mut open = conversations.open_handoffs().await?;
     if open.is_empty() {
         println!("no open handoffs");
         return Ok(Ending::Done);
     }
+    let now = now_ms();
+    // Due first, first: a handoff with no due time by its own moment.
+    open.sort_by_key(|handoff| {
+        handoff
+            .due_at
+            .as_deref()
+            .or(Some(handoff.at.as_str()))
+            .and_then(parse_utc)
+            .unwrap_or(now)
+    });
     for handoff in &open {
+        let due = match (&handoff.due_at, &handoff.first_reply_at) {
+            (_, Some(first)) => format!("first answered {first}"),
+            (Some(due), None) if refund_chat::staff::read::overdue(handoff, now) => format!("due {due} OVERDUE"),
+            (Some(due), None) => format!("due {due}"),
+            (None, None) => "due -".to_owned(),
+        };
         println!(
-            "{}  {}  customer {}  reason {}  conversation {}",
+            "{}  {}  {}  customer {}  reason {}  conversation {}",
             visible(&handoff.id),
             handoff.at,
+            visible(&due),
             visible(&handoff.customer),
             visible(&handoff.reason),
             visible(&handoff.conversation_id)

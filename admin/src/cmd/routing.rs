@@ -7,7 +7,9 @@
 //! conversations, how many ended with no person (no handoff, no refund sent
 //! for approval), the handoffs and why, the refunds paid (after approval
 //! too) and sent for approval, and what the customers answered to "Did this
-//! solve it?" (contract 30). Then the router's intent against the
+//! solve it?" (contract 30), and the handoffs begun within hours that a
+//! person answered in the last 7 days with their median first reply
+//! (contract 32; text only). Then the router's intent against the
 //! intent a person recorded (the last verdict), and the share that agree:
 //! the person's intent is among the router's.
 //!
@@ -138,11 +140,17 @@ pub async fn run(
     let routed = conversations.routed_since(since_ms, now).await?;
     let records = ledger.all_refunds(since_ms).await?;
     let report = report(&routed, &records);
+    let first_replies = refund_chat::office_hours::expected::median_reply_minutes(
+        &refund_chat::ledger::ConversationStore::first_replies(conversations).await?,
+        now,
+    );
     let mut out = std::io::stdout().lock();
     let written = if csv {
         write_csv(&mut out, &report)
     } else {
-        write_text(&mut out, &report, since_ms).map_err(|e| e.to_string())
+        write_text(&mut out, &report, since_ms)
+            .and_then(|()| write_first_replies(&mut out, first_replies))
+            .map_err(|e| e.to_string())
     };
     Ok(match written {
         Ok(()) => Ending::Done,
@@ -163,6 +171,21 @@ fn share(agree: usize, of: usize) -> String {
         "-".to_owned()
     } else {
         format!("{:.1}%", agree as f64 * 100.0 / of as f64)
+    }
+}
+
+/// The first replies of handoffs begun within hours, the last 7 days.
+fn write_first_replies(out: &mut impl Write, (median, count): (Option<u32>, usize)) -> std::io::Result<()> {
+    writeln!(out)?;
+    match median {
+        Some(median) => writeln!(
+            out,
+            "first replies to handoffs begun within hours, last 7 days: {count}, median {median} min"
+        ),
+        None => writeln!(
+            out,
+            "first replies to handoffs begun within hours, last 7 days: {count} (fewer than 5: customers are told REPLY_TIME_MINUTES)"
+        ),
     }
 }
 

@@ -57,6 +57,7 @@ pub mod internal_notes;
 pub mod notes;
 pub mod postings;
 mod refunds;
+pub mod reply_times;
 mod requests;
 pub mod routing;
 pub mod saved_replies;

@@ -45,6 +45,10 @@ pub(super) struct StoredConversation {
     decided: bool,
     /// The customer's rating (contract 30).
     rating: Option<crate::conversation::rating::Rating>,
+    /// What a person's conversation last told of when a person will answer.
+    handoff_told: Option<String>,
+    /// When its handoff is due (contract 32).
+    pub(super) handoff_due_at_ms: Option<u64>,
 }
 
 pub(super) struct StoredExchange {
@@ -69,6 +73,7 @@ impl StoredConversation {
             },
             returns_started: self.returns_started.clone(),
             verifying: self.verifying,
+            handoff_told: self.handoff_told.clone(),
         }
     }
 
@@ -127,9 +132,31 @@ impl MemoryLedger {
             handoff: None,
             tokens: None,
             key: None,
+            handoff_due_at_ms: None,
+            told: None,
         };
         self.append(&lease, &held, &new, now).await.expect("appended");
         id
+    }
+
+    /// Keeps a handoff's first reply within hours, as a person's first act does (tests).
+    pub fn keep_first_reply(&self, begun_ms: u64, replied_ms: u64) {
+        if let Ok(mut books) = self.books() {
+            books.first_replies.push(crate::office_hours::expected::FirstReply {
+                begun_ms,
+                replied_ms,
+                within_hours: true,
+            });
+        }
+    }
+
+    /// When conversation `id`'s handoff is due (tests).
+    pub fn handoff_due_at_ms(&self, id: &ConversationId) -> Option<u64> {
+        self.books()
+            .ok()?
+            .conversations
+            .get(id.as_str())
+            .and_then(|conversation| conversation.handoff_due_at_ms)
     }
 
     pub fn conversation_leased(&self, id: &ConversationId) -> bool {
@@ -293,7 +320,13 @@ impl ConversationStore for MemoryLedger {
         if new.refund_recorded && new.awaiting_approval {
             conversation.awaiting.insert(new.scope.record_id());
         }
+        if new.handoff.is_some() && !conversation.handed_off {
+            conversation.handoff_due_at_ms = new.handoff_due_at_ms;
+        }
         conversation.handed_off |= new.handoff.is_some();
+        if let Some(told) = &new.told {
+            conversation.handoff_told = Some(told.clone());
+        }
         conversation.proposals.apply(&new.writes.steps);
         conversation.proposals_taker = None;
         conversation.verifying = new.verifying;
@@ -364,11 +397,18 @@ impl ConversationStore for MemoryLedger {
             .map(|(seq, stored)| (seq as u64, stored.at.as_str(), &stored.exchange, stored.label.as_ref()));
         Ok(Some(Shown {
             handed_off: conversation.handed_off,
+            // No person closes a handoff here.
+            handoff_open: conversation.handed_off,
             awaiting_approval: !conversation.awaiting.is_empty(),
             messages: shown::after(exchanges, after),
             // No person closes or decides here: nothing to ask about.
             ask_rating: false,
+            person_expected: None,
         }))
+    }
+
+    async fn first_replies(&self) -> Result<Vec<crate::office_hours::expected::FirstReply>, LedgerError> {
+        Ok(self.books()?.first_replies.clone())
     }
 }
 

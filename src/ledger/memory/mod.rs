@@ -58,6 +58,8 @@ struct Books {
     budgets: budgets::Budgets,
     /// Conversation id -> the conversation.
     conversations: HashMap<String, conversations::StoredConversation>,
+    /// The recent first replies of handoffs (contract 32).
+    first_replies: Vec<crate::office_hours::expected::FirstReply>,
 }
 
 impl MemoryLedger {

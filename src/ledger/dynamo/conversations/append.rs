@@ -131,6 +131,10 @@ impl DynamoConversations {
                         super::super::schema::HANDOFF_OPEN
                     }),
                 );
+            if let Some(due_at_ms) = new.handoff_due_at_ms {
+                set.push("handoff_due_at = :due_at");
+                header = header.expression_attribute_values(":due_at", s(rfc3339(due_at_ms)));
+            }
             if let Some(router) = &new.router {
                 set.push("handoff_router = :router");
                 header = header.expression_attribute_values(":router", s(router));
@@ -142,6 +146,10 @@ impl DynamoConversations {
         }
         if held.stored {
             set.push("lease_ended_by = :writer");
+        }
+        if let Some(told) = &new.told {
+            set.push("handoff_told = :told");
+            header = header.expression_attribute_values(":told", s(told));
         }
         // The writes waiting for the yes (contracts 26 and 28): hashes and times only.
         let kinds: Vec<WriteKind> = crate::tools::write_kinds().collect();

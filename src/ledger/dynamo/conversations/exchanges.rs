@@ -117,7 +117,7 @@ impl DynamoConversations {
             .table_name(&self.table)
             .key_condition_expression("pk = :id AND #sk = :head")
             .projection_expression(
-                "customer, expires_at, handoff_id, awaiting, handoff_closed_at, decision_noted_at, rating_solved",
+                "customer, expires_at, handoff_id, handoff_open, awaiting, handoff_closed_at, decision_noted_at, rating_solved",
             )
             .expression_attribute_names("#sk", SORT_KEY)
             .expression_attribute_values(":id", s(id.as_str()))
@@ -140,9 +140,11 @@ impl DynamoConversations {
             .is_some_and(|set| !set.is_empty());
         Ok(Some(Shown {
             handed_off: head.contains_key("handoff_id"),
+            handoff_open: head.contains_key("handoff_open"),
             awaiting_approval: awaiting,
             ask_rating: (head.contains_key("handoff_closed_at") || head.contains_key("decision_noted_at"))
                 && !head.contains_key("rating_solved"),
+            person_expected: None,
             messages: self
                 .exchanges_from(id, shown::first_exchange_after(after), after)
                 .await?,

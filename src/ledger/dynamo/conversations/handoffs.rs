@@ -22,6 +22,11 @@ pub struct StoredHandoff {
     pub customer_wrote_at: Option<String>,
     /// Who on the team has the conversation (contract 30).
     pub holder: Option<super::super::holders::Holder>,
+    /// When a person owes the first reply (RFC 3339; contract 32): none
+    /// for a handoff made before it was recorded, or when the hours hold none.
+    pub due_at: Option<String>,
+    /// When a person first replied, decided or closed it (RFC 3339).
+    pub first_reply_at: Option<String>,
 }
 
 /// Whose open handoffs a read is of: customers' and guests', or visitors'
@@ -69,6 +74,8 @@ pub(super) fn stored_handoff(head: &Item) -> Option<StoredHandoff> {
         router: text(head, "handoff_router").map(str::to_owned),
         customer_wrote_at: text(head, "customer_wrote_at").map(str::to_owned),
         holder: super::super::holders::holder_of(head),
+        due_at: text(head, "handoff_due_at").map(str::to_owned),
+        first_reply_at: text(head, "handoff_first_reply_at").map(str::to_owned),
     })
 }
 
@@ -212,6 +219,25 @@ impl DynamoConversations {
                 })
             }
         }
+    }
+
+    /// A person's reply, decision or close reached conversation `id` at
+    /// `now_ms` (contract 32): the first ends its handoff's clock and keeps
+    /// the time it took, with whether `office` was open when it began
+    /// ([`super::super::reply_times`]): what was kept, when it was the first.
+    pub async fn first_reply(
+        &self,
+        id: &str,
+        now_ms: u64,
+        office: &crate::office_hours::expected::Office,
+    ) -> Result<Option<crate::office_hours::expected::FirstReply>, LedgerError> {
+        let Some(begun_ms) = super::super::reply_times::first_reply(&self.client, &self.table, id, now_ms).await?
+        else {
+            return Ok(None);
+        };
+        let reply = office.first_reply(begun_ms, now_ms);
+        super::super::reply_times::keep(&self.client, &self.table, &reply).await?;
+        Ok(Some(reply))
     }
 
     /// `by` claims conversation `id` ([`super::super::holders`]).

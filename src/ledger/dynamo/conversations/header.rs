@@ -77,6 +77,7 @@ impl DynamoConversations {
                         .cloned()
                         .unwrap_or_default(),
                     verifying: item.contains_key("verify_pending"),
+                    handoff_told: text(&item, "handoff_told").map(str::to_owned),
                 }))
             }
             Err(found) => {

@@ -192,6 +192,10 @@ impl ConversationStore for DynamoConversations {
         self.release_lease(lease).await
     }
 
+    async fn first_replies(&self) -> Result<Vec<crate::office_hours::expected::FirstReply>, LedgerError> {
+        super::reply_times::recent(&self.client, &self.table).await
+    }
+
     async fn claim(
         &self,
         id: &ConversationId,
