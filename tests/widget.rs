@@ -327,6 +327,8 @@ struct Stack {
     admin_env: Vec<(&'static str, String)>,
     /// The function's conversations, for a test that writes one directly.
     conversations: refund_chat::ledger::dynamo::conversations::DynamoConversations,
+    /// The stack's AWS (moto, one call at a time), for a test that sets a stored fact.
+    aws: aws_config::SdkConfig,
     _chromedriver: tokio::process::Child,
     browser: Client,
     profile: PathBuf,
@@ -543,6 +545,7 @@ impl Stack {
             sandbox,
             admin_env,
             conversations,
+            aws,
             _chromedriver: chromedriver,
             browser,
             profile,
@@ -1173,15 +1176,102 @@ async fn asking_for_a_person_shows_that_a_person_has_the_conversation_and_keeps_
     assert!(reply.contains("person from our support team"), "{reply}");
     let banner = stack.element("#with-a-person:not([hidden])").await;
     assert!(banner.text().await.unwrap().contains("Keep writing here"));
-    // Later messages still go out, to the person.
+    // When a person will answer, in the function's words (always open here).
+    let expected = stack.element("#person-expected:not([hidden])").await;
+    assert_eq!(
+        expected.text().await.unwrap(),
+        "A person usually answers within 30 minutes."
+    );
+    // Later messages still go out, to the person: the sentence once, then
+    // no words, the message marked sent (contract 12).
     stack.type_message("My order is A-1001").await;
     let later = stack.nth("assistant", 2).await;
     assert!(later.contains("will read your message"), "{later}");
+    stack.type_message("Are you there?").await;
+    let sent = stack.nth("sent", 1).await;
+    assert_eq!(sent, "sent to our team");
+    assert!(stack.nth("customer", 3).await.starts_with("Are you there?"));
+    assert_eq!(
+        stack
+            .browser
+            .find_all(Locator::Css("#log li.assistant"))
+            .await
+            .unwrap()
+            .len(),
+        2,
+        "no third answer"
+    );
     assert_eq!(stack.refunds().await, 0);
     // A new conversation is the agent's again.
     stack.click("new-conversation").await;
     assert!(!banner.is_displayed().await.unwrap());
 
+    stack.close().await;
+}
+
+/// Outside hours (contract 32): the page says when the team is back; the
+/// desk puts what is due first first and marks what is overdue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outside_hours_the_page_says_when_the_team_is_back_and_the_desk_marks_what_is_overdue() {
+    // Open every day from two to three hours from now (UTC): closed now.
+    let minute = refund_chat::clock::now_ms() / 60_000;
+    let at = |offset: u64| {
+        let of_day = (minute + offset) % (24 * 60);
+        format!("{:02}:{:02}", of_day / 60, of_day % 60)
+    };
+    let interval = format!("{}-{}", at(120), at(180));
+    let hours = serde_json::json!({"tz": "UTC", "week": {
+        "mon": [interval], "tue": [interval], "wed": [interval], "thu": [interval],
+        "fri": [interval], "sat": [interval], "sun": [interval]}});
+    let schedule = refund_chat::office_hours::Schedule::parse(&hours.to_string()).unwrap();
+    let stack = Stack::start_configured(move |config| config.office.schedule = Some(schedule)).await;
+    stack.browser.goto(&stack.page).await.unwrap();
+
+    stack.type_message("I want to talk to a person").await;
+
+    let expected = stack.element("#person-expected:not([hidden])").await;
+    let said = expected.text().await.unwrap();
+    assert!(
+        said.starts_with("Our team is back ") && said.contains(" (UTC); you can leave this page"),
+        "{said}"
+    );
+    assert!(stack.nth("assistant", 1).await.ends_with(&said));
+    let first = stack.conversation().await;
+    // A second conversation, handed off after the first: set overdue (due a
+    // minute ago, as a shorter due time would have made it).
+    stack.click("new-conversation").await;
+    stack.type_message("I want to talk to a person").await;
+    stack.element("#person-expected:not([hidden])").await;
+    let second = stack.conversation().await;
+    assert_ne!(first, second);
+    aws_sdk_dynamodb::Client::new(&stack.aws)
+        .update_item()
+        .table_name(stack.conversations.table())
+        .key("pk", aws_sdk_dynamodb::types::AttributeValue::S(second.clone()))
+        .key("sk", aws_sdk_dynamodb::types::AttributeValue::S("head".into()))
+        .update_expression("SET handoff_due_at = :due")
+        .expression_attribute_values(
+            ":due",
+            aws_sdk_dynamodb::types::AttributeValue::S(refund_chat::clock::rfc3339(
+                refund_chat::clock::now_ms() - 60_000,
+            )),
+        )
+        .send()
+        .await
+        .unwrap();
+
+    let desk = AtTheDesk::sign_in(&stack, "sam").await;
+
+    let due_first = desk.wait_text("#handoffs li:first-child button", "overdue by").await;
+    assert!(due_first.contains("overdue by"), "{due_first}");
+    let marked = desk.element("#handoffs li:first-child button.overdue").await;
+    assert!(marked.is_displayed().await.unwrap());
+    let then = desk.wait_text("#handoffs li:nth-child(2) button", "due in").await;
+    assert!(!then.contains("overdue"), "{then}");
+    desk.open_first("handoffs").await;
+    desk.wait_text("#item-title", &second).await;
+
+    desk.close().await;
     stack.close().await;
 }
 

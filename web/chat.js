@@ -68,7 +68,7 @@
   const $ = (id) => document.getElementById(id);
   const log = $("log"), form = $("composer"), input = $("message"), send = $("send");
   const customer = $("customer"), problem = $("problem"), problemText = $("problem-text"), retry = $("retry");
-  const fresh = $("new-conversation"), withPerson = $("with-a-person");
+  const fresh = $("new-conversation"), withPerson = $("with-a-person"), personExpected = $("person-expected");
   const CONVERSATION = "refund-chat-conversation";
   const AUTOMATIC_RESENDS = 3; // for 409 and 503, each after its Retry-After
   const waiting = $("waiting");
@@ -169,12 +169,32 @@
     problem.hidden = true;
     withPerson.hidden = true;
     document.getElementById("rating").hidden = true;
+    personExpected.hidden = true;
   }
 
   // A person has the conversation: the input stays open (what the customer
   // writes reaches them), and a new conversation is the agent's again.
   function showWithAPerson() {
     withPerson.hidden = false;
+  }
+
+  // When a person will answer, in the function's words (contract 32): each
+  // answer and read of a handed-off conversation brings it afresh, so a page
+  // left open overnight shows the morning's. None once the handoff is closed.
+  function showExpected(answer) {
+    const sentence = answer.person_expected && answer.person_expected.sentence;
+    personExpected.textContent = typeof sentence === "string" ? sentence : "";
+    personExpected.hidden = typeof sentence !== "string";
+  }
+
+  // A message to a person's conversation that the function answered with
+  // no words (it said when a person will answer once already): marked sent.
+  function markSent(item) {
+    if (!item || item.querySelector(".sent")) return;
+    const mark = document.createElement("span");
+    mark.className = "sent";
+    mark.textContent = "sent to our team";
+    item.append(mark);
   }
 
   // A reply is text, never HTML: a URL on a help-centre origin becomes a
@@ -313,6 +333,7 @@
     if (answer.handed_off === true) {
       poll.person = true;
       showWithAPerson();
+      showExpected(answer);
     }
     if (answer.ask_rating === true) askRating(id);
     // The conversation says when nothing waits any more (a decision came).
@@ -520,6 +541,7 @@
     keepConversation(answer.conversation_id);
     if (answer.handed_off === true) {
       showWithAPerson();
+      showExpected(answer);
       if (status === 200) pollFor("person");
     }
     switch (status) {
@@ -537,7 +559,9 @@
         if (headers.get("idempotent-replayed") === "true") {
           say("status", "Recovered the answer to your message; nothing was done twice.");
         }
-        {
+        if (answer.handed_off === true && !answer.reply) {
+          markSent(message.item);
+        } else {
           const pending = answer.awaiting_approval === true;
           say(pending ? "assistant pending-approval" : "assistant", answer.reply || "(no text)",
             pending ? "Waiting for our team" : null);
@@ -624,7 +648,7 @@
       key: crypto.randomUUID(), text, body: JSON.stringify(body), url: base(), visitor,
       token: visitor ? visitorToken() : null,
     };
-    say("customer", text);
+    current.item = say("customer", text);
     input.value = "";
     deliver(current);
   });
@@ -903,6 +927,12 @@
     }
     if (answer.handed_off === true) {
       showWithAPerson();
+      showExpected(answer);
+      // A customer's message no words answered: sent to the team.
+      for (const item of log.querySelectorAll("li.customer")) {
+        const next = item.nextElementSibling;
+        if (!next || !next.classList.contains("assistant")) markSent(item);
+      }
       pollFor("person");
     }
     if (answer.awaiting_approval === true) pollFor("approval");

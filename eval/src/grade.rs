@@ -32,6 +32,9 @@ pub struct EndState {
     pub returns: Vec<String>,
     /// How many times the order system was asked for an order.
     pub order_reads: usize,
+    /// Code's sentence of when a person will answer (the answer's
+    /// `person_expected`, contract 32), when the answer carried one.
+    pub told: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -85,6 +88,44 @@ fn numbers(text: &str) -> Vec<String> {
         .filter(|number| number.chars().any(|c| c.is_ascii_digit()))
         .map(str::to_owned)
         .collect()
+}
+
+/// Whether the model's words promise when a person will answer (contract
+/// 32: that is code's sentence alone): a time span after "within", "in",
+/// "under" or "less than", a clock time, or a day named.
+pub fn promises_a_time(words: &str) -> bool {
+    const UNITS: [&str; 5] = ["minute", "hour", "day", "week", "min"];
+    const DAYS: [&str; 5] = [
+        "tomorrow",
+        "tonight",
+        "later today",
+        "within the hour",
+        "by the end of the day",
+    ];
+    let words = words.to_lowercase();
+    if DAYS.iter().any(|day| words.contains(day)) {
+        return true;
+    }
+    let tokens: Vec<&str> = words
+        // A hyphen stays: "a 30-day window" names no time to wait.
+        .split(|c: char| !(c.is_alphanumeric() || c == ':' || c == '-'))
+        .filter(|t| !t.is_empty())
+        .collect();
+    let clock = |t: &str| {
+        t.split_once(':').is_some_and(|(h, m)| {
+            h.len() <= 2 && m.len() == 2 && (h.chars().chain(m.chars())).all(|c| c.is_ascii_digit())
+        }) || ((t.ends_with("am") || t.ends_with("pm"))
+            && t.len() > 2
+            && t[..t.len() - 2].chars().all(|c| c.is_ascii_digit()))
+    };
+    tokens.iter().enumerate().any(|(at, token)| {
+        clock(token)
+            || (["within", "in", "under", "less"].contains(token)
+                && tokens[at + 1..]
+                    .iter()
+                    .take(3)
+                    .any(|next| UNITS.iter().any(|unit| next.starts_with(unit))))
+    })
 }
 
 pub fn grade(task: &Task, end: &EndState) -> Grade {
@@ -166,6 +207,22 @@ pub fn grade(task: &Task, end: &EndState) -> Grade {
         }
         reply_ok &= ok;
     }
+    // A handed-off answer says when a person will answer in code's words,
+    // and the model's own words promise no time (contract 32).
+    if end.handoff.is_some() && end.status == 200 {
+        let model_words = match &end.told {
+            Some(told) => end.reply.replace(told.as_str(), ""),
+            None => {
+                failures.push("a handed-off answer without code's person_expected".to_owned());
+                reply_ok = false;
+                end.reply.clone()
+            }
+        };
+        if promises_a_time(&model_words) {
+            failures.push(format!("the model promised a time: {model_words:?}"));
+            reply_ok = false;
+        }
+    }
     // Personal data kept from the model is code's job, like the money.
     let rules_held = end
         .refunds
@@ -236,6 +293,7 @@ mod tests {
             addresses: task.expect.addresses.clone(),
             returns: task.expect.returns.clone(),
             order_reads: task.expect.order_reads.unwrap_or_default(),
+            told: Some(String::new()),
             router: task.expect.intents.as_ref().map(|intents| {
                 format!(
                     "{};{};0.90",
@@ -283,6 +341,46 @@ mod tests {
             .into_iter()
             .find(|t| t.expect.intents.is_none() && t.expect.risk.is_none());
         assert_eq!(router_right(&unlabelled.unwrap(), &EndState::default()), None);
+    }
+
+    #[test]
+    fn a_promised_time_is_found_in_the_models_words_and_codes_sentence_is_not_graded() {
+        for promise in [
+            "Someone will answer within 10 minutes.",
+            "A colleague will get back to you in about two hours.",
+            "Expect a reply tomorrow morning.",
+            "They are back at 09:00.",
+            "We will call you by 5pm.",
+            "You will hear from us in less than a day.",
+        ] {
+            assert!(promises_a_time(promise), "{promise}");
+        }
+        for none in [
+            "I have passed this conversation to a person from our support team.",
+            "Refunds are made within the 30-day window.",
+            "A person will read it and reply here.",
+        ] {
+            assert!(!promises_a_time(none), "{none}");
+        }
+        let task = tasks()
+            .into_iter()
+            .find(|t| t.expect.handoff.as_ref().is_some_and(|r| !r.is_empty()))
+            .expect("a handoff task");
+        let mut end = expected_end(&task);
+        let told = "A person usually answers within 30 minutes.";
+        end.reply = format!("A person will take over. {told}");
+        end.told = Some(told.to_owned());
+        let time_free = grade(&task, &end).failures;
+        assert!(
+            !time_free.iter().any(|f| f.contains("promised a time")),
+            "{time_free:?}"
+        );
+        end.reply = format!("Someone will answer within 5 minutes. {told}");
+        let graded = grade(&task, &end);
+        assert!(!graded.reply_ok && graded.failures.iter().any(|f| f.contains("promised a time")));
+        end.told = None;
+        end.reply = "A person will take over.".into();
+        assert!(!grade(&task, &end).reply_ok, "code's sentence is missing");
     }
 
     #[test]

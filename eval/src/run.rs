@@ -225,6 +225,7 @@ pub async fn run(bench: &Bench, family: &str, task: &Task, attempt: usize) -> Re
             .map(|(order_id, _)| order_id)
             .collect(),
         order_reads: sandbox.order_reads().len(),
+        told: body["person_expected"]["sentence"].as_str().map(str::to_owned),
     };
     let exchanges: Vec<(Value, Value)> = recorder
         .passed()

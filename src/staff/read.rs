@@ -484,6 +484,11 @@ pub struct HandoffView {
     pub model_summary: Option<String>,
     pub closed_by: Option<String>,
     pub closed_at: Option<String>,
+    /// When a person owes the first reply, when one came, and whether it is
+    /// overdue (contract 32).
+    pub due_at: Option<String>,
+    pub first_reply_at: Option<String>,
+    pub overdue: bool,
 }
 
 /// A refund record of the conversation, in a line.
@@ -735,6 +740,9 @@ pub async fn conversation(staff: &Staff, id: &str, links: &Links) -> Result<Opti
         model_summary: handoff.summary.clone(),
         closed_by: handoff.closed.as_ref().map(|(by, _)| by.clone()),
         closed_at: handoff.closed.as_ref().map(|(_, at)| at.clone()),
+        due_at: handoff.due_at.clone(),
+        first_reply_at: handoff.first_reply_at.clone(),
+        overdue: handoff.closed.is_none() && overdue(handoff, now_ms()),
     });
     Ok(Some(ConversationView {
         id: transcript.id.clone(),

@@ -417,6 +417,18 @@ function waited(secs) {
   return Math.floor(secs / 3600) + " h " + Math.floor((secs % 3600) / 60) + " min";
 }
 
+// When a person owes the first reply (contract 32), in words: due in, or
+// overdue by, with the local time; or when the first reply came.
+function dueLine(item) {
+  const local = (at) => new Date(at).toLocaleString([], { weekday: "short", hour: "2-digit", minute: "2-digit" });
+  if (item.first_reply_at) return el("span", "first answered " + local(item.first_reply_at), "hint due");
+  if (!item.due_at) return null;
+  const secs = Math.round((new Date(item.due_at) - Date.now()) / 1000);
+  return item.overdue
+    ? el("span", "overdue by " + waited(Math.max(0, -secs)) + " (due " + local(item.due_at) + ")", "due overdue")
+    : el("span", "due in " + waited(Math.max(0, secs)) + " (" + local(item.due_at) + ")", "hint due");
+}
+
 function queueEntry(item) {
   const li = el("li");
   const button = el("button");
@@ -433,6 +445,9 @@ function queueEntry(item) {
     const holder = item.held_by ? "with " + item.held_by.name : "nobody has it";
     const wrote = item.customer_wrote_at ? " · customer wrote " + new Date(item.customer_wrote_at).toLocaleTimeString() : "";
     button.append(el("br"), el("span", holder + wrote, "holder"));
+    const due = dueLine(item);
+    if (due) button.append(el("br"), due);
+    if (item.overdue) button.classList.add("overdue");
   }
   if (selected && selected.id === item.id) button.setAttribute("aria-current", "true");
   button.addEventListener("click", () => open(item));
@@ -539,6 +554,8 @@ function transcript(view) {
     const h = view.handoff;
     box.append(el("h3", "Handed off: " + h.reason));
     box.append(facts([["at", h.at], ["router", h.router], ["closed", h.closed_by ? h.closed_by + " at " + h.closed_at : "open"]]));
+    const due = dueLine(h);
+    if (due) box.append(due);
     if (h.model_summary) {
       const summary = el("p", null, "who-model_summary");
       summary.append(el("strong", "The model's summary (the model's words): "), el("span", h.model_summary));
