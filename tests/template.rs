@@ -633,6 +633,50 @@ fn the_shops_switches_are_parameters() {
     assert!(!origins.is_match("http://returns.shop.example"), "https only");
 }
 
+/// Contract 32: the hours and the reply times are parameters the chat's
+/// function reads (the desk the hours alone), their defaults the code's;
+/// the sweep's `HandoffsOverdue` has its alarm.
+#[test]
+fn office_hours_are_a_parameter_and_what_is_overdue_alarms() {
+    let template = template();
+    let resources = &template["Resources"];
+    let parameters = &template["Parameters"];
+    let env = &function(&template)["Properties"]["Environment"]["Variables"];
+    let desk = &resources["RefundChatStaffFunction"]["Properties"]["Environment"]["Variables"];
+    for (variable, parameter) in [
+        ("OFFICE_HOURS", "OfficeHours"),
+        ("REPLY_TIME_MINUTES", "ReplyTimeMinutes"),
+        ("REPLY_DUE_MINUTES", "ReplyDueMinutes"),
+    ] {
+        assert_eq!(env[variable], json!({ "Ref": parameter }), "{variable}");
+    }
+    assert_eq!(desk["OFFICE_HOURS"], json!({ "Ref": "OfficeHours" }));
+    // The defaults are the code's: always open, 30 minutes said, 60 due.
+    assert_eq!(parameters["OfficeHours"]["Default"], "");
+    let office = refund_chat::office_hours::expected::Office::default();
+    assert_eq!(
+        parameters["ReplyTimeMinutes"]["Default"],
+        json!(office.reply_time_minutes)
+    );
+    assert_eq!(
+        parameters["ReplyDueMinutes"]["Default"],
+        json!(office.reply_due_minutes)
+    );
+    let alarm = &resources["HandoffsOverdueAlarmResource"]["Properties"];
+    assert_eq!(alarm["MetricName"], "HandoffsOverdue");
+    assert_eq!(
+        alarm["Dimensions"][0]["Value"],
+        json!({"Ref": "RefundChatSweepFunction"})
+    );
+    assert_eq!(alarm["Threshold"], json!({"Ref": "HandoffsOverdueAlarm"}));
+    assert_eq!(alarm["ComparisonOperator"], "GreaterThanThreshold");
+    // The sweep reads the open handoffs' index to count them.
+    assert_eq!(
+        resources["RefundChatSweepFunction"]["Properties"]["Environment"]["Variables"]["CONVERSATION_TABLE"],
+        json!({"Ref": "ConversationTable"})
+    );
+}
+
 /// Contract 27: the optional web ACL, on by default: a rate per source
 /// address on the stage and a lower one on the guest pool's calls that send
 /// an e-mail or start a sign-in.

@@ -1209,6 +1209,69 @@ async fn asking_for_a_person_shows_that_a_person_has_the_conversation_and_keeps_
     stack.close().await;
 }
 
+/// Contract 36: at 1280x800, 1024x768 and 360x640 a long chat scrolls
+/// inside the page, the message box and its button stay in view, and no
+/// button's label is cut or broken inside a word.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_chat_scrolls_inside_the_page_and_the_message_box_stays_in_view() {
+    let stack = Stack::on_the_page().await;
+    stack.type_message("I want to talk to a person").await;
+    stack.element("#person-expected:not([hidden])").await;
+    // Forty more messages, as the page shows them.
+    stack
+        .browser
+        .execute(
+            "const log = document.getElementById('log');
+             for (let i = 0; i < 40; i++) {
+               const item = document.createElement('li');
+               item.className = i % 2 ? 'assistant' : 'customer';
+               item.textContent = 'A message of a long conversation, number ' + i + '.';
+               log.append(item);
+             }",
+            vec![],
+        )
+        .await
+        .unwrap();
+    for (width, height) in [(1280, 800), (1024, 768), (360, 640)] {
+        stack.browser.set_window_size(width, height).await.unwrap();
+        let seen = stack
+            .browser
+            .execute(
+                "const inView = (id) => {
+                   const r = document.getElementById(id).getBoundingClientRect();
+                   return r.top >= 0 && r.bottom <= window.innerHeight && r.left >= 0 && r.right <= window.innerWidth;
+                 };
+                 const log = document.getElementById('log');
+                 const cut = [...document.querySelectorAll('button')]
+                   .filter((b) => b.offsetParent && b.scrollWidth > b.clientWidth + 1)
+                   .map((b) => b.textContent.trim());
+                 return {
+                   message_box: inView('message'), send: inView('send'),
+                   banner: inView('with-a-person'),
+                   page_scrolls: document.documentElement.scrollHeight > window.innerHeight + 1,
+                   page_scrolls_sideways: document.documentElement.scrollWidth > window.innerWidth + 1,
+                   chat_scrolls: log.scrollHeight > log.clientHeight,
+                   cut,
+                 };",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            seen,
+            serde_json::json!({
+                "message_box": true, "send": true, "banner": true,
+                "page_scrolls": false, "page_scrolls_sideways": false, "chat_scrolls": true, "cut": []
+            }),
+            "at {width}x{height}"
+        );
+        let png = stack.browser.screenshot().await.unwrap();
+        std::fs::write(artifact(&format!("widget-long-chat-{width}x{height}.png")), &png).unwrap();
+    }
+
+    stack.close().await;
+}
+
 /// Outside hours (contract 32): the page says when the team is back; the
 /// desk puts what is due first first and marks what is overdue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

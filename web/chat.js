@@ -332,7 +332,8 @@
     }
     if (answer.handed_off === true) {
       poll.person = true;
-      showWithAPerson();
+      // Closed by a person (no time to wait for): the banner no longer holds.
+      withPerson.hidden = !answer.person_expected;
       showExpected(answer);
     }
     if (answer.ask_rating === true) askRating(id);
@@ -703,6 +704,9 @@
     }
     signedIn.hidden = false;
     signedIn.textContent = userId.startsWith("guest:") ? "Signed in with your e-mail." : "Signed in at the shop.";
+    // Signed in: a code form, or the offer to confirm an e-mail, no longer holds.
+    $("verify").hidden = true;
+    $("confirm-email").hidden = true;
   }
 
   if (IDENTITY === "token") {
@@ -926,7 +930,7 @@
       poll.after = poll.after === null ? message.seq : Math.max(poll.after, message.seq);
     }
     if (answer.handed_off === true) {
-      showWithAPerson();
+      withPerson.hidden = !answer.person_expected;
       showExpected(answer);
       // A customer's message no words answered: sent to the team.
       for (const item of log.querySelectorAll("li.customer")) {

@@ -89,6 +89,9 @@ async fn an_intent_the_agent_does_not_take_goes_to_a_person_with_a_fixed_reply()
         "{}",
         answer.raw
     );
+    // Section 21's fixed reply carries when a person will answer (contract 32).
+    assert!(answer.reply().ends_with(PERSON_USUALLY), "{}", answer.raw);
+    assert_eq!(answer.body["person_expected"]["within_minutes"], 30);
     assert!(h.model_requests().await.is_empty());
     assert!(h.payments_requests().await.is_empty());
 }
