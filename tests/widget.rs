@@ -1028,6 +1028,27 @@ async fn browser() -> (tokio::process::Child, Client, PathBuf) {
     (chromedriver, client, profile)
 }
 
+/// The labels of the page's controls (buttons and summaries, not the
+/// desk's queue entries, which are lines of text) that are cut, or broken
+/// across lines inside a word (contract 36), as the page draws them now.
+const BROKEN_LABELS: &str = "
+    const broken = [];
+    for (const control of document.querySelectorAll('button, summary')) {
+      if (!control.offsetParent || control.closest('.items')) continue;
+      if (control.scrollWidth > control.clientWidth + 1) { broken.push(control.textContent.trim()); continue; }
+      const walker = document.createTreeWalker(control, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (const word of node.textContent.matchAll(/\\S+/g)) {
+          const range = document.createRange();
+          range.setStart(node, word.index);
+          range.setEnd(node, word.index + word[0].length);
+          const lines = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)));
+          if (lines.size > 1) broken.push(word[0]);
+        }
+      }
+    }
+    return broken;";
+
 fn artifact(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts");
     std::fs::create_dir_all(&dir).unwrap();
@@ -1237,22 +1258,22 @@ async fn a_long_chat_scrolls_inside_the_page_and_the_message_box_stays_in_view()
         let seen = stack
             .browser
             .execute(
-                "const inView = (id) => {
-                   const r = document.getElementById(id).getBoundingClientRect();
-                   return r.top >= 0 && r.bottom <= window.innerHeight && r.left >= 0 && r.right <= window.innerWidth;
-                 };
-                 const log = document.getElementById('log');
-                 const cut = [...document.querySelectorAll('button')]
-                   .filter((b) => b.offsetParent && b.scrollWidth > b.clientWidth + 1)
-                   .map((b) => b.textContent.trim());
-                 return {
-                   message_box: inView('message'), send: inView('send'),
-                   banner: inView('with-a-person'),
-                   page_scrolls: document.documentElement.scrollHeight > window.innerHeight + 1,
-                   page_scrolls_sideways: document.documentElement.scrollWidth > window.innerWidth + 1,
-                   chat_scrolls: log.scrollHeight > log.clientHeight,
-                   cut,
-                 };",
+                &format!(
+                    "const inView = (id) => {{
+                       const r = document.getElementById(id).getBoundingClientRect();
+                       return r.top >= 0 && r.bottom <= window.innerHeight && r.left >= 0 && r.right <= window.innerWidth;
+                     }};
+                     const log = document.getElementById('log');
+                     const cut = (() => {{ {BROKEN_LABELS} }})();
+                     return {{
+                       message_box: inView('message'), send: inView('send'),
+                       banner: inView('with-a-person'),
+                       page_scrolls: document.documentElement.scrollHeight > window.innerHeight + 1,
+                       page_scrolls_sideways: document.documentElement.scrollWidth > window.innerWidth + 1,
+                       chat_scrolls: log.scrollHeight > log.clientHeight,
+                       cut,
+                     }};"
+                ),
                 vec![],
             )
             .await
@@ -1868,17 +1889,15 @@ async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
     sam.wait_text("#item-body", "With Ann Approver since").await;
     assert!(sam.button("Claim").await.is_none());
     assert!(sam.button("Take over from Ann Approver").await.is_some());
-    let reply = sam.browser.find(Locator::Id("reply-text")).await.unwrap();
-    reply.send_keys("Sam here too.").await.unwrap();
-    sam.button("Send reply").await.unwrap().click().await.unwrap();
-    sam.wait_text("#outcome", "Ann Approver has this conversation").await;
-    // The item is shown anew after the answer: its box once it is back.
-    let kept = sam.element("#reply-text").await;
-    assert_eq!(
-        kept.prop("value").await.unwrap().as_deref(),
-        Some("Sam here too."),
-        "a refused reply stays in the box"
-    );
+    // Offered only what is allowed (contract 36): no reply, no close.
+    sam.wait_text(
+        "#actions",
+        "Ann Approver has this conversation: take it over to answer.",
+    )
+    .await;
+    assert!(sam.button("Send reply").await.is_none());
+    assert!(sam.button("Close handoff").await.is_none());
+    assert!(sam.browser.find(Locator::Id("reply-text")).await.is_err());
 
     // Ann's internal note: hers and Sam's to read, never the customer's.
     let note = ann.browser.find(Locator::Id("note-text")).await.unwrap();
@@ -1896,6 +1915,13 @@ async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
     let customer = page_text(&stack.browser).await;
     assert!(!customer.contains("Courier says"), "{customer}");
     assert!(!customer.contains("Sam here too"), "{customer}");
+    // Contract 36: at the desk's sizes no control's label is cut or broken
+    // inside a word, the open chat and its controls drawn.
+    for (width, height) in [(1280, 800), (1024, 768)] {
+        ann.browser.set_window_size(width, height).await.unwrap();
+        let cut = ann.browser.execute(BROKEN_LABELS, vec![]).await.unwrap();
+        assert_eq!(cut, serde_json::json!([]), "at {width}x{height}");
+    }
     ann.close().await;
     sam.close().await;
     stack.close().await;

@@ -806,6 +806,10 @@ async function reread(item) {
   $("item-body").replaceChildren(transcript(data));
 }
 
+// A reply being written when someone else took the conversation, by item:
+// put back in the box once this person has it.
+const drafts = new Map();
+
 async function open(item, keepOutcome) {
   // Shown anew (after a click's answer, or when who has it changed): what
   // the person was writing stays; a sent reply or note cleared its own box.
@@ -828,18 +832,27 @@ async function open(item, keepOutcome) {
     const actions = $("actions");
     const conversation = "conversations/" + encodeURIComponent(item.conversation_id);
     const mine = data.held_by && data.held_by.yours === true;
+    // Someone else has it (contract 30): only taking it over is offered, not
+    // a reply or a close the function would refuse (contract 36).
+    const theirs = Boolean(data.held_by) && !mine;
     if (!data.held_by) actions.append(decision("Claim", conversation + "/claim", () => ({}), "secondary"));
     else if (mine) actions.append(decision("Release", conversation + "/release", () => ({}), "secondary"));
     else actions.append(decision("Take over from " + data.held_by.name, conversation + "/claim", () => ({ take_over: true }), "secondary"));
-    actions.append(savedReplyPicker());
-    actions.append(field("reply-text", "Reply to the customer", true));
-    actions.append(decision("Send reply", "conversations/" + encodeURIComponent(item.conversation_id) + "/reply", () => {
-      const text = $("reply-text").value.trim();
-      if (!text) { say("Write the reply first."); return null; }
-      return { text };
-    }, undefined, "reply-text"));
-    if (data.handoff && !data.handoff.closed_by) {
-      actions.append(decision("Close handoff", "handoffs/" + encodeURIComponent(item.id) + "/close", () => ({}), "secondary"));
+    if (theirs) {
+      actions.append(el("p", data.held_by.name + " has this conversation: take it over to answer.", "hint"));
+      // What was being written when someone else took it waits for a take-over.
+      if (writing.reply) drafts.set(item.id, writing.reply);
+    } else {
+      actions.append(savedReplyPicker());
+      actions.append(field("reply-text", "Reply to the customer", true));
+      actions.append(decision("Send reply", "conversations/" + encodeURIComponent(item.conversation_id) + "/reply", () => {
+        const text = $("reply-text").value.trim();
+        if (!text) { say("Write the reply first."); return null; }
+        return { text };
+      }, undefined, "reply-text"));
+      if (data.handoff && !data.handoff.closed_by) {
+        actions.append(decision("Close handoff", "handoffs/" + encodeURIComponent(item.id) + "/close", () => ({}), "secondary"));
+      }
     }
     actions.append(field("note-text", "Internal note (the support team only)", true));
     actions.append(decision("Add internal note", conversation + "/notes", () => {
@@ -847,7 +860,8 @@ async function open(item, keepOutcome) {
       if (!text) { say("Write the note first."); return null; }
       return { text };
     }, "secondary", "note-text"));
-    if (writing.reply) $("reply-text").value = writing.reply;
+    const draft = writing.reply || drafts.get(item.id);
+    if (draft && $("reply-text")) { $("reply-text").value = draft; drafts.delete(item.id); }
     if (writing.note) $("note-text").value = writing.note;
   } else {
     const { status, data } = await call("GET", "refunds/" + encodeURIComponent(item.id));
