@@ -1461,7 +1461,7 @@ async fn the_customer_reads_in_the_page_what_a_person_decided_and_wrote() {
     let note = stack.nth("person", 1).await;
     assert!(note.contains("From our support team"), "{note}");
     assert!(
-        note.contains("A person approved your refund of 120.00 for order D-4001."),
+        note.contains("A person approved your refund of 120.00 EUR for order D-4001."),
         "{note}"
     );
     assert!(!note.contains("sam"), "no staff names: {note}");
@@ -1661,7 +1661,7 @@ async fn an_approver_approves_from_the_desk_and_a_member_of_the_staff_group_cann
 
     let note = stack.nth("person", 1).await;
     assert!(
-        note.contains("A person approved your refund of 120.00 for order D-4001."),
+        note.contains("A person approved your refund of 120.00 EUR for order D-4001."),
         "{note}"
     );
     for desk in [&sam, &ann, &ann_again] {

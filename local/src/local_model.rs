@@ -991,7 +991,7 @@ mod tests {
     #[test]
     fn any_news_is_answered_with_what_a_person_wrote() {
         let note = format!(
-            "{}A person approved your refund of 120.00 for order D-4001.",
+            "{}A person approved your refund of 120.00 EUR for order D-4001.",
             refund_chat::conversation::person::PERSON_MARK
         );
         let messages = vec![
@@ -1006,7 +1006,7 @@ mod tests {
         };
         let reply = body["choices"][0]["message"]["content"].as_str().unwrap_or_default();
         assert!(
-            reply.contains("A person approved your refund of 120.00 for order D-4001."),
+            reply.contains("A person approved your refund of 120.00 EUR for order D-4001."),
             "{reply}"
         );
         assert!(!reply.contains("[From a person"), "{reply}");

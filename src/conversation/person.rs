@@ -32,10 +32,12 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// The note's fixed words for a refund of `amount` on `order_id`: the
+    /// The note's fixed words for a refund of `amount` in the order's
+    /// `currency` on `order_id` (contract 36: `120.00 EUR`): the
     /// record's order id is what the model wrote, so it is shown only when
     /// it looks like one (contract 14's rule for events), else "your order".
-    pub fn note(self, amount: AmountCents, order_id: &str) -> String {
+    pub fn note(self, amount: AmountCents, currency: &str, order_id: &str) -> String {
+        let amount = amount.in_currency(currency);
         let order_id = crate::untrusted::order_id_for_event(order_id);
         let order = if order_id.is_empty() {
             "your order".to_owned()
@@ -94,12 +96,13 @@ impl PersonNote {
         by: Person<'_>,
         record_id: &str,
         amount: AmountCents,
+        currency: &str,
         order_id: &str,
     ) -> Self {
         PersonNote {
             by: by.name.to_owned(),
             by_sub: by.sub.map(str::to_owned),
-            text: decision.note(amount, order_id),
+            text: decision.note(amount, currency, order_id),
             note_for: Some(record_id.to_owned()),
         }
     }
@@ -209,13 +212,17 @@ mod tests {
             Person::named("sam"),
             "r_1",
             AmountCents::new(12000),
+            "EUR",
             "D-4001",
         );
-        assert_eq!(note.text, "A person approved your refund of 120.00 for order D-4001.");
+        assert_eq!(
+            note.text,
+            "A person approved your refund of 120.00 EUR for order D-4001."
+        );
         assert_eq!(note.note_for.as_deref(), Some("r_1"));
         for decision in [Decision::Rejected, Decision::ConfirmedMade, Decision::ConfirmedNotMade] {
-            let text = decision.note(AmountCents::new(1250), "A-1");
-            assert!(text.contains("12.50") && text.contains("order A-1"), "{text}");
+            let text = decision.note(AmountCents::new(1250), "EUR", "A-1");
+            assert!(text.contains("12.50 EUR") && text.contains("order A-1"), "{text}");
         }
     }
 
@@ -234,15 +241,23 @@ mod tests {
             Decision::ConfirmedMade,
             Decision::ConfirmedNotMade,
         ] {
-            let text = decision.note(AmountCents::new(8000), injected);
+            let text = decision.note(AmountCents::new(8000), "EUR", injected);
             assert!(text.contains("for your order"), "{text}");
             assert!(!text.contains("Correction") && !text.contains('\n'), "{text}");
-            assert!(decision.note(AmountCents::new(8000), "D-4001").contains("order D-4001"));
+            assert!(
+                decision
+                    .note(AmountCents::new(8000), "EUR", "D-4001")
+                    .contains("order D-4001")
+            );
         }
-        assert!(Decision::Approved.note(AmountCents::new(1), "").contains("your order"));
         assert!(
             Decision::Approved
-                .note(AmountCents::new(1), &"A".repeat(65))
+                .note(AmountCents::new(1), "EUR", "")
+                .contains("your order")
+        );
+        assert!(
+            Decision::Approved
+                .note(AmountCents::new(1), "EUR", &"A".repeat(65))
                 .contains("your order")
         );
     }

@@ -213,7 +213,7 @@ async fn an_approval_tells_the_customer_once_in_the_memory_books_as_in_dynamodb(
         [(
             2,
             Author::Person,
-            "A person approved your refund of 120.00 for order D-4."
+            "A person approved your refund of 120.00 EUR for order D-4."
         )]
     );
     assert_eq!(payments.requests().len(), 1);

@@ -28,6 +28,20 @@ impl AmountCents {
     }
 }
 
+impl AmountCents {
+    /// What a customer reads (contract 36): `120.00 EUR`, the amount as
+    /// people write it with the order's currency; a currency that is not
+    /// three letters (the order system's text) is left out, not shown raw.
+    pub fn in_currency(self, currency: &str) -> String {
+        let code = currency.trim();
+        if code.len() == 3 && code.chars().all(|c| c.is_ascii_alphabetic()) {
+            format!("{self} {}", code.to_ascii_uppercase())
+        } else {
+            self.to_string()
+        }
+    }
+}
+
 /// `12.50`: for people (the admin's tables); the wire always carries cents.
 impl fmt::Display for AmountCents {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -45,5 +59,14 @@ mod tests {
         assert_eq!(AmountCents::new(7).to_string(), "0.07");
         assert_eq!(serde_json::to_string(&AmountCents::new(1250)).unwrap(), "1250");
         assert!(serde_json::from_str::<AmountCents>("-1").is_err());
+    }
+
+    #[test]
+    fn a_customer_reads_the_amount_with_its_currency() {
+        assert_eq!(AmountCents::new(12000).in_currency("EUR"), "120.00 EUR");
+        assert_eq!(AmountCents::new(1250).in_currency(" eur "), "12.50 EUR");
+        for odd in ["", "EURO", "E\u{1b}R", "12$"] {
+            assert_eq!(AmountCents::new(1250).in_currency(odd), "12.50", "{odd:?}");
+        }
     }
 }

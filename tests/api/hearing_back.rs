@@ -18,7 +18,7 @@ use crate::approvals::{Desk, admin, stderr, stdout};
 use refund_chat_testkit::*;
 
 const BIG_REFUND: &str = "The sofa from order D-4001 arrived torn: refund D-4001 12000";
-const APPROVED: &str = "A person approved your refund of 120.00 for order D-4001.";
+const APPROVED: &str = "A person approved your refund of 120.00 EUR for order D-4001.";
 
 impl Desk {
     /// A refund above the limit, in a new conversation: (conversation, approval id).
@@ -179,7 +179,7 @@ async fn a_rejection_and_a_resolution_are_told_in_fixed_words_without_the_reason
     let words = desk.person_words(&conversation).await;
     assert_eq!(
         words,
-        ["A person reviewed your refund of 120.00 for order D-4001 and did not approve it. No money was moved."]
+        ["A person reviewed your refund of 120.00 EUR for order D-4001 and did not approve it. No money was moved."]
     );
     assert!(!desk.read(&conversation, "").await.to_string().contains("flagged"));
     assert!(bodies(&desk.payments).await.is_empty());
@@ -211,7 +211,7 @@ async fn an_unknown_outcome_resolved_tells_the_customer_what_payments_confirmed(
         shown.last().map(|m| (m.1.as_str(), m.2.as_str())),
         Some((
             "person",
-            "A person confirmed that your refund of 12.50 for order A-1001 was made."
+            "A person confirmed that your refund of 12.50 EUR for order A-1001 was made."
         ))
     );
 }

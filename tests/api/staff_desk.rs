@@ -94,7 +94,7 @@ async fn an_approver_approves_once_from_the_queue_and_the_customer_reads_the_not
         notes[0]["text"]
             .as_str()
             .unwrap()
-            .contains("approved your refund of 120.00")
+            .contains("approved your refund of 120.00 EUR")
     );
     let verdicts = shop
         .h

@@ -431,6 +431,7 @@ impl DynamoLedger {
             note.by,
             &record.record_id,
             record.amount,
+            record.order.as_ref().map_or("", |order| order.currency.as_str()),
             &record.order_id,
         );
         notes.items(&head, &record.user_id, &words, note.now_ms)

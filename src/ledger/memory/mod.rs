@@ -464,7 +464,15 @@ impl StaffLedger for MemoryLedger {
             .and_then(|id| books.conversations.get_mut(id))
             .filter(|conversation| conversation.customer == before.user_id)
         {
-            let note = PersonNote::of_decision(Decision::Approved, by, record_id, before.amount, &before.order_id);
+            let currency = before.order.as_ref().map_or("", |order| order.currency.as_str());
+            let note = PersonNote::of_decision(
+                Decision::Approved,
+                by,
+                record_id,
+                before.amount,
+                currency,
+                &before.order_id,
+            );
             conversation.add_person(&note, now_ms);
         }
         Ok(StaffDecision::Done(before))
