@@ -14,6 +14,9 @@ START    := $(shell date +%s)
 banner    = @printf '\n== %s (%ss into make)\n' '$(1)' "$$(( $$(date +%s) - $(START) ))"
 # Debian's headless Chromium and its WebDriver, for the chat page's browser test.
 BROWSER  := /usr/bin/chromedriver
+# axe-core from npm (pinned by tools/axe/package-lock.json), injected into
+# the chat page and the desk by the browser tests (contract 36).
+AXE      := tools/axe/node_modules/axe-core/axe.min.js
 EVENT    ?= events/refund.json
 
 .PHONY: run check advisories test chaos eval invoke smoke ledger admin bench bench-live instructions load build reset-payments clean-local
@@ -25,6 +28,10 @@ SAFETY   := someone_elses_order,above_limit,prompt_injection,injection_across_me
 
 $(BROWSER):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
+
+$(AXE): tools/axe/package.json tools/axe/package-lock.json
+	npm ci --prefix tools/axe --no-audit --no-fund --silent
+	touch $@
 
 $(DENY):
 	cargo install --locked --quiet --root $(dir $(patsubst %/,%,$(dir $(DENY)))) cargo-deny --version $(DENY_VERSION)
@@ -55,7 +62,7 @@ advisories: $(DENY)
 ## a short chaos run, the evaluation with the local and the adversarial models, cfn-lint (on template.yaml and
 ## on the transformed template) and sam validate,
 ## and the deployed artifact itself: the arm64 bootstraps, built as make build does and checked
-test: check $(TOOLS) $(BROWSER)
+test: check $(TOOLS) $(BROWSER) $(AXE)
 	# The API tests run the support team's tool, a binary of its own package.
 	$(call banner,the whole suite)
 	cargo build --locked --quiet -p refund-chat-admin

@@ -1049,6 +1049,28 @@ const BROKEN_LABELS: &str = "
     }
     return broken;";
 
+/// The serious and critical violations axe-core (the npm package, pinned in
+/// `tools/axe`, which make test installs) finds on the page as it is drawn
+/// now: each rule's id, impact and the elements it names (contract 36).
+async fn axe_violations(browser: &Client) -> Value {
+    let axe = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/axe/node_modules/axe-core/axe.min.js");
+    let source = std::fs::read_to_string(&axe)
+        .unwrap_or_else(|e| panic!("{}: {e} (make test installs axe-core with npm)", axe.display()));
+    browser.execute(&source, vec![]).await.unwrap();
+    browser
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             axe.run(document, { resultTypes: ['violations'] }).then((results) => done(
+               results.violations
+                 .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+                 .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(' ')) }))
+             ));",
+            vec![],
+        )
+        .await
+        .unwrap()
+}
+
 fn artifact(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-artifacts");
     std::fs::create_dir_all(&dir).unwrap();
@@ -1253,6 +1275,8 @@ async fn a_long_chat_scrolls_inside_the_page_and_the_message_box_stays_in_view()
         )
         .await
         .unwrap();
+    // No serious or critical accessibility violation on the page (axe-core).
+    assert_eq!(axe_violations(&stack.browser).await, serde_json::json!([]));
     for (width, height) in [(1280, 800), (1024, 768), (360, 640)] {
         stack.browser.set_window_size(width, height).await.unwrap();
         let seen = stack
@@ -1915,6 +1939,9 @@ async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
     let customer = page_text(&stack.browser).await;
     assert!(!customer.contains("Courier says"), "{customer}");
     assert!(!customer.contains("Sam here too"), "{customer}");
+    // No serious or critical accessibility violation on the desk (axe-core),
+    // the queue and an open chat drawn.
+    assert_eq!(axe_violations(&ann.browser).await, serde_json::json!([]));
     // Contract 36: at the desk's sizes no control's label is cut or broken
     // inside a word, the open chat and its controls drawn.
     for (width, height) in [(1280, 800), (1024, 768)] {
