@@ -1658,7 +1658,13 @@ async fn an_approver_approves_from_the_desk_and_a_member_of_the_staff_group_cann
         desk.wait_text("#approvals", "120.00").await;
         desk.open_first("approvals").await;
         let facts = desk.wait_text("#item-body", "paid").await;
-        assert!(facts.contains("refund,policy_question;low"), "the labels: {facts}");
+        // The state, the reasons and the router's labels in words (contract 36).
+        assert!(
+            facts.contains("refund, policy question (low risk")
+                && facts.contains("waits for approval")
+                && facts.contains("above the automatic limit of 50.00 EUR"),
+            "in words: {facts}"
+        );
     }
     let (one, two) = (
         ann.button("Approve").await.unwrap(),
@@ -1833,7 +1839,7 @@ async fn a_reply_from_the_desk_reaches_the_customer_once_after_a_double_click() 
 
     let sam = AtTheDesk::sign_in(&stack, "sam").await;
     sam.browser.set_window_size(360, 740).await.unwrap();
-    sam.wait_text("#handoffs", "customer_asked").await;
+    sam.wait_text("#handoffs", "asked for a person").await;
     sam.open_first("handoffs").await;
     let transcript = sam.wait_text("#item-body", "Customer:").await;
     assert!(

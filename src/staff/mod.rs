@@ -21,6 +21,7 @@ pub mod orders;
 pub mod read;
 pub mod saved_replies;
 pub mod search;
+pub mod words;
 
 /// What the desk's function calls on the refund ledger and on the
 /// conversation table, each with the index it queries: its role in

@@ -17,7 +17,7 @@ use crate::ledger::{LedgerError, RefundRecord};
 use crate::orders::{OrderLookup, OrderSystem};
 use crate::refund::RefundState;
 
-use super::Staff;
+use super::{Staff, words};
 
 /// One thing that waits for a person.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,8 +36,12 @@ pub struct QueueItem {
     pub order_id: Option<String>,
     pub amount: Option<String>,
     pub reasons: Vec<String>,
+    /// The reasons as a person says them (contract 36): what the desk shows.
+    pub reasons_in_words: Vec<String>,
     /// The router's labels (contract 21), as recorded.
     pub router: Option<String>,
+    /// The same, in words: "refund (low risk, 90% sure)".
+    pub router_in_words: Option<String>,
     /// The two first lines of the model's summary (a handoff's), or of the order's facts.
     pub summary: Vec<String>,
     /// A handoff's: when the customer last wrote (contract 30).
@@ -114,7 +118,13 @@ pub fn kind_of_person(user_id: &str) -> &'static str {
     }
 }
 
-fn record_item(record: &RefundRecord, kind: &'static str, now: u64) -> QueueItem {
+fn record_item(
+    record: &RefundRecord,
+    kind: &'static str,
+    now: u64,
+    limits: &crate::refund::policy::Limits,
+) -> QueueItem {
+    let currency = record.order.as_ref().map_or("", |order| order.currency.as_str());
     QueueItem {
         id: record.record_id.clone(),
         kind,
@@ -124,9 +134,15 @@ fn record_item(record: &RefundRecord, kind: &'static str, now: u64) -> QueueItem
         who: kind_of_person(&record.user_id),
         conversation_id: record.conversation_id.clone(),
         order_id: Some(record.order_id.clone()),
-        amount: Some(record.amount.to_string()),
+        amount: Some(record.amount.in_currency(currency)),
         reasons: record.reasons.clone(),
+        reasons_in_words: record
+            .reasons
+            .iter()
+            .map(|reason| words::refund_reason(reason, limits, currency))
+            .collect(),
         router: record.router.clone(),
+        router_in_words: record.router.as_deref().map(words::router_labels),
         summary: vec![record.order_facts()],
         customer_wrote_at: None,
         held_by: None,
@@ -165,7 +181,9 @@ fn handoff_item(handoff: &StoredHandoff, now: u64) -> QueueItem {
         order_id: None,
         amount: None,
         reasons: vec![handoff.reason.clone()],
+        reasons_in_words: vec![words::handoff_reason(&handoff.reason)],
         router: handoff.router.clone(),
+        router_in_words: handoff.router.as_deref().map(words::router_labels),
         summary: handoff
             .summary
             .as_deref()
@@ -257,7 +275,7 @@ pub async fn queue(staff: &Staff) -> Result<Queue, LedgerError> {
         .waiting(RefundState::AwaitingApproval)
         .await?
         .iter()
-        .map(|record| record_item(record, "approval", now))
+        .map(|record| record_item(record, "approval", now, &staff.limits))
         .collect();
     // A page of each line, oldest first (the index's order: the moment the
     // customer first asked, to the millisecond).
@@ -280,7 +298,7 @@ pub async fn queue(staff: &Staff) -> Result<Queue, LedgerError> {
     let unknown: Vec<QueueItem> = unknown_outcomes(staff)
         .await?
         .iter()
-        .map(|record| record_item(record, "unknown_outcome", now))
+        .map(|record| record_item(record, "unknown_outcome", now, &staff.limits))
         .collect();
     let oldest_wait_secs = approvals
         .iter()
@@ -338,6 +356,10 @@ pub struct RefundView {
     /// Every field, as `refund-chat-admin show` prints it (empty ones left out).
     pub record: serde_json::Map<String, Value>,
     pub state: String,
+    /// The state, the reasons and the router's labels in words (contract 36).
+    pub state_in_words: &'static str,
+    pub reasons_in_words: Vec<String>,
+    pub router_in_words: Option<String>,
     pub amount: String,
     pub order_now: OrderNow,
     pub cited: Vec<Passage>,
@@ -437,10 +459,18 @@ pub async fn refund(staff: &Staff, id: &str) -> Result<Option<RefundView>, Ledge
         }
         None => (Vec::new(), None),
     };
+    let currency = record.order.as_ref().map_or("", |order| order.currency.as_str());
     Ok(Some(RefundView {
         record: fields,
         state: record.state.as_str().to_owned(),
-        amount: record.amount.to_string(),
+        state_in_words: words::refund_state(record.state),
+        reasons_in_words: record
+            .reasons
+            .iter()
+            .map(|reason| words::refund_reason(reason, &staff.limits, currency))
+            .collect(),
+        router_in_words: record.router.as_deref().map(words::router_labels),
+        amount: record.amount.in_currency(currency),
         order_now: order_now(staff, &record.order_id, &record.user_id).await,
         cited,
         router: record.router.clone(),
@@ -479,6 +509,9 @@ pub struct ExchangeView {
 pub struct HandoffView {
     pub id: String,
     pub reason: String,
+    /// The reason and the router's labels in words (contract 36).
+    pub reason_in_words: String,
+    pub router_in_words: Option<String>,
     pub at: String,
     pub router: Option<String>,
     pub model_summary: Option<String>,
@@ -735,6 +768,8 @@ pub async fn conversation(staff: &Staff, id: &str, links: &Links) -> Result<Opti
     let handoff = transcript.handoff.as_ref().map(|handoff| HandoffView {
         id: handoff.id.clone(),
         reason: handoff.reason.clone(),
+        reason_in_words: words::handoff_reason(&handoff.reason),
+        router_in_words: handoff.router.as_deref().map(words::router_labels),
         at: handoff.at.clone(),
         router: handoff.router.clone(),
         model_summary: handoff.summary.clone(),

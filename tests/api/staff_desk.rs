@@ -39,9 +39,16 @@ async fn an_approver_approves_once_from_the_queue_and_the_customer_reads_the_not
     assert_eq!(item["id"], id.as_str());
     assert_eq!(
         (item["amount"].as_str(), item["order_id"].as_str()),
-        (Some("120.00"), Some("D-4001"))
+        (Some("120.00 EUR"), Some("D-4001"))
     );
     assert_eq!(item["router"], "refund;low;0.95", "the router's labels beside it");
+    // In words, for the desk (contract 36).
+    assert_eq!(item["router_in_words"], "refund (low risk, 95% sure)");
+    assert_eq!(
+        item["reasons_in_words"],
+        json!(["above the automatic limit of 50.00 EUR"]),
+        "{item}"
+    );
     assert!(
         item["summary"][0].as_str().unwrap().contains("paid"),
         "the order's facts: {item}"

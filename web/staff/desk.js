@@ -411,6 +411,19 @@ function schedule(ms) {
   timer = setTimeout(refresh, ms);
 }
 
+// A time as a person at the desk reads it (contract 36): relative while
+// recent ("4 min ago"), with the local time; the day beyond a day.
+function when(iso) {
+  if (!iso) return iso;
+  const at = new Date(iso);
+  if (Number.isNaN(at.getTime())) return iso;
+  const secs = Math.round((Date.now() - at) / 1000);
+  const clock = at.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  if (secs >= 0 && secs < 60) return "just now (" + clock + ")";
+  if (secs >= 0 && secs < 86400) return waited(secs) + " ago (" + clock + ")";
+  return at.toLocaleString([], { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit" });
+}
+
 function waited(secs) {
   if (secs < 60) return secs + " s";
   if (secs < 3600) return Math.floor(secs / 60) + " min";
@@ -435,15 +448,18 @@ function queueEntry(item) {
   button.type = "button";
   button.dataset.id = item.id;
   button.dataset.kind = item.kind;
+  // Reasons and labels in words, from the function (contract 36).
+  const reasons = (item.reasons_in_words || item.reasons || []).join("; ");
   const head = item.kind === "handoff"
-    ? (item.reasons || []).join(", ") + " · " + item.customer + (item.who && item.who !== "customer" ? " (" + item.who + ")" : "")
+    ? reasons + " · " + item.customer + (item.who && item.who !== "customer" ? " (" + item.who + ")" : "")
     : item.amount + " · order " + item.order_id + " · " + item.customer;
   button.append(el("strong", head), el("br"), el("span", "waiting " + waited(item.waited_secs), "hint"));
-  if (item.router) button.append(el("br"), el("span", "router: " + item.router, "hint"));
+  if (item.kind !== "handoff" && reasons) button.append(el("br"), el("span", reasons, "hint"));
+  if (item.router) button.append(el("br"), el("span", "router: " + (item.router_in_words || item.router), "hint"));
   for (const line of item.summary || []) button.append(el("br"), el("span", line, "hint"));
   if (item.kind === "handoff") {
     const holder = item.held_by ? "with " + item.held_by.name : "nobody has it";
-    const wrote = item.customer_wrote_at ? " · customer wrote " + new Date(item.customer_wrote_at).toLocaleTimeString() : "";
+    const wrote = item.customer_wrote_at ? " · customer wrote " + when(item.customer_wrote_at) : "";
     button.append(el("br"), el("span", holder + wrote, "holder"));
     const due = dueLine(item);
     if (due) button.append(el("br"), due);
@@ -552,8 +568,8 @@ function transcript(view) {
   const box = el("div");
   if (view.handoff) {
     const h = view.handoff;
-    box.append(el("h3", "Handed off: " + h.reason));
-    box.append(facts([["at", h.at], ["router", h.router], ["closed", h.closed_by ? h.closed_by + " at " + h.closed_at : "open"]]));
+    box.append(el("h3", "Handed off: " + (h.reason_in_words || h.reason)));
+    box.append(facts([["at", when(h.at)], ["router", h.router_in_words || h.router], ["closed", h.closed_by ? h.closed_by + ", " + when(h.closed_at) : "open"]]));
     const due = dueLine(h);
     if (due) box.append(due);
     if (h.model_summary) {
@@ -565,12 +581,12 @@ function transcript(view) {
   if (view.customer_panel) box.append(customerPanel(view.customer_panel));
   if (view.rating) {
     const answer = el("p", null, "rating");
-    answer.append(el("strong", "Did this solve it? " + (view.rating.solved ? "Yes" : "No") + " (" + view.rating.at + ")"));
+    answer.append(el("strong", "Did this solve it? " + (view.rating.solved ? "Yes" : "No") + " (" + when(view.rating.at) + ")"));
     if (view.rating.comment) answer.append(el("br"), el("span", "The customer's words: " + view.rating.comment));
     box.append(answer);
   }
   box.append(el("p", view.held_by
-    ? "With " + view.held_by.name + " since " + view.held_by.since + (view.held_by.taken_over_from ? " (taken over from " + view.held_by.taken_over_from + ")" : "")
+    ? "With " + view.held_by.name + " since " + when(view.held_by.since) + (view.held_by.taken_over_from ? " (taken over from " + view.held_by.taken_over_from + ")" : "")
     : "Nobody has this conversation.", "holder"));
   for (const v of view.verdicts || []) box.append(el("p", "Verdict: " + v.intent + " by " + v.by + " at " + v.at, "hint"));
   if ((view.orders || []).length) {
@@ -645,7 +661,7 @@ function decision(label, path, bodyOf, className, clears) {
       const { status, data } = await call("POST", path, body, key);
       if (status < 500) key = null;
       if (status === 200) say(data.text);
-      else if (status === 409 && data.held_by) say(data.held_by + " has this conversation" + (data.held_since ? " since " + data.held_since : "") + ": take it over to answer.");
+      else if (status === 409 && data.held_by) say(data.held_by + " has this conversation" + (data.held_since ? " since " + when(data.held_since) : "") + ": take it over to answer.");
       else if (status === 409 && data.decided_by) say("Already decided by " + data.decided_by + (data.decided_at ? " at " + data.decided_at : "") + ". " + (data.detail || ""));
       else if (status === 403) say("You may not do this: " + (data.detail || ""));
       else say((data.detail || "HTTP " + status));
@@ -683,7 +699,7 @@ function conversationButton(line) {
   const button = el("button", null, "secondary");
   button.type = "button";
   button.append(el("strong", "Conversation " + line.id), el("br"),
-    el("span", "last " + line.updated_at + " · " + line.exchanges + " exchange(s)" + (line.handoff ? " · handoff " + line.handoff : ""), "hint"));
+    el("span", "last " + when(line.updated_at) + " · " + line.exchanges + " exchange(s)" + (line.handoff ? " · handoff " + line.handoff : ""), "hint"));
   button.addEventListener("click", () => open(conversationItem(line)));
   return button;
 }
@@ -873,9 +889,9 @@ async function open(item, keepOutcome) {
       : order.read === "not_found" ? "no such order for this customer now" : "could not be read now (" + (order.why || "") + ")";
     body.replaceChildren(
       facts([
-        ["amount", data.amount], ["state", data.state], ["customer", r.user_id], ["order", r.order_id],
-        ["the order now", orderNow], ["reasons", (r.reasons || "").split(" ").join(", ")],
-        ["router", data.router], ["verdict", data.verdict], ["customer's message", r.customer_message],
+        ["amount", data.amount], ["state", data.state_in_words || data.state], ["customer", r.user_id], ["order", r.order_id],
+        ["the order now", orderNow], ["reasons", (data.reasons_in_words || []).join("; ") || (r.reasons || "").split(" ").join(", ")],
+        ["router", data.router_in_words || data.router], ["verdict", data.verdict], ["customer's message", r.customer_message],
         ["decided by", r.decided_by], ["conversation", data.conversation_id],
       ]),
       passages(data.cited),
