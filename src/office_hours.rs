@@ -25,6 +25,17 @@ use jiff::Timestamp;
 use jiff::civil::{Date, Time, Weekday};
 use jiff::tz::TimeZone;
 
+/// An instant as a customer reads it in code's words (contract 36): in the
+/// shop's zone, to the minute, with the zone named:
+/// `Mon 21 Dec 2026, 05:27 (Europe/Paris)`.
+pub fn in_words(zone: &TimeZone, at: Timestamp) -> String {
+    let local = at.to_zoned(zone.clone()).strftime("%a %-d %b %Y, %H:%M").to_string();
+    match zone.iana_name() {
+        Some(name) => format!("{local} ({name})"),
+        None => local,
+    }
+}
+
 /// How far ahead an open hour is looked for: a schedule with none in two
 /// weeks (closed for a holiday season, or no interval at all) says nothing
 /// about a time.
@@ -231,6 +242,7 @@ impl Schedule {
 
     /// The local time of `at` in the shop's zone, to the minute, as a
     /// person reads it: `Mon 09:00`.
+    #[cfg(test)]
     pub fn local(&self, at: Timestamp) -> String {
         at.to_zoned(self.zone.clone()).strftime("%a %H:%M").to_string()
     }

@@ -2143,6 +2143,10 @@ async fn a_return_starts_after_the_customers_yes_and_the_page_links_its_label() 
     let done = stack.nth("assistant", 2).await;
     assert!(done.contains("Your return label is below"), "{done}");
     assert!(!done.contains("/labels/"), "the label is apart from the text: {done}");
+    // When to use it by, in code's words: to the minute, the zone named, no ISO time (contract 36).
+    let line = stack.nth("return-label", 1).await;
+    assert!(line.contains("(use it by ") && line.contains("(UTC))"), "{line}");
+    assert!(!line.contains(":00Z"), "{line}");
     assert_eq!(stack.sandbox.returns_started().len(), 1);
     let label_links = || async {
         let mut hrefs = Vec::new();

@@ -261,7 +261,9 @@
     link.rel = "noopener noreferrer";
     link.target = "_blank";
     item.append(link);
-    if (typeof label.expires_at === "string") item.append(` (use it by ${label.expires_at})`);
+    // The function's words, in the shop's zone (contract 36); the raw time only from an older answer.
+    const useBy = typeof label.use_by === "string" ? label.use_by : label.expires_at;
+    if (typeof useBy === "string") item.append(` (use it by ${useBy})`);
     log.append(item);
     item.scrollIntoView({ block: "end" });
   }

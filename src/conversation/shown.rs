@@ -180,6 +180,7 @@ mod tests {
         let label = Label {
             url: "https://labels.example/l/1".into(),
             expires_at: "2026-12-20T00:00:00Z".into(),
+            use_by: None,
         };
         let turn = refund_turn();
         let failed = Exchange::of_turn(&[Message::User("return it".into())], None);

@@ -383,6 +383,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
                 && (routed.intents.contains(&Intent::Return) || waiting.get(WriteKind::RETURN).is_some()),
             window_days: self.config.returns.window_days,
             label_origins: self.config.returns.label_origins.clone(),
+            zone: Some(self.config.office.zone()),
             started_before: held.returns_started.clone(),
         };
         let confirmation = Confirmation {

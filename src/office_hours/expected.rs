@@ -74,6 +74,13 @@ impl Office {
         self.schedule.as_ref().is_none_or(|schedule| schedule.is_open(at))
     }
 
+    /// The shop's time zone: the hours', else UTC (contract 36).
+    pub fn zone(&self) -> jiff::tz::TimeZone {
+        self.schedule
+            .as_ref()
+            .map_or(jiff::tz::TimeZone::UTC, |schedule| schedule.zone().clone())
+    }
+
     /// Whether the team is there at `at_ms` (always, without a schedule).
     pub fn is_open_at(&self, at_ms: u64) -> bool {
         self.is_open(timestamp(at_ms))

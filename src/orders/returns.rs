@@ -505,6 +505,11 @@ pub struct Label {
     pub url: String,
     /// RFC 3339, as the order system gave it.
     pub expires_at: String,
+    /// The same in code's words, in the shop's zone to the minute
+    /// (contract 36): what the page shows; none when the order system's
+    /// time is not RFC 3339.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_by: Option<String>,
 }
 
 /// Code's own line for the customer once a return started, and the label
@@ -515,6 +520,7 @@ pub fn started_line(
     started: &StartedReturn,
     currency: &str,
     label_origins: &[String],
+    zone: &jiff::tz::TimeZone,
 ) -> (String, Option<Label>) {
     let refund = Refund {
         amount: AmountCents::new(started.refund_cents),
@@ -522,12 +528,21 @@ pub fn started_line(
     };
     let id = crate::untrusted::for_log(&started.return_id, 64);
     let expires_at = crate::untrusted::for_log(&started.expires_at, 40);
+    let use_by = started
+        .expires_at
+        .parse::<jiff::Timestamp>()
+        .ok()
+        .map(|at| crate::office_hours::in_words(zone, at));
     let label = linkable(&started.label_url, label_origins).map(|url| Label {
         url,
         expires_at: expires_at.clone(),
+        use_by: use_by.clone(),
     });
     let said = match &label {
-        Some(_) => format!("Your return label is below (use it by {expires_at})."),
+        Some(_) => format!(
+            "Your return label is below (use it by {}).",
+            use_by.as_deref().unwrap_or(&expires_at)
+        ),
         None => format!("Its label is return {id}: the shop sends it to you."),
     };
     let line = format!(

@@ -202,19 +202,29 @@ fn code_names_the_return_to_the_customer_and_the_model_never_reads_the_label() {
 
     // The label travels apart from the text (contract 28): the line points
     // at it and never holds its URL.
-    let (line, label) = started_line("A-1002", &begun, "EUR", &["https://labels.carrier.example".into()]);
-    assert_eq!(
-        label.map(|label| label.url),
-        Some("https://labels.carrier.example/l/ret_000001?sig=abc".to_owned())
+    let (line, label) = started_line(
+        "A-1002",
+        &begun,
+        "EUR",
+        &["https://labels.carrier.example".into()],
+        &jiff::tz::TimeZone::get("Europe/Paris").unwrap(),
     );
-    assert!(!line.contains("http") && line.contains("label is below"), "{line}");
+    let label = label.expect("a label");
+    assert_eq!(label.url, "https://labels.carrier.example/l/ret_000001?sig=abc");
+    // "Use it by" in code's words: the shop's zone, to the minute (contract 36).
+    let use_by = label.use_by.expect("in words");
+    assert!(use_by.ends_with("(Europe/Paris)") && !use_by.contains('T'), "{use_by}");
+    assert!(
+        !line.contains("http") && line.contains(&format!("label is below (use it by {use_by})")),
+        "{line}"
+    );
     for origins in [
         vec![],
         vec!["https://carrier.example".to_owned()],
         vec!["http://labels.carrier.example".to_owned()],
         vec!["https://labels.carrier.example:8443".to_owned()],
     ] {
-        let (named, label) = started_line("A-1002", &begun, "EUR", &origins);
+        let (named, label) = started_line("A-1002", &begun, "EUR", &origins, &jiff::tz::TimeZone::UTC);
         assert_eq!(label, None, "{origins:?}");
         assert!(!named.contains("http"), "{origins:?}: {named}");
         assert!(named.contains("return ret_000001"), "{named}");

@@ -122,7 +122,13 @@ impl Write for StartReturn {
             ReturnWrite::Started(started) => {
                 session.returns_started.push(crate::refund::policy::order_key(order_id));
                 let (line, label) =
-                    return_tool::started_line(order_id, &started, &order.currency, &session.returns.label_origins);
+                    return_tool::started_line(
+                        order_id,
+                        &started,
+                        &order.currency,
+                        &session.returns.label_origins,
+                        session.returns.zone.as_ref().unwrap_or(&jiff::tz::TimeZone::UTC),
+                    );
                 session.stats.code_lines.push((WriteKind::RETURN, line));
                 session.stats.label = label;
                 Written {

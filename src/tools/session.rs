@@ -90,6 +90,9 @@ pub struct ReturnTurn {
     pub offered: bool,
     pub window_days: u32,
     pub label_origins: Vec<String>,
+    /// The shop's time zone, for the label's "use it by" (contract 36);
+    /// none: UTC.
+    pub zone: Option<jiff::tz::TimeZone>,
     /// The orders earlier turns of the conversation started a return of
     /// (or may have: an unknown outcome), as rule 2 compares ids: a refund
     /// of one waits for a person (contract 8's rule 7).

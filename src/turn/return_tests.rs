@@ -134,6 +134,7 @@ async fn turn_with<G: RefundGateway>(
             offered: true,
             window_days: 30,
             label_origins: vec![LABELS.into()],
+            zone: None,
             started_before,
         })
         .confirmation(confirmation);
