@@ -2097,10 +2097,9 @@ async fn a_change_of_address_is_made_after_the_customers_yes_in_the_next_message
         .type_message("Please change the delivery address of A-1004 to Ada Lovelace, 12 Rue Byron, 75002 Paris, FR")
         .await;
     let asked = stack.nth("assistant", 1).await;
-    assert!(
-        asked.contains("address ending in 002") && asked.contains("yes"),
-        "{asked}"
-    );
+    // The model alone gets "ending in" (contract 36): the customer reads
+    // the address as they wrote it, in code's own line.
+    assert!(!asked.contains("ending in") && asked.contains("yes"), "{asked}");
     assert!(
         asked.contains("becomes Ada Lovelace, 12 Rue Byron, 75002 Paris, FR"),
         "code's own line: {asked}"

@@ -745,30 +745,24 @@ fn summarise_tool_results(messages: &[Value]) -> String {
                     content["summary"].as_str().unwrap_or_default()
                 );
             }
+            // A model paraphrases what its tools said (contract 36): no
+            // internal id, no "ending in", nothing the tool wrote for it.
             if content["status"] == "started" {
                 return format!(
-                    "Done: your return has started (return {}); the refund of {} follows once the parcel arrives.",
-                    content["return_id"].as_str().unwrap_or_default(),
+                    "Done: your return has started; the refund of {} follows once the parcel arrives.",
                     content["refund"].as_str().unwrap_or_default()
                 );
             }
             if content["status"] == "confirm" {
-                return format!(
-                    "I can change it: {}. Is that right? Answer yes to confirm, and I will make the change.",
-                    content["summary"].as_str().unwrap_or_default()
-                );
+                return "I can change the delivery address to the one you gave me. Is that right? Answer yes to \
+                        confirm, and I will make the change."
+                    .to_owned();
             }
             if content["status"] == "changed" {
-                return format!(
-                    "Done: the delivery address is changed ({}).",
-                    content["summary"].as_str().unwrap_or_default()
-                );
+                return "Done: the delivery address is changed.".to_owned();
             }
             if content["status"] == "pending_approval" {
-                return format!(
-                    "A person from our support team will review this refund (reference {}) and get back to you.",
-                    content["approval_id"].as_str().unwrap_or("pending")
-                );
+                return "A person from our support team will review this refund and get back to you.".to_owned();
             }
             match (
                 content["refund_id"].as_str(),
@@ -779,12 +773,48 @@ fn summarise_tool_results(messages: &[Value]) -> String {
                     format!("That refund was already made: {} (refund {id}).", money(cents))
                 }
                 (Some(id), Some(cents), _) => format!("Done: I refunded {} (refund {id}).", money(cents)),
-                (_, _, Some(error)) => format!("I could not do that: {error}."),
+                (_, _, Some(error)) => format!("I could not do that: {}.", paraphrase(error)),
                 _ => "Something unexpected came back, so a person will check your refund.".to_owned(),
             }
         })
         .collect();
     sentences.join(" ")
+}
+
+/// A tool's error in a customer's words, as a model would say it: the
+/// facts kept, what the tool told the model to do left out ("tell the
+/// customer...", "do not try again"), and a figure in cents dropped.
+fn paraphrase(error: &str) -> String {
+    const FOR_THE_MODEL: [&str; 8] = [
+        "tell the customer",
+        "ask the customer",
+        "do not",
+        "try again",
+        "use what you",
+        " you ",
+        "the conversation has",
+        "a person from the",
+    ];
+    // Clauses end at "; ", ": " and a sentence's ". ", never at a decimal point.
+    let clauses = error.replace("; ", "\n").replace(": ", "\n").replace(". ", "\n");
+    let kept: Vec<String> = clauses
+        .split('\n')
+        .map(|clause| clause.trim().trim_end_matches('.'))
+        .filter(|clause| !clause.is_empty())
+        .filter(|clause| {
+            let lower = format!(" {} ", clause.to_lowercase());
+            !FOR_THE_MODEL.iter().any(|said| lower.contains(said))
+        })
+        .map(|clause| match (clause.find(" ("), clause.ends_with("cents)")) {
+            (Some(at), true) => clause[..at].to_owned(),
+            _ => clause.to_owned(),
+        })
+        .collect();
+    if kept.is_empty() {
+        "a person from our support team will look at it".to_owned()
+    } else {
+        kept.join(", and ")
+    }
 }
 
 fn tool_calls(round: usize, calls: &[(&str, Value)]) -> Value {
@@ -985,6 +1015,24 @@ mod tests {
                 call["arguments"].as_str().map(|a| serde_json::from_str(a).unwrap())
             }
             _ => None,
+        }
+    }
+
+    #[test]
+    fn a_tools_error_is_paraphrased_not_echoed() {
+        assert_eq!(
+            paraphrase("only 5.00 remains refundable on order A-1001 (500 cents); no refund was made"),
+            "only 5.00 remains refundable on order A-1001, and no refund was made"
+        );
+        let said = paraphrase(
+            "the order system is unavailable: nothing was written. Ask the customer to try again in a few minutes",
+        );
+        assert_eq!(said, "the order system is unavailable, and nothing was written");
+        for instruction in ["tell the customer", "try again", "cents"] {
+            assert!(
+                !paraphrase("refunds cannot be made right now (the refund could not be recorded, so no money moved); do not try again and tell the customer that a person from the support team will follow up").contains(instruction),
+                "{instruction}"
+            );
         }
     }
 
