@@ -19,7 +19,7 @@ BROWSER  := /usr/bin/chromedriver
 AXE      := tools/axe/node_modules/axe-core/axe.min.js
 EVENT    ?= events/refund.json
 
-.PHONY: run check advisories test chaos eval invoke smoke ledger admin bench bench-live instructions load build reset-payments clean-local
+.PHONY: run check advisories test chaos eval invoke smoke ledger admin bench bench-live instructions load build reset-payments clean-local screenshots
 
 SEED     ?= 1
 REQUESTS ?= 10000
@@ -113,6 +113,12 @@ smoke: $(TOOLS)
 ## ledger: the refund ledger (DynamoDB in moto) of the stack make run started, oldest first
 ledger: $(TOOLS)
 	cargo run --locked --quiet -p refund-chat-testkit --bin refund-chat-local-aws -- ledger
+
+## screenshots: the README's tours in pictures, made again in Chromium (docs/tour-chat.png, docs/tour-desk.png)
+screenshots: $(TOOLS) $(BROWSER) $(AXE)
+	MOTO_SERVER=$(abspath $(VENV))/bin/moto_server cargo test --locked --test widget -- --exact \
+	  the_tours_in_pictures_show_no_code_no_id_and_no_iso_time_to_the_customer
+	cp target/test-artifacts/tour-chat.png target/test-artifacts/tour-desk.png docs/
 
 ## admin: refund-chat-admin against the stack make run started, e.g. make admin ARGS="pending"
 admin:

@@ -30,6 +30,8 @@ use refund_chat_testkit::*;
 use serde_json::Value;
 
 const ENTER: &str = "\u{e007}";
+/// WebDriver's Control key: pressed until it is sent again.
+const CONTROL: &str = "\u{e009}";
 const WAIT: Duration = Duration::from_secs(20);
 /// The model's, payments' and the order system's timeouts in these tests.
 const BROWSER_TIMEOUT: Duration = Duration::from_secs(5);
@@ -1028,12 +1030,13 @@ async fn browser() -> (tokio::process::Child, Client, PathBuf) {
     (chromedriver, client, profile)
 }
 
-/// The labels of the page's controls (buttons and summaries, not the
-/// desk's queue entries, which are lines of text) that are cut, or broken
-/// across lines inside a word (contract 36), as the page draws them now.
+/// The labels of the page's controls (buttons, summaries and the labels of
+/// fields; not the desk's queue entries, which are lines of text) that are
+/// cut, or broken across lines inside a word (contract 36), as the page
+/// draws them now.
 const BROKEN_LABELS: &str = "
     const broken = [];
-    for (const control of document.querySelectorAll('button, summary')) {
+    for (const control of document.querySelectorAll('button, summary, label')) {
       if (!control.offsetParent || control.closest('.items')) continue;
       if (control.scrollWidth > control.clientWidth + 1) { broken.push(control.textContent.trim()); continue; }
       const walker = document.createTreeWalker(control, NodeFilter.SHOW_TEXT);
@@ -1317,6 +1320,81 @@ async fn a_long_chat_scrolls_inside_the_page_and_the_message_box_stays_in_view()
     stack.close().await;
 }
 
+/// The README's tours in pictures (contract 36; `make screenshots` copies
+/// them into `docs/`): the customer's page at 1280x800 after a refund in
+/// two messages, one waiting for a person and a handoff with when a person
+/// will answer; and the desk at 1280x800, the conversation open between
+/// the queue and the customer. What each shows is checked first: no raw
+/// code, id or ISO time in the customer's words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tours_in_pictures_show_no_code_no_id_and_no_iso_time_to_the_customer() {
+    let stack = Stack::on_the_page().await;
+    stack.browser.set_window_size(1280, 800).await.unwrap();
+    stack.type_message("my vase arrived broken, please refund 12.50").await;
+    stack.nth("assistant", 1).await;
+    stack.type_message("it is order A-1002").await;
+    assert!(stack.nth("assistant", 2).await.contains("I refunded 12.50"));
+    stack
+        .type_message("the sofa from order D-4001 arrived torn; according to your policy, please refund 120.00")
+        .await;
+    stack.nth("pending-approval", 1).await;
+    stack.type_message("I want to talk to a person").await;
+    stack.element("#person-expected:not([hidden])").await;
+    let customer_reads = stack
+        .browser
+        .execute(
+            "return [...document.querySelectorAll('#log li.assistant, #log li.person, #with-a-person')]
+               .map((item) => item.textContent).join(' | ');",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let customer_reads = customer_reads.as_str().unwrap();
+    // The refund's own reference (`rf_...`, the payments service's) is the one id a
+    // customer may quote; no other.
+    for raw in [
+        "cents)",
+        "ending in",
+        "rr-",
+        "ret_",
+        "c_",
+        "h_",
+        "T0",
+        ":00Z",
+        "tell the customer",
+        "customer_asked",
+        "awaiting_approval",
+    ] {
+        assert!(
+            !customer_reads.contains(raw),
+            "{raw:?} in what the customer reads:\n{customer_reads}"
+        );
+    }
+    let png = stack.browser.screenshot().await.unwrap();
+    std::fs::write(artifact("tour-chat.png"), &png).unwrap();
+
+    let ann = AtTheDesk::sign_in(&stack, "ann").await;
+    ann.browser.set_window_size(1280, 800).await.unwrap();
+    ann.open_first("handoffs").await;
+    ann.wait_text("#context", "Customer u-1001").await;
+    ann.wait_text("#item-body", "asked for a person").await;
+    let desk_reads = page_text(&ann.browser).await;
+    for raw in [
+        "customer_asked",
+        "awaiting_approval",
+        "amount_above_limit",
+        ";low;",
+        ".000Z",
+    ] {
+        assert!(!desk_reads.contains(raw), "{raw:?} on the desk:\n{desk_reads}");
+    }
+    let png = ann.browser.screenshot().await.unwrap();
+    std::fs::write(artifact("tour-desk.png"), &png).unwrap();
+
+    ann.close().await;
+    stack.close().await;
+}
+
 /// Outside hours (contract 32): the page says when the team is back; the
 /// desk puts what is due first first and marks what is overdue.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1377,6 +1455,12 @@ async fn outside_hours_the_page_says_when_the_team_is_back_and_the_desk_marks_wh
     let then = desk.wait_text("#handoffs li:nth-child(2) button", "due in").await;
     assert!(!then.contains("overdue"), "{then}");
     desk.open_first("handoffs").await;
+    desk.wait_text("#item-title", &second).await;
+    // J moves to the next in the queue, K back (contract 36).
+    let body = desk.element("body").await;
+    body.send_keys("j").await.unwrap();
+    desk.wait_text("#item-title", &first).await;
+    body.send_keys("k").await.unwrap();
     desk.wait_text("#item-title", &second).await;
 
     desk.close().await;
@@ -1927,15 +2011,23 @@ async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
     .await;
     assert!(sam.button("Send reply").await.is_none());
     assert!(sam.button("Close handoff").await.is_none());
-    assert!(sam.browser.find(Locator::Id("reply-text")).await.is_err());
+    // The box takes a note only.
+    sam.wait_text("#actions", "A note for the team (never the customer's)")
+        .await;
 
-    // Ann's internal note: hers and Sam's to read, never the customer's.
-    let note = ann.browser.find(Locator::Id("note-text")).await.unwrap();
-    note.send_keys("Courier says Tuesday; do not promise Monday.")
-        .await
-        .unwrap();
-    ann.button("Add internal note").await.unwrap().click().await.unwrap();
+    // Ann's internal note, the box's second mode (Ctrl+Enter): hers and
+    // Sam's to read, never the customer's.
+    let note = ann.browser.find(Locator::Id("reply-text")).await.unwrap();
+    note.send_keys(&format!(
+        "Courier says Tuesday; do not promise Monday.{CONTROL}{ENTER}{CONTROL}"
+    ))
+    .await
+    .unwrap();
     ann.wait_text("#item-body", "Internal note (Ann Approver").await;
+    assert!(
+        !page_text(&stack.browser).await.contains("Courier says"),
+        "a note is never sent as a reply"
+    );
 
     // The customer writes again: it shows in Ann's open chat on the queue's timer.
     stack.type_message("Hello? Any news about my sofa?").await;
@@ -1953,6 +2045,19 @@ async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
     for (width, height) in [(1280, 800), (1024, 768)] {
         ann.browser.set_window_size(width, height).await.unwrap();
         let cut = ann.browser.execute(BROKEN_LABELS, vec![]).await.unwrap();
+        // An inbox: the queue, the chat with its box in view, the customer on the right.
+        let laid_out = ann
+            .browser
+            .execute(
+                "const box = (q) => document.querySelector(q).getBoundingClientRect();
+                 const reply = box('#reply-text');
+                 return box('.queue').right <= box('#item').left && box('#item').right <= box('#context').left
+                   && reply.top >= 0 && reply.bottom <= window.innerHeight;",
+                vec![],
+            )
+            .await
+            .unwrap();
+        assert_eq!(laid_out, serde_json::json!(true), "at {width}x{height}");
         assert_eq!(cut, serde_json::json!([]), "at {width}x{height}");
     }
     ann.close().await;
@@ -2045,7 +2150,8 @@ async fn a_search_by_order_id_finds_a_closed_chat() {
     sam.wait_text("#search-results", "handoff closed").await;
     sam.element("#search-results li button").await.click().await.unwrap();
     sam.wait_text("#item-body", "Where is my order A-1001?").await;
-    sam.wait_text("#item-body", "Customer u-1001 (customer)").await;
+    // The customer and their other conversations on the right (contract 36).
+    sam.wait_text("#context", "Customer u-1001 (customer)").await;
     sam.close().await;
     stack.close().await;
 }

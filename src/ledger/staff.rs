@@ -284,18 +284,22 @@ impl RefundRecord {
         ]
     }
 
-    /// The order's facts in a line, for an approver: "delivered
-    /// 2026-11-30T10:00:00Z, paid 45.00 EUR, refunded 0.00", or why there are none.
+    /// The order's facts in a line, for an approver: "delivered Mon 30
+    /// Nov 2026, paid 45.00 EUR, refunded 0.00 EUR" (the day in UTC: the
+    /// record keeps no zone), or why there are none.
     pub fn order_facts(&self) -> String {
         match &self.order {
             Some(order) => {
                 let delivered = order
                     .delivered_at_ms
-                    .map(|ms| format!(" {}", crate::clock::rfc3339(ms)))
+                    .and_then(|ms| jiff::Timestamp::from_millisecond(i64::try_from(ms).ok()?).ok())
+                    .map(|at| format!(" {}", at.to_zoned(jiff::tz::TimeZone::UTC).strftime("%a %-d %b %Y")))
                     .unwrap_or_default();
                 format!(
-                    "{}{delivered}, paid {} {}, refunded {}",
-                    order.status, order.paid, order.currency, order.refunded
+                    "{}{delivered}, paid {}, refunded {}",
+                    order.status,
+                    order.paid.in_currency(&order.currency),
+                    order.refunded.in_currency(&order.currency)
                 )
             }
             None if self.reasons.iter().any(|r| r == Reason::OrderUnverified.as_str()) => {

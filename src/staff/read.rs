@@ -498,6 +498,8 @@ pub struct ExchangeView {
     pub request_id: String,
     pub status: u16,
     pub router: Option<String>,
+    /// The router's labels in words (contract 36).
+    pub router_in_words: Option<String>,
     /// `TRACE_URL_TEMPLATE` with the request id; none when unset or for a person's words.
     pub trace_url: Option<String>,
     pub lines: Vec<Line>,
@@ -529,9 +531,27 @@ pub struct HandoffView {
 pub struct RecordLine {
     pub id: String,
     pub state: String,
+    /// The state as a person says it (contract 36).
+    pub state_in_words: &'static str,
     pub order_id: String,
     pub amount: String,
     pub order_url: Option<String>,
+}
+
+impl RecordLine {
+    /// A record in a line, its state in words and its amount with the
+    /// order's currency (contract 36).
+    pub fn of(record: &RefundRecord, links: &Links) -> RecordLine {
+        let currency = record.order.as_ref().map_or("", |order| order.currency.as_str());
+        RecordLine {
+            id: record.record_id.clone(),
+            state: record.state.as_str().to_owned(),
+            state_in_words: words::refund_state(record.state),
+            order_id: record.order_id.clone(),
+            amount: record.amount.in_currency(currency),
+            order_url: links.order(&record.order_id),
+        }
+    }
 }
 
 /// A person's verdict.
@@ -705,6 +725,7 @@ fn exchange_view(stored: &StoredExchange, links: &Links) -> ExchangeView {
         request_id: stored.request_id.clone(),
         status: stored.status,
         router: stored.router.clone(),
+        router_in_words: stored.router.as_deref().map(words::router_labels),
         trace_url: if person || stored.request_id.is_empty() {
             None
         } else {
@@ -786,16 +807,7 @@ pub async fn conversation(staff: &Staff, id: &str, links: &Links) -> Result<Opti
         updated_at: transcript.updated_at.clone(),
         handoff,
         exchanges: transcript.exchanges.iter().map(|e| exchange_view(e, links)).collect(),
-        refunds: records
-            .iter()
-            .map(|r| RecordLine {
-                id: r.record_id.clone(),
-                state: r.state.as_str().to_owned(),
-                order_id: r.order_id.clone(),
-                amount: r.amount.to_string(),
-                order_url: links.order(&r.order_id),
-            })
-            .collect(),
+        refunds: records.iter().map(|record| RecordLine::of(record, links)).collect(),
         verdicts: transcript
             .verdicts
             .iter()

@@ -76,16 +76,6 @@ pub fn checked_query(q: &str) -> Result<&str, String> {
     Ok(q)
 }
 
-fn record_line(record: &RefundRecord, links: &Links) -> RecordLine {
-    RecordLine {
-        id: record.record_id.clone(),
-        state: record.state.as_str().to_owned(),
-        order_id: record.order_id.clone(),
-        amount: record.amount.to_string(),
-        order_url: links.order(&record.order_id),
-    }
-}
-
 /// The lines of `ids` that live, the latest first, at most [`MAX_CONVERSATIONS`].
 async fn lines(staff: &Staff, ids: &[String], now: u64) -> Result<Vec<ConversationLine>, LedgerError> {
     let mut lines = Vec::new();
@@ -143,7 +133,7 @@ async fn search_now(staff: &Staff, q: &str, links: &Links) -> Result<Found, Ledg
     Ok(Found {
         query: q.to_owned(),
         conversations,
-        refunds: records.iter().map(|r| record_line(r, links)).collect(),
+        refunds: records.iter().map(|r| RecordLine::of(r, links)).collect(),
     })
 }
 

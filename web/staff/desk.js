@@ -578,7 +578,6 @@ function transcript(view) {
       box.append(summary);
     }
   }
-  if (view.customer_panel) box.append(customerPanel(view.customer_panel));
   if (view.rating) {
     const answer = el("p", null, "rating");
     answer.append(el("strong", "Did this solve it? " + (view.rating.solved ? "Yes" : "No") + " (" + when(view.rating.at) + ")"));
@@ -588,7 +587,7 @@ function transcript(view) {
   box.append(el("p", view.held_by
     ? "With " + view.held_by.name + " since " + when(view.held_by.since) + (view.held_by.taken_over_from ? " (taken over from " + view.held_by.taken_over_from + ")" : "")
     : "Nobody has this conversation.", "holder"));
-  for (const v of view.verdicts || []) box.append(el("p", "Verdict: " + v.intent + " by " + v.by + " at " + v.at, "hint"));
+  for (const v of view.verdicts || []) box.append(el("p", "Verdict: " + v.intent + " by " + v.by + ", " + when(v.at), "hint"));
   if ((view.orders || []).length) {
     const p = el("p", "Orders: ");
     for (const o of view.orders) { p.append(o.url ? link(o.url, o.order_id) : el("span", o.order_id), " "); }
@@ -598,8 +597,13 @@ function transcript(view) {
   ol.setAttribute("aria-label", "Transcript");
   for (const x of view.exchanges || []) {
     const meta = el("li", null, "hint");
-    meta.append("#" + x.seq + " · " + x.at + (x.router ? " · router: " + x.router : "") + (x.request_id ? " · request " : ""));
-    if (x.request_id) meta.append(x.trace_url ? link(x.trace_url, x.request_id) : el("span", x.request_id));
+    // When, and the router's labels, in words; the request only as a link to its trace or to copy (contract 36).
+    meta.append(when(x.at) + (x.router ? " · router: " + (x.router_in_words || x.router) : ""));
+    if (x.request_id) {
+      meta.append(" · ");
+      if (x.trace_url) meta.append(link(x.trace_url, "trace"));
+      else meta.append("request", copyButton(x.request_id));
+    }
     ol.append(meta);
     for (const line of x.lines) {
       const who = { customer: "Customer", agent: "Agent", person: "Person" + (line.by ? " (" + line.by + ")" : ""), tool: "Code" }[line.who] || line.who;
@@ -615,7 +619,7 @@ function transcript(view) {
     notes.setAttribute("aria-label", "Internal notes");
     for (const n of view.internal_notes) {
       const li = el("li", null, "who-internal");
-      li.append(el("strong", "Internal note (" + n.by + ", " + n.at + "), not shown to the customer: "), el("span", n.text));
+      li.append(el("strong", "Internal note (" + n.by + ", " + when(n.at) + "), not shown to the customer: "), el("span", n.text));
       notes.append(li);
     }
     box.append(notes);
@@ -624,8 +628,10 @@ function transcript(view) {
     box.append(el("h3", "Refunds"));
     const ul = el("ul");
     for (const r of view.refunds) {
-      const li = el("li", r.amount + " on order " + r.order_id + ": " + r.state + " (" + r.id + ") ");
-      if (r.order_url) li.append(link(r.order_url, "order page"));
+      // In words; the record's id only to copy (contract 36).
+      const li = el("li", r.amount + " on order " + r.order_id + ": " + (r.state_in_words || r.state) + " ");
+      li.append(copyButton(r.id));
+      if (r.order_url) li.append(" ", link(r.order_url, "order page"));
       ul.append(li);
     }
     box.append(ul);
@@ -678,6 +684,47 @@ function decision(label, path, bodyOf, className, clears) {
   });
   return button;
 }
+
+// Copies an id (the only place an id is offered to a person: contract 36).
+function copyButton(id) {
+  const button = el("button", "Copy", "secondary copy");
+  button.type = "button";
+  button.setAttribute("aria-label", "Copy " + id);
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(id);
+      button.textContent = "Copied";
+    } catch (_) {
+      button.textContent = "Select it";
+    }
+    setTimeout(() => { button.textContent = "Copy"; }, 1500);
+  });
+  return button;
+}
+
+// The keyboard (contract 36): in the box Enter sends and Ctrl+Enter adds a
+// note; elsewhere J and K move in the queue.
+document.addEventListener("keydown", (event) => {
+  const box = $("reply-text");
+  if (event.target === box && event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    const label = event.ctrlKey || event.metaKey ? "Add internal note" : "Send reply";
+    const button = [...$("actions").querySelectorAll("button")].find((b) => b.textContent === label);
+    if (button) button.click();
+    return;
+  }
+  if (event.ctrlKey || event.metaKey || event.altKey) return;
+  if (["INPUT", "TEXTAREA", "SELECT"].includes(event.target.tagName)) return;
+  const step = event.key === "j" ? 1 : event.key === "k" ? -1 : 0;
+  if (!step) return;
+  const entries = [...document.querySelectorAll("#approvals li button, #handoffs li button, #visitor-handoffs li button, #unknown li button")];
+  if (!entries.length) return;
+  const at = entries.findIndex((b) => b.getAttribute("aria-current") === "true");
+  const next = entries[Math.min(entries.length - 1, Math.max(0, at < 0 ? 0 : at + step))];
+  event.preventDefault();
+  next.focus();
+  next.click();
+});
 
 function field(id, label, multiline) {
   const wrap = el("p", null, "field");
@@ -830,12 +877,18 @@ async function open(item, keepOutcome) {
   // Shown anew (after a click's answer, or when who has it changed): what
   // the person was writing stays; a sent reply or note cleared its own box.
   const writing = keepOutcome && selected && selected.id === item.id
-    ? { reply: $("reply-text") && $("reply-text").value, note: $("note-text") && $("note-text").value }
+    ? { reply: $("reply-text") && $("reply-text").value }
     : {};
   selected = item;
   document.querySelectorAll(".items button").forEach((b) => b.setAttribute("aria-current", String(b.dataset.id === item.id)));
   if (!keepOutcome) say("");
-  $("item-title").textContent = item.kind === "handoff" ? "Conversation " + item.conversation_id : "Refund " + item.id;
+  // The title in words; the id only where a person copies it (contract 36).
+  $("item-title").replaceChildren(
+    item.kind === "handoff" ? "Conversation " : "Refund ",
+    el("span", item.kind === "handoff" ? item.conversation_id : item.id, "id"),
+    copyButton(item.kind === "handoff" ? item.conversation_id : item.id),
+  );
+  $("context-body").replaceChildren();
   $("item-body").replaceChildren(el("p", "Reading…", "hint"));
   $("actions").replaceChildren();
   const body = $("item-body");
@@ -845,6 +898,7 @@ async function open(item, keepOutcome) {
     body.replaceChildren(transcript(data));
     seen = shown(data);
     shownPanel = data.customer_panel;
+    if (data.customer_panel) $("context-body").replaceChildren(customerPanel(data.customer_panel));
     const actions = $("actions");
     const conversation = "conversations/" + encodeURIComponent(item.conversation_id);
     const mine = data.held_by && data.held_by.yours === true;
@@ -854,31 +908,31 @@ async function open(item, keepOutcome) {
     if (!data.held_by) actions.append(decision("Claim", conversation + "/claim", () => ({}), "secondary"));
     else if (mine) actions.append(decision("Release", conversation + "/release", () => ({}), "secondary"));
     else actions.append(decision("Take over from " + data.held_by.name, conversation + "/claim", () => ({ take_over: true }), "secondary"));
+    // One box at the chat's foot (contract 36): a reply to the customer, or
+    // a note for the team as its second mode. Someone else's conversation
+    // takes a note, and a reply only once it is taken over.
     if (theirs) {
       actions.append(el("p", data.held_by.name + " has this conversation: take it over to answer.", "hint"));
       // What was being written when someone else took it waits for a take-over.
       if (writing.reply) drafts.set(item.id, writing.reply);
     } else {
       actions.append(savedReplyPicker());
-      actions.append(field("reply-text", "Reply to the customer", true));
-      actions.append(decision("Send reply", "conversations/" + encodeURIComponent(item.conversation_id) + "/reply", () => {
-        const text = $("reply-text").value.trim();
-        if (!text) { say("Write the reply first."); return null; }
-        return { text };
-      }, undefined, "reply-text"));
-      if (data.handoff && !data.handoff.closed_by) {
-        actions.append(decision("Close handoff", "handoffs/" + encodeURIComponent(item.id) + "/close", () => ({}), "secondary"));
-      }
     }
-    actions.append(field("note-text", "Internal note (the support team only)", true));
-    actions.append(decision("Add internal note", conversation + "/notes", () => {
-      const text = $("note-text").value.trim();
-      if (!text) { say("Write the note first."); return null; }
-      return { text };
-    }, "secondary", "note-text"));
-    const draft = writing.reply || drafts.get(item.id);
-    if (draft && $("reply-text")) { $("reply-text").value = draft; drafts.delete(item.id); }
-    if (writing.note) $("note-text").value = writing.note;
+    actions.append(field("reply-text", theirs ? "A note for the team (never the customer's)" : "Reply to the customer, or a note for the team", true));
+    const text = (what) => () => {
+      const written = $("reply-text").value.trim();
+      if (!written) { say("Write the " + what + " first."); return null; }
+      return { text: written };
+    };
+    if (!theirs) {
+      actions.append(decision("Send reply", "conversations/" + encodeURIComponent(item.conversation_id) + "/reply", text("reply"), undefined, "reply-text"));
+    }
+    actions.append(decision("Add internal note", conversation + "/notes", text("note"), "secondary", "reply-text"));
+    if (!theirs && data.handoff && !data.handoff.closed_by) {
+      actions.append(decision("Close handoff", "handoffs/" + encodeURIComponent(item.id) + "/close", () => ({}), "secondary"));
+    }
+    const draft = writing.reply || (!theirs && drafts.get(item.id));
+    if (draft) { $("reply-text").value = draft; if (!theirs) drafts.delete(item.id); }
   } else {
     const { status, data } = await call("GET", "refunds/" + encodeURIComponent(item.id));
     if (status !== 200) { body.replaceChildren(el("p", data.detail || ("HTTP " + status), "error")); return; }
@@ -892,10 +946,19 @@ async function open(item, keepOutcome) {
         ["amount", data.amount], ["state", data.state_in_words || data.state], ["customer", r.user_id], ["order", r.order_id],
         ["the order now", orderNow], ["reasons", (data.reasons_in_words || []).join("; ") || (r.reasons || "").split(" ").join(", ")],
         ["router", data.router_in_words || data.router], ["verdict", data.verdict], ["customer's message", r.customer_message],
-        ["decided by", r.decided_by], ["conversation", data.conversation_id],
+        ["decided by", r.decided_by],
       ]),
       passages(data.cited),
     );
+    // The customer and the refund's conversation, which opens with a click (contract 36).
+    const context = [el("h3", "Customer " + r.user_id)];
+    if (data.conversation_id) {
+      const opens = el("button", "Open the conversation", "secondary");
+      opens.type = "button";
+      opens.addEventListener("click", () => open(conversationItem({ id: data.conversation_id })));
+      context.push(opens);
+    }
+    $("context-body").replaceChildren(...context);
     const actions = $("actions");
     if (me && me.approver && data.state === "awaiting_approval") {
       actions.append(decision("Approve", "refunds/" + encodeURIComponent(item.id) + "/approve", () => ({})));
