@@ -46,7 +46,10 @@ async fn an_approver_approves_once_from_the_queue_and_the_customer_reads_the_not
     assert_eq!(item["router_in_words"], "refund (low risk, 95% sure)");
     assert_eq!(
         item["reasons_in_words"],
-        json!(["above the automatic limit of 50.00 EUR"]),
+        json!([
+            "above the automatic limit of 50.00 EUR",
+            "above the customer's daily limit of 100.00 EUR"
+        ]),
         "{item}"
     );
     assert!(
