@@ -1377,6 +1377,9 @@ async fn the_tours_in_pictures_show_no_code_no_id_and_no_iso_time_to_the_custome
     ann.browser.set_window_size(1280, 800).await.unwrap();
     ann.open_first("handoffs").await;
     ann.wait_text("#context", "Customer u-1001").await;
+    // The customer's refunds with amounts and states in words, on the right.
+    ann.wait_text("#context", "120.00 EUR on order D-4001: waits for approval")
+        .await;
     ann.wait_text("#item-body", "asked for a person").await;
     let desk_reads = page_text(&ann.browser).await;
     for raw in [
@@ -1977,9 +1980,18 @@ async fn two_people_work_one_queue_one_claims_and_the_other_sees_it_taken() {
     stack.nth("assistant", 1).await;
 
     let (ann, sam) = tokio::join!(AtTheDesk::sign_in(&stack, "ann"), AtTheDesk::sign_in(&stack, "sam"));
-    ann.wait_text("#handoffs", "nobody has it").await;
+    let entry = ann.wait_text("#handoffs", "nobody has it").await;
+    // The start of the customer's last message, and unread (contract 36).
+    assert!(
+        entry.contains("“I want to talk to a person”") && entry.starts_with("New "),
+        "{entry}"
+    );
     assert_eq!(ann.browser.title().await.unwrap(), "(1) Support desk");
     ann.open_first("handoffs").await;
+    assert!(
+        ann.browser.find(Locator::Css("#handoffs .unread-mark")).await.is_err(),
+        "read once opened"
+    );
     ann.wait_text("#item-body", "Nobody has this conversation").await;
     ann.button("Claim")
         .await

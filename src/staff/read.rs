@@ -54,6 +54,8 @@ pub struct QueueItem {
     pub first_reply_at: Option<String>,
     /// Due, and nobody has replied.
     pub overdue: bool,
+    /// A handoff's: the start of the customer's last message (contract 36).
+    pub last_words: Option<String>,
 }
 
 /// What waits for a person, oldest first, each kind in its own list; the
@@ -149,6 +151,7 @@ fn record_item(
         due_at: None,
         first_reply_at: None,
         overdue: false,
+        last_words: None,
     }
 }
 
@@ -201,6 +204,7 @@ fn handoff_item(handoff: &StoredHandoff, now: u64) -> QueueItem {
         due_at: handoff.due_at.clone(),
         first_reply_at: handoff.first_reply_at.clone(),
         overdue: overdue(handoff, now),
+        last_words: handoff.customer_last_words.clone(),
     }
 }
 

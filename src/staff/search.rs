@@ -54,7 +54,14 @@ pub struct CustomerPanel {
     /// Their other conversations, the latest first.
     pub conversations: Vec<ConversationLine>,
     pub refunds: RefundTotals,
+    /// Their refunds, the latest [`PANEL_RECORDS`], each with its amount and
+    /// state in words (contract 36), and the orders they name.
+    pub records: Vec<RecordLine>,
+    pub orders: Vec<String>,
 }
+
+/// How many of a customer's refunds the panel lists.
+pub const PANEL_RECORDS: usize = 10;
 
 /// A customer's refund records: how many, and what was refunded.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -139,11 +146,16 @@ async fn search_now(staff: &Staff, q: &str, links: &Links) -> Result<Found, Ledg
 
 /// The customer panel beside conversation `except`: the customer's other
 /// conversations (the latest [`PANEL_CONVERSATIONS`]) and their refunds.
-pub async fn customer_panel(staff: &Staff, customer: &str, except: &str) -> Result<CustomerPanel, LedgerError> {
-    within_budget(panel_now(staff, customer, except)).await
+pub async fn customer_panel(
+    staff: &Staff,
+    customer: &str,
+    except: &str,
+    links: &Links,
+) -> Result<CustomerPanel, LedgerError> {
+    within_budget(panel_now(staff, customer, except, links)).await
 }
 
-async fn panel_now(staff: &Staff, customer: &str, except: &str) -> Result<CustomerPanel, LedgerError> {
+async fn panel_now(staff: &Staff, customer: &str, except: &str, links: &Links) -> Result<CustomerPanel, LedgerError> {
     let now = now_ms();
     let ids = staff
         .conversations
@@ -167,6 +179,21 @@ async fn panel_now(staff: &Staff, customer: &str, except: &str) -> Result<Custom
         refunds: RefundTotals {
             count: records.len(),
             refunded: AmountCents::new(refunded).to_string(),
+        },
+        orders: {
+            let mut orders: Vec<String> = records.iter().map(|r| r.order_id.clone()).collect();
+            orders.sort();
+            orders.dedup();
+            orders
+        },
+        records: {
+            let mut latest: Vec<&RefundRecord> = records.iter().collect();
+            latest.sort_by_key(|r| std::cmp::Reverse(r.created_at_ms));
+            latest
+                .into_iter()
+                .take(PANEL_RECORDS)
+                .map(|record| RecordLine::of(record, links))
+                .collect()
         },
     })
 }

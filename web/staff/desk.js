@@ -430,6 +430,26 @@ function waited(secs) {
   return Math.floor(secs / 3600) + " h " + Math.floor((secs % 3600) / 60) + " min";
 }
 
+// What this person has read of each conversation: the customer's last
+// message's time when they last opened it (contract 36's unread marks).
+const READ = "desk-read";
+function readTimes() {
+  try { return JSON.parse(localStorage.getItem(READ) || "{}"); } catch (_) { return {}; }
+}
+function unread(item) {
+  if (!item.customer_wrote_at || !item.conversation_id) return false;
+  const read = readTimes()[item.conversation_id];
+  return !read || read < item.customer_wrote_at;
+}
+function markRead(item) {
+  if (!item.customer_wrote_at || !item.conversation_id) return;
+  const times = readTimes();
+  times[item.conversation_id] = item.customer_wrote_at;
+  // The newest 500: the queue's pages, and more.
+  const kept = Object.entries(times).sort((a, b) => (a[1] < b[1] ? 1 : -1)).slice(0, 500);
+  localStorage.setItem(READ, JSON.stringify(Object.fromEntries(kept)));
+}
+
 // When a person owes the first reply (contract 32), in words: due in, or
 // overdue by, with the local time; or when the first reply came.
 function dueLine(item) {
@@ -461,6 +481,15 @@ function queueEntry(item) {
     const holder = item.held_by ? "with " + item.held_by.name : "nobody has it";
     const wrote = item.customer_wrote_at ? " · customer wrote " + when(item.customer_wrote_at) : "";
     button.append(el("br"), el("span", holder + wrote, "holder"));
+    // The start of the customer's last message, and whether this person has
+    // read it (kept in this browser: what the person opened, when).
+    if (item.last_words) button.append(el("br"), el("span", "“" + item.last_words + "”", "last-words"));
+    // The open conversation is being read.
+    if (selected && selected.id === item.id) markRead(item);
+    if (unread(item)) {
+      button.classList.add("unread");
+      button.prepend(el("span", "New ", "unread-mark"));
+    }
     const due = dueLine(item);
     if (due) button.append(el("br"), due);
     if (item.overdue) button.classList.add("overdue");
@@ -627,13 +656,7 @@ function transcript(view) {
   if ((view.refunds || []).length) {
     box.append(el("h3", "Refunds"));
     const ul = el("ul");
-    for (const r of view.refunds) {
-      // In words; the record's id only to copy (contract 36).
-      const li = el("li", r.amount + " on order " + r.order_id + ": " + (r.state_in_words || r.state) + " ");
-      li.append(copyButton(r.id));
-      if (r.order_url) li.append(" ", link(r.order_url, "order page"));
-      ul.append(li);
-    }
+    for (const r of view.refunds) ul.append(recordLine(r));
     box.append(ul);
   }
   return box;
@@ -683,6 +706,15 @@ function decision(label, path, bodyOf, className, clears) {
     }
   });
   return button;
+}
+
+// A refund record in a line: in words, the record's id only to copy
+// (contract 36), and the order's page where the shop has one.
+function recordLine(r) {
+  const li = el("li", r.amount + " on order " + r.order_id + ": " + (r.state_in_words || r.state) + " ");
+  li.append(copyButton(r.id));
+  if (r.order_url) li.append(" ", link(r.order_url, "order page"));
+  return li;
 }
 
 // Copies an id (the only place an id is offered to a person: contract 36).
@@ -779,6 +811,17 @@ function customerPanel(panel) {
   box.setAttribute("aria-label", "The customer");
   box.append(el("h3", "Customer " + panel.customer + " (" + panel.who + ")"));
   box.append(el("p", panel.refunds.count + " refund record(s), " + panel.refunds.refunded + " refunded", "hint"));
+  // Their orders and refunds with amounts, in words (contract 36).
+  if ((panel.orders || []).length) {
+    const orders = el("p", "Orders: ", "hint");
+    for (const id of panel.orders) orders.append(el("span", id, "id"), " ");
+    box.append(orders);
+  }
+  if ((panel.records || []).length) {
+    const list = el("ul", null, "panel-refunds");
+    for (const r of panel.records) list.append(recordLine(r));
+    box.append(list);
+  }
   if (panel.conversations.length) {
     const ul = el("ul", null, "items");
     for (const line of panel.conversations) { const li = el("li"); li.append(conversationButton(line)); ul.append(li); }
@@ -880,7 +923,11 @@ async function open(item, keepOutcome) {
     ? { reply: $("reply-text") && $("reply-text").value }
     : {};
   selected = item;
-  document.querySelectorAll(".items button").forEach((b) => b.setAttribute("aria-current", String(b.dataset.id === item.id)));
+  markRead(item);
+  document.querySelectorAll(".items button").forEach((b) => {
+    b.setAttribute("aria-current", String(b.dataset.id === item.id));
+    if (b.dataset.id === item.id) { b.classList.remove("unread"); const mark = b.querySelector(".unread-mark"); if (mark) mark.remove(); }
+  });
   if (!keepOutcome) say("");
   // The title in words; the id only where a person copies it (contract 36).
   $("item-title").replaceChildren(

@@ -280,48 +280,49 @@ impl StaffApp {
     }
 
     async fn read(&self, request: &Request, parts: &[&str], member: &Member, role: Role) -> Answer {
-        let read =
-            match parts {
-                ["queue"] => read::queue(&self.staff).await.map(|queue| {
-                    metrics::histogram!("StaffQueueOldestWait").record(queue.oldest_wait_secs as f64);
-                    let mut body = json!(queue.seen_by(&holder_key(member.person())));
-                    body["you"] = json!({"name": member.name, "approver": role == Role::Approver});
-                    Some(body)
-                }),
-                ["refunds", id] => read::refund(&self.staff, id).await.map(|view| view.map(|v| json!(v))),
-                ["saved-replies"] => saved_replies::list(&self.staff)
-                    .await
-                    .map(|replies| Some(json!({"saved_replies": replies, "max": saved_replies::MAX_SAVED_REPLIES}))),
-                ["conversations", id] => {
-                    // The page's re-read every 10 s asks `panel=false`: the panel
-                    // (up to 50 conversations' and 200 records' reads) is read
-                    // when a conversation is opened, not on every tick.
-                    let panel = request.query_string_parameters().first("panel") != Some("false");
-                    let read = read::conversation(&self.staff, &decide::conversation_named(id), &self.links).await;
-                    let you = holder_key(member.person());
-                    match read.map(|view| view.map(|view| view.seen_by(&you))) {
-                        Ok(Some(view)) if panel => search::customer_panel(&self.staff, &view.customer, &view.id)
+        let read = match parts {
+            ["queue"] => read::queue(&self.staff).await.map(|queue| {
+                metrics::histogram!("StaffQueueOldestWait").record(queue.oldest_wait_secs as f64);
+                let mut body = json!(queue.seen_by(&holder_key(member.person())));
+                body["you"] = json!({"name": member.name, "approver": role == Role::Approver});
+                Some(body)
+            }),
+            ["refunds", id] => read::refund(&self.staff, id).await.map(|view| view.map(|v| json!(v))),
+            ["saved-replies"] => saved_replies::list(&self.staff)
+                .await
+                .map(|replies| Some(json!({"saved_replies": replies, "max": saved_replies::MAX_SAVED_REPLIES}))),
+            ["conversations", id] => {
+                // The page's re-read every 10 s asks `panel=false`: the panel
+                // (up to 50 conversations' and 200 records' reads) is read
+                // when a conversation is opened, not on every tick.
+                let panel = request.query_string_parameters().first("panel") != Some("false");
+                let read = read::conversation(&self.staff, &decide::conversation_named(id), &self.links).await;
+                let you = holder_key(member.person());
+                match read.map(|view| view.map(|view| view.seen_by(&you))) {
+                    Ok(Some(view)) if panel => {
+                        search::customer_panel(&self.staff, &view.customer, &view.id, &self.links)
                             .await
                             .map(|panel| {
                                 let mut body = json!(view);
                                 body["customer_panel"] = json!(panel);
                                 Some(body)
-                            }),
-                        other => other.map(|view| view.map(|v| json!(v))),
+                            })
                     }
+                    other => other.map(|view| view.map(|v| json!(v))),
                 }
-                ["search"] => {
-                    let params = request.query_string_parameters();
-                    let q = params.first("q").unwrap_or_default();
-                    match search::checked_query(q) {
-                        Ok(q) => search::search(&self.staff, q, &self.links)
-                            .await
-                            .map(|found| Some(json!(found))),
-                        Err(why) => return Answer::error(StatusCode::UNPROCESSABLE_ENTITY, why),
-                    }
+            }
+            ["search"] => {
+                let params = request.query_string_parameters();
+                let q = params.first("q").unwrap_or_default();
+                match search::checked_query(q) {
+                    Ok(q) => search::search(&self.staff, q, &self.links)
+                        .await
+                        .map(|found| Some(json!(found))),
+                    Err(why) => return Answer::error(StatusCode::UNPROCESSABLE_ENTITY, why),
                 }
-                _ => return Answer::error(StatusCode::NOT_FOUND, "no such route"),
-            };
+            }
+            _ => return Answer::error(StatusCode::NOT_FOUND, "no such route"),
+        };
         match read {
             Ok(Some(body)) => Answer::ok(body),
             Ok(None) => Answer::error(

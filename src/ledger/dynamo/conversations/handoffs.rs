@@ -27,6 +27,8 @@ pub struct StoredHandoff {
     pub due_at: Option<String>,
     /// When a person first replied, decided or closed it (RFC 3339).
     pub first_reply_at: Option<String>,
+    /// The start of the customer's last message, masked as kept (contract 36).
+    pub customer_last_words: Option<String>,
 }
 
 /// Whose open handoffs a read is of: customers' and guests', or visitors'
@@ -76,6 +78,7 @@ pub(super) fn stored_handoff(head: &Item) -> Option<StoredHandoff> {
         holder: super::super::holders::holder_of(head),
         due_at: text(head, "handoff_due_at").map(str::to_owned),
         first_reply_at: text(head, "handoff_first_reply_at").map(str::to_owned),
+        customer_last_words: text(head, "customer_last_words").map(str::to_owned),
     })
 }
 
