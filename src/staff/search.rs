@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::clock::now_ms;
 use crate::ledger::dynamo::conversations::ConversationLine;
 use crate::ledger::{LedgerError, RefundRecord};
+use crate::orders::OrderSystem;
 use crate::refund::RefundState;
 use crate::refund::money::AmountCents;
 
@@ -58,6 +59,10 @@ pub struct CustomerPanel {
     /// state in words (contract 36), and the orders they name.
     pub records: Vec<RecordLine>,
     pub orders: Vec<String>,
+    /// Their e-mail, as the order system gives it with their latest refunded
+    /// order (one read, when the panel opens; contract 36): who they are in
+    /// words, where the order system says.
+    pub email: Option<String>,
 }
 
 /// How many of a customer's refunds the panel lists.
@@ -185,6 +190,13 @@ async fn panel_now(staff: &Staff, customer: &str, except: &str, links: &Links) -
             orders.sort();
             orders.dedup();
             orders
+        },
+        email: match records.iter().max_by_key(|r| r.created_at_ms) {
+            Some(latest) => match staff.orders.order(&latest.order_id, &customer.into()).await {
+                crate::orders::OrderLookup::Found(order) => order.email.as_ref().map(|email| email.expose().to_owned()),
+                _ => None,
+            },
+            None => None,
         },
         records: {
             let mut latest: Vec<&RefundRecord> = records.iter().collect();

@@ -809,7 +809,10 @@ async function find(event) {
 function customerPanel(panel) {
   const box = el("aside", null, "customer-panel");
   box.setAttribute("aria-label", "The customer");
-  box.append(el("h3", "Customer " + panel.customer + " (" + panel.who + ")"));
+  // Who, in words where the order system says (their e-mail); the id to copy (contract 36).
+  const who = el("h3", panel.email ? panel.email : "Customer " + panel.customer);
+  box.append(who, el("p", null, "hint"));
+  box.lastChild.append(panel.who + " ", el("span", panel.customer, "id"), copyButton(panel.customer));
   box.append(el("p", panel.refunds.count + " refund record(s), " + panel.refunds.refunded + " refunded", "hint"));
   // Their orders and refunds with amounts, in words (contract 36).
   if ((panel.orders || []).length) {
