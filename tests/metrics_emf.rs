@@ -25,8 +25,28 @@ fn value(documents: &[Value], metric: &str, dimension: Option<(&str, &str)>) -> 
         .find_map(|doc| doc.get(metric).cloned())
 }
 
-#[tokio::test]
-async fn turns_emit_emf_documents() {
+/// Run on a thread of its own with 8 MiB of stack: polled on one thread, a
+/// whole turn through the AWS SDK's debug-build frames (the ledger's
+/// transaction under the recorder's) passed a test thread's 2 MiB once the
+/// turn grew. Lambda polls the handler on its main thread (8 MiB), and a
+/// release build's frames are a fraction of these.
+#[test]
+fn turns_emit_emf_documents() {
+    std::thread::Builder::new()
+        .stack_size(8 << 20)
+        .spawn(|| {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime")
+                .block_on(emitted())
+        })
+        .expect("a thread")
+        .join()
+        .expect("the test's thread");
+}
+
+async fn emitted() {
     let collector = refund_chat::ops::telemetry::init_metrics().unwrap();
     let h = TestApp::new(
         vec![

@@ -170,7 +170,13 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             (check(&request, &self.config().identity), None)
         };
         let (mut outcome, edge_error) = match checked {
-            Ok(message) => (self.intake.take(message, &invocation, &mut trace, live).await, None),
+            // Boxed: a turn's future (the model, payments, the ledger and the
+            // order system's calls, large in a debug build) lives on the heap,
+            // not on the stack of whatever polls the handler.
+            Ok(message) => (
+                Box::pin(self.intake.take(message, &invocation, &mut trace, live)).await,
+                None,
+            ),
             Err(error) => {
                 let written = answer::render_error(&error);
                 let outcome = Outcome {

@@ -703,7 +703,9 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     /// `REPLY_TIME_MINUTES`. A read that fails says the setting's time.
     pub(super) async fn person_expected(&self) -> PersonExpected {
         let now = now_ms();
-        let measured = match self.conversations.first_replies().await {
+        // Boxed: the store's read (an SDK call's future, large in a debug
+        // build) stays off the stack of every turn's future that awaits this.
+        let measured = match Box::pin(self.conversations.first_replies()).await {
             Ok(replies) => crate::office_hours::expected::median_reply_minutes(&replies, now).0,
             Err(error) => {
                 tracing::error!(event = "conversation", op = "first_replies", error = %error);
