@@ -63,6 +63,19 @@ fn handoff_of<'q>(queue: &'q Value, conversation: &str) -> &'q Value {
         .expect("in the queue")
 }
 
+/// Sam's reply in conversation `id` from the desk, which must take it.
+async fn sam_replies(desk: &StaffDesk, id: &str, text: &str, key: &str) {
+    let replied = desk
+        .post(
+            &format!("/support/staff/conversations/{id}/reply"),
+            json!({ "text": text }),
+            key,
+            SAM,
+        )
+        .await;
+    assert_eq!(replied.status, StatusCode::OK, "{}", replied.raw);
+}
+
 #[tokio::test]
 async fn outside_hours_the_customer_reads_when_the_team_is_back_and_the_desk_when_it_is_due() {
     let (h, desk) = shop(&hours_from_now(120, 180)).await;
@@ -120,24 +133,10 @@ async fn outside_hours_the_customer_reads_when_the_team_is_back_and_the_desk_whe
     assert_eq!(item["first_reply_at"], Value::Null);
 
     // A person's first reply ends the clock, once; it is kept for the median.
-    let replied = desk
-        .post(
-            &format!("/support/staff/conversations/{id}/reply"),
-            json!({"text": "Sam here, early."}),
-            "r1",
-            SAM,
-        )
-        .await;
-    assert_eq!(replied.status, StatusCode::OK, "{}", replied.raw);
+    sam_replies(&desk, &id, "Sam here, early.", "r1").await;
     let first = handoff_of(&desk.get("/support/staff/queue", SAM).await.body, &id)["first_reply_at"].clone();
     assert!(first.is_string());
-    desk.post(
-        &format!("/support/staff/conversations/{id}/reply"),
-        json!({"text": "And again."}),
-        "r2",
-        SAM,
-    )
-    .await;
+    sam_replies(&desk, &id, "And again.", "r2").await;
     assert_eq!(
         handoff_of(&desk.get("/support/staff/queue", SAM).await.body, &id)["first_reply_at"],
         first,
@@ -170,15 +169,7 @@ async fn within_hours_the_reply_time_is_the_median_of_the_desks_first_replies() 
             "fewer than five: the setting's 30 minutes"
         );
         let id = asked.conversation_id();
-        let replied = desk
-            .post(
-                &format!("/support/staff/conversations/{id}/reply"),
-                json!({"text": "Here."}),
-                &format!("r{n}"),
-                SAM,
-            )
-            .await;
-        assert_eq!(replied.status, StatusCode::OK, "{}", replied.raw);
+        sam_replies(&desk, id, "Here.", &format!("r{n}")).await;
     }
 
     let sixth = h.say(None, "I want to talk to a person").await;
@@ -240,13 +231,7 @@ async fn the_desk_shows_what_is_due_first_and_marks_and_counts_what_is_overdue()
         1
     );
     // Answered, it is no longer overdue.
-    desk.post(
-        &format!("/support/staff/conversations/{second}/reply"),
-        json!({"text": "Sorry for the wait."}),
-        "r1",
-        SAM,
-    )
-    .await;
+    sam_replies(&desk, second, "Sorry for the wait.", "r1").await;
     let queue = desk.get("/support/staff/queue", SAM).await;
     assert_eq!(handoff_of(&queue.body, second)["overdue"], false, "{}", queue.raw);
     assert_eq!(
