@@ -239,13 +239,6 @@ impl Schedule {
             None => day,
         }
     }
-
-    /// The local time of `at` in the shop's zone, to the minute, as a
-    /// person reads it: `Mon 09:00`.
-    #[cfg(test)]
-    pub fn local(&self, at: Timestamp) -> String {
-        at.to_zoned(self.zone.clone()).strftime("%a %H:%M").to_string()
-    }
 }
 
 fn time(text: &str) -> Result<Time, Malformed> {
@@ -437,6 +430,9 @@ mod tests {
         let wrapped = Schedule::parse(r#"{"tz": "Europe/Paris", "week": {"sun": ["10:00-24:00"]}}"#).unwrap();
         assert_eq!(wrapped.intervals.len(), 1);
         assert!(wrapped.is_open(paris("2026-12-13T23:59")));
-        assert_eq!(wrapped.local(paris("2026-12-14T10:05")), "Mon 10:05");
+        assert_eq!(
+            in_words(wrapped.zone(), paris("2026-12-14T10:05")),
+            "Mon 14 Dec 2026, 10:05 (Europe/Paris)"
+        );
     }
 }

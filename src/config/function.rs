@@ -70,8 +70,9 @@ pub const LEDGER_OPERATIONS_PER_REQUEST: u32 = 7;
 /// (a transaction sent again after a `TransactionConflict` stays inside its
 /// operation's bound): the lease, the window's read, the append (one
 /// transaction), then the lease given back when the append wrote nothing
-/// (the scope's exchange was already there, or the append failed): **4**.
-pub const CONVERSATION_OPERATIONS_PER_REQUEST: u32 = 4;
+/// (the scope's exchange was already there, or the append failed), and the
+/// recent first replies' read of a turn that hands off (contract 32): **5**.
+pub const CONVERSATION_OPERATIONS_PER_REQUEST: u32 = 5;
 
 /// Budget operations one request can make at most, on the same bound: the
 /// turn taken (after a takeover), then its reservation settled on its own

@@ -39,12 +39,12 @@ impl Default for LiveSettings {
 impl LiveSettings {
     pub(super) fn read(vars: &Vars<impl Fn(&str) -> Option<String>>) -> Result<LiveSettings, ConfigError> {
         let publish_timeout = match vars.count("LIVE_PUBLISH_TIMEOUT_MS", 500)? {
-            // At most 5 s: a turn's worst case and the publish after it stay under the function's Timeout.
-            ms @ 1..=5_000 => Duration::from_millis(ms as u64),
+            // At most 3 s: a turn's worst case and the publish after it stay under the function's Timeout.
+            ms @ 1..=3_000 => Duration::from_millis(ms as u64),
             other => {
                 return Err(ConfigError::Malformed {
                     name: "LIVE_PUBLISH_TIMEOUT_MS",
-                    expected: "a whole number of milliseconds from 1 to 5000",
+                    expected: "a whole number of milliseconds from 1 to 3000",
                     value: other.to_string(),
                 });
             }

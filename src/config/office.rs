@@ -28,5 +28,6 @@ pub(super) fn read(vars: &Vars<impl Fn(&str) -> Option<String>>) -> Result<Offic
             .map_err(ConfigError::OfficeHours)?,
         reply_time_minutes: minutes("REPLY_TIME_MINUTES", defaults.reply_time_minutes)?,
         reply_due_minutes: minutes("REPLY_DUE_MINUTES", defaults.reply_due_minutes)?,
+        reply_time_cache: defaults.reply_time_cache,
     })
 }

@@ -43,7 +43,7 @@ fn defaults_are_the_contracts() {
         config.worst_case(),
         Duration::from_secs(112 + 6 * 2 * 3)
             + SECRET_READ_TIMEOUT
-            + Duration::from_secs(2 * (7 + 4 + 2))
+            + Duration::from_secs(2 * (7 + 5 + 2))
             + Duration::from_secs(5)
             + Duration::from_millis(500),
         "with the routing call's 5 s and the live pokes' 0.5 s"

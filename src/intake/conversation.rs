@@ -699,18 +699,35 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
     }
 
     /// When a person will answer, as code says it (contract 32): from the
-    /// median of the recent first replies (one small read), else
-    /// `REPLY_TIME_MINUTES`. A read that fails says the setting's time.
+    /// median of the recent first replies (one small read, at most once per
+    /// `reply_time_cache` in a container), else `REPLY_TIME_MINUTES`. A read
+    /// that fails says the setting's time, and is tried again next time.
     pub(super) async fn person_expected(&self) -> PersonExpected {
         let now = now_ms();
-        // Boxed: the store's read (an SDK call's future, large in a debug
-        // build) stays off the stack of every turn's future that awaits this.
-        let measured = match Box::pin(self.conversations.first_replies()).await {
-            Ok(replies) => crate::office_hours::expected::median_reply_minutes(&replies, now).0,
-            Err(error) => {
-                tracing::error!(event = "conversation", op = "first_replies", error = %error);
-                None
-            }
+        let fresh_for = u64::try_from(self.config.office.reply_time_cache.as_millis()).unwrap_or(u64::MAX);
+        let cached = self
+            .reply_time
+            .lock()
+            .ok()
+            .and_then(|kept| *kept)
+            .filter(|(read_at, _)| now.saturating_sub(*read_at) < fresh_for);
+        let measured = match cached {
+            Some((_, measured)) => measured,
+            // Boxed: the store's read (an SDK call's future, large in a debug
+            // build) stays off the stack of every turn's future that awaits this.
+            None => match Box::pin(self.conversations.first_replies()).await {
+                Ok(replies) => {
+                    let measured = crate::office_hours::expected::median_reply_minutes(&replies, now).0;
+                    if let Ok(mut kept) = self.reply_time.lock() {
+                        *kept = Some((now, measured));
+                    }
+                    measured
+                }
+                Err(error) => {
+                    tracing::error!(event = "conversation", op = "first_replies", error = %error);
+                    None
+                }
+            },
         };
         self.config.office.expected(now, measured)
     }

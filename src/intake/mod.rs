@@ -227,6 +227,10 @@ pub struct Intake<K, R, L, C, O> {
     model: OnceCell<OpenAiChat>,
     /// The key the model carries, read again after `OPENAI_KEY_CACHE_SECS`.
     key: model::KeyState,
+    /// The measured reply time (contract 32) and when it was read: read again
+    /// after the office's `reply_time_cache`, so the page's reads of an open
+    /// handoff do not each read it.
+    reply_time: std::sync::Mutex<Option<(u64, Option<u32>)>>,
 }
 
 impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: ConversationStore, O: OrderSystem>
@@ -252,6 +256,7 @@ impl<K: ApiKeySource, R: RefundGateway, L: RequestLedger + BudgetStore, C: Conve
             render,
             model: OnceCell::new(),
             key: model::KeyState::new(config_key_cache),
+            reply_time: std::sync::Mutex::new(None),
         }
     }
 

@@ -62,6 +62,13 @@ fn config(turns_per_hour: u64) -> Config {
 }
 
 fn intake(turns_per_hour: u64) -> TestIntake {
+    let mut config = config(turns_per_hour);
+    // Each handed-off answer reads the reply time afresh here.
+    config.office.reply_time_cache = std::time::Duration::ZERO;
+    intake_with(config)
+}
+
+fn intake_with(config: Config) -> TestIntake {
     let books = MemoryLedger::new();
     let ports = Ports {
         key_source: CountingKey::default(),
@@ -71,7 +78,7 @@ fn intake(turns_per_hour: u64) -> TestIntake {
         conversations: books,
         http: reqwest::Client::new(),
     };
-    Intake::new(config(turns_per_hour), ports, render)
+    Intake::new(config, ports, render)
 }
 
 fn message(customer: &str, text: &str, conversation: Option<&ConversationId>, key: Option<&str>) -> Message {
@@ -258,6 +265,34 @@ async fn a_message_the_screen_hands_off_gets_a_person_with_no_model_and_no_budge
     assert_eq!(kept.len(), 5);
     assert_eq!(kept[2].reply(), None);
     assert_eq!(intake.key_source.0.load(Ordering::SeqCst), 0, "still no secret read");
+}
+
+/// The measured reply time is read once a minute per container, not at
+/// every answer and read of an open handoff (contract 32's hot path).
+#[tokio::test]
+async fn the_reply_time_is_read_once_a_minute_not_at_every_answer() {
+    let intake = intake_with(config(10));
+    let asked = intake
+        .take(
+            message("u-1", "I want to talk to a person", None, None),
+            &invocation("r-1"),
+            &mut Trace::default(),
+            &Live::silent(),
+        )
+        .await;
+    let asked: serde_json::Value = serde_json::from_str(&asked.body).expect("json");
+    assert_eq!(asked["person_expected"]["within_minutes"], 30);
+    let begun = now_ms() - 3_600_000;
+    for minutes in [4, 6, 9, 12, 40] {
+        intake.conversations.keep_first_reply(begun, begun + minutes * 60_000);
+    }
+    let id = ConversationId::parse(asked["conversation_id"].as_str().expect("named")).expect("an id");
+    let read = intake.read(&id, "u-1", None, now_ms()).await.expect("read");
+    assert_eq!(
+        read.person_expected.map(|expected| expected.within_minutes),
+        Some(Some(30)),
+        "within the minute, the reply time read at the handoff"
+    );
 }
 
 #[tokio::test]

@@ -27,6 +27,10 @@ pub struct Office {
     pub reply_time_minutes: u32,
     /// Office minutes from a handoff to when it is due.
     pub reply_due_minutes: u32,
+    /// How long a container says the reply time it measured before it reads
+    /// the recent first replies again: a minute (not a setting; tests make
+    /// it zero).
+    pub reply_time_cache: std::time::Duration,
 }
 
 impl Default for Office {
@@ -35,6 +39,7 @@ impl Default for Office {
             schedule: None,
             reply_time_minutes: 30,
             reply_due_minutes: 60,
+            reply_time_cache: std::time::Duration::from_secs(60),
         }
     }
 }
@@ -201,8 +206,7 @@ mod tests {
                 )
                 .unwrap(),
             ),
-            reply_time_minutes: 30,
-            reply_due_minutes: 60,
+            ..Office::default()
         }
     }
 

@@ -156,8 +156,9 @@ fn record_item(
 }
 
 /// When a handoff is due (epoch ms): its recorded `due_at`, else (made
-/// before it was recorded, or the hours held none) its own moment.
-fn due_ms(handoff: &StoredHandoff, now: u64) -> u64 {
+/// before it was recorded, or the hours held none) its own moment. The
+/// queue's order, the terminal's and what is overdue all read it.
+pub fn due_ms(handoff: &StoredHandoff, now: u64) -> u64 {
     handoff
         .due_at
         .as_deref()

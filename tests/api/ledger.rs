@@ -338,11 +338,12 @@ async fn the_worst_path_makes_exactly_the_budgeted_ledger_operations() {
             "UpdateItem",         // the key released on its own
         ]
     );
-    // Of the worst case's operations, this path skips two: the window's
-    // read (no earlier exchange) and the lease given back or the items'
-    // expiry moved after an append (refused here).
+    // Of the worst case's operations, this path skips three: the window's
+    // read (no earlier exchange), the lease given back or the items'
+    // expiry moved after an append (refused here), and the reply time's
+    // read of a turn that hands off (contract 32; none here).
     assert_eq!(
-        operations.len() as u32 + 2,
+        operations.len() as u32 + 3,
         refund_chat::config::LEDGER_OPERATIONS_PER_REQUEST
             + refund_chat::config::CONVERSATION_OPERATIONS_PER_REQUEST
             + refund_chat::config::BUDGET_OPERATIONS_PER_REQUEST

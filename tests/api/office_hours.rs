@@ -37,6 +37,8 @@ fn hours_from_now(from: u64, to: u64) -> String {
 async fn shop(hours: &str) -> (TestApp, StaffDesk) {
     let office = Office {
         schedule: Some(Schedule::parse(hours).expect("a schedule")),
+        // Each handoff reads the reply time afresh here.
+        reply_time_cache: std::time::Duration::ZERO,
         ..Office::default()
     };
     let h = TestApp::builder()

@@ -469,13 +469,13 @@ function queueEntry(item) {
   button.dataset.id = item.id;
   button.dataset.kind = item.kind;
   // Reasons and labels in words, from the function (contract 36).
-  const reasons = (item.reasons_in_words || item.reasons || []).join("; ");
+  const reasons = item.reasons_in_words.join("; ");
   const head = item.kind === "handoff"
     ? reasons + " · " + item.customer + (item.who && item.who !== "customer" ? " (" + item.who + ")" : "")
     : item.amount + " · order " + item.order_id + " · " + item.customer;
   button.append(el("strong", head), el("br"), el("span", "waiting " + waited(item.waited_secs), "hint"));
   if (item.kind !== "handoff" && reasons) button.append(el("br"), el("span", reasons, "hint"));
-  if (item.router) button.append(el("br"), el("span", "router: " + (item.router_in_words || item.router), "hint"));
+  if (item.router_in_words) button.append(el("br"), el("span", "router: " + item.router_in_words, "hint"));
   for (const line of item.summary || []) button.append(el("br"), el("span", line, "hint"));
   if (item.kind === "handoff") {
     const holder = item.held_by ? "with " + item.held_by.name : "nobody has it";
@@ -597,8 +597,8 @@ function transcript(view) {
   const box = el("div");
   if (view.handoff) {
     const h = view.handoff;
-    box.append(el("h3", "Handed off: " + (h.reason_in_words || h.reason)));
-    box.append(facts([["at", when(h.at)], ["router", h.router_in_words || h.router], ["closed", h.closed_by ? h.closed_by + ", " + when(h.closed_at) : "open"]]));
+    box.append(el("h3", "Handed off: " + h.reason_in_words));
+    box.append(facts([["at", when(h.at)], ["router", h.router_in_words], ["closed", h.closed_by ? h.closed_by + ", " + when(h.closed_at) : "open"]]));
     const due = dueLine(h);
     if (due) box.append(due);
     if (h.model_summary) {
@@ -627,7 +627,7 @@ function transcript(view) {
   for (const x of view.exchanges || []) {
     const meta = el("li", null, "hint");
     // When, and the router's labels, in words; the request only as a link to its trace or to copy (contract 36).
-    meta.append(when(x.at) + (x.router ? " · router: " + (x.router_in_words || x.router) : ""));
+    meta.append(when(x.at) + (x.router_in_words ? " · router: " + x.router_in_words : ""));
     if (x.request_id) {
       meta.append(" · ");
       if (x.trace_url) meta.append(link(x.trace_url, "trace"));
@@ -711,7 +711,7 @@ function decision(label, path, bodyOf, className, clears) {
 // A refund record in a line: in words, the record's id only to copy
 // (contract 36), and the order's page where the shop has one.
 function recordLine(r) {
-  const li = el("li", r.amount + " on order " + r.order_id + ": " + (r.state_in_words || r.state) + " ");
+  const li = el("li", r.amount + " on order " + r.order_id + ": " + r.state_in_words + " ");
   li.append(copyButton(r.id));
   if (r.order_url) li.append(" ", link(r.order_url, "order page"));
   return li;
@@ -993,9 +993,9 @@ async function open(item, keepOutcome) {
       : order.read === "not_found" ? "no such order for this customer now" : "could not be read now (" + (order.why || "") + ")";
     body.replaceChildren(
       facts([
-        ["amount", data.amount], ["state", data.state_in_words || data.state], ["customer", r.user_id], ["order", r.order_id],
-        ["the order now", orderNow], ["reasons", (data.reasons_in_words || []).join("; ") || (r.reasons || "").split(" ").join(", ")],
-        ["router", data.router_in_words || data.router], ["verdict", data.verdict], ["customer's message", r.customer_message],
+        ["amount", data.amount], ["state", data.state_in_words], ["customer", r.user_id], ["order", r.order_id],
+        ["the order now", orderNow], ["reasons", data.reasons_in_words.join("; ")],
+        ["router", data.router_in_words], ["verdict", data.verdict], ["customer's message", r.customer_message],
         ["decided by", r.decided_by],
       ]),
       passages(data.cited),

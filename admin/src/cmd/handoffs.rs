@@ -2,7 +2,7 @@
 //! with when it is due (and `OVERDUE`, or when a person first answered),
 //! its summary and transcript.
 
-use refund_chat::clock::{now_ms, parse_utc};
+use refund_chat::clock::now_ms;
 use refund_chat::ledger::dynamo::conversations::DynamoConversations;
 use refund_chat::untrusted::visible;
 
@@ -16,15 +16,8 @@ pub async fn run(conversations: &DynamoConversations) -> Outcome {
         return Ok(Ending::Done);
     }
     let now = now_ms();
-    // Due first, first: a handoff with no due time by its own moment.
-    open.sort_by_key(|handoff| {
-        handoff
-            .due_at
-            .as_deref()
-            .or(Some(handoff.at.as_str()))
-            .and_then(parse_utc)
-            .unwrap_or(now)
-    });
+    // Due first, first, as the desk's queue.
+    open.sort_by_key(|handoff| refund_chat::staff::read::due_ms(handoff, now));
     for handoff in &open {
         let due = match (&handoff.due_at, &handoff.first_reply_at) {
             (_, Some(first)) => format!("first answered {first}"),

@@ -99,17 +99,23 @@ pub async fn keep(client: &DynamoClient, table: &str, reply: &FirstReply) -> Res
     Ok(())
 }
 
-/// The recent first replies, oldest first.
+/// The recent first replies, oldest first: a Query of the one item, the
+/// action the customers' function's role has on this table (it has no
+/// `GetItem` there, and needs none but this).
 pub async fn recent(client: &DynamoClient, table: &str) -> Result<Vec<FirstReply>, LedgerError> {
     let item: Item = client
-        .get_item()
+        .query()
         .table_name(table)
-        .set_key(Some(key(REPLY_TIMES, STATS)))
+        .key_condition_expression("pk = :pk AND #sk = :sk")
+        .expression_attribute_names("#sk", SORT_KEY)
+        .expression_attribute_values(":pk", s(REPLY_TIMES))
+        .expression_attribute_values(":sk", s(STATS))
         .projection_expression("replies")
         .send()
         .await
         .map_err(unavailable)?
-        .item
+        .items
+        .and_then(|items| items.into_iter().next())
         .unwrap_or_default();
     Ok(match item.get("replies") {
         Some(AttributeValue::L(replies)) => replies.iter().filter_map(|reply| parse(reply.as_s().ok()?)).collect(),
